@@ -1,0 +1,67 @@
+// The AOBJ/1 server stack, embeddable (spec: the whole server side).
+//
+// Server::Start() listens for the gRPC control channel, creates the UCX data-channel worker and
+// serves requests against an ObjectStore until Shutdown(). Requests run on a pool of threads;
+// all RMA runs on the data channel's progress thread.
+//
+// Threading: Start/Shutdown/Wait from one owning thread; counters from any thread.
+// Ownership: the server owns the store.
+#ifndef AOBJ_SERVER_H_
+#define AOBJ_SERVER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "aobj/store.h"
+#include "aobj/types.h"
+
+namespace aobj {
+
+struct ServerOptions {
+  // host:port of the control channel. Port 0 picks a free port (see Server::port()).
+  std::string listen_address = "127.0.0.1:7878";
+  // access key id -> secret (only derived signing keys are kept in memory).
+  std::map<std::string, std::string> credentials;
+  // The server's limits; zero fields take the defaults of the spec's reference values.
+  Limits limits;
+  int64_t lease_ms = 30000;           // AOBJ-SES-008
+  int64_t clock_skew_ms = 300000;     // AOBJ-AUTH-007
+  int64_t session_tombstone_ms = 600000;
+  int request_threads = 8;
+  DataChannelOptions data_channel;
+  std::string server_name = "aobj-server/0.1";
+  // Structured log lines ("event=... session=..."); empty = no logging.
+  std::function<void(const std::string&)> log;
+};
+
+struct ServerStats {
+  uint64_t open_sessions = 0;
+  uint64_t endpoints = 0;
+  uint64_t rkeys_outstanding = 0;
+  uint64_t requests = 0;
+  uint64_t errors = 0;
+  uint64_t bytes_in = 0;
+  uint64_t bytes_out = 0;
+};
+
+class Server {
+ public:
+  static absl::StatusOr<std::unique_ptr<Server>> Start(ServerOptions options,
+                                                       std::unique_ptr<ObjectStore> store);
+  virtual ~Server() = default;
+  // The bound control-channel port.
+  virtual int port() const = 0;
+  // Stops accepting, fails what is queued, waits for requests in progress, closes endpoints.
+  virtual void Shutdown() = 0;
+  // Blocks until Shutdown() (from another thread or a signal handler thread).
+  virtual void Wait() = 0;
+  virtual ServerStats stats() = 0;
+};
+
+}  // namespace aobj
+
+#endif  // AOBJ_SERVER_H_

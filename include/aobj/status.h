@@ -1,0 +1,71 @@
+// Protocol error codes attached to absl::Status (spec section "Error registry").
+//
+// Every failure the libraries return is an absl::Status whose payload carries the AOBJ error
+// code; ErrorCodeOf() reads it back. The numeric values equal aobj.v1.ErrorCode on the wire.
+// Thread-safe: all functions are pure.
+#ifndef AOBJ_STATUS_H_
+#define AOBJ_STATUS_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/status.h"
+
+namespace aobj {
+
+enum class ErrorCode : uint32_t {
+  kOk = 0,
+  kInternal = 1,
+  kInvalidArgument = 2,
+  kUnsupportedVersion = 3,
+  kMissingAuthentication = 4,
+  kSignatureDoesNotMatch = 5,
+  kInvalidAccessKeyId = 6,
+  kRequestTimeTooSkewed = 7,
+  kRequestReplayed = 8,
+  kNoSuchSession = 9,
+  kSessionExpired = 10,
+  kAccessDenied = 11,
+  kSlowDown = 12,
+  kTooManyTransfers = 13,
+  kNoSuchBucket = 20,
+  kNoSuchKey = 21,
+  kBucketAlreadyExists = 22,
+  kBucketNotEmpty = 23,
+  kInvalidBucketName = 24,
+  kKeyTooLong = 25,
+  kEntityTooLarge = 26,
+  kInvalidDescriptor = 30,
+  kDescriptorOutOfBounds = 31,
+  kDescriptorTooSmall = 32,
+  kInvalidRkey = 33,
+  kUnsupportedMemoryType = 34,
+  kBadDigest = 40,
+  kTransferFailed = 41,
+  kDataChannelUnavailable = 42,
+  kIncompleteTransfer = 43,
+  kStorageError = 50,
+};
+
+// Static facts about one code (the registry row).
+struct ErrorInfo {
+  ErrorCode code;
+  std::string_view name;     // "DESCRIPTOR_OUT_OF_BOUNDS"
+  std::string_view s3_code;  // "InvalidArgument"
+  bool retryable;
+  absl::StatusCode canonical;
+};
+
+// The registry row of `code`; unknown codes (grease included) map to the kInternal row with
+// `code` preserved.
+ErrorInfo GetErrorInfo(ErrorCode code);
+
+// A non-OK status with `code` attached. `message` must not contain secret material.
+absl::Status MakeError(ErrorCode code, std::string_view message);
+
+// The code attached to `status`: kOk for OK, kInternal for a status without an AOBJ code.
+ErrorCode ErrorCodeOf(const absl::Status& status);
+
+}  // namespace aobj
+
+#endif  // AOBJ_STATUS_H_

@@ -1,0 +1,97 @@
+// The object-store interface: the extension point behind the server (spec "Object semantics").
+//
+// A vendor puts its own storage behind aobj-server by implementing ObjectStore. The reference
+// stores are MemoryStore (in process) and FileStore (a directory; the embedded default).
+//
+// Threading: every method of ObjectStore may be called from many threads at once. An
+// ObjectWriter or ObjectReader is used by one thread at a time.
+// Errors: absl::Status with an AOBJ error code attached (aobj/status.h): kNoSuchBucket,
+// kNoSuchKey, kBucketAlreadyExists, kBucketNotEmpty, kStorageError, kInvalidArgument.
+// Atomicity: an object becomes visible only when ObjectWriter::Commit() returns OK, and then
+// replaces any previous object of that key as a whole: a reader sees the old or the new object,
+// never a mix (AOBJ-OBJ-010). A writer destroyed without Commit() leaves no trace.
+#ifndef AOBJ_STORE_H_
+#define AOBJ_STORE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace aobj {
+
+// What a store keeps about an object besides its bytes.
+struct ObjectInfo {
+  uint64_t size = 0;
+  std::string etag;               // quoted lower-case hex MD5 of the content: "\"9e10...\""
+  int64_t last_modified_ms = 0;   // Unix epoch milliseconds
+  std::string content_type;
+  uint32_t crc32c = 0;            // CRC32C of the full content (checksum.h convention)
+};
+
+// Receives one object's bytes in order. Destroying it without Commit() aborts the write.
+class ObjectWriter {
+ public:
+  virtual ~ObjectWriter() = default;
+  // Appends `data`. The total appended must not exceed the size given to BeginPut.
+  virtual absl::Status Append(absl::Span<const uint8_t> data) = 0;
+  // Optional fast path: a writable view of the whole object (size given to BeginPut) that the
+  // caller fills directly instead of calling Append. Empty span when not supported. When used,
+  // the caller fills it completely before Commit().
+  virtual absl::Span<uint8_t> DirectBuffer() { return {}; }
+  // Makes the object durable (as the store defines it) and visible atomically. `info.size`,
+  // `info.etag` and `info.crc32c` are computed by the caller over the bytes written; the store
+  // sets last_modified_ms. Returns the stored info.
+  virtual absl::StatusOr<ObjectInfo> Commit(const ObjectInfo& info) = 0;
+};
+
+// Reads one committed object. It keeps reading the version it opened even if the key is
+// overwritten or deleted meanwhile.
+class ObjectReader {
+ public:
+  virtual ~ObjectReader() = default;
+  virtual const ObjectInfo& info() const = 0;
+  // Reads up to out.size() bytes at `offset`; returns the count (0 at the end).
+  virtual absl::StatusOr<size_t> ReadAt(uint64_t offset, absl::Span<uint8_t> out) = 0;
+  // Optional fast path: the whole content in memory, valid while the reader lives. Empty span
+  // (with info().size > 0) when not supported.
+  virtual absl::Span<const uint8_t> ContiguousView() const { return {}; }
+};
+
+class ObjectStore {
+ public:
+  virtual ~ObjectStore() = default;
+
+  virtual absl::Status CreateBucket(std::string_view bucket) = 0;
+  // Fails with kBucketNotEmpty unless the bucket holds no object.
+  virtual absl::Status DeleteBucket(std::string_view bucket) = 0;
+  virtual absl::Status HeadBucket(std::string_view bucket) = 0;
+
+  // Starts writing `size` bytes under bucket/key. The bucket must exist.
+  virtual absl::StatusOr<std::unique_ptr<ObjectWriter>> BeginPut(
+      std::string_view bucket, std::string_view key, uint64_t size,
+      std::string_view content_type) = 0;
+  virtual absl::StatusOr<std::unique_ptr<ObjectReader>> OpenRead(std::string_view bucket,
+                                                                 std::string_view key) = 0;
+  virtual absl::StatusOr<ObjectInfo> Head(std::string_view bucket, std::string_view key) = 0;
+  // Idempotent: deleting a missing key succeeds (S3). Fails with kNoSuchBucket.
+  virtual absl::Status Delete(std::string_view bucket, std::string_view key) = 0;
+};
+
+// In-memory store: consistent under concurrency, lost at exit.
+std::unique_ptr<ObjectStore> NewMemoryStore();
+
+// Filesystem store rooted at `root` (created if missing). A PUT goes to a temporary file that is
+// written, fsync'ed and renamed over the final name, then the directory is fsync'ed, so a crash
+// never leaves a torn or half-visible object (AOBJ-OBJ-011). Temporary files left by a crash are
+// removed when the store opens.
+absl::StatusOr<std::unique_ptr<ObjectStore>> OpenFileStore(const std::string& root);
+
+}  // namespace aobj
+
+#endif  // AOBJ_STORE_H_

@@ -1,0 +1,50 @@
+// Plain value types shared by the client and server APIs (spec "Registries").
+#ifndef AOBJ_TYPES_H_
+#define AOBJ_TYPES_H_
+
+#include <cstdint>
+#include <string>
+
+namespace aobj {
+
+// End-to-end checksum algorithms (AOBJ-DAT-021). Values equal aobj.v1.ChecksumAlgorithm.
+enum class ChecksumAlgorithm : uint32_t {
+  kNone = 0,
+  kCrc32c = 1,
+  kCrc64Nvme = 2,
+};
+
+// Which path moved an operation's bytes (AOBJ-DAT-030). Values equal aobj.v1.TransferPath.
+enum class TransferPath : uint32_t {
+  kUnspecified = 0,
+  kNone = 1,    // zero bytes moved
+  kInline = 2,  // inside the control message
+  kRma = 3,     // one-sided RMA on the UCX data channel
+};
+const char* TransferPathName(TransferPath path);
+
+// Whether the data channel enforces memory registration in hardware (AOBJ-SES-013).
+enum class MemoryProtection : uint32_t {
+  kUnspecified = 0,
+  kHardware = 1,
+  kEmulated = 2,
+};
+
+// Session limits (spec "Sessions"). In requests, zero means "the server's default".
+struct Limits {
+  uint64_t max_transfer_bytes = 0;
+  uint32_t max_in_flight = 0;
+  uint64_t inline_threshold = 0;
+  uint32_t max_descriptors = 0;
+  uint32_t max_rkey_bytes = 0;
+};
+
+// UCX data-channel settings. The environment (UCX_NET_DEVICES, UCX_TLS) overrides them.
+struct DataChannelOptions {
+  std::string net_devices = "lo";  // loopback only unless told otherwise
+  std::string transports;          // UCX_TLS; empty = UCX's default
+};
+
+}  // namespace aobj
+
+#endif  // AOBJ_TYPES_H_

@@ -1,0 +1,66 @@
+#include "control/rpc.h"
+
+#include "absl/strings/str_cat.h"
+#include "aobj/status.h"
+
+namespace aobj {
+namespace {
+
+constexpr const char* kNames[] = {"OpenSession", "RenewSession", "CloseSession", "CreateBucket",
+                                  "DeleteBucket", "HeadBucket",  "PutObject",    "GetObject",
+                                  "HeadObject",  "DeleteObject"};
+constexpr const char* kPaths[] = {
+    "/aobj.v1.ObjectService/OpenSession",  "/aobj.v1.ObjectService/RenewSession",
+    "/aobj.v1.ObjectService/CloseSession", "/aobj.v1.ObjectService/CreateBucket",
+    "/aobj.v1.ObjectService/DeleteBucket", "/aobj.v1.ObjectService/HeadBucket",
+    "/aobj.v1.ObjectService/PutObject",    "/aobj.v1.ObjectService/GetObject",
+    "/aobj.v1.ObjectService/HeadObject",   "/aobj.v1.ObjectService/DeleteObject"};
+static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Method::kCount));
+
+grpc::StatusCode ToGrpcCode(absl::StatusCode code) {
+  // absl and gRPC share the canonical code numbering.
+  return static_cast<grpc::StatusCode>(static_cast<int>(code));
+}
+
+}  // namespace
+
+const char* MethodPath(Method method) { return kPaths[static_cast<int>(method)]; }
+const char* MethodName(Method method) { return kNames[static_cast<int>(method)]; }
+
+grpc::Status ToGrpcStatus(const absl::Status& status, std::string* trailer_value,
+                          const aobj::v1::VersionRange* supported) {
+  trailer_value->clear();
+  if (status.ok()) return grpc::Status::OK;
+  const ErrorInfo info = GetErrorInfo(ErrorCodeOf(status));
+  aobj::v1::Error error;
+  error.set_code(static_cast<aobj::v1::ErrorCode>(info.code));
+  error.set_name(std::string(info.name));
+  error.set_s3_code(std::string(info.s3_code));
+  error.set_message(std::string(status.message()));
+  error.set_retryable(info.retryable);
+  if (supported != nullptr) *error.mutable_supported_versions() = *supported;
+  error.SerializeToString(trailer_value);
+  return grpc::Status(ToGrpcCode(info.canonical),
+                      absl::StrCat(std::string(info.s3_code), ": ", status.message()));
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& status,
+                            const std::multimap<grpc::string_ref, grpc::string_ref>& trailers,
+                            aobj::v1::Error* detail) {
+  if (status.ok()) return absl::OkStatus();
+  auto it = trailers.find(kErrorTrailer);
+  aobj::v1::Error error;
+  if (it != trailers.end() &&
+      error.ParseFromArray(it->second.data(), static_cast<int>(it->second.size())) &&
+      error.code() != aobj::v1::ERROR_CODE_UNSPECIFIED) {
+    if (detail != nullptr) *detail = error;
+    // AOBJ-EXT-004: an unknown (or grease) code keeps its number; GetErrorInfo treats it as
+    // INTERNAL.
+    return MakeError(static_cast<ErrorCode>(error.code()), error.message());
+  }
+  return MakeError(ErrorCode::kInternal,
+                   absl::StrCat("control channel: ", status.error_message(), " (gRPC code ",
+                                static_cast<int>(status.error_code()), ")"));
+}
+
+}  // namespace aobj

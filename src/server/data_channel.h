@@ -1,0 +1,36 @@
+// The server's view of the data channel: what request handling needs from UCX, behind an
+// interface so that fuzzers and fault tests can substitute a deterministic channel
+// (the leveldb `Env` pattern). The production implementation is UcxDataChannel.
+//
+// Threading: implementations are thread-safe.
+#ifndef AOBJ_SERVER_DATA_CHANNEL_H_
+#define AOBJ_SERVER_DATA_CHANNEL_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "transport/ucx_worker.h"
+
+namespace aobj {
+
+class DataChannel {
+ public:
+  virtual ~DataChannel() = default;
+  virtual absl::StatusOr<uint64_t> Connect(absl::string_view peer_address) = 0;
+  virtual absl::StatusOr<Protection> GetProtection(uint64_t endpoint) = 0;
+  virtual void Disconnect(uint64_t endpoint) = 0;
+  // See UcxWorker::Execute: checks, RMA, flush for writes; returns when UCX no longer touches
+  // the local memory named by the batch.
+  virtual absl::Status Execute(uint64_t endpoint, const RmaBatch& batch) = 0;
+  virtual size_t endpoint_count() = 0;
+  virtual uint64_t rkeys_outstanding() = 0;
+};
+
+// A DataChannel over one UcxWorker; `worker` must outlive it.
+std::unique_ptr<DataChannel> NewUcxDataChannel(UcxWorker* worker);
+
+}  // namespace aobj
+
+#endif  // AOBJ_SERVER_DATA_CHANNEL_H_

@@ -1,0 +1,513 @@
+#include "server/handler.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "aobj/status.h"
+#include "wire/checksum.h"
+#include "wire/crypto.h"
+#include "wire/descriptor.h"
+#include "wire/names.h"
+
+namespace aobj {
+namespace {
+
+#define AOBJ_RETURN_IF_ERROR(expr)            \
+  do {                                        \
+    if (absl::Status _s = (expr); !_s.ok()) { \
+      return _s;                              \
+    }                                         \
+  } while (0)
+
+template <class M>
+absl::Status Parse(absl::string_view body, M* message) {
+  if (!message->ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("malformed ", message->GetTypeName()));
+  }
+  return absl::OkStatus();
+}
+
+template <class M>
+std::string Serialize(const M& message) {
+  std::string out;
+  message.SerializeToString(&out);
+  return out;
+}
+
+std::string BigEndian32(uint32_t v) {
+  std::string s(4, '\0');
+  for (int i = 0; i < 4; ++i) s[i] = static_cast<char>(v >> (24 - 8 * i));
+  return s;
+}
+
+void FillMetadata(const ObjectInfo& info, aobj::v1::ObjectMetadata* m) {
+  m->set_size(info.size);
+  m->set_etag(info.etag);
+  m->set_last_modified_ms(info.last_modified_ms);
+  m->set_content_type(info.content_type);
+  m->set_checksum_algorithm(aobj::v1::CHECKSUM_ALGORITHM_CRC32C);
+  m->set_checksum(BigEndian32(info.crc32c));
+}
+
+// AOBJ-DAT-020: an algorithm the session negotiated.
+absl::StatusOr<ChecksumAlgorithm> SessionChecksum(const SessionState& s,
+                                                  aobj::v1::ChecksumAlgorithm a,
+                                                  bool default_crc32c) {
+  if (a == aobj::v1::CHECKSUM_ALGORITHM_UNSPECIFIED && default_crc32c) {
+    return ChecksumAlgorithm::kCrc32c;
+  }
+  if (a == aobj::v1::CHECKSUM_ALGORITHM_CRC32C && s.HasCapability(kCapCrc32c)) {
+    return ChecksumAlgorithm::kCrc32c;
+  }
+  if (a == aobj::v1::CHECKSUM_ALGORITHM_CRC64NVME && s.HasCapability(kCapCrc64Nvme)) {
+    return ChecksumAlgorithm::kCrc64Nvme;
+  }
+  return MakeError(ErrorCode::kInvalidArgument,
+                   absl::StrCat("checksum algorithm ", static_cast<int>(a),
+                                " is missing or was not negotiated for this session"));
+}
+
+// The RMA operations of body bytes [start, start+len) of a planned transfer, with body offset x
+// at local address base + (x - start).
+RmaBatch MakeBatch(RmaDirection direction, const Descriptors& descriptors,
+                   const std::vector<TransferPiece>& pieces, uint64_t start, uint64_t len,
+                   uint8_t* base, uint32_t max_rkey_bytes) {
+  RmaBatch batch;
+  batch.direction = direction;
+  batch.max_rkey_bytes = max_rkey_bytes;
+  for (const auto& d : descriptors) {
+    batch.windows.push_back({d.address(), d.length(), d.rkey()});
+  }
+  for (const TransferPiece& p : pieces) {
+    const uint64_t lo = std::max(p.body_offset, start);
+    const uint64_t hi = std::min(p.body_offset + p.length, start + len);
+    if (lo >= hi) continue;
+    batch.ops.push_back({p.window, p.remote + (lo - p.body_offset), base + (lo - start),
+                         static_cast<size_t>(hi - lo)});
+  }
+  return batch;
+}
+
+const char* ProtectionName(Protection p) {
+  return p == Protection::kHardware ? "hardware" : "emulated";
+}
+
+}  // namespace
+
+std::unique_ptr<uint8_t[]> StagingPool::Take() {
+  {
+    absl::MutexLock l(&mu_);
+    if (!free_.empty()) {
+      auto b = std::move(free_.back());
+      free_.pop_back();
+      return b;
+    }
+  }
+  auto b = std::unique_ptr<uint8_t[]>(new uint8_t[buffer_bytes_]);
+  std::memset(b.get(), 0, buffer_bytes_);  // fault the pages in once
+  return b;
+}
+
+void StagingPool::Give(std::unique_ptr<uint8_t[]> buffer) {
+  absl::MutexLock l(&mu_);
+  if (free_.size() < 16) free_.push_back(std::move(buffer));
+}
+
+RequestHandler::RequestHandler(HandlerConfig config, ObjectStore* store, DataChannel* channel,
+                               Authenticator* auth, SessionTable* sessions)
+    : config_(std::move(config)), store_(store), channel_(channel), auth_(auth),
+      sessions_(sessions), staging_(config_.staging_bytes) {}
+
+void RequestHandler::Log(const std::string& line) {
+  if (config_.log) config_.log(line);
+}
+
+absl::StatusOr<std::string> RequestHandler::Handle(Method method, const RequestAuth& auth,
+                                                   absl::string_view body, absl::Time now,
+                                                   aobj::v1::VersionRange* supported) {
+  counters_.requests.fetch_add(1, std::memory_order_relaxed);
+  absl::StatusOr<std::string> result = Dispatch(method, auth, body, now);
+  if (!result.ok()) {
+    counters_.errors.fetch_add(1, std::memory_order_relaxed);
+    if (ErrorCodeOf(result.status()) == ErrorCode::kUnsupportedVersion && supported != nullptr) {
+      supported->set_min(config_.min_version);
+      supported->set_max(config_.max_version);
+    }
+    Log(absl::StrCat("event=request_failed method=", MethodName(method),
+                     " session=", auth.session_hex.empty() ? "-" : auth.session_hex,
+                     " code=", GetErrorInfo(ErrorCodeOf(result.status())).name.data(),
+                     " message=\"", result.status().message(), "\""));
+  }
+  return result;
+}
+
+absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const RequestAuth& auth,
+                                                     absl::string_view body, absl::Time now) {
+  // AOBJ-AUTH-009: authentication first; a failing request has no other effect.
+  AOBJ_RETURN_IF_ERROR(
+      auth_->Verify(MethodPath(method), auth, body, method != Method::kOpenSession, now));
+  if (method == Method::kOpenSession) return OpenSession(auth, body, now);
+
+  // AOBJ-SES-001 / AOBJ-AUTH-010: the session named in the metadata, owned by the signer.
+  auto session = sessions_->Use(auth.session_hex, auth.access_key_id, now);
+  if (!session.ok()) return session.status();
+  const SessionState& s = **session;
+
+  switch (method) {
+    case Method::kRenewSession: {
+      aobj::v1::RenewSessionRequest req;
+      AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+      aobj::v1::RenewSessionResponse resp;
+      resp.set_lease_ms(absl::ToInt64Milliseconds(sessions_->lease()));
+      return Serialize(resp);
+    }
+    case Method::kCloseSession: {
+      aobj::v1::CloseSessionRequest req;
+      AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+      auto endpoints = sessions_->Close(s.id_hex, s.access_key_id);
+      if (!endpoints.ok()) return endpoints.status();
+      for (uint64_t ep : *endpoints) channel_->Disconnect(ep);  // AOBJ-SES-010
+      Log(absl::StrCat("event=session_closed session=", s.id_hex));
+      return Serialize(aobj::v1::CloseSessionResponse());
+    }
+    case Method::kCreateBucket: {
+      aobj::v1::CreateBucketRequest req;
+      AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+      AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
+      AOBJ_RETURN_IF_ERROR(store_->CreateBucket(req.bucket()));
+      return Serialize(aobj::v1::CreateBucketResponse());
+    }
+    case Method::kDeleteBucket: {
+      aobj::v1::DeleteBucketRequest req;
+      AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+      AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
+      AOBJ_RETURN_IF_ERROR(store_->DeleteBucket(req.bucket()));
+      return Serialize(aobj::v1::DeleteBucketResponse());
+    }
+    case Method::kHeadBucket: {
+      aobj::v1::HeadBucketRequest req;
+      AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+      AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
+      AOBJ_RETURN_IF_ERROR(store_->HeadBucket(req.bucket()));
+      return Serialize(aobj::v1::HeadBucketResponse());
+    }
+    case Method::kPutObject:
+      return PutObject(s, body);
+    case Method::kGetObject:
+      return GetObject(s, body);
+    case Method::kHeadObject: {
+      aobj::v1::HeadObjectRequest req;
+      AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+      AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
+      AOBJ_RETURN_IF_ERROR(ValidateObjectKey(req.key()));
+      auto info = store_->Head(req.bucket(), req.key());
+      if (!info.ok()) return info.status();
+      aobj::v1::HeadObjectResponse resp;
+      FillMetadata(*info, resp.mutable_metadata());
+      return Serialize(resp);
+    }
+    case Method::kDeleteObject: {
+      aobj::v1::DeleteObjectRequest req;
+      AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+      AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
+      AOBJ_RETURN_IF_ERROR(ValidateObjectKey(req.key()));
+      AOBJ_RETURN_IF_ERROR(store_->Delete(req.bucket(), req.key()));  // AOBJ-OBJ-004
+      return Serialize(aobj::v1::DeleteObjectResponse());
+    }
+    default:
+      return MakeError(ErrorCode::kInvalidArgument, "unknown method");
+  }
+}
+
+absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
+                                                        absl::string_view body, absl::Time now) {
+  aobj::v1::OpenSessionRequest req;
+  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  // AOBJ-SES-002..004
+  auto version = SelectVersion(req.versions().min(), req.versions().max(), config_.min_version,
+                               config_.max_version);
+  if (!version.ok()) return version.status();
+  // AOBJ-SES-011
+  if (req.worker_address().empty() || req.worker_address().size() > kMaxWorkerAddressBytes) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("worker_address is ", req.worker_address().size(),
+                                  " bytes; it must be 1 to ", kMaxWorkerAddressBytes));
+  }
+  SessionState state;
+  state.access_key_id = auth.access_key_id;
+  state.version = *version;
+  // AOBJ-SES-005 (unknown and grease capabilities are ignored, AOBJ-EXT-001)
+  state.capabilities = IntersectCapabilities(
+      std::vector<uint32_t>(req.capabilities().begin(), req.capabilities().end()),
+      config_.capabilities);
+  // AOBJ-SES-006
+  SessionLimits requested;
+  requested.max_transfer_bytes = req.requested_limits().max_transfer_bytes();
+  requested.max_in_flight = req.requested_limits().max_in_flight();
+  requested.inline_threshold = req.requested_limits().inline_threshold();
+  requested.max_descriptors = req.requested_limits().max_descriptors();
+  requested.max_rkey_bytes = req.requested_limits().max_rkey_bytes();
+  state.limits = EffectiveLimits(config_.limits, requested);
+
+  auto ep = channel_->Connect(req.worker_address());
+  if (!ep.ok()) return ep.status();
+  auto protection = channel_->GetProtection(*ep);
+  if (!protection.ok()) {
+    channel_->Disconnect(*ep);
+    return protection.status();
+  }
+  // AOBJ-SES-014
+  if (req.require_hardware_protection() && *protection != Protection::kHardware) {
+    channel_->Disconnect(*ep);
+    return MakeError(ErrorCode::kAccessDenied,
+                     "the client requires hardware memory protection; this server's data "
+                     "channel is emulated (UCX over TCP or shared memory)");
+  }
+  state.endpoint = *ep;
+  aobj::v1::OpenSessionResponse resp;
+  resp.set_version(state.version);
+  for (uint32_t c : state.capabilities) resp.add_capabilities(c);
+  auto* l = resp.mutable_limits();
+  l->set_max_transfer_bytes(state.limits.max_transfer_bytes);
+  l->set_max_in_flight(state.limits.max_in_flight);
+  l->set_inline_threshold(state.limits.inline_threshold);
+  l->set_max_descriptors(state.limits.max_descriptors);
+  l->set_max_rkey_bytes(state.limits.max_rkey_bytes);
+  resp.set_memory_protection(*protection == Protection::kHardware
+                                 ? aobj::v1::MEMORY_PROTECTION_HARDWARE
+                                 : aobj::v1::MEMORY_PROTECTION_EMULATED);  // AOBJ-SES-013
+  resp.set_server_name(config_.server_name);
+  resp.mutable_supported_versions()->set_min(config_.min_version);
+  resp.mutable_supported_versions()->set_max(config_.max_version);
+  resp.set_lease_ms(absl::ToInt64Milliseconds(sessions_->lease()));
+  const std::string id = sessions_->Create(std::move(state), now);
+  std::string raw;
+  HexDecode(id, &raw);
+  resp.set_session_id(raw);
+  Log(absl::StrCat("event=session_opened session=", id, " access_key=", auth.access_key_id,
+                   " version=", resp.version(), " protection=", ProtectionName(*protection),
+                   " client=\"", req.client_name().substr(0, 64), "\""));
+  return Serialize(resp);
+}
+
+absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s,
+                                                      absl::string_view body) {
+  aobj::v1::PutObjectRequest req;
+  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
+  AOBJ_RETURN_IF_ERROR(ValidateObjectKey(req.key()));
+  const uint64_t size = req.size();
+  // AOBJ-DAT-006
+  if (size > s.limits.max_transfer_bytes) {
+    return MakeError(ErrorCode::kEntityTooLarge,
+                     absl::StrCat("object of ", size, " bytes exceeds the session's limit of ",
+                                  s.limits.max_transfer_bytes));
+  }
+  // AOBJ-DAT-020
+  auto algo = SessionChecksum(s, req.checksum_algorithm(), /*default_crc32c=*/false);
+  if (!algo.ok()) return algo.status();
+  if (req.checksum().size() != ChecksumSize(*algo)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("checksum is ", req.checksum().size(), " bytes; ",
+                                  ChecksumName(*algo), " takes ", ChecksumSize(*algo)));
+  }
+  aobj::v1::TransferPath path = aobj::v1::TRANSFER_PATH_RMA;
+  if (size == 0) {
+    path = aobj::v1::TRANSFER_PATH_NONE;  // AOBJ-DAT-011
+    if (!req.inline_data().empty()) {
+      return MakeError(ErrorCode::kInvalidArgument, "inline_data given for a zero-byte body");
+    }
+  } else if (!req.inline_data().empty()) {
+    // AOBJ-DAT-007
+    if (req.source_size() > 0) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "a request carries either inline_data or descriptors, not both");
+    }
+    if (!s.HasCapability(kCapInline)) {
+      return MakeError(ErrorCode::kInvalidArgument, "inline bodies were not negotiated");
+    }
+    if (size > s.limits.inline_threshold) {
+      return MakeError(ErrorCode::kEntityTooLarge,
+                       absl::StrCat("inline body of ", size, " bytes exceeds the threshold of ",
+                                    s.limits.inline_threshold));
+    }
+    if (req.inline_data().size() != size) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       absl::StrCat("inline_data is ", req.inline_data().size(),
+                                    " bytes; size says ", size));
+    }
+    path = aobj::v1::TRANSFER_PATH_INLINE;
+  } else if (req.source_size() == 0) {
+    return MakeError(ErrorCode::kInvalidDescriptor,
+                     "a non-empty body needs descriptors or inline data");
+  }
+  std::vector<TransferPiece> pieces;
+  if (path == aobj::v1::TRANSFER_PATH_RMA) {
+    AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.source(), s.limits));
+    auto planned = PlanTransfer(req.source(), size, config_.max_rma_piece);
+    if (!planned.ok()) return planned.status();
+    pieces = std::move(*planned);
+  }
+  auto slot = sessions_->Admit(s.id_hex);  // AOBJ-SES-012
+  if (!slot.ok()) return slot.status();
+
+  auto writer = store_->BeginPut(req.bucket(), req.key(), size, req.content_type());
+  if (!writer.ok()) return writer.status();
+  Checksummer sum(*algo);
+  Checksummer crc32c(ChecksumAlgorithm::kCrc32c);
+  Md5 md5;
+  auto account = [&](const uint8_t* data, size_t n) {
+    sum.Update(data, n);
+    if (*algo != ChecksumAlgorithm::kCrc32c) crc32c.Update(data, n);
+    md5.Update(data, n);
+  };
+  if (path == aobj::v1::TRANSFER_PATH_INLINE) {
+    const auto* data = reinterpret_cast<const uint8_t*>(req.inline_data().data());
+    account(data, size);
+    AOBJ_RETURN_IF_ERROR((*writer)->Append({data, size}));
+  } else if (path == aobj::v1::TRANSFER_PATH_RMA) {
+    absl::Span<uint8_t> direct = (*writer)->DirectBuffer();
+    if (!direct.empty()) {
+      // AOBJ-DAT-002: read everything, then verify, then commit.
+      RmaBatch batch = MakeBatch(RmaDirection::kRead, req.source(), pieces, 0, size,
+                                 direct.data(), s.limits.max_rkey_bytes);
+      AOBJ_RETURN_IF_ERROR(channel_->Execute(s.endpoint, batch));
+      account(direct.data(), size);
+    } else {
+      std::unique_ptr<uint8_t[]> buf = staging_.Take();
+      const uint64_t chunk = staging_.buffer_bytes();
+      absl::Status st;
+      for (uint64_t off = 0; off < size && st.ok(); off += chunk) {
+        const uint64_t n = std::min(chunk, size - off);
+        RmaBatch batch = MakeBatch(RmaDirection::kRead, req.source(), pieces, off, n, buf.get(),
+                                   s.limits.max_rkey_bytes);
+        st = channel_->Execute(s.endpoint, batch);
+        if (!st.ok()) break;
+        account(buf.get(), n);
+        st = (*writer)->Append({buf.get(), static_cast<size_t>(n)});
+      }
+      staging_.Give(std::move(buf));
+      if (!st.ok()) return st;  // AOBJ-DAT-010: the writer is dropped; nothing is committed
+    }
+  }
+  const std::string got = sum.Finish();
+  // AOBJ-DAT-005
+  if (got != req.checksum()) {
+    return MakeError(ErrorCode::kBadDigest,
+                     absl::StrCat(ChecksumName(*algo), " of the received body is ",
+                                  HexEncode(got), ", the request says ",
+                                  HexEncode(req.checksum()), "; nothing was stored"));
+  }
+  ObjectInfo info;
+  info.size = size;
+  info.etag = absl::StrCat("\"", HexEncode(md5.Finish()), "\"");  // AOBJ-OBJ-005
+  info.content_type = req.content_type();
+  const std::string c32 = *algo == ChecksumAlgorithm::kCrc32c ? got : crc32c.Finish();
+  info.crc32c = (static_cast<uint32_t>(static_cast<uint8_t>(c32[0])) << 24) |
+                (static_cast<uint32_t>(static_cast<uint8_t>(c32[1])) << 16) |
+                (static_cast<uint32_t>(static_cast<uint8_t>(c32[2])) << 8) |
+                static_cast<uint32_t>(static_cast<uint8_t>(c32[3]));
+  auto committed = (*writer)->Commit(info);  // AOBJ-OBJ-010
+  if (!committed.ok()) return committed.status();
+  counters_.bytes_in.fetch_add(size, std::memory_order_relaxed);
+
+  aobj::v1::PutObjectResponse resp;
+  resp.set_bytes_transferred(size);  // AOBJ-DAT-003
+  resp.set_checksum_algorithm(req.checksum_algorithm());
+  resp.set_checksum(got);
+  resp.set_path(path);
+  FillMetadata(*committed, resp.mutable_metadata());
+  return Serialize(resp);
+}
+
+absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
+                                                      absl::string_view body) {
+  aobj::v1::GetObjectRequest req;
+  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
+  AOBJ_RETURN_IF_ERROR(ValidateObjectKey(req.key()));
+  auto algo = SessionChecksum(s, req.checksum_algorithm(), /*default_crc32c=*/true);
+  if (!algo.ok()) return algo.status();
+
+  auto reader = store_->OpenRead(req.bucket(), req.key());
+  if (!reader.ok()) return reader.status();
+  const ObjectInfo& info = (*reader)->info();
+  const uint64_t size = info.size;
+  if (size > s.limits.max_transfer_bytes) {
+    return MakeError(ErrorCode::kEntityTooLarge,
+                     absl::StrCat("object of ", size, " bytes exceeds the session's limit of ",
+                                  s.limits.max_transfer_bytes));
+  }
+  aobj::v1::GetObjectResponse resp;
+  aobj::v1::TransferPath path = aobj::v1::TRANSFER_PATH_RMA;
+  if (size == 0) {
+    path = aobj::v1::TRANSFER_PATH_NONE;  // AOBJ-DAT-011
+  } else if (req.accept_inline() && s.HasCapability(kCapInline) &&
+             size <= s.limits.inline_threshold) {
+    path = aobj::v1::TRANSFER_PATH_INLINE;  // AOBJ-DAT-008
+  }
+  std::vector<TransferPiece> pieces;
+  if (path == aobj::v1::TRANSFER_PATH_RMA) {
+    AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.destination(), s.limits));
+    // AOBJ-MEM-007: too small a window is refused before any byte is written.
+    auto planned = PlanTransfer(req.destination(), size, config_.max_rma_piece);
+    if (!planned.ok()) return planned.status();
+    pieces = std::move(*planned);
+  }
+  auto slot = sessions_->Admit(s.id_hex);  // AOBJ-SES-012
+  if (!slot.ok()) return slot.status();
+
+  // The stored CRC32C was computed over the bytes at PUT time, so it also catches corruption at
+  // rest; other algorithms are computed over the bytes as they leave.
+  const bool compute = *algo != ChecksumAlgorithm::kCrc32c;
+  Checksummer sum(*algo);
+  if (path == aobj::v1::TRANSFER_PATH_INLINE) {
+    std::string data(size, '\0');
+    auto n = (*reader)->ReadAt(0, {reinterpret_cast<uint8_t*>(data.data()), data.size()});
+    if (!n.ok()) return n.status();
+    if (*n != size) return MakeError(ErrorCode::kStorageError, "object shorter than recorded");
+    if (compute) sum.Update(data.data(), size);
+    resp.set_inline_data(std::move(data));
+  } else if (path == aobj::v1::TRANSFER_PATH_RMA) {
+    absl::Span<const uint8_t> view = (*reader)->ContiguousView();
+    if (!view.empty()) {
+      RmaBatch batch = MakeBatch(RmaDirection::kWrite, req.destination(), pieces, 0, size,
+                                 const_cast<uint8_t*>(view.data()), s.limits.max_rkey_bytes);
+      AOBJ_RETURN_IF_ERROR(channel_->Execute(s.endpoint, batch));  // AOBJ-DAT-001
+      if (compute) sum.Update(view.data(), size);
+    } else {
+      std::unique_ptr<uint8_t[]> buf = staging_.Take();
+      const uint64_t chunk = staging_.buffer_bytes();
+      absl::Status st;
+      for (uint64_t off = 0; off < size && st.ok(); off += chunk) {
+        const uint64_t n = std::min(chunk, size - off);
+        auto got = (*reader)->ReadAt(off, {buf.get(), static_cast<size_t>(n)});
+        if (!got.ok()) {
+          st = got.status();
+          break;
+        }
+        if (*got != n) {
+          st = MakeError(ErrorCode::kStorageError, "object shorter than recorded");
+          break;
+        }
+        if (compute) sum.Update(buf.get(), n);
+        RmaBatch batch = MakeBatch(RmaDirection::kWrite, req.destination(), pieces, off, n,
+                                   buf.get(), s.limits.max_rkey_bytes);
+        st = channel_->Execute(s.endpoint, batch);
+      }
+      staging_.Give(std::move(buf));
+      if (!st.ok()) return st;
+    }
+  }
+  counters_.bytes_out.fetch_add(size, std::memory_order_relaxed);
+  resp.set_bytes_transferred(size);  // AOBJ-DAT-003
+  resp.set_checksum_algorithm(static_cast<aobj::v1::ChecksumAlgorithm>(*algo));
+  resp.set_checksum(compute ? sum.Finish() : BigEndian32(info.crc32c));
+  resp.set_path(path);
+  FillMetadata(info, resp.mutable_metadata());
+  return Serialize(resp);
+}
+
+}  // namespace aobj

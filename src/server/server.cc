@@ -1,0 +1,269 @@
+// Server: wires the gRPC control channel, the request thread pool, the UCX data channel and the
+// lease reaper around RequestHandler.
+#include "aobj/server.h"
+
+#include <deque>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "aobj/status.h"
+#include "aobj/v1/aobj.grpc.pb.h"
+#include "control/rpc.h"
+#include "server/data_channel.h"
+#include "server/handler.h"
+#include "session/authenticator.h"
+#include "session/session_table.h"
+#include "transport/ucx_context.h"
+#include "transport/ucx_worker.h"
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/byte_buffer.h>
+
+namespace aobj {
+namespace {
+
+// A fixed pool of request threads. Request handling blocks (store I/O, waiting for RMA), so it
+// runs here rather than on gRPC's callback threads.
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n) {
+    for (int i = 0; i < n; ++i) threads_.emplace_back([this] { Run(); });
+  }
+  ~ThreadPool() { Stop(); }
+  bool Submit(std::function<void()> fn) {
+    absl::MutexLock l(&mu_);
+    if (stopping_) return false;
+    queue_.push_back(std::move(fn));
+    return true;
+  }
+  void Stop() {
+    {
+      absl::MutexLock l(&mu_);
+      if (stopping_ && threads_.empty()) return;
+      stopping_ = true;
+    }
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  void Run() {
+    for (;;) {
+      std::function<void()> fn;
+      {
+        absl::MutexLock l(&mu_);
+        mu_.Await(absl::Condition(
+            +[](ThreadPool* p) ABSL_SHARED_LOCKS_REQUIRED(p->mu_) {
+              return p->stopping_ || !p->queue_.empty();
+            },
+            this));
+        if (queue_.empty()) return;  // stopping and drained
+        fn = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      fn();
+    }
+  }
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;
+};
+
+std::string MetadataValue(const std::multimap<grpc::string_ref, grpc::string_ref>& md,
+                          const char* key) {
+  auto it = md.find(key);
+  if (it == md.end()) return "";
+  // Bounded: nothing in AOBJ metadata is longer than 128 bytes (AOBJ-AUTH-001).
+  return std::string(it->second.data(), std::min<size_t>(it->second.size(), 256));
+}
+
+// aobj.v1.ObjectService with every method taking raw bytes, so that the signature is checked
+// over exactly the bytes the client sent (AOBJ-AUTH-002).
+class Service final : public aobj::v1::ObjectService::Service {
+ public:
+  Service(RequestHandler* handler, ThreadPool* pool) : handler_(handler), pool_(pool) {
+    for (int i = 0; i < static_cast<int>(Method::kCount); ++i) {
+      MarkMethodRawCallback(
+          i, new grpc::internal::CallbackUnaryHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
+                 [this, i](grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                           grpc::ByteBuffer* resp) {
+                   return Handle(static_cast<Method>(i), ctx, req, resp);
+                 }));
+    }
+  }
+
+ private:
+  grpc::ServerUnaryReactor* Handle(Method method, grpc::CallbackServerContext* ctx,
+                                   const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    auto body = std::make_shared<std::string>();
+    std::vector<grpc::Slice> slices;
+    if (req->Dump(&slices).ok()) {
+      for (const auto& s : slices) body->append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+    RequestAuth auth;
+    const auto& md = ctx->client_metadata();
+    auth.access_key_id = MetadataValue(md, kMetaAccessKeyId);
+    auth.timestamp = MetadataValue(md, kMetaTimestamp);
+    auth.nonce_hex = MetadataValue(md, kMetaNonce);
+    auth.session_hex = MetadataValue(md, kMetaSessionId);
+    auth.signature_hex = MetadataValue(md, kMetaSignature);
+    bool queued = pool_->Submit([this, method, ctx, resp, reactor, body, auth] {
+      aobj::v1::VersionRange supported;
+      absl::StatusOr<std::string> out = handler_->Handle(method, auth, *body, absl::Now(),
+                                                         &supported);
+      if (out.ok()) {
+        grpc::Slice slice(out->data(), out->size());
+        *resp = grpc::ByteBuffer(&slice, 1);
+        reactor->Finish(grpc::Status::OK);
+        return;
+      }
+      std::string trailer;
+      const bool version_error = ErrorCodeOf(out.status()) == ErrorCode::kUnsupportedVersion;
+      grpc::Status gs = ToGrpcStatus(out.status(), &trailer, version_error ? &supported : nullptr);
+      ctx->AddTrailingMetadata(kErrorTrailer, trailer);
+      reactor->Finish(gs);
+    });
+    if (!queued) {
+      std::string trailer;
+      grpc::Status gs = ToGrpcStatus(
+          MakeError(ErrorCode::kSlowDown, "the server is shutting down"), &trailer);
+      ctx->AddTrailingMetadata(kErrorTrailer, trailer);
+      reactor->Finish(gs);
+    }
+    return reactor;
+  }
+
+  RequestHandler* handler_;
+  ThreadPool* pool_;
+};
+
+class ServerImpl final : public Server {
+ public:
+  ~ServerImpl() override { Shutdown(); }
+
+  absl::Status Init(ServerOptions options, std::unique_ptr<ObjectStore> store) {
+    options_ = std::move(options);
+    store_ = std::move(store);
+    auto ctx = UcxContext::Create(options_.data_channel);
+    if (!ctx.ok()) return ctx.status();
+    context_ = std::move(*ctx);
+    auto worker = UcxWorker::Create(*context_, "server");
+    if (!worker.ok()) return worker.status();
+    worker_ = std::move(*worker);
+    channel_ = NewUcxDataChannel(worker_.get());
+    auth_ = std::make_unique<Authenticator>(options_.credentials,
+                                            absl::Milliseconds(options_.clock_skew_ms));
+    sessions_ = std::make_unique<SessionTable>(absl::Milliseconds(options_.lease_ms),
+                                               absl::Milliseconds(options_.session_tombstone_ms));
+    HandlerConfig hc;
+    const Limits& l = options_.limits;
+    if (l.max_transfer_bytes) hc.limits.max_transfer_bytes = l.max_transfer_bytes;
+    if (l.max_in_flight) hc.limits.max_in_flight = l.max_in_flight;
+    if (l.inline_threshold) {
+      hc.limits.inline_threshold = std::min<uint64_t>(l.inline_threshold, kMaxInlineThreshold);
+    }
+    if (l.max_descriptors) hc.limits.max_descriptors = l.max_descriptors;
+    if (l.max_rkey_bytes) hc.limits.max_rkey_bytes = l.max_rkey_bytes;
+    hc.capabilities = {kCapInline, kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor};
+    hc.server_name = options_.server_name;
+    hc.log = options_.log;
+    handler_ = std::make_unique<RequestHandler>(std::move(hc), store_.get(), channel_.get(),
+                                                auth_.get(), sessions_.get());
+    pool_ = std::make_unique<ThreadPool>(std::max(1, options_.request_threads));
+    service_ = std::make_unique<Service>(handler_.get(), pool_.get());
+
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(options_.listen_address, grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(service_.get());
+    // AOBJ-CTL-005: requests are small except inline bodies.
+    builder.SetMaxReceiveMessageSize(8 << 20);
+    builder.SetMaxSendMessageSize(8 << 20);
+    grpc_ = builder.BuildAndStart();
+    if (grpc_ == nullptr || port_ == 0) {
+      return MakeError(ErrorCode::kInternal,
+                       absl::StrCat("cannot listen on ", options_.listen_address));
+    }
+    reaper_ = std::thread([this] { Reap(); });
+    return absl::OkStatus();
+  }
+
+  int port() const override { return port_; }
+
+  void Shutdown() override {
+    {
+      absl::MutexLock l(&mu_);
+      if (shut_down_) return;
+      shut_down_ = true;
+    }
+    if (grpc_) grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    if (pool_) pool_->Stop();
+    if (reaper_.joinable()) reaper_.join();
+    worker_.reset();  // closes every endpoint
+    done_.Notify();
+  }
+
+  void Wait() override { done_.WaitForNotification(); }
+
+  ServerStats stats() override {
+    ServerStats s;
+    s.open_sessions = sessions_->open_sessions();
+    s.endpoints = channel_->endpoint_count();
+    s.rkeys_outstanding = channel_->rkeys_outstanding();
+    s.requests = handler_->counters().requests.load();
+    s.errors = handler_->counters().errors.load();
+    s.bytes_in = handler_->counters().bytes_in.load();
+    s.bytes_out = handler_->counters().bytes_out.load();
+    return s;
+  }
+
+ private:
+  // Releases the endpoints of expired and closed sessions (AOBJ-SES-009, AOBJ-SES-010).
+  void Reap() {
+    for (;;) {
+      {
+        absl::MutexLock l(&mu_);
+        if (mu_.AwaitWithTimeout(absl::Condition(&shut_down_), absl::Milliseconds(200))) return;
+      }
+      for (uint64_t ep : sessions_->Reap(absl::Now())) {
+        channel_->Disconnect(ep);
+        if (options_.log) options_.log(absl::StrCat("event=endpoint_released endpoint=", ep));
+      }
+    }
+  }
+
+  ServerOptions options_;
+  std::unique_ptr<ObjectStore> store_;
+  std::unique_ptr<UcxContext> context_;
+  std::unique_ptr<UcxWorker> worker_;
+  std::unique_ptr<DataChannel> channel_;
+  std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<SessionTable> sessions_;
+  std::unique_ptr<RequestHandler> handler_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> grpc_;
+  int port_ = 0;
+  std::thread reaper_;
+  absl::Mutex mu_;
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Notification done_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options,
+                                                      std::unique_ptr<ObjectStore> store) {
+  if (store == nullptr) return MakeError(ErrorCode::kInvalidArgument, "no object store");
+  if (options.credentials.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "no credentials configured");
+  }
+  auto server = std::make_unique<ServerImpl>();
+  if (absl::Status s = server->Init(std::move(options), std::move(store)); !s.ok()) return s;
+  return std::unique_ptr<Server>(std::move(server));
+}
+
+}  // namespace aobj

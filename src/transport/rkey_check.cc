@@ -1,0 +1,46 @@
+#include "transport/rkey_check.h"
+
+#include <bit>
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "aobj/status.h"
+
+namespace aobj {
+
+absl::Status CheckPackedRkey(absl::string_view blob, size_t max_bytes) {
+  // AOBJ-MEM-003: non-empty and bounded.
+  if (blob.empty()) return MakeError(ErrorCode::kInvalidRkey, "rkey is empty");
+  if (blob.size() > max_bytes) {
+    return MakeError(ErrorCode::kInvalidRkey,
+                     absl::StrCat("rkey is ", blob.size(), " bytes; the limit is ", max_bytes));
+  }
+  // AOBJ-MEM-004: the declared structure fits in the blob.
+  const auto* p = reinterpret_cast<const uint8_t*>(blob.data());
+  const size_t n = blob.size();
+  if (n < 9) return MakeError(ErrorCode::kInvalidRkey, "rkey shorter than its header");
+  uint64_t md_map = 0;
+  for (int i = 0; i < 8; ++i) md_map |= static_cast<uint64_t>(p[i]) << (8 * i);
+  if (md_map == 0) return MakeError(ErrorCode::kInvalidRkey, "rkey names no memory domain");
+  const uint8_t mem_type = p[8];
+  if (mem_type != 0 /* UCS_MEMORY_TYPE_HOST */) {
+    return MakeError(ErrorCode::kUnsupportedMemoryType,
+                     absl::StrCat("rkey memory type ", mem_type, " is not host memory"));
+  }
+  size_t off = 9;
+  for (int i = 0; i < std::popcount(md_map); ++i) {
+    if (off >= n) return MakeError(ErrorCode::kInvalidRkey, "rkey truncated in its md list");
+    const size_t md_size = p[off++];
+    if (md_size > n - off) {
+      return MakeError(ErrorCode::kInvalidRkey, "rkey md entry runs past the end");
+    }
+    off += md_size;
+  }
+  if (n - off > kMaxRkeyTrailer) {
+    return MakeError(ErrorCode::kInvalidRkey,
+                     absl::StrCat("rkey has ", n - off, " unexpected trailing bytes"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace aobj

@@ -1,0 +1,82 @@
+#include "transport/shm_guard.h"
+
+#include <fcntl.h>
+#include <sys/shm.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "aobj/status.h"
+
+namespace aobj {
+namespace {
+
+absl::Status OutOfBounds(uintptr_t local, size_t length, absl::string_view why) {
+  // AOBJ-MEM-012: the message names no server address (no information for an attacker).
+  return MakeError(ErrorCode::kDescriptorOutOfBounds,
+                   absl::StrCat("descriptor window of ", length,
+                                " bytes does not lie inside memory shared by the peer: ", why));
+}
+
+std::string ReadSelfMaps() {
+  std::string text;
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buf[16384];
+  for (;;) {
+    ssize_t r = read(fd, buf, sizeof(buf));
+    if (r <= 0) break;
+    text.append(buf, static_cast<size_t>(r));
+  }
+  close(fd);
+  return text;
+}
+
+}  // namespace
+
+absl::Status CheckForeignSharedWindowIn(absl::string_view maps, uintptr_t local, size_t length,
+                                        const std::function<bool(uint64_t shmid)>& is_foreign) {
+  if (length == 0) return absl::OkStatus();
+  if (local + length < local) return OutOfBounds(local, length, "window wraps around");
+  const uintptr_t end = local + length;
+  for (absl::string_view line : absl::StrSplit(maps, '\n')) {
+    // "start-end perms offset dev inode   path"
+    std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (f.size() < 5) continue;
+    std::vector<absl::string_view> range = absl::StrSplit(f[0], '-');
+    uint64_t lo = 0, hi = 0;
+    if (range.size() != 2 || !absl::SimpleHexAtoi(range[0], &lo) ||
+        !absl::SimpleHexAtoi(range[1], &hi)) {
+      continue;
+    }
+    if (local < lo || local >= hi) continue;
+    // Found the mapping holding the first byte; the whole window must be inside it.
+    if (end > hi) return OutOfBounds(local, length, "window extends past its segment");
+    if (f[1].size() < 4 || f[1][3] != 's') return OutOfBounds(local, length, "private memory");
+    if (f.size() < 6 || !absl::StartsWith(f[5], "/SYSV")) {
+      return OutOfBounds(local, length, "not a System V shared segment");
+    }
+    uint64_t shmid = 0;
+    if (!absl::SimpleAtoi(f[4], &shmid)) return OutOfBounds(local, length, "unreadable map");
+    if (!is_foreign(shmid)) return OutOfBounds(local, length, "segment belongs to the server");
+    return absl::OkStatus();
+  }
+  return OutOfBounds(local, length, "unmapped address");
+}
+
+absl::Status CheckForeignSharedWindow(uintptr_t local, size_t length) {
+  const pid_t self = getpid();
+  return CheckForeignSharedWindowIn(ReadSelfMaps(), local, length, [self](uint64_t shmid) {
+    struct shmid_ds ds {};
+    if (shmctl(static_cast<int>(shmid), IPC_STAT, &ds) != 0) return false;
+    return ds.shm_cpid != self;
+  });
+}
+
+}  // namespace aobj

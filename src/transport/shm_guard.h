@@ -1,0 +1,35 @@
+// Guard for shared-memory RMA: where UCX maps the peer's memory into this process (sysv/posix
+// transports), a put or get is a plain memcpy at an address computed from the peer's descriptor,
+// and no hardware checks it (shared/FACTS.md). A descriptor pointing outside the peer's segment
+// would make the server write into its own heap. Before any such RMA, the server checks that the
+// local image of the window lies inside one shared mapping that this process did not create
+// (AOBJ-MEM-012).
+//
+// Threading: any thread. Reads /proc/self/maps; costs tens of microseconds.
+#ifndef AOBJ_TRANSPORT_SHM_GUARD_H_
+#define AOBJ_TRANSPORT_SHM_GUARD_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+
+namespace aobj {
+
+// OK when [local, local+length) lies inside a single shared-memory mapping of this process
+// that was created by another process. Only System V segments qualify (UCX's sysv transport, the
+// one UCX allocates client memory from by default); the creator is read with shmctl(IPC_STAT).
+// Anything else (heap, stack, our own segments, posix segments whose creator cannot be told)
+// fails closed with DESCRIPTOR_OUT_OF_BOUNDS.
+absl::Status CheckForeignSharedWindow(uintptr_t local, size_t length);
+
+// Exposed for tests: the same check over a given maps text. `is_foreign(shmid)` tells whether
+// the System V segment `shmid` was created by another process.
+absl::Status CheckForeignSharedWindowIn(absl::string_view maps, uintptr_t local, size_t length,
+                                        const std::function<bool(uint64_t shmid)>& is_foreign);
+
+}  // namespace aobj
+
+#endif  // AOBJ_TRANSPORT_SHM_GUARD_H_

@@ -1,0 +1,43 @@
+// UCX context: the process-wide UCP instance one side of the data channel runs on.
+//
+// Spec: section "Transport binding (UCX)". The context is configured for RMA only; UCX
+// configuration comes from the environment (UCX_*) with two defaults applied when the
+// environment does not set them: UCX_NET_DEVICES=lo (the project's loopback rule) and, when
+// TransportOptions::transports is non-empty, UCX_TLS.
+//
+// Threading: Create() from any thread; the context is immutable afterwards and may be shared by
+// any number of workers. It must outlive every worker and memory region made from it.
+#ifndef AOBJ_TRANSPORT_UCX_CONTEXT_H_
+#define AOBJ_TRANSPORT_UCX_CONTEXT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "aobj/types.h"
+#include <ucp/api/ucp.h>
+
+namespace aobj {
+
+using TransportOptions = DataChannelOptions;
+
+class UcxContext {
+ public:
+  static absl::StatusOr<std::unique_ptr<UcxContext>> Create(const TransportOptions& options);
+  ~UcxContext();
+  UcxContext(const UcxContext&) = delete;
+  UcxContext& operator=(const UcxContext&) = delete;
+
+  ucp_context_h get() const { return context_; }
+
+ private:
+  explicit UcxContext(ucp_context_h context) : context_(context) {}
+  ucp_context_h context_;
+};
+
+// "UCS_ERR_..." text of a UCX status, for messages.
+std::string UcxStatusString(ucs_status_t status);
+
+}  // namespace aobj
+
+#endif  // AOBJ_TRANSPORT_UCX_CONTEXT_H_

@@ -1,0 +1,452 @@
+#include "transport/ucx_worker.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "aobj/status.h"
+#include "transport/rkey_check.h"
+#include "transport/shm_guard.h"
+
+namespace aobj {
+
+struct UcxWorker::Command {
+  enum Kind { kConnect, kDisconnect, kExecute, kProtection } kind;
+  // Inputs.
+  absl::string_view peer_address;
+  uint64_t endpoint = 0;
+  const RmaBatch* batch = nullptr;
+  absl::Time deadline = absl::InfiniteFuture();
+  // Outputs, written by the progress thread before `done` is notified.
+  absl::Status status;
+  uint64_t new_endpoint = 0;
+  Protection protection = Protection::kEmulated;
+  absl::Notification done;
+};
+
+// One Execute() in progress on the progress thread.
+struct UcxWorker::Job {
+  std::shared_ptr<Command> cmd;
+  ucp_ep_h ep = nullptr;
+  std::vector<ucp_rkey_h> rkeys;
+  size_t pending = 0;           // RMA requests not yet completed
+  std::vector<void*> requests;  // outstanding UCX requests (for cancellation)
+  void* flush_request = nullptr;
+  bool flushing = false;
+  bool cancelled = false;
+  absl::Status status;          // first error seen
+};
+
+namespace {
+
+struct RequestContext {
+  UcxWorker* worker;
+  void* job;  // Job*
+};
+
+absl::Status TransferError(absl::string_view what, ucs_status_t st) {
+  return MakeError(ErrorCode::kTransferFailed, absl::StrCat(what, ": ", UcxStatusString(st)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(const UcxContext& context,
+                                                              std::string name) {
+  ucp_worker_params_t params{};
+  params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  params.thread_mode = UCS_THREAD_MODE_SINGLE;  // only the progress thread touches it
+  ucp_worker_h worker = nullptr;
+  ucs_status_t st = ucp_worker_create(context.get(), &params, &worker);
+  if (st != UCS_OK) {
+    return MakeError(ErrorCode::kDataChannelUnavailable,
+                     absl::StrCat("ucp_worker_create: ", UcxStatusString(st)));
+  }
+  ucp_address_t* addr = nullptr;
+  size_t addr_len = 0;
+  st = ucp_worker_get_address(worker, &addr, &addr_len);
+  if (st != UCS_OK) {
+    ucp_worker_destroy(worker);
+    return MakeError(ErrorCode::kDataChannelUnavailable,
+                     absl::StrCat("ucp_worker_get_address: ", UcxStatusString(st)));
+  }
+  std::string address(reinterpret_cast<const char*>(addr), addr_len);
+  ucp_worker_release_address(worker, addr);
+
+  int worker_fd = -1;
+  st = ucp_worker_get_efd(worker, &worker_fd);
+  if (st != UCS_OK) {
+    ucp_worker_destroy(worker);
+    return MakeError(ErrorCode::kDataChannelUnavailable,
+                     absl::StrCat("ucp_worker_get_efd: ", UcxStatusString(st)));
+  }
+  int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd < 0 || wake_fd < 0) {
+    if (epoll_fd >= 0) close(epoll_fd);
+    if (wake_fd >= 0) close(wake_fd);
+    ucp_worker_destroy(worker);
+    return MakeError(ErrorCode::kInternal, absl::StrCat("epoll/eventfd: ", strerror(errno)));
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = worker_fd;
+  epoll_ctl(epoll_fd, EPOLL_CTL_ADD, worker_fd, &ev);
+  ev.data.fd = wake_fd;
+  epoll_ctl(epoll_fd, EPOLL_CTL_ADD, wake_fd, &ev);
+
+  std::unique_ptr<UcxWorker> w(new UcxWorker(worker, epoll_fd, wake_fd, worker_fd,
+                                             std::move(name), std::move(address)));
+  w->thread_ = std::thread([p = w.get()] { p->Loop(); });
+  return w;
+}
+
+UcxWorker::UcxWorker(ucp_worker_h worker, int epoll_fd, int wake_fd, int worker_fd,
+                     std::string name, std::string address)
+    : worker_(worker), epoll_fd_(epoll_fd), wake_fd_(wake_fd), worker_fd_(worker_fd),
+      name_(std::move(name)), address_(std::move(address)) {}
+
+UcxWorker::~UcxWorker() {
+  {
+    absl::MutexLock l(&mu_);
+    stopping_ = true;
+  }
+  Wake();
+  thread_.join();
+  ucp_worker_destroy(worker_);
+  close(epoll_fd_);
+  close(wake_fd_);
+}
+
+void UcxWorker::Wake() {
+  uint64_t one = 1;
+  ssize_t r = write(wake_fd_, &one, sizeof(one));
+  (void)r;
+}
+
+void UcxWorker::Post(std::shared_ptr<Command> cmd) {
+  {
+    absl::MutexLock l(&mu_);
+    if (stopping_) {
+      cmd->status = MakeError(ErrorCode::kDataChannelUnavailable, "data channel is shutting down");
+      cmd->done.Notify();
+      return;
+    }
+    queue_.push_back(cmd);
+  }
+  Wake();
+  cmd->done.WaitForNotification();
+}
+
+absl::StatusOr<uint64_t> UcxWorker::Connect(absl::string_view peer_address) {
+  auto cmd = std::make_shared<Command>();
+  cmd->kind = Command::kConnect;
+  cmd->peer_address = peer_address;
+  Post(cmd);
+  if (!cmd->status.ok()) return cmd->status;
+  return cmd->new_endpoint;
+}
+
+absl::StatusOr<Protection> UcxWorker::GetProtection(uint64_t endpoint) {
+  auto cmd = std::make_shared<Command>();
+  cmd->kind = Command::kProtection;
+  cmd->endpoint = endpoint;
+  Post(cmd);
+  if (!cmd->status.ok()) return cmd->status;
+  return cmd->protection;
+}
+
+void UcxWorker::Disconnect(uint64_t endpoint, absl::Duration timeout) {
+  auto cmd = std::make_shared<Command>();
+  cmd->kind = Command::kDisconnect;
+  cmd->endpoint = endpoint;
+  cmd->deadline = absl::Now() + timeout;
+  Post(cmd);
+}
+
+absl::Status UcxWorker::Execute(uint64_t endpoint, const RmaBatch& batch, absl::Duration timeout) {
+  auto cmd = std::make_shared<Command>();
+  cmd->kind = Command::kExecute;
+  cmd->endpoint = endpoint;
+  cmd->batch = &batch;
+  cmd->deadline = absl::Now() + timeout;
+  Post(cmd);
+  return cmd->status;
+}
+
+size_t UcxWorker::endpoint_count() { return endpoint_count_.load(); }
+uint64_t UcxWorker::rkeys_outstanding() { return rkeys_outstanding_.load(); }
+
+// ---- progress thread ---------------------------------------------------------------------------
+
+void UcxWorker::StartJob(const std::shared_ptr<Command>& cmd) {
+  const RmaBatch& batch = *cmd->batch;
+  auto it = endpoints_.find(cmd->endpoint);
+  if (it == endpoints_.end()) {
+    cmd->status = MakeError(ErrorCode::kDataChannelUnavailable, "no data-channel endpoint");
+    cmd->done.Notify();
+    return;
+  }
+  auto job = std::make_unique<Job>();
+  job->cmd = cmd;
+  job->ep = it->second;
+
+  // AOBJ-MEM-009: every op inside its window, before anything reaches UCX.
+  for (const RmaOp& op : batch.ops) {
+    if (op.window >= batch.windows.size()) {
+      FinishJob(*job, MakeError(ErrorCode::kInternal, "RMA op names no window"));
+      return;
+    }
+    const RemoteWindow& w = batch.windows[op.window];
+    if (op.length == 0 || op.remote < w.address || op.length > w.length ||
+        op.remote - w.address > w.length - op.length) {
+      FinishJob(*job, MakeError(ErrorCode::kDescriptorOutOfBounds,
+                                "RMA operation outside its descriptor window"));
+      return;
+    }
+  }
+  // Unpack rkeys (AOBJ-MEM-004) and check shared-memory windows (AOBJ-MEM-012).
+  for (const RemoteWindow& w : batch.windows) {
+    if (absl::Status s = CheckPackedRkey(w.rkey, batch.max_rkey_bytes); !s.ok()) {
+      FinishJob(*job, s);
+      return;
+    }
+    ucp_rkey_h rkey = nullptr;
+    ucs_status_t st = ucp_ep_rkey_unpack(job->ep, w.rkey.data(), &rkey);
+    if (st != UCS_OK) {
+      FinishJob(*job, MakeError(ErrorCode::kInvalidRkey,
+                                absl::StrCat("rkey does not unpack: ", UcxStatusString(st))));
+      return;
+    }
+    job->rkeys.push_back(rkey);
+    rkeys_outstanding_.fetch_add(1);
+    void* local = nullptr;
+    st = ucp_rkey_ptr(rkey, w.address, &local);
+    if (st == UCS_OK) {
+      if (absl::Status s = CheckForeignSharedWindow(reinterpret_cast<uintptr_t>(local), w.length);
+          !s.ok()) {
+        FinishJob(*job, s);
+        return;
+      }
+    }
+  }
+  // Issue every op; completions arrive through the callback.
+  for (const RmaOp& op : batch.ops) {
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.user_data = job.get();
+    param.cb.send = [](void* request, ucs_status_t status, void* user_data) {
+      auto* j = static_cast<Job*>(user_data);
+      if (status != UCS_OK && j->status.ok()) j->status = TransferError("RMA", status);
+      --j->pending;
+      std::erase(j->requests, request);
+      ucp_request_free(request);
+    };
+    ucp_rkey_h rkey = job->rkeys[op.window];
+    ucs_status_ptr_t req =
+        batch.direction == RmaDirection::kWrite
+            ? ucp_put_nbx(job->ep, op.local, op.length, op.remote, rkey, &param)
+            : ucp_get_nbx(job->ep, op.local, op.length, op.remote, rkey, &param);
+    if (UCS_PTR_IS_ERR(req)) {
+      if (job->status.ok()) job->status = TransferError("issue RMA", UCS_PTR_STATUS(req));
+      break;
+    }
+    if (req != nullptr) {
+      ++job->pending;
+      job->requests.push_back(req);
+    }
+  }
+  jobs_.push_back(std::move(job));
+}
+
+void UcxWorker::FinishJob(Job& job, absl::Status status) {
+  for (ucp_rkey_h rkey : job.rkeys) {
+    ucp_rkey_destroy(rkey);
+    rkeys_outstanding_.fetch_sub(1);
+  }
+  job.rkeys.clear();
+  job.cmd->status = std::move(status);
+  job.cmd->done.Notify();
+}
+
+void UcxWorker::AdvanceJobs() {
+  const absl::Time now = absl::Now();
+  for (size_t i = 0; i < jobs_.size();) {
+    Job& job = *jobs_[i];
+    if (job.pending > 0) {
+      if (!job.cancelled && now > job.cmd->deadline) {
+        // Cancel what is outstanding; the callbacks still run, so the job ends only when UCX
+        // no longer touches local memory.
+        job.cancelled = true;
+        job.status = MakeError(ErrorCode::kTransferFailed, "RMA timed out");
+        for (void* r : std::vector<void*>(job.requests)) ucp_request_cancel(worker_, r);
+      }
+      ++i;
+      continue;
+    }
+    if (job.flush_request != nullptr) {
+      ucs_status_t st = ucp_request_check_status(job.flush_request);
+      if (st == UCS_INPROGRESS) {
+        ++i;
+        continue;
+      }
+      if (st != UCS_OK && job.status.ok()) job.status = TransferError("flush", st);
+      ucp_request_free(job.flush_request);
+      job.flush_request = nullptr;
+    } else if (!job.flushing && job.status.ok() &&
+               job.cmd->batch->direction == RmaDirection::kWrite) {
+      // AOBJ-DAT-001: a completed put is not yet remotely visible; flush before replying.
+      job.flushing = true;
+      ucp_request_param_t param{};
+      ucs_status_ptr_t req = ucp_ep_flush_nbx(job.ep, &param);
+      if (UCS_PTR_IS_ERR(req)) {
+        job.status = TransferError("flush", UCS_PTR_STATUS(req));
+      } else if (req != nullptr) {
+        job.flush_request = req;
+        ++i;
+        continue;
+      }
+    }
+    FinishJob(job, job.status);
+    jobs_.erase(jobs_.begin() + static_cast<long>(i));
+  }
+}
+
+void UcxWorker::Loop() {
+  for (;;) {
+    std::deque<std::shared_ptr<Command>> cmds;
+    bool stopping;
+    {
+      absl::MutexLock l(&mu_);
+      cmds.swap(queue_);
+      stopping = stopping_;
+    }
+    for (auto& cmd : cmds) {
+      switch (cmd->kind) {
+        case Command::kConnect: {
+          ucp_ep_params_t params{};
+          params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                              UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+          params.address = reinterpret_cast<const ucp_address_t*>(cmd->peer_address.data());
+          // AOBJ-TRN-003: mode NONE keeps UCX's shared-memory RMA lanes (PEER excludes them in
+          // UCX 1.13.1); peer failure is detected by the session lease.
+          params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+          ucp_ep_h ep = nullptr;
+          ucs_status_t st = ucp_ep_create(worker_, &params, &ep);
+          if (st != UCS_OK) {
+            cmd->status = MakeError(ErrorCode::kDataChannelUnavailable,
+                                    absl::StrCat("cannot reach the client's UCX worker: ",
+                                                 UcxStatusString(st)));
+          } else {
+            cmd->new_endpoint = next_endpoint_++;
+            endpoints_[cmd->new_endpoint] = ep;
+            endpoint_count_.fetch_add(1);
+          }
+          cmd->done.Notify();
+          break;
+        }
+        case Command::kProtection: {
+          auto it = endpoints_.find(cmd->endpoint);
+          if (it == endpoints_.end()) {
+            cmd->status = MakeError(ErrorCode::kDataChannelUnavailable, "no endpoint");
+          } else {
+            char* text = nullptr;
+            size_t size = 0;
+            FILE* f = open_memstream(&text, &size);
+            ucp_ep_print_info(it->second, f);
+            fclose(f);
+            std::string info(text, size);
+            free(text);
+            // Software RMA: UCX's tcp, shared memory and self transports (shared/FACTS.md).
+            bool emulated = false;
+            for (const char* tl : {"tcp/", "sysv/", "posix/", "cma/", "self/", "xpmem/", "knem/",
+                                   "rma_am"}) {
+              if (absl::StrContains(info, tl)) emulated = true;
+            }
+            cmd->protection = emulated ? Protection::kEmulated : Protection::kHardware;
+          }
+          cmd->done.Notify();
+          break;
+        }
+        case Command::kDisconnect: {
+          auto it = endpoints_.find(cmd->endpoint);
+          if (it != endpoints_.end()) {
+            ucp_ep_h ep = it->second;
+            endpoints_.erase(it);
+            endpoint_count_.fetch_sub(1);
+            ucp_request_param_t param{};
+            ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &param);
+            if (req != nullptr && !UCS_PTR_IS_ERR(req)) {
+              // Progress the close for a bounded time; a close that does not finish is left to
+              // UCX (the endpoint is already out of our table, so nothing can use it).
+              while (ucp_request_check_status(req) == UCS_INPROGRESS &&
+                     absl::Now() < cmd->deadline) {
+                ucp_worker_progress(worker_);
+              }
+              if (ucp_request_check_status(req) != UCS_INPROGRESS) {
+                ucp_request_free(req);
+              } else {
+                closing_.push_back(req);
+              }
+            }
+          }
+          cmd->done.Notify();
+          break;
+        }
+        case Command::kExecute:
+          StartJob(cmd);
+          break;
+      }
+    }
+    if (stopping && jobs_.empty()) break;
+
+    unsigned progressed = ucp_worker_progress(worker_);
+    AdvanceJobs();
+    for (size_t i = 0; i < closing_.size();) {
+      if (ucp_request_check_status(closing_[i]) != UCS_INPROGRESS) {
+        ucp_request_free(closing_[i]);
+        closing_.erase(closing_.begin() + static_cast<long>(i));
+      } else {
+        ++i;
+      }
+    }
+    if (progressed != 0 || !jobs_.empty()) continue;
+
+    // Idle: sleep on the worker's event fd and our wake fd (AOBJ-TRN-004).
+    ucs_status_t st = ucp_worker_arm(worker_);
+    if (st == UCS_ERR_BUSY) continue;
+    epoll_event events[2];
+    const int timeout_ms = closing_.empty() ? -1 : 10;
+    int n = epoll_wait(epoll_fd_, events, 2, timeout_ms);
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.fd == wake_fd_) {
+        uint64_t v;
+        ssize_t r = read(wake_fd_, &v, sizeof(v));
+        (void)r;
+      }
+    }
+  }
+  // Shutting down: close the remaining endpoints without waiting on peers.
+  for (auto& [id, ep] : endpoints_) {
+    ucp_request_param_t param{};
+    ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &param);
+    const absl::Time deadline = absl::Now() + absl::Milliseconds(500);
+    while (req != nullptr && !UCS_PTR_IS_ERR(req) &&
+           ucp_request_check_status(req) == UCS_INPROGRESS && absl::Now() < deadline) {
+      ucp_worker_progress(worker_);
+    }
+    if (req != nullptr && !UCS_PTR_IS_ERR(req) &&
+        ucp_request_check_status(req) != UCS_INPROGRESS) {
+      ucp_request_free(req);
+    }
+  }
+  endpoints_.clear();
+  endpoint_count_.store(0);
+}
+
+}  // namespace aobj

@@ -1,0 +1,56 @@
+// Protocol constants and negotiation of AOBJ/1 (spec "Versioning and extension", "Sessions").
+// Pure functions; thread-safe.
+#ifndef AOBJ_WIRE_PROTOCOL_H_
+#define AOBJ_WIRE_PROTOCOL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "aobj/types.h"
+
+namespace aobj {
+
+inline constexpr uint32_t kProtocolVersion = 1;  // AOBJ/1
+
+// Capability IDs (spec "Registries").
+enum Capability : uint32_t {
+  kCapInline = 1,
+  kCapCrc32c = 2,
+  kCapCrc64Nvme = 3,
+  kCapMultiDescriptor = 4,
+};
+
+// AOBJ-EXT-001 / AOBJ-EXT-004: the grease pattern for capabilities and error codes.
+inline constexpr bool IsGrease(uint32_t v) { return (v & 0x0F0F0F0Fu) == 0x0A0A0A0Au; }
+
+// The session limits (spec "Sessions", Limits message).
+struct SessionLimits {
+  uint64_t max_transfer_bytes = 64ull << 30;
+  uint32_t max_in_flight = 16;
+  uint64_t inline_threshold = 16384;
+  uint32_t max_descriptors = 16;
+  uint32_t max_rkey_bytes = 1024;
+};
+
+// Hard bounds of the reference server on what a peer may send.
+inline constexpr size_t kMaxWorkerAddressBytes = 8192;   // AOBJ-SES-011
+inline constexpr uint64_t kMaxInlineThreshold = 1 << 20; // inline bodies never exceed 1 MiB
+inline constexpr size_t kMaxKeyBytes = 1024;             // AOBJ-OBJ-002
+
+// AOBJ-SES-002..004: the highest version in [client_min, client_max] ∩ [server_min, server_max].
+// INVALID_ARGUMENT for a malformed range, UNSUPPORTED_VERSION for an empty intersection.
+absl::StatusOr<uint32_t> SelectVersion(uint32_t client_min, uint32_t client_max,
+                                       uint32_t server_min, uint32_t server_max);
+
+// AOBJ-SES-005: the client's known capabilities that the server also has, ascending, without
+// duplicates; grease and unknown values are ignored.
+std::vector<uint32_t> IntersectCapabilities(const std::vector<uint32_t>& offered,
+                                            const std::vector<uint32_t>& supported);
+
+// AOBJ-SES-006: each effective limit is the server's, or the client's when non-zero and smaller.
+SessionLimits EffectiveLimits(const SessionLimits& server, const SessionLimits& requested);
+
+}  // namespace aobj
+
+#endif  // AOBJ_WIRE_PROTOCOL_H_

@@ -1,0 +1,84 @@
+#include "wire/signing.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "aobj/status.h"
+#include "wire/crypto.h"
+
+namespace aobj {
+namespace {
+
+bool IsLowerHex(absl::string_view s, size_t want_len) {
+  if (s.size() != want_len) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+absl::Status Missing(const char* what) {
+  return MakeError(ErrorCode::kMissingAuthentication, what);
+}
+
+}  // namespace
+
+std::string DeriveSigningKey(absl::string_view secret) {
+  Sha256Digest d = HmacSha256(absl::StrCat("AOBJ1", secret), "aobj1_request");
+  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+}
+
+std::string CanonicalRequest(absl::string_view method, const RequestAuth& auth,
+                             absl::string_view body) {
+  return absl::StrCat(kSignatureAlgorithm, "\n", method, "\n", auth.access_key_id, "\n",
+                      auth.timestamp, "\n", auth.nonce_hex, "\n", auth.session_hex, "\n",
+                      HexEncode(Sha256(body)));
+}
+
+std::string SignRequest(absl::string_view signing_key, absl::string_view method,
+                        const RequestAuth& auth, absl::string_view body) {
+  return HexEncode(HmacSha256(signing_key, CanonicalRequest(method, auth, body)));
+}
+
+absl::Status CheckAuthSyntax(const RequestAuth& auth, bool needs_session, int64_t* timestamp_ms) {
+  // AOBJ-AUTH-001: every field present and well formed.
+  if (auth.access_key_id.empty() || auth.access_key_id.size() > kMaxAccessKeyIdBytes) {
+    return Missing("aobj-access-key-id is missing or longer than 128 bytes");
+  }
+  for (char c : auth.access_key_id) {
+    if (c <= ' ' || c > '~') return Missing("aobj-access-key-id has a non-printable character");
+  }
+  int64_t ts = 0;
+  if (auth.timestamp.empty() || auth.timestamp.size() > 19 ||
+      !absl::ascii_isdigit(static_cast<unsigned char>(auth.timestamp[0])) ||
+      !absl::SimpleAtoi(auth.timestamp, &ts)) {
+    return Missing("aobj-timestamp is missing or not decimal milliseconds");
+  }
+  if (!IsLowerHex(auth.nonce_hex, 2 * kNonceBytes)) {
+    return Missing("aobj-nonce must be 32 lower-case hex characters");
+  }
+  if (needs_session) {
+    if (!IsLowerHex(auth.session_hex, 2 * kSessionIdBytes)) {
+      return Missing("aobj-session-id must be 32 lower-case hex characters");
+    }
+  } else if (!auth.session_hex.empty()) {
+    return Missing("OpenSession must not carry aobj-session-id");
+  }
+  if (!IsLowerHex(auth.signature_hex, 64)) {
+    return Missing("aobj-signature must be 64 lower-case hex characters");
+  }
+  *timestamp_ms = ts;
+  return absl::OkStatus();
+}
+
+absl::Status VerifySignature(absl::string_view signing_key, absl::string_view method,
+                             const RequestAuth& auth, absl::string_view body) {
+  const std::string expected = SignRequest(signing_key, method, auth, body);
+  if (!ConstantTimeEquals(expected, auth.signature_hex)) {
+    return MakeError(ErrorCode::kSignatureDoesNotMatch,
+                     "the request signature does not match the one computed by the server");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace aobj

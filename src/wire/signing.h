@@ -1,0 +1,59 @@
+// Request authentication: the canonical form and HMAC-SHA256 signatures of AOBJ/1
+// (spec section "Credentials and request authentication", AOBJ-AUTH-001..003).
+//
+// Pure: no clocks, no I/O. The caller supplies the timestamp and nonce.
+#ifndef AOBJ_WIRE_SIGNING_H_
+#define AOBJ_WIRE_SIGNING_H_
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/statusor.h"
+
+namespace aobj {
+
+// gRPC metadata keys that carry authentication (AOBJ-AUTH-001).
+inline constexpr char kMetaAccessKeyId[] = "aobj-access-key-id";
+inline constexpr char kMetaTimestamp[] = "aobj-timestamp";
+inline constexpr char kMetaNonce[] = "aobj-nonce";
+inline constexpr char kMetaSessionId[] = "aobj-session-id";
+inline constexpr char kMetaSignature[] = "aobj-signature";
+inline constexpr char kSignatureAlgorithm[] = "AOBJ1-HMAC-SHA256";
+
+inline constexpr size_t kNonceBytes = 16;
+inline constexpr size_t kSessionIdBytes = 16;
+inline constexpr size_t kMaxAccessKeyIdBytes = 128;
+
+// The authentication fields of one request, as they travel (text forms).
+struct RequestAuth {
+  std::string access_key_id;
+  std::string timestamp;   // decimal Unix epoch milliseconds
+  std::string nonce_hex;   // 32 lower-case hex chars
+  std::string session_hex; // 32 lower-case hex chars, empty for OpenSession
+  std::string signature_hex;
+};
+
+// AOBJ-AUTH-003: signing key = HMAC-SHA256("AOBJ1" || secret, "aobj1_request"). The server may
+// keep only this key.
+std::string DeriveSigningKey(absl::string_view secret);
+
+// AOBJ-AUTH-002: the canonical string of a request. `body` is the exact serialized request.
+std::string CanonicalRequest(absl::string_view method, const RequestAuth& auth,
+                             absl::string_view body);
+
+// Lower-case hex HMAC-SHA256(signing_key, CanonicalRequest(...)).
+std::string SignRequest(absl::string_view signing_key, absl::string_view method,
+                        const RequestAuth& auth, absl::string_view body);
+
+// Syntax checks of the metadata fields (AOBJ-AUTH-001), without the key lookup or the time:
+// MISSING_AUTHENTICATION on any malformed field. On success `*timestamp_ms` holds the time.
+absl::Status CheckAuthSyntax(const RequestAuth& auth, bool needs_session, int64_t* timestamp_ms);
+
+// Constant-time check of auth.signature_hex against the expected signature (AOBJ-AUTH-006).
+absl::Status VerifySignature(absl::string_view signing_key, absl::string_view method,
+                             const RequestAuth& auth, absl::string_view body);
+
+}  // namespace aobj
+
+#endif  // AOBJ_WIRE_SIGNING_H_

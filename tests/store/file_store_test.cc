@@ -1,0 +1,308 @@
+// FileStore behaviour beyond the conformance kit: persistence, crash leftovers, damaged files,
+// and the on-disk layout documented in src/store/file_store.cc.
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "aobj/status.h"
+#include "aobj/store.h"
+#include "gtest/gtest.h"
+#include "wire/checksum.h"
+#include "wire/crypto.h"
+
+namespace aobj {
+namespace {
+
+namespace fs = std::filesystem;
+
+#define ASSERT_OK(expr)                               \
+  do {                                                \
+    const absl::Status assert_status = (expr);        \
+    ASSERT_TRUE(assert_status.ok()) << assert_status; \
+  } while (0)
+
+#define EXPECT_CODE(expr, code)                                                       \
+  do {                                                                                \
+    const absl::Status expect_status = (expr);                                        \
+    EXPECT_EQ(GetErrorInfo(ErrorCodeOf(expect_status)).name, GetErrorInfo(code).name) \
+        << expect_status;                                                             \
+  } while (0)
+
+absl::Span<const uint8_t> AsBytes(std::string_view s) {
+  return absl::Span<const uint8_t>(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+}
+
+std::string Content(size_t size, char seed) {
+  std::string out(size, '\0');
+  for (size_t i = 0; i < size; ++i) out[i] = static_cast<char>(seed + i * 31 + (i >> 9));
+  return out;
+}
+
+absl::StatusOr<ObjectInfo> Put(ObjectStore& store, std::string_view bucket, std::string_view key,
+                               std::string_view content, std::string_view type = "x/y") {
+  absl::StatusOr<std::unique_ptr<ObjectWriter>> writer =
+      store.BeginPut(bucket, key, content.size(), type);
+  if (!writer.ok()) return writer.status();
+  if (absl::Status s = (*writer)->Append(AsBytes(content)); !s.ok()) return s;
+  ObjectInfo info;
+  info.size = content.size();
+  info.etag = "\"0123456789abcdef0123456789abcdef\"";
+  info.crc32c = Crc32c(0, content.data(), content.size());
+  return (*writer)->Commit(info);
+}
+
+absl::StatusOr<std::string> Get(ObjectStore& store, std::string_view bucket, std::string_view key) {
+  absl::StatusOr<std::unique_ptr<ObjectReader>> reader = store.OpenRead(bucket, key);
+  if (!reader.ok()) return reader.status();
+  std::string out((*reader)->info().size, '\0');
+  absl::StatusOr<size_t> n =
+      (*reader)->ReadAt(0, absl::MakeSpan(reinterpret_cast<uint8_t*>(out.data()), out.size()));
+  if (!n.ok()) return n.status();
+  out.resize(*n);
+  return out;
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void WriteFile(const fs::path& path, std::string_view data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+}
+
+std::vector<std::string> Entries(const fs::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    out.push_back(e.path().filename().string());
+  }
+  return out;
+}
+
+class FileStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = ::testing::TempDir() + "aobj_file_store_XXXXXX";
+    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
+    scratch_ = templ;
+    root_ = scratch_ / "root";
+    Reopen();
+  }
+  void TearDown() override {
+    store_.reset();
+    std::error_code ec;
+    fs::remove_all(scratch_, ec);
+  }
+
+  void Reopen() {
+    store_.reset();
+    absl::StatusOr<std::unique_ptr<ObjectStore>> store = OpenFileStore(root_.string());
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+  }
+
+  fs::path ObjectFile(std::string_view bucket, std::string_view key) const {
+    return root_ / std::string(bucket) / "o" /
+           HexEncode(Sha256(absl::string_view(key.data(), key.size())));
+  }
+
+  fs::path scratch_;
+  fs::path root_;
+  std::unique_ptr<ObjectStore> store_;
+};
+
+TEST_F(FileStoreTest, ObjectsSurviveReopening) {
+  ASSERT_OK(store_->CreateBucket("keep"));
+  ASSERT_OK(store_->CreateBucket("empty"));
+  const std::string big = Content(300000, 'a');
+  absl::StatusOr<ObjectInfo> put = Put(*store_, "keep", "dir/big object", big, "image/png");
+  ASSERT_TRUE(put.ok()) << put.status();
+  ASSERT_TRUE(Put(*store_, "keep", "small", "hi").ok());
+
+  Reopen();
+  ASSERT_OK(store_->HeadBucket("keep"));
+  ASSERT_OK(store_->HeadBucket("empty"));
+  EXPECT_EQ(Get(*store_, "keep", "dir/big object").value_or("<error>"), big);
+  EXPECT_EQ(Get(*store_, "keep", "small").value_or("<error>"), "hi");
+  absl::StatusOr<ObjectInfo> head = store_->Head("keep", "dir/big object");
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->size, put->size);
+  EXPECT_EQ(head->etag, put->etag);
+  EXPECT_EQ(head->crc32c, put->crc32c);
+  EXPECT_EQ(head->content_type, "image/png");
+  EXPECT_EQ(head->last_modified_ms, put->last_modified_ms);
+  EXPECT_CODE(store_->DeleteBucket("keep"), ErrorCode::kBucketNotEmpty);
+  EXPECT_CODE(store_->CreateBucket("empty"), ErrorCode::kBucketAlreadyExists);
+}
+
+TEST_F(FileStoreTest, UsesTheDocumentedLayout) {
+  ASSERT_OK(store_->CreateBucket("bucket"));
+  ASSERT_TRUE(Put(*store_, "bucket", "a/b", "content").ok());
+  const std::string file = ReadFile(ObjectFile("bucket", "a/b"));
+  ASSERT_GE(file.size(), 52u);
+  EXPECT_EQ(file.substr(0, 8), "AOBJOBJ1");
+  EXPECT_EQ(file.substr(file.size() - 7), "content");
+  EXPECT_TRUE(fs::is_directory(root_ / "bucket" / "tmp"));
+  EXPECT_TRUE(Entries(root_ / "bucket" / "tmp").empty());
+}
+
+TEST_F(FileStoreTest, SecondStoreOnTheSameRootIsRefused) {
+  absl::StatusOr<std::unique_ptr<ObjectStore>> second = OpenFileStore(root_.string());
+  EXPECT_CODE(second.status(), ErrorCode::kStorageError);
+  store_.reset();
+  second = OpenFileStore(root_.string());
+  EXPECT_TRUE(second.ok()) << second.status();
+}
+
+TEST_F(FileStoreTest, LeftoverTempFilesAreRemovedAtOpen) {
+  ASSERT_OK(store_->CreateBucket("bucket"));
+  ASSERT_TRUE(Put(*store_, "bucket", "kept", "still here").ok());
+  store_.reset();
+  // What a crash mid-PUT leaves behind.
+  WriteFile(root_ / "bucket" / "tmp" / "0123abcd.tmp", "half an object");
+  WriteFile(root_ / "bucket" / "tmp" / "other", "");
+  Reopen();
+  EXPECT_TRUE(Entries(root_ / "bucket" / "tmp").empty());
+  EXPECT_EQ(Get(*store_, "bucket", "kept").value_or("<error>"), "still here");
+  ASSERT_OK(store_->Delete("bucket", "kept"));
+  EXPECT_TRUE(store_->DeleteBucket("bucket").ok());
+}
+
+TEST_F(FileStoreTest, BucketCutShortByACrashIsRepairedAtOpen) {
+  store_.reset();
+  fs::create_directory(root_ / "partial");  // mkdir of the bucket done, o/ and tmp/ not
+  Reopen();
+  ASSERT_OK(store_->HeadBucket("partial"));
+  ASSERT_TRUE(Put(*store_, "partial", "k", "v").ok());
+  EXPECT_EQ(Get(*store_, "partial", "k").value_or("<error>"), "v");
+}
+
+TEST_F(FileStoreTest, AbortedWriterRemovesItsTempFile) {
+  ASSERT_OK(store_->CreateBucket("bucket"));
+  {
+    absl::StatusOr<std::unique_ptr<ObjectWriter>> writer = store_->BeginPut("bucket", "k", 10, "");
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_OK((*writer)->Append(AsBytes("12345")));
+    EXPECT_EQ(Entries(root_ / "bucket" / "tmp").size(), 1u);
+    ObjectInfo info;
+    info.size = 10;
+    EXPECT_FALSE((*writer)->Commit(info).ok());  // too few bytes
+  }
+  EXPECT_TRUE(Entries(root_ / "bucket" / "tmp").empty());
+  EXPECT_TRUE(Entries(root_ / "bucket" / "o").empty());
+}
+
+TEST_F(FileStoreTest, CorruptedHeaderIsAStorageError) {
+  ASSERT_OK(store_->CreateBucket("bucket"));
+  ASSERT_TRUE(Put(*store_, "bucket", "k", Content(5000, 'z')).ok());
+  const fs::path path = ObjectFile("bucket", "k");
+  const std::string good = ReadFile(path);
+  // Flip one bit in every header byte in turn: magic, version, lengths, fields, padding, CRC.
+  const uint32_t header_len = static_cast<uint8_t>(good[12]) | static_cast<uint8_t>(good[13]) << 8;
+  ASSERT_EQ(good.size(), header_len + 5000u);
+  for (size_t i = 0; i < header_len; ++i) {
+    std::string bad = good;
+    bad[i] ^= 0x10;
+    WriteFile(path, bad);
+    SCOPED_TRACE(absl::StrCat("byte ", i));
+    EXPECT_CODE(store_->OpenRead("bucket", "k").status(), ErrorCode::kStorageError);
+    EXPECT_CODE(store_->Head("bucket", "k").status(), ErrorCode::kStorageError);
+  }
+  for (std::string_view garbage : {std::string_view(""), std::string_view("AOBJ"),
+                                   std::string_view("AOBJOBJ1\x01\0\0\0\xff\xff\xff\xff", 16),
+                                   std::string_view("not an object file at all, really")}) {
+    WriteFile(path, garbage);
+    EXPECT_CODE(store_->OpenRead("bucket", "k").status(), ErrorCode::kStorageError);
+  }
+  WriteFile(path, good);
+  EXPECT_EQ(Get(*store_, "bucket", "k").value_or("<error>"), Content(5000, 'z'));
+}
+
+TEST_F(FileStoreTest, TruncatedOrExtendedObjectFileIsAnError) {
+  ASSERT_OK(store_->CreateBucket("bucket"));
+  ASSERT_TRUE(Put(*store_, "bucket", "k", Content(5000, 'q')).ok());
+  const fs::path path = ObjectFile("bucket", "k");
+  const std::string good = ReadFile(path);
+
+  WriteFile(path, good.substr(0, good.size() - 1));
+  EXPECT_CODE(store_->OpenRead("bucket", "k").status(), ErrorCode::kStorageError);
+  EXPECT_CODE(store_->Head("bucket", "k").status(), ErrorCode::kStorageError);
+  WriteFile(path, good + "x");
+  EXPECT_CODE(store_->OpenRead("bucket", "k").status(), ErrorCode::kStorageError);
+
+  // Truncated under an open reader: an error, not short or stale bytes.
+  WriteFile(path, good);
+  absl::StatusOr<std::unique_ptr<ObjectReader>> reader = store_->OpenRead("bucket", "k");
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(good.size() - 100)), 0);
+  std::string buf(5000, '\0');
+  absl::StatusOr<size_t> n =
+      (*reader)->ReadAt(0, absl::MakeSpan(reinterpret_cast<uint8_t*>(buf.data()), buf.size()));
+  EXPECT_CODE(n.status(), ErrorCode::kStorageError);
+}
+
+TEST_F(FileStoreTest, ObjectFileOfAnotherKeyIsRefused) {
+  ASSERT_OK(store_->CreateBucket("bucket"));
+  ASSERT_TRUE(Put(*store_, "bucket", "one", "first").ok());
+  fs::copy_file(ObjectFile("bucket", "one"), ObjectFile("bucket", "two"));
+  EXPECT_CODE(store_->OpenRead("bucket", "two").status(), ErrorCode::kStorageError);
+  EXPECT_CODE(store_->Head("bucket", "two").status(), ErrorCode::kStorageError);
+}
+
+TEST_F(FileStoreTest, RefusesBadBucketNames) {
+  const std::string with_nul("a\0b", 3);
+  for (std::string_view bad : {std::string_view(""), std::string_view("."), std::string_view(".."),
+                               std::string_view("a/b"), std::string_view("../escape"),
+                               std::string_view("/abs"), std::string_view(with_nul)}) {
+    SCOPED_TRACE(absl::StrCat("bucket \"", absl::string_view(bad.data(), bad.size()), "\""));
+    EXPECT_CODE(store_->CreateBucket(bad), ErrorCode::kInvalidArgument);
+    EXPECT_CODE(store_->HeadBucket(bad), ErrorCode::kInvalidArgument);
+    EXPECT_CODE(store_->DeleteBucket(bad), ErrorCode::kInvalidArgument);
+    EXPECT_CODE(store_->BeginPut(bad, "k", 1, "").status(), ErrorCode::kInvalidArgument);
+    EXPECT_CODE(store_->OpenRead(bad, "k").status(), ErrorCode::kInvalidArgument);
+    EXPECT_CODE(store_->Head(bad, "k").status(), ErrorCode::kInvalidArgument);
+    EXPECT_CODE(store_->Delete(bad, "k"), ErrorCode::kInvalidArgument);
+  }
+  EXPECT_FALSE(fs::exists(scratch_ / "escape"));
+  // Only the LOCK file: nothing was created.
+  EXPECT_EQ(Entries(root_), std::vector<std::string>{"LOCK"});
+}
+
+TEST_F(FileStoreTest, RefusesEmptyKey) {
+  ASSERT_OK(store_->CreateBucket("bucket"));
+  EXPECT_CODE(store_->BeginPut("bucket", "", 1, "").status(), ErrorCode::kInvalidArgument);
+  EXPECT_CODE(store_->OpenRead("bucket", "").status(), ErrorCode::kInvalidArgument);
+}
+
+TEST_F(FileStoreTest, RootThatIsAFileIsAnError) {
+  const fs::path file = scratch_ / "plain-file";
+  WriteFile(file, "x");
+  absl::StatusOr<std::unique_ptr<ObjectStore>> store = OpenFileStore(file.string());
+  EXPECT_CODE(store.status(), ErrorCode::kStorageError);
+  EXPECT_CODE(OpenFileStore("").status(), ErrorCode::kInvalidArgument);
+}
+
+TEST_F(FileStoreTest, DirectBufferIsNotOffered) {
+  // The FileStore streams through Append; DirectBuffer would need a mapping of the temp file.
+  ASSERT_OK(store_->CreateBucket("bucket"));
+  absl::StatusOr<std::unique_ptr<ObjectWriter>> writer = store_->BeginPut("bucket", "k", 10, "");
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  EXPECT_TRUE((*writer)->DirectBuffer().empty());
+}
+
+}  // namespace
+}  // namespace aobj

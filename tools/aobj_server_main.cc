@@ -1,0 +1,191 @@
+// aobj-server: the AOBJ/1 reference server as a process. A thin main over aobj::Server.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "aobj/server.h"
+#include "aobj/status.h"
+#include "session/credentials.h"
+#include "tool_util.h"
+
+namespace {
+
+constexpr char kUsage[] = R"(aobj-server: the AOBJ/1 reference server (S3 object access over RDMA/UCX)
+
+Usage: aobj-server [flags]
+
+Storage:
+  --store fs|memory         object store behind the server (default: fs)
+  --root DIR                directory of the filesystem store (default: ./aobj-data)
+  --create-bucket NAME      create bucket NAME at start if missing (repeatable)
+
+Control channel (gRPC):
+  --listen HOST:PORT        address to listen on (default: 127.0.0.1:7878; port 0 picks one)
+  --port-file FILE          write the bound port to FILE once serving
+
+Credentials (every request is signed with HMAC-SHA256; secrets never travel):
+  --credentials FILE        lines of "ACCESS_KEY_ID SECRET"; must be chmod 600
+                            (default: AOBJ_CREDENTIALS_FILE, else AOBJ_ACCESS_KEY_ID and
+                            AOBJ_SECRET_ACCESS_KEY from the environment)
+
+Session limits (spec section "Sessions"):
+  --lease-ms N              session lease (default: 30000)
+  --max-in-flight N         data requests in flight per session (default: 16)
+  --inline-threshold N      largest body sent inside control messages (default: 16384)
+  --max-transfer-bytes N    largest object one request may move (default: 64 GiB)
+  --threads N               request threads (default: 8)
+
+Data channel (UCX):
+  --net-devices LIST        UCX_NET_DEVICES unless set in the environment (default: lo)
+  --transports LIST         UCX_TLS unless set in the environment (default: UCX's choice)
+
+Other:
+  --quiet                   log only errors
+  --help                    this text
+
+The server logs one line per event ("event=... session=..."), never secrets. Stop it with
+SIGINT or SIGTERM: it finishes requests in progress and closes every endpoint.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using aobj::tools::ParsedArgs;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+  }
+  ParsedArgs args;
+  absl::Status st = aobj::tools::ParseArgs(
+      argc, argv, 1,
+      {"store", "root", "create-bucket", "listen", "port-file", "credentials", "lease-ms",
+       "max-in-flight", "inline-threshold", "max-transfer-bytes", "threads", "net-devices",
+       "transports"},
+      {"quiet"}, &args);
+  if (st.ok() && !args.positional.empty()) {
+    st = absl::InvalidArgumentError(absl::StrCat("unexpected argument '", args.positional[0], "'"));
+  }
+  auto fail = [](const std::string& msg) {
+    std::cerr << "aobj-server: " << msg << "\n";
+    return 2;
+  };
+  if (!st.ok()) return fail(std::string(st.message()));
+
+  aobj::ServerOptions options;
+  options.listen_address = args.Get("listen", "127.0.0.1:7878");
+  int64_t v = 0;
+  for (auto [flag, field] : std::initializer_list<std::pair<const char*, int64_t*>>{
+           {"lease-ms", &options.lease_ms}}) {
+    if (!(st = args.GetInt(flag, *field, &v)).ok()) return fail(std::string(st.message()));
+    *field = v;
+  }
+  if (!(st = args.GetInt("max-in-flight", 0, &v)).ok()) return fail(std::string(st.message()));
+  options.limits.max_in_flight = static_cast<uint32_t>(v);
+  if (!(st = args.GetInt("inline-threshold", 0, &v)).ok()) return fail(std::string(st.message()));
+  options.limits.inline_threshold = static_cast<uint64_t>(v);
+  if (!(st = args.GetInt("max-transfer-bytes", 0, &v)).ok()) {
+    return fail(std::string(st.message()));
+  }
+  options.limits.max_transfer_bytes = static_cast<uint64_t>(v);
+  if (!(st = args.GetInt("threads", 8, &v)).ok()) return fail(std::string(st.message()));
+  options.request_threads = static_cast<int>(v);
+  options.data_channel.net_devices = args.Get("net-devices", "lo");
+  options.data_channel.transports = args.Get("transports", "");
+
+  // Credentials.
+  std::string cred_file = args.Get("credentials", std::getenv("AOBJ_CREDENTIALS_FILE")
+                                                      ? std::getenv("AOBJ_CREDENTIALS_FILE")
+                                                      : "");
+  if (!cred_file.empty()) {
+    auto creds = aobj::LoadCredentialsFile(cred_file, /*require_private=*/true);
+    if (!creds.ok()) return fail(std::string(creds.status().message()));
+    options.credentials = *creds;
+  } else if (std::getenv("AOBJ_ACCESS_KEY_ID") && std::getenv("AOBJ_SECRET_ACCESS_KEY")) {
+    options.credentials[std::getenv("AOBJ_ACCESS_KEY_ID")] = std::getenv("AOBJ_SECRET_ACCESS_KEY");
+  } else {
+    return fail("no credentials: pass --credentials FILE (lines of \"ACCESS_KEY_ID SECRET\", "
+                "chmod 600) or set AOBJ_ACCESS_KEY_ID and AOBJ_SECRET_ACCESS_KEY");
+  }
+
+  const bool quiet = args.Has("quiet");
+  options.log = [quiet](const std::string& line) {
+    if (quiet && line.find("event=request_failed") == std::string::npos) return;
+    std::fprintf(stderr, "%s aobj-server %s\n",
+                 absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()).c_str(),
+                 line.c_str());
+  };
+
+  // Store.
+  const std::string kind = args.Get("store", "fs");
+  std::unique_ptr<aobj::ObjectStore> store;
+  std::string store_desc;
+  if (kind == "memory") {
+    store = aobj::NewMemoryStore();
+    store_desc = "memory";
+  } else if (kind == "fs") {
+    const std::string root = args.Get("root", "./aobj-data");
+    auto fs = aobj::OpenFileStore(root);
+    if (!fs.ok()) return fail(aobj::tools::DescribeError(fs.status()));
+    store = std::move(*fs);
+    store_desc = absl::StrCat("fs:", root);
+  } else {
+    return fail(absl::StrCat("--store must be fs or memory, not '", kind, "'"));
+  }
+  if (args.Has("create-bucket")) {
+    for (const auto& b : args.flags.at("create-bucket")) {
+      absl::Status s = store->CreateBucket(b);
+      if (!s.ok() && aobj::ErrorCodeOf(s) != aobj::ErrorCode::kBucketAlreadyExists) {
+        return fail(absl::StrCat("cannot create bucket ", b, ": ", aobj::tools::DescribeError(s)));
+      }
+    }
+  }
+
+  // Signals are taken by sigwait in this thread; block them before any thread starts.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto server = aobj::Server::Start(options, std::move(store));
+  if (!server.ok()) return fail(aobj::tools::DescribeError(server.status()));
+  const std::string host = options.listen_address.substr(0, options.listen_address.rfind(':'));
+  options.log(absl::StrCat("event=started listen=", host, ":", (*server)->port(),
+                           " store=", store_desc, " principals=", options.credentials.size(),
+                           " data_channel=ucx net_devices=", options.data_channel.net_devices));
+  // The control channel is plaintext in this release: say so, loudly when not on loopback.
+  if (host != "127.0.0.1" && host != "localhost" && host != "[::1]") {
+    options.log("event=warning message=\"PLAINTEXT control channel on a non-loopback address: "
+                "requests are signed but not encrypted\"");
+  } else {
+    options.log("event=notice message=\"control channel is plaintext (loopback only)\"");
+  }
+  if (args.Has("port-file")) {
+    const std::string path = args.Get("port-file");
+    const std::string tmp = path + ".tmp";
+    std::ofstream(tmp) << (*server)->port() << "\n";
+    std::rename(tmp.c_str(), path.c_str());
+  }
+
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  options.log(absl::StrCat("event=stopping signal=", sig));
+  (*server)->Shutdown();
+  const aobj::ServerStats s = (*server)->stats();
+  options.log(absl::StrCat("event=stopped requests=", s.requests, " errors=", s.errors,
+                           " bytes_in=", s.bytes_in, " bytes_out=", s.bytes_out));
+  return 0;
+}

@@ -1,0 +1,36 @@
+// Small helpers shared by the command-line tools: argument parsing and human-readable output.
+#ifndef AOBJ_TOOLS_TOOL_UTIL_H_
+#define AOBJ_TOOLS_TOOL_UTIL_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace aobj::tools {
+
+// Parses "--name value", "--name=value" and bare "--flag" (value "true"; only for names listed
+// in `bool_flags`). Positional arguments are returned in order. Unknown flags are errors.
+struct ParsedArgs {
+  std::map<std::string, std::vector<std::string>> flags;
+  std::vector<std::string> positional;
+  bool Has(const std::string& name) const { return flags.count(name) > 0; }
+  std::string Get(const std::string& name, const std::string& fallback = "") const;
+  absl::Status GetInt(const std::string& name, int64_t fallback, int64_t* out) const;
+};
+absl::Status ParseArgs(int argc, char** argv, int first, const std::vector<std::string>& flags,
+                       const std::vector<std::string>& bool_flags, ParsedArgs* out);
+
+// "64.0 MiB", "1.5 GiB".
+std::string HumanBytes(uint64_t bytes);
+// "2.31 GB/s" (10^9 bytes per second).
+std::string HumanRate(uint64_t bytes, double seconds);
+
+// "NO_SUCH_KEY (NoSuchKey): message".
+std::string DescribeError(const absl::Status& status);
+
+}  // namespace aobj::tools
+
+#endif  // AOBJ_TOOLS_TOOL_UTIL_H_

@@ -228,6 +228,7 @@ class Result:
         self.errors = []
         self.retired = {}           # id -> "file:line"
         self.references = []        # (id, "file:line")
+        self.tagged = set()         # every ID in a tag, well placed or not
 
 
 def analyze(paths, root):
@@ -258,7 +259,8 @@ def analyze(paths, root):
         if not ID_RE.match(rid):
             result.errors.append("%s: malformed requirement ID %r (expected AOBJ-<AREA>-<NNN>, "
                                  "AREA one of %s)" % (where, rid, ", ".join(AREAS)))
-        elif rid not in seen and rid not in result.retired:
+        elif rid not in seen and rid not in result.retired and rid not in result.tagged:
+            # (A misplaced or keyword-less tag is reported once, above, not again here.)
             result.errors.append("%s: reference to undefined requirement %s" % (where, rid))
     return result
 
@@ -274,6 +276,7 @@ def analyze_unit(unit, display, result):
         where = "%s:%d" % (display, line)
         keywords = [m.group(1) for m in KEYWORD_RE.finditer(masked)]
         tags = list(TAG_RE.finditer(masked))
+        result.tagged.update(t.group(1) for t in tags)
         leading = LEADING_TAG_RE.match(masked)
         if unit.kind == "row" and tags and not leading:
             cell_starts = [0] + [m.end() for m in re.finditer(r"\|", masked)]

@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""Recomputes every value of spec/aobj-1.md Appendix A and the check values of Section 8.6.
+
+Each value is computed here from its inputs (secret, metadata, message octets) and must appear
+verbatim in the spec. When protoc is installed, the message octets are also re-encoded from the
+protobuf text format with the normative proto file.
+
+Run: python3 -m unittest discover -s tests/spec -p '*_test.py'
+"""
+
+import base64
+import hashlib
+import hmac
+import re
+import shutil
+import struct
+import subprocess
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = (ROOT / "spec" / "aobj-1.md").read_text(encoding="utf-8")
+SPEC_NO_SPACE = re.sub(r"\s+", "", SPEC)
+PROTO_DIR = ROOT / "proto"
+
+ACCESS_KEY = "AKEXAMPLE"
+SECRET = b"example-secret-do-not-use"
+SESSION_ID = "8c0f5a3e91d24b7ca6e1f0d37b294e15"
+EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+BODY = b"hello, aobj\n"
+
+# Real UCX 1.13.1 output (UCX_NET_DEVICES=lo): ucp_worker_get_address and ucp_rkey_pack of a
+# 4 KiB ucp_mem_map(UCP_MEM_MAP_ALLOCATE) buffer at 0x7f44be406000.
+WORKER_ADDRESS = bytes.fromhex(
+    "20e5dc57a5285f49ce2000637577cc2b3200f8d74f00000000004f030088fd4c"
+    "2165551437c9211201020d2c74a048c869ecf9ffffef00000000cf1917b75138"
+    "539e3e4bd7e037370113230082ecf342080d2c74a048c8696c8d5377cc2b3200"
+    "4c3e5077ccab33004f2300880a0000000000000043080d2c74a048c8696ca7d3"
+    "77cc2b32004c3e5077ccab33004f230088b4150000030000c024880d2c74a048"
+    "c8696c478bbd37063600242e5077ccab330092210084b4150000")
+RKEY = bytes.fromhex("17000000000000000000000c0c000000006040be447f000000")
+WINDOW_ADDRESS = 0x7f44be406000
+
+
+def Crc32c(data):
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def Crc64Nvme(data):
+    mask = (1 << 64) - 1
+    crc = mask
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x9A6C9329AC4BC9B5 if crc & 1 else 0)
+    return crc ^ mask
+
+
+def Escape(data):
+    return "".join("\\x%02x" % b for b in data)
+
+
+def SigningKey(secret):
+    return hmac.new(b"AOBJ1" + secret, b"aobj1_request", hashlib.sha256).digest()
+
+
+def Canonical(method, timestamp, nonce, session_id, payload):
+    return "\n".join(["AOBJ1-HMAC-SHA256", "/aobj.v1.ObjectService/" + method, ACCESS_KEY,
+                      str(timestamp), nonce, session_id, hashlib.sha256(payload).hexdigest()])
+
+
+def Sign(canonical):
+    return hmac.new(SigningKey(SECRET), canonical.encode(), hashlib.sha256).hexdigest()
+
+
+# (method, message type, text format, serialized hex, timestamp, nonce, session id)
+REQUESTS = [
+    ("OpenSession", "OpenSessionRequest",
+     'versions { min: 1 max: 168430090 }\ncapabilities: [1, 2, 3, 4, 979008154]\n'
+     'worker_address: "%s"\nclient_name: "aobj-cli/0.1"\n' % Escape(WORKER_ADDRESS),
+     "0a070801108a94a8501209010203049af5e9d2031aba01" + WORKER_ADDRESS.hex() +
+     "2a0c616f626a2d636c692f302e31",
+     1795000000100, "5d41402abc4b2a76b9719d911017c592", ""),
+    ("CreateBucket", "CreateBucketRequest", 'bucket: "example-bucket"\n',
+     "0a0e6578616d706c652d6275636b6574",
+     1795000000200, "7e2a1f0c3b4d5e6f708192a3b4c5d6e7", SESSION_ID),
+    ("PutObject", "PutObjectRequest",
+     'bucket: "example-bucket"\nkey: "greetings/hello.txt"\nsize: 12\n'
+     'source { address: %d length: 4096 rkey: "%s" memory_type: MEMORY_TYPE_HOST }\n'
+     'checksum_algorithm: CHECKSUM_ALGORITHM_CRC32C\nchecksum: "%s"\n'
+     'content_type: "text/plain"\n' % (WINDOW_ADDRESS, Escape(RKEY),
+                                       Escape(struct.pack(">I", Crc32c(BODY)))),
+     "0a0e6578616d706c652d6275636b657412136772656574696e67732f68656c6c"
+     "6f2e747874180c22280880c081f2cbe81f1080201a1917000000000000000000"
+     "000c0c000000006040be447f000000200130013a04a20fa4d9420a746578742f"
+     "706c61696e",
+     1795000000300, "a0b1c2d3e4f5061728394a5b6c7d8e9f", SESSION_ID),
+    ("GetObject", "GetObjectRequest",
+     'bucket: "example-bucket"\nkey: "greetings/hello.txt"\n'
+     'checksum_algorithm: CHECKSUM_ALGORITHM_CRC64NVME\naccept_inline: true\n',
+     "0a0e6578616d706c652d6275636b657412136772656574696e67732f68656c6c"
+     "6f2e74787420022801",
+     1795000000400, "0f1e2d3c4b5a69788796a5b4c3d2e1f0", SESSION_ID),
+    ("GetObject", "GetObjectRequest",
+     'bucket: "example-bucket"\nkey: "greetings/missing.txt"\n',
+     "0a0e6578616d706c652d6275636b657412156772656574696e67732f6d697373"
+     "696e672e747874",
+     1795000000500, "00112233445566778899aabbccddeeff", SESSION_ID),
+    ("CloseSession", "CloseSessionRequest", "", "",
+     1795000000600, "ffeeddccbbaa99887766554433221100", SESSION_ID),
+]
+
+ERROR_TEXT = ('code: ERROR_CODE_NO_SUCH_KEY\nname: "NO_SUCH_KEY"\ns3_code: "NoSuchKey"\n'
+              'message: "no such key"\nretryable: false\n')
+ERROR_HEX = "0815120b4e4f5f535543485f4b45591a094e6f537563684b6579220b6e6f2073756368206b6579"
+
+
+def Varint(data):
+    value, shift = 0, 0
+    for byte in data:
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value
+    raise ValueError("truncated varint")
+
+
+class ChecksumTest(unittest.TestCase):
+
+    def test_CheckValues(self):
+        self.assertEqual(Crc32c(b"123456789"), 0xE3069283)
+        self.assertEqual(Crc64Nvme(b"123456789"), 0xAE8B14860A799888)
+        self.assertEqual(Crc32c(b""), 0)
+        self.assertEqual(Crc64Nvme(b""), 0)
+        for value in ("0xE3069283", "0xAE8B14860A799888", "0x82F63B78", "0x9A6C9329AC4BC9B5"):
+            self.assertIn(value, SPEC)
+
+    def test_ReflectedPolynomials(self):
+        def Reflect(value, width):
+            return int(format(value, "0%db" % width)[::-1], 2)
+        self.assertEqual(Reflect(0x1EDC6F41, 32), 0x82F63B78)
+        self.assertEqual(Reflect(0xAD93D23594C93659, 64), 0x9A6C9329AC4BC9B5)
+        self.assertIn("0x1EDC6F41", SPEC)
+        self.assertIn("0xAD93D23594C93659", SPEC)
+
+    def test_BodyValues(self):
+        self.assertEqual(BODY.hex(), "68656c6c6f2c20616f626a0a")
+        self.assertIn(BODY.hex(), SPEC)
+        self.assertEqual("%08X" % Crc32c(BODY), "A20FA4D9")
+        self.assertIn("0xA20FA4D9", SPEC)
+        self.assertIn(Escape(struct.pack(">Q", Crc64Nvme(BODY))), SPEC)
+        self.assertIn('"%s"' % hashlib.md5(BODY).hexdigest(), SPEC)
+        self.assertIn('"%s"' % hashlib.md5(b"").hexdigest(), SPEC)
+
+
+class SigningTest(unittest.TestCase):
+
+    def test_A1_EmptyOpenSession(self):
+        key_material = b"AOBJ1" + SECRET
+        self.assertEqual(len(key_material), 30)
+        self.assertIn(key_material.hex(), SPEC)
+        self.assertIn(b"aobj1_request".hex(), SPEC)
+        signing_key = SigningKey(SECRET).hex()
+        self.assertEqual(signing_key,
+                         "9b466f0b1a78f938d6c0e333079775138dc455b926a27b1f1e1d847591d03156")
+        self.assertIn(signing_key, SPEC)
+        self.assertEqual(hashlib.sha256(b"").hexdigest(), EMPTY_SHA256)
+        canonical = Canonical("OpenSession", 1795000000000, "000102030405060708090a0b0c0d0e0f",
+                              "", b"")
+        self.assertEqual(len(canonical.encode()), 175)
+        self.assertIn("(175 octets", SPEC)
+        self.assertIn(canonical.encode().hex(), SPEC_NO_SPACE)
+        self.assertIn(hashlib.sha256(canonical.encode()).hexdigest(), SPEC)
+        signature = Sign(canonical)
+        self.assertEqual(signature,
+                         "17c4b3e19b365f869026640c4611a3d11befc070db3d7ad13b62677055ac3313")
+        self.assertIn("aobj-signature: " + signature, SPEC)
+
+    def test_A1_CanonicalLinesAsShown(self):
+        shown = re.search(r"```\n(AOBJ1-HMAC-SHA256\\n\n.*?)\n```", SPEC, re.S).group(1)
+        canonical = Canonical("OpenSession", 1795000000000, "000102030405060708090a0b0c0d0e0f",
+                              "", b"")
+        self.assertEqual(shown.replace("\\n\n", "\n"), canonical)
+
+    def test_A2_Requests(self):
+        for method, _, _, serialized_hex, timestamp, nonce, session_id in REQUESTS:
+            with self.subTest(method=method, timestamp=timestamp):
+                payload = bytes.fromhex(serialized_hex)
+                if serialized_hex:
+                    self.assertIn(serialized_hex, SPEC_NO_SPACE)
+                self.assertIn("serialized" if payload else "0 octets", SPEC)
+                self.assertIn(hashlib.sha256(payload).hexdigest(), SPEC)
+                self.assertIn("aobj-timestamp: %d" % timestamp, SPEC)
+                self.assertIn("aobj-nonce: " + nonce, SPEC)
+                signature = Sign(Canonical(method, timestamp, nonce, session_id, payload))
+                self.assertIn("aobj-signature: " + signature, SPEC)
+
+    def test_A2_OctetCounts(self):
+        for method, _, _, serialized_hex, timestamp, _, _ in REQUESTS:
+            n = len(serialized_hex) // 2
+            if n:
+                with self.subTest(method=method, timestamp=timestamp):
+                    self.assertRegex(SPEC, r"\(%d octets\)" % n)
+
+    def test_A2_OpenSessionFieldWalkthrough(self):
+        self.assertEqual(Varint(bytes.fromhex("8a94a850")), 0x0A0A0A0A)
+        self.assertEqual(Varint(bytes.fromhex("9af5e9d203")), 0x3A5A7A9A)
+        self.assertEqual(0x3A5A7A9A, 979008154)
+        self.assertEqual(Varint(bytes.fromhex("ba01")), len(WORKER_ADDRESS))
+        self.assertEqual(len(WORKER_ADDRESS), 186)
+        self.assertEqual(len(RKEY), 25)
+        self.assertIn(RKEY.hex(), SPEC)
+        self.assertIn(Escape(RKEY), SPEC)
+        self.assertEqual(WINDOW_ADDRESS, 139933226393600)
+        self.assertIn("address: %d" % WINDOW_ADDRESS, SPEC)
+
+    def test_A2_ErrorTrailer(self):
+        error = bytes.fromhex(ERROR_HEX)
+        self.assertEqual(len(error), 39)
+        self.assertIn(ERROR_HEX, SPEC)
+        self.assertIn(base64.b64encode(error).decode().rstrip("="), SPEC)
+
+    def test_GreaseExamples(self):
+        for value in (0x0A0A0A0A, 0x1A2A3A4A, 0x3A5A7A9A, 0xFAFAFAFA):
+            self.assertEqual(value & 0x0F0F0F0F, 0x0A0A0A0A)
+        for value in (1, 2, 3, 4, 0xF0000000, 0xFFFFFFFE):
+            self.assertNotEqual(value & 0x0F0F0F0F, 0x0A0A0A0A)
+
+
+@unittest.skipUnless(shutil.which("protoc"), "protoc not installed")
+class ProtocEncodingTest(unittest.TestCase):
+
+    def Encode(self, message_type, text):
+        return subprocess.run(
+            ["protoc", "--encode=aobj.v1." + message_type, "-I", str(PROTO_DIR),
+             "aobj/v1/aobj.proto"], input=text.encode(), capture_output=True,
+            check=True).stdout
+
+    def test_RequestsEncodeAsShown(self):
+        for method, message_type, text, serialized_hex, timestamp, _, _ in REQUESTS:
+            with self.subTest(method=method, timestamp=timestamp):
+                self.assertEqual(self.Encode(message_type, text).hex(), serialized_hex)
+
+    def test_ErrorEncodesAsShown(self):
+        self.assertEqual(self.Encode("Error", ERROR_TEXT).hex(), ERROR_HEX)
+
+
+if __name__ == "__main__":
+    unittest.main()

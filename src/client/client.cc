@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "aobj/status.h"
-#include "aobj/v1/aobj.grpc.pb.h"
+#include "control/raw_call.h"
 #include "control/rpc.h"
 #include "session/signer.h"
 #include "transport/ucx_context.h"
@@ -16,7 +16,6 @@
 #include "wire/checksum.h"
 #include "wire/crypto.h"
 #include "wire/protocol.h"
-#include <grpcpp/grpcpp.h>
 
 namespace aobj {
 namespace {
@@ -68,12 +67,7 @@ class ClientImpl final : public Client {
     if (!worker.ok()) return worker.status();
     worker_ = std::move(*worker);
 
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(8 << 20);
-    args.SetMaxSendMessageSize(8 << 20);
-    channel_ = grpc::CreateCustomChannel(options_.endpoint, grpc::InsecureChannelCredentials(),
-                                         args);
-    stub_ = pb::ObjectService::NewStub(channel_);
+    rpc_ = std::make_unique<RawChannel>(options_.endpoint);
 
     pb::OpenSessionRequest req;
     req.mutable_versions()->set_min(options_.min_version);
@@ -300,35 +294,28 @@ class ClientImpl final : public Client {
     if (renewer_.joinable() && renewer_.get_id() != std::this_thread::get_id()) renewer_.join();
   }
 
-  grpc::Status Rpc(grpc::ClientContext* c, const pb::OpenSessionRequest& q, pb::OpenSessionResponse* r) { return stub_->OpenSession(c, q, r); }
-  grpc::Status Rpc(grpc::ClientContext* c, const pb::RenewSessionRequest& q, pb::RenewSessionResponse* r) { return stub_->RenewSession(c, q, r); }
-  grpc::Status Rpc(grpc::ClientContext* c, const pb::CloseSessionRequest& q, pb::CloseSessionResponse* r) { return stub_->CloseSession(c, q, r); }
-  grpc::Status Rpc(grpc::ClientContext* c, const pb::CreateBucketRequest& q, pb::CreateBucketResponse* r) { return stub_->CreateBucket(c, q, r); }
-  grpc::Status Rpc(grpc::ClientContext* c, const pb::DeleteBucketRequest& q, pb::DeleteBucketResponse* r) { return stub_->DeleteBucket(c, q, r); }
-  grpc::Status Rpc(grpc::ClientContext* c, const pb::HeadBucketRequest& q, pb::HeadBucketResponse* r) { return stub_->HeadBucket(c, q, r); }
-  grpc::Status Rpc(grpc::ClientContext* c, const pb::PutObjectRequest& q, pb::PutObjectResponse* r) { return stub_->PutObject(c, q, r); }
-  grpc::Status Rpc(grpc::ClientContext* c, const pb::GetObjectRequest& q, pb::GetObjectResponse* r) { return stub_->GetObject(c, q, r); }
-  grpc::Status Rpc(grpc::ClientContext* c, const pb::HeadObjectRequest& q, pb::HeadObjectResponse* r) { return stub_->HeadObject(c, q, r); }
-  grpc::Status Rpc(grpc::ClientContext* c, const pb::DeleteObjectRequest& q, pb::DeleteObjectResponse* r) { return stub_->DeleteObject(c, q, r); }
-
-  // Signs and sends one request (AOBJ-AUTH-001/002). The typed stub serializes `req` to the same
-  // bytes as SerializeToString (no map fields, same process), which is what is signed.
+  // Signs and sends one request (AOBJ-AUTH-001/002): the signature covers exactly the bytes
+  // that travel.
   template <class Req, class Resp>
   absl::Status Call(Method method, const Req& req, Resp* resp) {
     std::string body;
     req.SerializeToString(&body);
     const std::string session = method == Method::kOpenSession ? "" : info_.session_id;
     RequestAuth auth = signer_->Sign(MethodPath(method), session, body, absl::Now());
-    grpc::ClientContext ctx;
-    ctx.AddMetadata(kMetaAccessKeyId, auth.access_key_id);
-    ctx.AddMetadata(kMetaTimestamp, auth.timestamp);
-    ctx.AddMetadata(kMetaNonce, auth.nonce_hex);
-    if (!session.empty()) ctx.AddMetadata(kMetaSessionId, session);
-    ctx.AddMetadata(kMetaSignature, auth.signature_hex);
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::milliseconds(options_.timeout_ms));
-    grpc::Status gs = Rpc(&ctx, req, resp);
-    return FromGrpcStatus(gs, ctx.GetServerTrailingMetadata());
+    std::vector<std::pair<std::string, std::string>> md = {
+        {kMetaAccessKeyId, auth.access_key_id},
+        {kMetaTimestamp, auth.timestamp},
+        {kMetaNonce, auth.nonce_hex},
+        {kMetaSignature, auth.signature_hex}};
+    if (!session.empty()) md.emplace_back(kMetaSessionId, session);
+    RawReply reply = rpc_->Call(MethodPath(method), body, md,
+                                absl::Milliseconds(options_.timeout_ms));
+    if (!reply.status.ok()) return reply.status;
+    if (!resp->ParseFromString(reply.body)) {
+      return MakeError(ErrorCode::kInternal,
+                       absl::StrCat("malformed ", resp->GetTypeName(), " from the server"));
+    }
+    return absl::OkStatus();
   }
 
   ClientOptions options_;
@@ -336,8 +323,7 @@ class ClientImpl final : public Client {
   std::unique_ptr<RequestSigner> signer_;
   std::unique_ptr<UcxContext> context_;
   std::unique_ptr<UcxWorker> worker_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<pb::ObjectService::Stub> stub_;
+  std::unique_ptr<RawChannel> rpc_;
   absl::Mutex mu_;
   bool open_ ABSL_GUARDED_BY(mu_) = false;
   std::thread renewer_;

@@ -1,5 +1,6 @@
 #include "wire/signing.h"
 
+#include <cctype>
 #include <cstdint>
 #include <string>
 

@@ -1,0 +1,46 @@
+#include "control/raw_call.h"
+
+#include "absl/synchronization/notification.h"
+#include "control/rpc.h"
+
+namespace aobj {
+
+RawChannel::RawChannel(const std::string& endpoint) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(8 << 20);
+  args.SetMaxSendMessageSize(16 << 20);  // tests send oversized messages on purpose
+  channel_ = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+  stub_ = std::make_unique<grpc::GenericStub>(channel_);
+}
+
+RawReply RawChannel::Call(const std::string& method_path, const std::string& body,
+                          const std::vector<std::pair<std::string, std::string>>& metadata,
+                          absl::Duration timeout) const {
+  grpc::ClientContext ctx;
+  for (const auto& [k, v] : metadata) ctx.AddMetadata(k, v);
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout)));
+  grpc::Slice slice(body.data(), body.size());
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  absl::Notification done;
+  RawReply reply;
+  stub_->UnaryCall(&ctx, method_path, grpc::StubOptions(), &request, &response,
+                   [&](grpc::Status s) {
+                     reply.grpc_status = std::move(s);
+                     done.Notify();
+                   });
+  done.WaitForNotification();
+  if (reply.grpc_status.ok()) {
+    std::vector<grpc::Slice> slices;
+    if (response.Dump(&slices).ok()) {
+      for (const auto& s : slices) {
+        reply.body.append(reinterpret_cast<const char*>(s.begin()), s.size());
+      }
+    }
+  }
+  reply.status = FromGrpcStatus(reply.grpc_status, ctx.GetServerTrailingMetadata(), &reply.error);
+  return reply;
+}
+
+}  // namespace aobj

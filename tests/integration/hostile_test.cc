@@ -1,0 +1,394 @@
+// Hostile input against a separate aobj-server: every bad request gets its specific error code
+// and the server keeps serving everyone else (spec "Security considerations").
+#include <cstring>
+#include <thread>
+
+#include "aobj/client.h"
+#include "aobj/status.h"
+#include "gtest/gtest.h"
+#include "integration/raw_session.h"
+#include "integration/server_process.h"
+
+namespace aobj {
+namespace {
+
+using testing::kAccessKey;
+using testing::kSecret;
+using testing::RawSession;
+using testing::ServerProcess;
+namespace pb = aobj::v1;
+
+class HostileTest : public ::testing::Test {
+ protected:
+  void SetUp() override { StartServer({}); }
+  void TearDown() override {
+    if (server_) {
+      EXPECT_TRUE(server_->Alive()) << "the server died:\n" << server_->log();
+      server_->Stop();
+    }
+  }
+  void StartServer(std::vector<std::string> extra) {
+    if (server_) server_->Stop();
+    server_ = std::make_unique<ServerProcess>(testing::TestDir(), "memory", std::move(extra));
+    ASSERT_TRUE(server_->Start()) << server_->log();
+    raw_ = std::make_unique<RawSession>(server_->endpoint(), kAccessKey, kSecret);
+  }
+
+  // A well-behaved client still gets full service.
+  void ExpectStillServes() {
+    ClientOptions o;
+    o.endpoint = server_->endpoint();
+    o.access_key_id = kAccessKey;
+    o.secret = kSecret;
+    auto c = Client::Connect(o);
+    ASSERT_TRUE(c.ok()) << c.status() << "\n" << server_->log();
+    auto buf = (*c)->AllocateBuffer(100000);
+    ASSERT_TRUE(buf.ok());
+    std::memset((*buf)->data(), 0x42, 100000);
+    auto put = (*c)->Put("test-bucket", "still-serving", **buf, 100000);
+    ASSERT_TRUE(put.ok()) << put.status();
+    std::memset((*buf)->data(), 0, 100000);
+    auto get = (*c)->Get("test-bucket", "still-serving", **buf);
+    ASSERT_TRUE(get.ok()) << get.status();
+    EXPECT_EQ((*buf)->data()[99999], 0x42);
+  }
+
+  static ErrorCode Code(const RawReply& r) { return ErrorCodeOf(r.status); }
+
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<RawSession> raw_;
+};
+
+// ---- authentication -------------------------------------------------------------------------
+
+TEST_F(HostileTest, WrongSignatureIsRejected) {
+  RawSession::Tamper t;
+  t.flip_signature = true;
+  RawReply r = raw_->Send(Method::kOpenSession, raw_->DefaultOpen(), t);
+  EXPECT_EQ(Code(r), ErrorCode::kSignatureDoesNotMatch);  // AOBJ-AUTH-006
+  EXPECT_EQ(r.grpc_status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(r.error.s3_code(), "SignatureDoesNotMatch");
+  EXPECT_EQ(r.error.name(), "SIGNATURE_DOES_NOT_MATCH");
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, BodyChangedAfterSigningIsRejected) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  pb::HeadBucketRequest req;
+  req.set_bucket("test-bucket");
+  RawSession::Tamper t;
+  t.body_suffix = std::string("\x0a\x01x", 3);  // a valid field appended after signing
+  EXPECT_EQ(Code(raw_->Send(Method::kHeadBucket, req, t)), ErrorCode::kSignatureDoesNotMatch);
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, MissingSignatureIsRejected) {
+  RawSession::Tamper t;
+  t.omit_signature = true;
+  EXPECT_EQ(Code(raw_->Send(Method::kOpenSession, raw_->DefaultOpen(), t)),
+            ErrorCode::kMissingAuthentication);  // AOBJ-AUTH-001
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, UnknownAccessKeyIsRejected) {
+  RawSession stranger(server_->endpoint(), "AKNOBODY", "whatever");
+  EXPECT_EQ(Code(stranger.Open()), ErrorCode::kInvalidAccessKeyId);  // AOBJ-AUTH-005
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, ReplayedRequestIsRejectedAndHasNoEffect) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  auto mem = raw_->Allocate(50000);
+  std::memset(mem->data(), 'A', 50000);
+  ASSERT_TRUE(raw_->Send(Method::kPutObject, raw_->PutRequest("replayed", *mem, 50000)).status.ok());
+  // The client overwrites the key with other content...
+  std::memset(mem->data(), 'B', 50000);
+  RawSession other(server_->endpoint(), kAccessKey, kSecret);
+  ASSERT_TRUE(other.Open().status.ok());
+  ASSERT_TRUE(other.Send(Method::kPutObject, other.PutRequest("replayed", *mem, 50000)).status.ok());
+  // ...and an attacker replays the first PUT byte for byte.
+  EXPECT_EQ(Code(raw_->Resend()), ErrorCode::kRequestReplayed);  // AOBJ-AUTH-008
+  auto out = raw_->Allocate(50000);
+  RawReply g = raw_->Send(Method::kGetObject, raw_->GetRequest("replayed", *out, 50000));
+  ASSERT_TRUE(g.status.ok()) << g.status;
+  EXPECT_EQ(out->data()[0], 'B');
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, ReplayedOpenSessionIsRejected) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  EXPECT_EQ(Code(raw_->Resend()), ErrorCode::kRequestReplayed);
+}
+
+TEST_F(HostileTest, ClockSkewIsRejectedBothWays) {
+  for (int64_t offset : {int64_t{600000}, int64_t{-600000}}) {
+    RawSession::Tamper t;
+    t.clock_offset_ms = offset;
+    EXPECT_EQ(Code(raw_->Send(Method::kOpenSession, raw_->DefaultOpen(), t)),
+              ErrorCode::kRequestTimeTooSkewed);  // AOBJ-AUTH-007
+  }
+  ExpectStillServes();
+}
+
+// ---- negotiation ----------------------------------------------------------------------------
+
+TEST_F(HostileTest, UnsupportedVersionRangeGetsTheServersRange) {
+  pb::OpenSessionRequest req = raw_->DefaultOpen();
+  req.mutable_versions()->set_min(2);
+  req.mutable_versions()->set_max(5);
+  RawReply r = raw_->Open(req);
+  EXPECT_EQ(Code(r), ErrorCode::kUnsupportedVersion);  // AOBJ-SES-003
+  EXPECT_EQ(r.error.supported_versions().min(), 1u);
+  EXPECT_EQ(r.error.supported_versions().max(), 1u);
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, MalformedVersionRangesAreInvalid) {
+  for (auto [lo, hi] : {std::pair<uint32_t, uint32_t>{0, 0}, {3, 1}, {0, 1}}) {
+    pb::OpenSessionRequest req = raw_->DefaultOpen();
+    req.mutable_versions()->set_min(lo);
+    req.mutable_versions()->set_max(hi);
+    EXPECT_EQ(Code(raw_->Open(req)), ErrorCode::kInvalidArgument) << lo << "," << hi;
+  }
+  pb::OpenSessionRequest no_range = raw_->DefaultOpen();
+  no_range.clear_versions();
+  EXPECT_EQ(Code(raw_->Open(no_range)), ErrorCode::kInvalidArgument);  // AOBJ-SES-004
+}
+
+TEST_F(HostileTest, GreaseVersionAndCapabilitiesAreIgnored) {
+  pb::OpenSessionRequest req = raw_->DefaultOpen();
+  req.mutable_versions()->set_max(0x7A7A7A7A);  // AOBJ-EXT-003
+  req.add_capabilities(0x0A0A0A0A);             // AOBJ-EXT-001
+  req.add_capabilities(0xFAFAFAFA);
+  req.add_capabilities(999);
+  RawReply r = raw_->Open(req);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  pb::OpenSessionResponse resp;
+  ASSERT_TRUE(resp.ParseFromString(r.body));
+  EXPECT_EQ(resp.version(), 1u);
+  EXPECT_EQ(std::vector<uint32_t>(resp.capabilities().begin(), resp.capabilities().end()),
+            (std::vector<uint32_t>{1, 2, 3, 4}));
+  EXPECT_EQ(resp.session_id().size(), 16u);
+  EXPECT_EQ(resp.memory_protection(), pb::MEMORY_PROTECTION_EMULATED);  // AOBJ-SES-013
+}
+
+TEST_F(HostileTest, RequiringHardwareProtectionIsRefusedOnEmulatedChannel) {
+  pb::OpenSessionRequest req = raw_->DefaultOpen();
+  req.set_require_hardware_protection(true);
+  EXPECT_EQ(Code(raw_->Open(req)), ErrorCode::kAccessDenied);  // AOBJ-SES-014
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, OversizedOrEmptyWorkerAddressIsInvalid) {
+  pb::OpenSessionRequest req = raw_->DefaultOpen();
+  req.set_worker_address(std::string(9000, 'x'));
+  EXPECT_EQ(Code(raw_->Open(req)), ErrorCode::kInvalidArgument);  // AOBJ-SES-011
+  req.clear_worker_address();
+  EXPECT_EQ(Code(raw_->Open(req)), ErrorCode::kInvalidArgument);
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, MalformedMessageIsInvalidArgument) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  EXPECT_EQ(Code(raw_->Send(Method::kHeadBucket, std::string("\xff\xff\xff\xff", 4))),
+            ErrorCode::kInvalidArgument);
+  ExpectStillServes();
+}
+
+// ---- sessions -------------------------------------------------------------------------------
+
+TEST_F(HostileTest, UnknownSessionIsRejected) {
+  pb::HeadBucketRequest req;
+  req.set_bucket("test-bucket");
+  RawSession::Tamper t;
+  t.session_hex = "00112233445566778899aabbccddeeff";
+  EXPECT_EQ(Code(raw_->Send(Method::kHeadBucket, req, t)), ErrorCode::kNoSuchSession);
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, AnotherPrincipalsSessionIsNotUsable) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  RawSession second(server_->endpoint(), "AKTESTSECOND", "second-secret-for-tests");
+  pb::HeadBucketRequest req;
+  req.set_bucket("test-bucket");
+  RawSession::Tamper t;
+  t.session_hex = raw_->session_hex();
+  EXPECT_EQ(Code(second.Send(Method::kHeadBucket, req, t)), ErrorCode::kNoSuchSession);
+}
+
+TEST_F(HostileTest, ClosedSessionIsGone) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  ASSERT_TRUE(raw_->Send(Method::kCloseSession, pb::CloseSessionRequest()).status.ok());
+  pb::HeadBucketRequest req;
+  req.set_bucket("test-bucket");
+  EXPECT_EQ(Code(raw_->Send(Method::kHeadBucket, req)), ErrorCode::kNoSuchSession);
+}
+
+TEST_F(HostileTest, ExpiredSessionIsRejectedAndReleased) {
+  StartServer({"--lease-ms", "300"});
+  ASSERT_TRUE(raw_->Open().status.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  pb::HeadBucketRequest req;
+  req.set_bucket("test-bucket");
+  EXPECT_EQ(Code(raw_->Send(Method::kHeadBucket, req)), ErrorCode::kSessionExpired);
+  EXPECT_NE(server_->log().find("event=endpoint_released"), std::string::npos)
+      << server_->log();  // AOBJ-SES-009
+  ExpectStillServes();
+}
+
+// ---- descriptors ----------------------------------------------------------------------------
+
+TEST_F(HostileTest, DescriptorPastItsSegmentIsOutOfBounds) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  auto mem = raw_->Allocate(64 << 10);
+  ASSERT_TRUE(raw_->Send(Method::kPutObject, raw_->PutRequest("small", *mem, 64 << 10)).status.ok());
+  // GET into a window that claims 16 MiB of a 64 KiB registration: the server must not write.
+  pb::PutObjectRequest big_put = raw_->PutRequest("big", *mem, 64 << 10);
+  big_put.set_size(16 << 20);
+  big_put.mutable_source(0)->set_length(16 << 20);
+  RawReply r = raw_->Send(Method::kPutObject, big_put);
+  EXPECT_EQ(Code(r), ErrorCode::kDescriptorOutOfBounds) << r.status;  // AOBJ-MEM-012
+  pb::HeadObjectRequest head;
+  head.set_bucket("test-bucket");
+  head.set_key("big");
+  EXPECT_EQ(Code(raw_->Send(Method::kHeadObject, head)), ErrorCode::kNoSuchKey);
+
+  // A 16 MiB object read into a 64 KiB registration that claims 16 MiB.
+  auto big = raw_->Allocate(16 << 20);
+  ASSERT_TRUE(raw_->Send(Method::kPutObject, raw_->PutRequest("big", *big, 16 << 20)).status.ok());
+  pb::GetObjectRequest get = raw_->GetRequest("big", *mem, 16 << 20);
+  EXPECT_EQ(Code(raw_->Send(Method::kGetObject, get)), ErrorCode::kDescriptorOutOfBounds);
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, DescriptorAtAForeignAddressIsOutOfBounds) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  auto mem = raw_->Allocate(64 << 10);
+  ASSERT_TRUE(raw_->Send(Method::kPutObject, raw_->PutRequest("small", *mem, 64 << 10)).status.ok());
+  for (uint64_t address : {uint64_t{0x1000}, reinterpret_cast<uint64_t>(mem->data()) - (1 << 20),
+                           uint64_t{0x7ff000000000}}) {
+    pb::GetObjectRequest get = raw_->GetRequest("small", *mem, 64 << 10);
+    get.mutable_destination(0)->set_address(address);
+    RawReply r = raw_->Send(Method::kGetObject, get);
+    EXPECT_EQ(Code(r), ErrorCode::kDescriptorOutOfBounds) << std::hex << address << " " << r.status;
+  }
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, DescriptorWrappingAroundIsInvalid) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  auto mem = raw_->Allocate(4096);
+  ASSERT_TRUE(raw_->Send(Method::kPutObject, raw_->PutRequest("w", *mem, 4096)).status.ok());
+  pb::GetObjectRequest get = raw_->GetRequest("w", *mem, 4096);
+  get.set_accept_inline(false);
+  get.mutable_destination(0)->set_address(UINT64_MAX - 100);
+  EXPECT_EQ(Code(raw_->Send(Method::kGetObject, get)), ErrorCode::kInvalidDescriptor);  // MEM-002
+  get.mutable_destination(0)->set_address(reinterpret_cast<uint64_t>(mem->data()));
+  get.mutable_destination(0)->set_length(0);
+  EXPECT_EQ(Code(raw_->Send(Method::kGetObject, get)), ErrorCode::kInvalidDescriptor);  // MEM-001
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, GarbageAndOversizedRkeysAreInvalid) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  auto mem = raw_->Allocate(100000);
+  pb::PutObjectRequest put = raw_->PutRequest("rk", *mem, 100000);
+  const std::vector<std::string> bad = {
+      std::string(2000, '\x01'),                          // over max_rkey_bytes (AOBJ-MEM-003)
+      "garbage",                                           // shorter than the header
+      std::string("\xff\xff\xff\xff\xff\xff\xff\xff\x00\x05", 10),  // 64 mds declared, 1 given
+      std::string("\x01\x00\x00\x00\x00\x00\x00\x00\x00\xf0xx", 12),  // md entry past the end
+  };
+  for (const std::string& rkey : bad) {
+    put.mutable_source(0)->set_rkey(rkey);
+    EXPECT_EQ(Code(raw_->Send(Method::kPutObject, put)), ErrorCode::kInvalidRkey)
+        << rkey.size();  // AOBJ-MEM-004
+  }
+  put.mutable_source(0)->set_rkey("");
+  EXPECT_EQ(Code(raw_->Send(Method::kPutObject, put)), ErrorCode::kInvalidRkey);
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, TooManyDescriptorsAndUnsupportedMemoryTypes) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  auto mem = raw_->Allocate(100000);
+  pb::PutObjectRequest put = raw_->PutRequest("many", *mem, 100000);
+  for (int i = 0; i < 16; ++i) *put.add_source() = put.source(0);
+  EXPECT_EQ(Code(raw_->Send(Method::kPutObject, put)), ErrorCode::kInvalidDescriptor);  // MEM-005
+  put = raw_->PutRequest("cuda", *mem, 100000);
+  put.mutable_source(0)->set_memory_type(pb::MEMORY_TYPE_CUDA);
+  EXPECT_EQ(Code(raw_->Send(Method::kPutObject, put)), ErrorCode::kUnsupportedMemoryType);
+  put.mutable_source(0)->set_memory_type(pb::MEMORY_TYPE_UNSPECIFIED);
+  EXPECT_EQ(Code(raw_->Send(Method::kPutObject, put)), ErrorCode::kInvalidDescriptor);
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, WindowSmallerThanBodyIsTooSmall) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  auto mem = raw_->Allocate(100000);
+  pb::PutObjectRequest put = raw_->PutRequest("short", *mem, 100000);
+  put.mutable_source(0)->set_length(99999);
+  EXPECT_EQ(Code(raw_->Send(Method::kPutObject, put)), ErrorCode::kDescriptorTooSmall);
+  ExpectStillServes();
+}
+
+// ---- bodies ---------------------------------------------------------------------------------
+
+TEST_F(HostileTest, BadChecksumStoresNothing) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  auto mem = raw_->Allocate(200000);
+  std::memset(mem->data(), 'x', 200000);
+  ASSERT_TRUE(raw_->Send(Method::kPutObject, raw_->PutRequest("digest", *mem, 200000)).status.ok());
+  std::memset(mem->data(), 'y', 200000);
+  pb::PutObjectRequest put = raw_->PutRequest("digest", *mem, 200000);
+  put.set_checksum(std::string("\0\0\0\0", 4));
+  EXPECT_EQ(Code(raw_->Send(Method::kPutObject, put)), ErrorCode::kBadDigest);  // AOBJ-DAT-005
+  auto out = raw_->Allocate(200000);
+  ASSERT_TRUE(raw_->Send(Method::kGetObject, raw_->GetRequest("digest", *out, 200000)).status.ok());
+  EXPECT_EQ(out->data()[123], 'x');  // the old object is intact
+  put.set_checksum("abc");
+  EXPECT_EQ(Code(raw_->Send(Method::kPutObject, put)), ErrorCode::kInvalidArgument);  // DAT-020
+  put.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_UNSPECIFIED);
+  EXPECT_EQ(Code(raw_->Send(Method::kPutObject, put)), ErrorCode::kInvalidArgument);
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, InlineBodiesAreBounded) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  auto mem = raw_->Allocate(100);
+  pb::PutObjectRequest put = raw_->PutRequest("inline", *mem, 100);
+  put.set_inline_data(std::string(100, 'i'));
+  EXPECT_EQ(Code(raw_->Send(Method::kPutObject, put)), ErrorCode::kInvalidArgument);  // both
+  put.clear_source();
+  put.set_inline_data(std::string(99, 'i'));
+  EXPECT_EQ(Code(raw_->Send(Method::kPutObject, put)), ErrorCode::kInvalidArgument);  // size
+  put.set_size(20000);
+  put.set_inline_data(std::string(20000, 'i'));
+  EXPECT_EQ(Code(raw_->Send(Method::kPutObject, put)), ErrorCode::kEntityTooLarge);  // DAT-007
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, BadNamesAreRejected) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  pb::HeadObjectRequest head;
+  head.set_bucket("test-bucket");
+  head.set_key(std::string(1025, 'k'));
+  EXPECT_EQ(Code(raw_->Send(Method::kHeadObject, head)), ErrorCode::kKeyTooLong);
+  head.set_key("bad\xff utf8");
+  EXPECT_EQ(Code(raw_->Send(Method::kHeadObject, head)), ErrorCode::kInvalidArgument);
+  head.set_key("ok");
+  head.set_bucket("../etc");
+  EXPECT_EQ(Code(raw_->Send(Method::kHeadObject, head)), ErrorCode::kInvalidBucketName);
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, OversizedObjectIsEntityTooLarge) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  auto mem = raw_->Allocate(4096);
+  pb::PutObjectRequest put = raw_->PutRequest("huge", *mem, 4096);
+  put.set_size(uint64_t{1} << 50);
+  EXPECT_EQ(Code(raw_->Send(Method::kPutObject, put)), ErrorCode::kEntityTooLarge);  // DAT-006
+}
+
+}  // namespace
+}  // namespace aobj

@@ -3,7 +3,7 @@
 
 The specification (spec/*.md) tags every normative sentence, bullet or table row with a
 requirement ID written as a bracketed tag at its start: "[<ID>] The server MUST ...", where an ID
-has the form AOBJ-<AREA>-<NNN> (spec section 1.2, "Conventions"). This tool:
+has the form AOBJ-<AREA>-<NNN> (spec section 1.1, "Conventions"). This tool:
 
   * extracts every requirement (id, area, level, section, text) and prints or writes it as JSON;
   * --check: fails (exit 1) on duplicate IDs, malformed IDs, BCP 14 keywords in a sentence,
@@ -52,7 +52,7 @@ FENCE_RE = re.compile(r"^\s*(```|~~~)")
 LIST_ITEM_RE = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+")
 TABLE_ROW_RE = re.compile(r"^\s*\|")
 TABLE_SEPARATOR_RE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
-INLINE_CODE_RE = re.compile(r"(`+)(.+?)\1")
+INLINE_CODE_RE = re.compile(r"(`+)(.+?)\1", re.S)  # spans may cross line breaks
 SKIPPED_SECTION_RE = re.compile(r"\b(Conventions|Retired requirement IDs)\b", re.IGNORECASE)
 RETIRED_SECTION_RE = re.compile(r"\bRetired requirement IDs\b", re.IGNORECASE)
 

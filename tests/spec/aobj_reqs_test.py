@@ -222,6 +222,15 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(Analyze("## 5. S\n\nThe value `MUST` and ERROR_CODE_MAY_X are fine.\n"
                                  ).errors, [])
 
+    def test_InlineCodeAcrossLineBreakDoesNotHideKeywords(self):
+        result = Analyze("## 6. A\n\n[%s] The key MUST be `f(a,\nb)` and the signature MUST be\n"
+                         "`g(c)`. The client SHOULD check.\n" % Rid("AUTH", 3))
+        self.assertEqual(len(result.errors), 1, result.errors)
+        self.assertIn("keyword SHOULD", result.errors[0])
+        self.assertEqual(result.requirements[0]["keywords"], ["MUST"])
+        self.assertEqual(len(aobj_reqs.KEYWORD_RE.findall(
+            aobj_reqs.strip_inline_code(result.requirements[0]["text"]))), 2)
+
     def test_ReferenceToUndefinedId(self):
         self.assertOneError("## 5. S\n\nSee %s.\n" % Rid("MEM", 99),
                             "reference to undefined requirement " + Rid("MEM", 99))

@@ -187,6 +187,14 @@ class SigningTest(unittest.TestCase):
                               "", b"")
         self.assertEqual(shown.replace("\\n\n", "\n"), canonical)
 
+    def test_A2_CreateBucketCanonicalAsShown(self):
+        shown = re.search(r"```\n(AOBJ1-HMAC-SHA256\\n\n/aobj.v1.ObjectService/CreateBucket.*?)\n```",
+                          SPEC, re.S).group(1)
+        canonical = Canonical("CreateBucket", 1795000000200, "7e2a1f0c3b4d5e6f708192a3b4c5d6e7",
+                              SESSION_ID, bytes.fromhex("0a0e6578616d706c652d6275636b6574"))
+        self.assertEqual(shown.replace("\\n\n", "\n"), canonical)
+        self.assertIn("(%d octets), now with the session ID" % len(canonical.encode()), SPEC)
+
     def test_A2_Requests(self):
         for method, _, _, serialized_hex, timestamp, nonce, session_id in REQUESTS:
             with self.subTest(method=method, timestamp=timestamp):

@@ -1,0 +1,243 @@
+#include "session/authenticator.h"
+
+#include <map>
+#include <string>
+
+#include "absl/time/time.h"
+#include "aobj/status.h"
+#include "gtest/gtest.h"
+#include "session/signer.h"
+#include "wire/signing.h"
+
+namespace aobj {
+namespace {
+
+constexpr char kMethod[] = "/aobj.v1.ObjectService/PutObject";
+constexpr char kOpenSession[] = "/aobj.v1.ObjectService/OpenSession";
+constexpr char kSession[] = "00112233445566778899aabbccddeeff";
+constexpr char kBody[] = "\x0a\x06" "bucket";
+
+const absl::Duration kSkew = absl::Seconds(300);
+
+// A fixed, whole-millisecond server clock (timestamps travel in milliseconds).
+absl::Time Now() { return absl::FromUnixMillis(1795000000000); }
+
+std::map<std::string, std::string> Secrets() {
+  return {{"AKEXAMPLE", "example-secret-do-not-use"}, {"AKOTHER", "other-secret"}};
+}
+
+class AuthenticatorTest : public ::testing::Test {
+ protected:
+  ErrorCode Verify(const RequestAuth& auth, absl::Time now = Now(),
+                   absl::string_view body = kBody) {
+    return ErrorCodeOf(auth_.Verify(kMethod, auth, body, /*needs_session=*/true, now));
+  }
+  RequestAuth Sign(absl::Time at = Now()) const { return signer_.Sign(kMethod, kSession, kBody, at); }
+
+  Authenticator auth_{Secrets(), kSkew};
+  RequestSigner signer_{"AKEXAMPLE", "example-secret-do-not-use"};
+};
+
+TEST_F(AuthenticatorTest, AcceptsGoodRequestAndRemembersNonce) {
+  // AOBJ-AUTH-009, AOBJ-AUTH-008
+  EXPECT_EQ(Verify(Sign()), ErrorCode::kOk);
+  EXPECT_EQ(auth_.nonces_remembered(), 1u);
+}
+
+TEST_F(AuthenticatorTest, AcceptsOpenSessionWithoutSession) {
+  // AOBJ-AUTH-001: OpenSession carries no session id.
+  RequestAuth a = signer_.Sign(kOpenSession, "", "", Now());
+  EXPECT_TRUE(auth_.Verify(kOpenSession, a, "", /*needs_session=*/false, Now()).ok());
+}
+
+TEST_F(AuthenticatorTest, AcceptsEveryConfiguredPrincipal) {
+  // AOBJ-AUTH-005
+  RequestSigner other("AKOTHER", "other-secret");
+  EXPECT_EQ(Verify(other.Sign(kMethod, kSession, kBody, Now())), ErrorCode::kOk);
+}
+
+TEST_F(AuthenticatorTest, RejectsMalformedMetadata) {
+  // AOBJ-AUTH-001
+  RequestAuth a = Sign();
+  a.nonce_hex = "short";
+  EXPECT_EQ(Verify(a), ErrorCode::kMissingAuthentication);
+  EXPECT_EQ(auth_.nonces_remembered(), 0u);
+}
+
+TEST_F(AuthenticatorTest, RejectsUnknownAccessKey) {
+  // AOBJ-AUTH-005
+  RequestSigner stranger("AKUNKNOWN", "example-secret-do-not-use");
+  EXPECT_EQ(Verify(stranger.Sign(kMethod, kSession, kBody, Now())),
+            ErrorCode::kInvalidAccessKeyId);
+  EXPECT_EQ(auth_.nonces_remembered(), 0u);
+}
+
+TEST_F(AuthenticatorTest, RejectsWrongSecret) {
+  // AOBJ-AUTH-006
+  RequestSigner forger("AKEXAMPLE", "not-the-secret");
+  EXPECT_EQ(Verify(forger.Sign(kMethod, kSession, kBody, Now())),
+            ErrorCode::kSignatureDoesNotMatch);
+}
+
+TEST_F(AuthenticatorTest, RejectsOtherPrincipalsSignatureUnderThisKeyId) {
+  // AOBJ-AUTH-006: a signature is bound to the key id's own secret.
+  RequestSigner other("AKOTHER", "other-secret");
+  RequestAuth a = other.Sign(kMethod, kSession, kBody, Now());
+  a.access_key_id = "AKEXAMPLE";
+  EXPECT_EQ(Verify(a), ErrorCode::kSignatureDoesNotMatch);
+}
+
+TEST_F(AuthenticatorTest, RejectsChangedBody) {
+  // AOBJ-AUTH-006, AOBJ-AUTH-012
+  EXPECT_EQ(Verify(Sign(), Now(), "\x0a\x06" "buckez"), ErrorCode::kSignatureDoesNotMatch);
+}
+
+TEST_F(AuthenticatorTest, BadSignatureDoesNotRecordNonce) {
+  // AOBJ-AUTH-008: a request that failed the signature check records nothing, so the same
+  // nonce with the right signature is accepted afterwards.
+  RequestAuth good = Sign();
+  RequestAuth forged = good;
+  forged.signature_hex[10] = forged.signature_hex[10] == '0' ? '1' : '0';
+  EXPECT_EQ(Verify(forged), ErrorCode::kSignatureDoesNotMatch);
+  EXPECT_EQ(auth_.nonces_remembered(), 0u);
+  EXPECT_EQ(Verify(good), ErrorCode::kOk);
+  EXPECT_EQ(auth_.nonces_remembered(), 1u);
+}
+
+TEST_F(AuthenticatorTest, RejectsReplayOfAcceptedRequest) {
+  // AOBJ-AUTH-008
+  RequestAuth a = Sign();
+  ASSERT_EQ(Verify(a), ErrorCode::kOk);
+  EXPECT_EQ(Verify(a), ErrorCode::kRequestReplayed);
+  EXPECT_EQ(Verify(a, Now() + absl::Seconds(299)), ErrorCode::kRequestReplayed);
+  EXPECT_EQ(auth_.nonces_remembered(), 1u);
+}
+
+TEST_F(AuthenticatorTest, NoncesAreScopedByAccessKey) {
+  // AOBJ-AUTH-008: the (access key ID, nonce) pair is remembered.
+  RequestAuth a = Sign();
+  ASSERT_EQ(Verify(a), ErrorCode::kOk);
+  RequestSigner other("AKOTHER", "other-secret");
+  RequestAuth b = other.Sign(kMethod, kSession, kBody, Now());
+  b.nonce_hex = a.nonce_hex;
+  b.signature_hex = SignRequest(DeriveSigningKey("other-secret"), kMethod, b, kBody);
+  EXPECT_EQ(Verify(b), ErrorCode::kOk);
+}
+
+TEST_F(AuthenticatorTest, RejectsTimestampTooFarInThePast) {
+  // AOBJ-AUTH-007
+  EXPECT_EQ(Verify(Sign(Now() - kSkew - absl::Milliseconds(1))),
+            ErrorCode::kRequestTimeTooSkewed);
+  EXPECT_EQ(auth_.nonces_remembered(), 0u);
+}
+
+TEST_F(AuthenticatorTest, RejectsTimestampTooFarInTheFuture) {
+  // AOBJ-AUTH-007
+  EXPECT_EQ(Verify(Sign(Now() + kSkew + absl::Milliseconds(1))),
+            ErrorCode::kRequestTimeTooSkewed);
+  EXPECT_EQ(auth_.nonces_remembered(), 0u);
+}
+
+TEST_F(AuthenticatorTest, AcceptsTimestampsAtTheSkewBoundary) {
+  // AOBJ-AUTH-007: only a difference that exceeds the window fails.
+  EXPECT_EQ(Verify(Sign(Now() - kSkew)), ErrorCode::kOk);
+  EXPECT_EQ(Verify(Sign(Now() + kSkew)), ErrorCode::kOk);
+}
+
+TEST_F(AuthenticatorTest, SkewedRequestDoesNotRecordNonce) {
+  // AOBJ-AUTH-008: a request that failed the time check records nothing.
+  RequestAuth a = Sign(Now());
+  EXPECT_EQ(Verify(a, Now() + kSkew + absl::Seconds(1)), ErrorCode::kRequestTimeTooSkewed);
+  EXPECT_EQ(Verify(a, Now()), ErrorCode::kOk);
+}
+
+TEST_F(AuthenticatorTest, RemembersNonceForTwiceTheSkewWindow) {
+  // AOBJ-AUTH-008: remembered while any replay could still pass the time check.
+  RequestAuth a = Sign(Now() + kSkew);  // accepted at the earliest moment, ts - W
+  ASSERT_EQ(Verify(a, Now()), ErrorCode::kOk);
+  // The latest moment a replay passes the time check: ts + W = Now() + 2W.
+  EXPECT_EQ(Verify(a, Now() + 2 * kSkew), ErrorCode::kRequestReplayed);
+}
+
+TEST_F(AuthenticatorTest, ForgetsNoncesAfterTheWindowAndShrinksCache) {
+  // AOBJ-AUTH-008: the cache is bounded by the skew window.
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(Verify(Sign()), ErrorCode::kOk);
+  EXPECT_EQ(auth_.nonces_remembered(), 5u);
+  // Past 2W, the old nonces are swept when the next request arrives.
+  const absl::Time later = Now() + 2 * kSkew + absl::Seconds(1);
+  EXPECT_EQ(Verify(Sign(later), later), ErrorCode::kOk);
+  EXPECT_EQ(auth_.nonces_remembered(), 1u);
+}
+
+TEST_F(AuthenticatorTest, ForgottenNonceCannotBeReplayedBecauseItIsSkewed) {
+  // AOBJ-AUTH-007 / AOBJ-AUTH-008: once forgotten, the old request fails on time instead.
+  RequestAuth a = Sign();
+  ASSERT_EQ(Verify(a), ErrorCode::kOk);
+  const absl::Time later = Now() + 2 * kSkew + absl::Seconds(1);
+  EXPECT_EQ(Verify(a, later), ErrorCode::kRequestTimeTooSkewed);
+}
+
+TEST(AuthenticatorCacheTest, FullCacheAnswersSlowDown) {
+  // AOBJ-AUTH-008 bound (spec "Resource limits"): a full replay cache refuses with SLOW_DOWN.
+  Authenticator auth(Secrets(), kSkew, /*max_nonces=*/3);
+  RequestSigner signer("AKEXAMPLE", "example-secret-do-not-use");
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(
+        auth.Verify(kMethod, signer.Sign(kMethod, kSession, kBody, Now()), kBody, true, Now())
+            .ok());
+  }
+  RequestAuth fourth = signer.Sign(kMethod, kSession, kBody, Now());
+  EXPECT_EQ(ErrorCodeOf(auth.Verify(kMethod, fourth, kBody, true, Now())), ErrorCode::kSlowDown);
+  EXPECT_EQ(auth.nonces_remembered(), 3u);
+  // Once the window has passed, room is made again and the refused request may be retried as a
+  // new one.
+  const absl::Time later = Now() + 2 * kSkew + absl::Seconds(1);
+  RequestAuth retry = signer.Sign(kMethod, kSession, kBody, later);
+  EXPECT_TRUE(auth.Verify(kMethod, retry, kBody, true, later).ok());
+  EXPECT_EQ(auth.nonces_remembered(), 1u);
+}
+
+TEST(AuthenticatorCacheTest, ReplayIsReportedEvenWhenCacheIsFull) {
+  // AOBJ-AUTH-008: a remembered pair is a replay, whatever the cache fill.
+  Authenticator auth(Secrets(), kSkew, /*max_nonces=*/1);
+  RequestSigner signer("AKEXAMPLE", "example-secret-do-not-use");
+  RequestAuth a = signer.Sign(kMethod, kSession, kBody, Now());
+  ASSERT_TRUE(auth.Verify(kMethod, a, kBody, true, Now()).ok());
+  EXPECT_EQ(ErrorCodeOf(auth.Verify(kMethod, a, kBody, true, Now())),
+            ErrorCode::kRequestReplayed);
+}
+
+// --- Verification order (AOBJ-AUTH-009) ---
+
+TEST_F(AuthenticatorTest, MalformedMetadataIsReportedBeforeUnknownKey) {
+  // AOBJ-AUTH-009: syntax first.
+  RequestSigner stranger("AKUNKNOWN", "x");
+  RequestAuth a = stranger.Sign(kMethod, kSession, kBody, Now());
+  a.timestamp = "soon";
+  EXPECT_EQ(Verify(a), ErrorCode::kMissingAuthentication);
+}
+
+TEST_F(AuthenticatorTest, UnknownKeyIsReportedBeforeBadSignatureAndTime) {
+  // AOBJ-AUTH-009: key lookup before signature and timestamp.
+  RequestSigner stranger("AKUNKNOWN", "x");
+  RequestAuth a = stranger.Sign(kMethod, kSession, kBody, Now() - 10 * kSkew);
+  a.signature_hex[0] = a.signature_hex[0] == 'a' ? 'b' : 'a';
+  EXPECT_EQ(Verify(a), ErrorCode::kInvalidAccessKeyId);
+}
+
+TEST_F(AuthenticatorTest, BadSignatureIsReportedBeforeBadTime) {
+  // AOBJ-AUTH-009: signature before time, so an unauthenticated peer learns nothing of the clock.
+  RequestAuth a = Sign(Now() + 10 * kSkew);
+  a.signature_hex[0] = a.signature_hex[0] == 'a' ? 'b' : 'a';
+  EXPECT_EQ(Verify(a), ErrorCode::kSignatureDoesNotMatch);
+}
+
+TEST_F(AuthenticatorTest, BadTimeIsReportedBeforeReplay) {
+  // AOBJ-AUTH-009: timestamp before nonce.
+  RequestAuth a = Sign();
+  ASSERT_EQ(Verify(a), ErrorCode::kOk);
+  EXPECT_EQ(Verify(a, Now() + kSkew + absl::Seconds(1)), ErrorCode::kRequestTimeTooSkewed);
+}
+
+}  // namespace
+}  // namespace aobj

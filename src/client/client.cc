@@ -148,7 +148,7 @@ class ClientImpl final : public Client {
       AddDescriptor(buf, size, req.add_source());
     }
     pb::PutObjectResponse resp;
-    if (absl::Status s = Call(Method::kPutObject, req, &resp); !s.ok()) return s;
+    if (absl::Status s = DataCall(Method::kPutObject, req, &resp); !s.ok()) return s;
     // AOBJ-DAT-004: never report success for a short or different transfer.
     if (resp.bytes_transferred() != size) {
       return MakeError(ErrorCode::kIncompleteTransfer,
@@ -173,7 +173,7 @@ class ClientImpl final : public Client {
     req.set_accept_inline(options_.allow_inline && HasCapability(kCapInline));
     AddDescriptor(buf, buf.size(), req.add_destination());
     pb::GetObjectResponse resp;
-    if (absl::Status s = Call(Method::kGetObject, req, &resp); !s.ok()) return s;
+    if (absl::Status s = DataCall(Method::kGetObject, req, &resp); !s.ok()) return s;
     const uint64_t size = resp.metadata().size();
     // AOBJ-DAT-004
     if (resp.bytes_transferred() != size || size > buf.size()) {
@@ -276,6 +276,34 @@ class ClientImpl final : public Client {
     d->set_memory_type(pb::MEMORY_TYPE_HOST);
   }
 
+  // A PUT or GET. When it ends without a reply the server may still be moving bytes, so the
+  // data channel is shut for good: destroying the worker stops every emulated operation aimed at
+  // this client (AOBJ-MEM-014). The caller must not reuse the buffer before destroying the Client
+  // on HARDWARE sessions either; every later data request fails with DATA_CHANNEL_UNAVAILABLE.
+  template <class Req, class Resp>
+  absl::Status DataCall(Method method, const Req& req, Resp* resp) {
+    {
+      absl::MutexLock l(&mu_);
+      if (data_channel_lost_) {
+        return MakeError(ErrorCode::kDataChannelUnavailable,
+                         "the data channel was shut after a request ended without a reply "
+                         "(AOBJ-MEM-014); connect a new client");
+      }
+    }
+    bool no_reply = false;
+    absl::Status s = Call(method, req, resp, &no_reply);
+    if (no_reply) {
+      std::unique_ptr<UcxWorker> doomed;
+      {
+        absl::MutexLock l(&mu_);
+        data_channel_lost_ = true;
+        doomed = std::move(worker_);
+      }
+      doomed.reset();
+    }
+    return s;
+  }
+
   void RenewLoop() {
     const absl::Duration period = absl::Milliseconds(std::max<int64_t>(info_.lease_ms / 3, 100));
     absl::MutexLock l(&mu_);
@@ -297,7 +325,7 @@ class ClientImpl final : public Client {
   // Signs and sends one request (AOBJ-AUTH-001/002): the signature covers exactly the bytes
   // that travel.
   template <class Req, class Resp>
-  absl::Status Call(Method method, const Req& req, Resp* resp) {
+  absl::Status Call(Method method, const Req& req, Resp* resp, bool* no_reply = nullptr) {
     std::string body;
     req.SerializeToString(&body);
     const std::string session = method == Method::kOpenSession ? "" : info_.session_id;
@@ -310,7 +338,11 @@ class ClientImpl final : public Client {
     if (!session.empty()) md.emplace_back(kMetaSessionId, session);
     RawReply reply = rpc_->Call(MethodPath(method), body, md,
                                 absl::Milliseconds(options_.timeout_ms));
-    if (!reply.status.ok()) return reply.status;
+    if (!reply.status.ok()) {
+      // AOBJ-ERR-006: without an AOBJ error the outcome is unknown.
+      if (no_reply != nullptr) *no_reply = reply.error.code() == aobj::v1::ERROR_CODE_UNSPECIFIED;
+      return reply.status;
+    }
     if (!resp->ParseFromString(reply.body)) {
       return MakeError(ErrorCode::kInternal,
                        absl::StrCat("malformed ", resp->GetTypeName(), " from the server"));
@@ -326,6 +358,7 @@ class ClientImpl final : public Client {
   std::unique_ptr<RawChannel> rpc_;
   absl::Mutex mu_;
   bool open_ ABSL_GUARDED_BY(mu_) = false;
+  bool data_channel_lost_ ABSL_GUARDED_BY(mu_) = false;
   std::thread renewer_;
 };
 

@@ -90,6 +90,16 @@ RmaBatch MakeBatch(RmaDirection direction, const Descriptors& descriptors,
   return batch;
 }
 
+// AOBJ-MEM-015: several descriptors only when MULTI_DESCRIPTOR was negotiated.
+absl::Status CheckDescriptorCount(const SessionState& s, int count) {
+  if (count > 1 && !s.HasCapability(kCapMultiDescriptor)) {
+    return MakeError(ErrorCode::kInvalidDescriptor,
+                     absl::StrCat("request carries ", count,
+                                  " descriptors but MULTI_DESCRIPTOR was not negotiated"));
+  }
+  return absl::OkStatus();
+}
+
 const char* ProtectionName(Protection p) {
   return p == Protection::kHardware ? "hardware" : "emulated";
 }
@@ -345,6 +355,7 @@ absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s,
   }
   std::vector<TransferPiece> pieces;
   if (path == aobj::v1::TRANSFER_PATH_RMA) {
+    AOBJ_RETURN_IF_ERROR(CheckDescriptorCount(s, req.source_size()));
     AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.source(), s.limits));
     auto planned = PlanTransfer(req.source(), size, config_.max_rma_piece);
     if (!planned.ok()) return planned.status();
@@ -450,6 +461,7 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
   }
   std::vector<TransferPiece> pieces;
   if (path == aobj::v1::TRANSFER_PATH_RMA) {
+    AOBJ_RETURN_IF_ERROR(CheckDescriptorCount(s, req.destination_size()));
     AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.destination(), s.limits));
     // AOBJ-MEM-007: too small a window is refused before any byte is written.
     auto planned = PlanTransfer(req.destination(), size, config_.max_rma_piece);

@@ -21,8 +21,9 @@ absl::Status ValidateDescriptors(const Descriptors& descriptors, const SessionLi
       return MakeError(ErrorCode::kInvalidDescriptor,
                        absl::StrCat("descriptor ", i, " has length 0"));
     }
-    // AOBJ-MEM-002: address + length must not wrap around 2^64.
-    if (d.address() > UINT64_MAX - d.length()) {
+    // AOBJ-MEM-002: address + length must not exceed 2^64, i.e. the last octet
+    // (address + length - 1, length > 0 above) must not wrap; ending exactly at 2^64 is allowed.
+    if (d.address() > UINT64_MAX - (d.length() - 1)) {
       return MakeError(ErrorCode::kInvalidDescriptor,
                        absl::StrCat("descriptor ", i, " wraps around the address space"));
     }
@@ -39,9 +40,13 @@ absl::Status ValidateDescriptors(const Descriptors& descriptors, const SessionLi
       case aobj::v1::MEMORY_TYPE_CUDA:
         return MakeError(ErrorCode::kUnsupportedMemoryType,
                          "CUDA device memory is not supported by this server");
-      default:
+      case aobj::v1::MEMORY_TYPE_UNSPECIFIED:
         return MakeError(ErrorCode::kInvalidDescriptor,
-                         absl::StrCat("descriptor ", i, " has memory type ",
+                         absl::StrCat("descriptor ", i, " has no memory type"));
+      default:
+        // AOBJ-MEM-019: a value this server does not know.
+        return MakeError(ErrorCode::kUnsupportedMemoryType,
+                         absl::StrCat("descriptor ", i, " has unknown memory type ",
                                       static_cast<int>(d.memory_type())));
     }
   }

@@ -23,7 +23,7 @@ constexpr ErrorInfo kRegistry[] = {
     {ErrorCode::kInvalidArgument, "INVALID_ARGUMENT", "InvalidArgument", false,
      C::kInvalidArgument},
     {ErrorCode::kUnsupportedVersion, "UNSUPPORTED_VERSION", "UnsupportedVersion", false,
-     C::kUnimplemented},
+     C::kFailedPrecondition},
     {ErrorCode::kMissingAuthentication, "MISSING_AUTHENTICATION", "MissingSecurityHeader", false,
      C::kUnauthenticated},
     {ErrorCode::kSignatureDoesNotMatch, "SIGNATURE_DOES_NOT_MATCH", "SignatureDoesNotMatch", false,
@@ -34,7 +34,8 @@ constexpr ErrorInfo kRegistry[] = {
      C::kUnauthenticated},
     {ErrorCode::kRequestReplayed, "REQUEST_REPLAYED", "AccessDenied", false, C::kPermissionDenied},
     {ErrorCode::kNoSuchSession, "NO_SUCH_SESSION", "NoSuchSession", false, C::kNotFound},
-    {ErrorCode::kSessionExpired, "SESSION_EXPIRED", "SessionExpired", false, C::kUnauthenticated},
+    {ErrorCode::kSessionExpired, "SESSION_EXPIRED", "SessionExpired", false,
+     C::kFailedPrecondition},
     {ErrorCode::kAccessDenied, "ACCESS_DENIED", "AccessDenied", false, C::kPermissionDenied},
     {ErrorCode::kSlowDown, "SLOW_DOWN", "SlowDown", true, C::kResourceExhausted},
     {ErrorCode::kTooManyTransfers, "TOO_MANY_TRANSFERS", "SlowDown", true, C::kResourceExhausted},
@@ -94,6 +95,7 @@ ErrorInfo GetErrorInfo(ErrorCode code) {
   ErrorInfo info = kInternalRow;
   info.code = code;
   info.name = "UNKNOWN";
+  info.retryable = false;  // the receiver cannot know that a retry is safe
   return info;
 }
 

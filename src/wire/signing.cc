@@ -1,5 +1,7 @@
 #include "wire/signing.h"
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -49,8 +51,10 @@ absl::Status CheckAuthSyntax(const RequestAuth& auth, bool needs_session, int64_
     if (c <= ' ' || c > '~') return Missing("aobj-access-key-id has a non-printable character");
   }
   int64_t ts = 0;
+  // 1*19DIGIT: every octet checked here, since SimpleAtoi also accepts surrounding whitespace.
   if (auth.timestamp.empty() || auth.timestamp.size() > 19 ||
-      !absl::ascii_isdigit(static_cast<unsigned char>(auth.timestamp[0])) ||
+      !std::all_of(auth.timestamp.begin(), auth.timestamp.end(),
+                   [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); }) ||
       !absl::SimpleAtoi(auth.timestamp, &ts)) {
     return Missing("aobj-timestamp is missing or not decimal milliseconds");
   }

@@ -249,7 +249,7 @@ TEST_F(SessionTableTest, ReapReturnsEachEndpointExactlyOnce) {
     for (uint64_t ep : table_.Reap(t)) all.push_back(ep);
     t += absl::Minutes(1);
   }
-  // a expired at T0 + 30 s, b closed and released when its slot went, c expired later.
+  // Endpoint 1 expired at T0 + 30 s, 2 was released when its slot went; 3 expires later.
   EXPECT_THAT(all, UnorderedElementsAre(1u, 2u));
   for (uint64_t ep : table_.Reap(T0() + absl::Hours(1) + kLease)) all.push_back(ep);
   EXPECT_THAT(all, UnorderedElementsAre(1u, 2u, 3u));

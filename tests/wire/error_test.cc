@@ -159,7 +159,7 @@ TEST(UnknownCodeTest, MapsToInternalRowWithCodePreserved) {
     EXPECT_EQ(info.code, code);
     EXPECT_EQ(info.name, "UNKNOWN");
     EXPECT_EQ(info.s3_code, internal.s3_code);
-    EXPECT_EQ(info.retryable, internal.retryable);
+    EXPECT_FALSE(info.retryable);  // AOBJ-EXT-004: unknown codes are not retryable
     EXPECT_EQ(info.canonical, internal.canonical);
 
     const absl::Status status = MakeError(code, "from a newer peer");

@@ -270,7 +270,7 @@ TEST(CheckAuthSyntaxTest, RejectsKeyIdOf129Bytes) {
 
 TEST(CheckAuthSyntaxTest, RejectsKeyIdWithSpaceOrControlOrNonAscii) {
   // AOBJ-AUTH-001: only %x21-7E.
-  for (const std::string id : {std::string("AK EXAMPLE"), std::string("AK\tEX"),
+  for (const std::string& id : {std::string("AK EXAMPLE"), std::string("AK\tEX"),
                                std::string("AK\x7f"), std::string("AK\xc3\xa9"),
                                std::string("AK\0X", 4)}) {
     RequestAuth auth = ExampleAuth();
@@ -281,8 +281,18 @@ TEST(CheckAuthSyntaxTest, RejectsKeyIdWithSpaceOrControlOrNonAscii) {
 
 TEST(CheckAuthSyntaxTest, RejectsNonDecimalTimestamp) {
   // AOBJ-AUTH-001: 1*19DIGIT.
-  for (const char* t : {"", "17950000000x0", "0x1A", "1795000000000 ", " 1795000000000",
-                        "+1795000000000", "1.5", "1e12"}) {
+  for (const char* t : {"", "17950000000x0", "0x1A", "+1795000000000", "1.5", "1e12"}) {
+    RequestAuth auth = ExampleAuth();
+    auth.timestamp = t;
+    EXPECT_EQ(SyntaxCode(auth, false), ErrorCode::kMissingAuthentication) << "'" << t << "'";
+  }
+}
+
+TEST(CheckAuthSyntaxTest, RejectsTimestampWithSurroundingWhitespace) {
+  // AOBJ-AUTH-001: 1*19DIGIT. Regression: absl::SimpleAtoi strips whitespace, and a
+  // timestamp with a trailing space or line feed used to pass the syntax check.
+  for (const char* t : {"1795000000000 ", "1795000000000\n", "1795000000000\t",
+                        " 1795000000000", "\t1795000000000", "17950 00000000"}) {
     RequestAuth auth = ExampleAuth();
     auth.timestamp = t;
     EXPECT_EQ(SyntaxCode(auth, false), ErrorCode::kMissingAuthentication) << "'" << t << "'";

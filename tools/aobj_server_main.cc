@@ -44,6 +44,7 @@ Session limits (spec section "Sessions"):
   --inline-threshold N      largest body sent inside control messages (default: 16384)
   --max-transfer-bytes N    largest object one request may move (default: 64 GiB)
   --threads N               request threads (default: 8)
+  --max-sessions N          open sessions at once; SLOW_DOWN beyond (default: 4096)
 
 Data channel (UCX):
   --net-devices LIST        UCX_NET_DEVICES unless set in the environment (default: lo)
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
   absl::Status st = aobj::tools::ParseArgs(
       argc, argv, 1,
       {"store", "root", "create-bucket", "listen", "port-file", "credentials", "lease-ms",
-       "max-in-flight", "inline-threshold", "max-transfer-bytes", "threads", "net-devices",
+       "max-in-flight", "inline-threshold", "max-transfer-bytes", "threads", "max-sessions", "net-devices",
        "transports"},
       {"quiet"}, &args);
   if (st.ok() && !args.positional.empty()) {
@@ -101,6 +102,8 @@ int main(int argc, char** argv) {
   options.limits.max_transfer_bytes = static_cast<uint64_t>(v);
   if (!(st = args.GetInt("threads", 8, &v)).ok()) return fail(std::string(st.message()));
   options.request_threads = static_cast<int>(v);
+  if (!(st = args.GetInt("max-sessions", 4096, &v)).ok()) return fail(std::string(st.message()));
+  options.max_sessions = static_cast<size_t>(v);
   options.data_channel.net_devices = args.Get("net-devices", "lo");
   options.data_channel.transports = args.Get("transports", "");
 

@@ -32,6 +32,7 @@ struct ServerOptions {
   int64_t clock_skew_ms = 300000;     // AOBJ-AUTH-007
   int64_t session_tombstone_ms = 600000;
   int request_threads = 8;
+  size_t max_sessions = 4096;         // open sessions at once; SLOW_DOWN beyond
   DataChannelOptions data_channel;
   std::string server_name = "aobj-server/0.1";
   // Structured log lines ("event=... session=..."); empty = no logging.

@@ -261,6 +261,12 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   requested.max_rkey_bytes = req.requested_limits().max_rkey_bytes();
   state.limits = EffectiveLimits(config_.limits, requested);
 
+  // AOBJ-SES-017 (Table 1): past the session limit, refuse before creating an endpoint.
+  if (sessions_->open_sessions() >= config_.max_sessions) {
+    return MakeError(ErrorCode::kSlowDown,
+                     absl::StrCat("the server already holds ", config_.max_sessions,
+                                  " sessions; retry later"));
+  }
   auto ep = channel_->Connect(req.worker_address());
   if (!ep.ok()) return ep.status();
   auto protection = channel_->GetProtection(*ep);

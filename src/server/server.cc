@@ -170,6 +170,7 @@ class ServerImpl final : public Server {
     if (l.max_rkey_bytes) hc.limits.max_rkey_bytes = l.max_rkey_bytes;
     hc.capabilities = {kCapInline, kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor};
     hc.server_name = options_.server_name;
+    hc.max_sessions = options_.max_sessions;
     hc.log = options_.log;
     handler_ = std::make_unique<RequestHandler>(std::move(hc), store_.get(), channel_.get(),
                                                 auth_.get(), sessions_.get());

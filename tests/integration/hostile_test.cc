@@ -216,6 +216,18 @@ TEST_F(HostileTest, AnotherPrincipalsSessionIsNotUsable) {
   EXPECT_EQ(Code(second.Send(Method::kHeadBucket, req, t)), ErrorCode::kNoSuchSession);
 }
 
+TEST_F(HostileTest, SessionLimitAnswersSlowDownAndRecovers) {
+  StartServer({"--max-sessions", "2"});
+  RawSession a(server_->endpoint(), kAccessKey, kSecret), b(server_->endpoint(), kAccessKey, kSecret);
+  ASSERT_TRUE(a.Open().status.ok());
+  ASSERT_TRUE(b.Open().status.ok());
+  RawReply r = raw_->Open();
+  EXPECT_EQ(Code(r), ErrorCode::kSlowDown);  // AOBJ-SES-017, Table 1
+  EXPECT_TRUE(r.error.retryable());
+  ASSERT_TRUE(a.Send(Method::kCloseSession, pb::CloseSessionRequest()).status.ok());
+  EXPECT_TRUE(raw_->Open().status.ok());  // room again once a session closed
+}
+
 TEST_F(HostileTest, ClosedSessionIsGone) {
   ASSERT_TRUE(raw_->Open().status.ok());
   ASSERT_TRUE(raw_->Send(Method::kCloseSession, pb::CloseSessionRequest()).status.ok());

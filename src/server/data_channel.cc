@@ -1,5 +1,7 @@
 #include "server/data_channel.h"
 
+#include <algorithm>
+
 namespace aobj {
 namespace {
 
@@ -14,7 +16,12 @@ class UcxDataChannel final : public DataChannel {
   }
   void Disconnect(uint64_t endpoint) override { worker_->Disconnect(endpoint); }
   absl::Status Execute(uint64_t endpoint, const RmaBatch& batch) override {
-    return worker_->Execute(endpoint, batch);
+    // A minute, or longer for big batches on slow (TCP-emulated) lanes: at least 50 MB/s.
+    uint64_t bytes = 0;
+    for (const RmaOp& op : batch.ops) bytes += op.length;
+    const absl::Duration timeout =
+        std::max(absl::Seconds(60), absl::Seconds(static_cast<double>(bytes) / 50e6));
+    return worker_->Execute(endpoint, batch, timeout);
   }
   size_t endpoint_count() override { return worker_->endpoint_count(); }
   uint64_t rkeys_outstanding() override { return worker_->rkeys_outstanding(); }

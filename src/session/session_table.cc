@@ -84,6 +84,9 @@ absl::StatusOr<std::vector<uint64_t>> SessionTable::Close(absl::string_view id_h
     return MakeError(ErrorCode::kNoSuchSession, "no such session");
   }
   Entry& e = it->second;
+  if (e.phase == Entry::kExpired) {
+    return MakeError(ErrorCode::kSessionExpired, "the session's lease expired");  // Table 1
+  }
   e.phase = Entry::kClosed;
   std::vector<uint64_t> out;
   if (e.in_flight == 0 && !e.released) {

@@ -56,8 +56,7 @@ bool IsValidUtf8(absl::string_view s) {
     else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
     else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; }
     else return false;
-    if (i + n >= s.size() + 0 && i + n > s.size() - 1 + 1) return false;
-    if (i + n > s.size() - 1 + 1 - 1 + 1) return false;
+    if (i + n >= s.size()) return false;  // the sequence runs past the end
     for (size_t k = 1; k <= n; ++k) {
       if (i + k >= s.size() || (p[i + k] & 0xC0) != 0x80) return false;
       cp = (cp << 6) | (p[i + k] & 0x3F);

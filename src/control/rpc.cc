@@ -9,13 +9,19 @@ namespace {
 constexpr const char* kNames[] = {"OpenSession", "RenewSession", "CloseSession", "CreateBucket",
                                   "DeleteBucket", "HeadBucket",  "PutObject",    "GetObject",
                                   "HeadObject",  "DeleteObject"};
-constexpr const char* kPaths[] = {
-    "/aobj.v1.ObjectService/OpenSession",  "/aobj.v1.ObjectService/RenewSession",
-    "/aobj.v1.ObjectService/CloseSession", "/aobj.v1.ObjectService/CreateBucket",
-    "/aobj.v1.ObjectService/DeleteBucket", "/aobj.v1.ObjectService/HeadBucket",
-    "/aobj.v1.ObjectService/PutObject",    "/aobj.v1.ObjectService/GetObject",
-    "/aobj.v1.ObjectService/HeadObject",   "/aobj.v1.ObjectService/DeleteObject"};
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Method::kCount));
+
+// "/aobj.v1.ObjectService/<name>" for every method, built once.
+const std::string* Paths() {
+  static const std::string* paths = [] {
+    auto* p = new std::string[static_cast<int>(Method::kCount)];
+    for (int i = 0; i < static_cast<int>(Method::kCount); ++i) {
+      p[i] = std::string("/aobj.v1.ObjectService/") + kNames[i];
+    }
+    return p;
+  }();
+  return paths;
+}
 
 grpc::StatusCode ToGrpcCode(absl::StatusCode code) {
   // absl and gRPC share the canonical code numbering.
@@ -24,8 +30,15 @@ grpc::StatusCode ToGrpcCode(absl::StatusCode code) {
 
 }  // namespace
 
-const char* MethodPath(Method method) { return kPaths[static_cast<int>(method)]; }
+const char* MethodPath(Method method) { return Paths()[static_cast<int>(method)].c_str(); }
 const char* MethodName(Method method) { return kNames[static_cast<int>(method)]; }
+
+Method MethodFromName(const std::string& name) {
+  for (int i = 0; i < static_cast<int>(Method::kCount); ++i) {
+    if (name == kNames[i]) return static_cast<Method>(i);
+  }
+  return Method::kCount;
+}
 
 grpc::Status ToGrpcStatus(const absl::Status& status, std::string* trailer_value,
                           const aobj::v1::VersionRange* supported) {

@@ -17,7 +17,8 @@
 
 namespace aobj {
 
-// Methods of aobj.v1.ObjectService, in the order of the .proto (the gRPC method index).
+// Methods of aobj.v1.ObjectService. The order is ours; the server matches methods to the
+// .proto by name (MethodFromName), so adding an rpc anywhere in the .proto is safe.
 enum class Method : int {
   kOpenSession = 0,
   kRenewSession,
@@ -36,6 +37,8 @@ enum class Method : int {
 const char* MethodPath(Method method);
 // "PutObject".
 const char* MethodName(Method method);
+// The Method named `name` ("PutObject"), or Method::kCount for a name this build does not know.
+Method MethodFromName(const std::string& name);
 
 inline constexpr char kErrorTrailer[] = "aobj-error-bin";
 

@@ -11,6 +11,7 @@
 #include "absl/synchronization/notification.h"
 #include "aobj/status.h"
 #include "aobj/v1/aobj.grpc.pb.h"
+#include "google/protobuf/descriptor.h"
 #include "control/rpc.h"
 #include "server/data_channel.h"
 #include "server/handler.h"
@@ -84,14 +85,18 @@ std::string MetadataValue(const std::multimap<grpc::string_ref, grpc::string_ref
 // over exactly the bytes the client sent (AOBJ-AUTH-002).
 class Service final : public aobj::v1::ObjectService::Service {
  public:
+  // Registers a raw handler for every method of the service, matched by name, so the order of
+  // rpcs in the .proto and of the Method enum are independent.
   Service(RequestHandler* handler, ThreadPool* pool) : handler_(handler), pool_(pool) {
-    for (int i = 0; i < static_cast<int>(Method::kCount); ++i) {
+    const google::protobuf::ServiceDescriptor* sd =
+        google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+            "aobj.v1.ObjectService");
+    for (int i = 0; i < sd->method_count(); ++i) {
+      const Method method = MethodFromName(sd->method(i)->name());
       MarkMethodRawCallback(
           i, new grpc::internal::CallbackUnaryHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
-                 [this, i](grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
-                           grpc::ByteBuffer* resp) {
-                   return Handle(static_cast<Method>(i), ctx, req, resp);
-                 }));
+                 [this, method](grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                grpc::ByteBuffer* resp) { return Handle(method, ctx, req, resp); }));
     }
   }
 
@@ -99,6 +104,10 @@ class Service final : public aobj::v1::ObjectService::Service {
   grpc::ServerUnaryReactor* Handle(Method method, grpc::CallbackServerContext* ctx,
                                    const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    if (method == Method::kCount) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "method not implemented"));
+      return reactor;
+    }
     auto body = std::make_shared<std::string>();
     std::vector<grpc::Slice> slices;
     if (req->Dump(&slices).ok()) {

@@ -28,7 +28,7 @@ umask 022
 
 echo "== starting aobj-server: filesystem store in $WORK/data, control channel on 127.0.0.1"
 ./build/aobj-server --listen 127.0.0.1:0 --port-file "$WORK/port" --store fs \
-  --root "$WORK/data" --credentials "$WORK/credentials" --create-bucket demo \
+  --root "$WORK/data" --credentials "$WORK/credentials" --create-bucket demo --plaintext \
   2> "$WORK/server.log" &
 SERVER_PID=$!
 for _ in $(seq 1 100); do [ -s "$WORK/port" ] && break; sleep 0.1; done

@@ -33,6 +33,11 @@ Commands:
 
 Flags:
   --endpoint HOST:PORT    server control channel (default: AOBJ_ENDPOINT, else 127.0.0.1:7878)
+  --tls-ca FILE           use TLS, trusting the server certificate signed by this CA
+                          (default: AOBJ_TLS_CA; without it the channel is plaintext)
+  --tls-cert FILE         client certificate for mutual TLS (with --tls-key)
+  --tls-key FILE          client private key for mutual TLS
+  --tls-server-name NAME  name expected in the server certificate
   --credentials FILE      "ACCESS_KEY_ID SECRET" file (default: AOBJ_ACCESS_KEY_ID and
                           AOBJ_SECRET_ACCESS_KEY, else AOBJ_CREDENTIALS_FILE)
   --checksum crc32c|crc64nvme   end-to-end checksum (default: crc32c)
@@ -82,7 +87,8 @@ int main(int argc, char** argv) {
   }
   aobj::tools::ParsedArgs args;
   absl::Status st = aobj::tools::ParseArgs(
-      argc, argv, 1, {"endpoint", "credentials", "checksum", "content-type", "net-devices"},
+      argc, argv, 1, {"endpoint", "credentials", "checksum", "content-type", "net-devices", "tls-ca", "tls-cert",
+       "tls-key", "tls-server-name"},
       {"no-inline", "require-hardware-protection", "quiet"}, &args);
   if (!st.ok()) return Usage(std::string(st.message()));
   if (args.positional.empty()) return Usage("no command given");
@@ -94,6 +100,12 @@ int main(int argc, char** argv) {
   const char* env_endpoint = std::getenv("AOBJ_ENDPOINT");
   options.endpoint = args.Get("endpoint", env_endpoint ? env_endpoint : "127.0.0.1:7878");
   options.client_name = "aobj-cli/0.1";
+  const char* env_ca = std::getenv("AOBJ_TLS_CA");
+  options.tls.ca_file = args.Get("tls-ca", env_ca ? env_ca : "");
+  options.tls.cert_file = args.Get("tls-cert");
+  options.tls.key_file = args.Get("tls-key");
+  options.tls.server_name_override = args.Get("tls-server-name");
+  options.tls.enabled = !options.tls.ca_file.empty() || !options.tls.cert_file.empty();
   options.allow_inline = !args.Has("no-inline");
   options.require_hardware_protection = args.Has("require-hardware-protection");
   options.data_channel.net_devices = args.Get("net-devices", "lo");

@@ -32,6 +32,11 @@ Storage:
 Control channel (gRPC):
   --listen HOST:PORT        address to listen on (default: 127.0.0.1:7878; port 0 picks one)
   --port-file FILE          write the bound port to FILE once serving
+  --tls-cert FILE           TLS certificate chain (PEM); with --tls-key enables TLS
+  --tls-key FILE            TLS private key (PEM)
+  --tls-client-ca FILE      require client certificates signed by this CA (mutual TLS)
+  --plaintext               serve without TLS (required when no certificate is given;
+                            the server logs a warning)
 
 Credentials (every request is signed with HMAC-SHA256; secrets never travel):
   --credentials FILE        lines of "ACCESS_KEY_ID SECRET"; must be chmod 600
@@ -73,8 +78,8 @@ int main(int argc, char** argv) {
       argc, argv, 1,
       {"store", "root", "create-bucket", "listen", "port-file", "credentials", "lease-ms",
        "max-in-flight", "inline-threshold", "max-transfer-bytes", "threads", "max-sessions", "net-devices",
-       "transports"},
-      {"quiet"}, &args);
+       "transports", "tls-cert", "tls-key", "tls-client-ca"},
+      {"quiet", "plaintext"}, &args);
   if (st.ok() && !args.positional.empty()) {
     st = absl::InvalidArgumentError(absl::StrCat("unexpected argument '", args.positional[0], "'"));
   }
@@ -86,6 +91,18 @@ int main(int argc, char** argv) {
 
   aobj::ServerOptions options;
   options.listen_address = args.Get("listen", "127.0.0.1:7878");
+  options.tls.cert_file = args.Get("tls-cert");
+  options.tls.key_file = args.Get("tls-key");
+  options.tls.ca_file = args.Get("tls-client-ca");
+  options.tls.enabled = !options.tls.cert_file.empty() || !options.tls.key_file.empty();
+  options.allow_plaintext = args.Has("plaintext");
+  if (options.tls.enabled && options.allow_plaintext) {
+    return fail("--plaintext and --tls-cert/--tls-key exclude each other");
+  }
+  if (!options.tls.enabled && !options.allow_plaintext) {
+    return fail("choose how the control channel is protected: --tls-cert FILE --tls-key FILE "
+                "(TLS), or --plaintext (no encryption; loopback testing only)");
+  }
   int64_t v = 0;
   for (auto [flag, field] : std::initializer_list<std::pair<const char*, int64_t*>>{
            {"lease-ms", &options.lease_ms}}) {
@@ -169,12 +186,17 @@ int main(int argc, char** argv) {
   options.log(absl::StrCat("event=started listen=", host, ":", (*server)->port(),
                            " store=", store_desc, " principals=", options.credentials.size(),
                            " data_channel=ucx net_devices=", options.data_channel.net_devices));
-  // The control channel is plaintext in this release: say so, loudly when not on loopback.
-  if (host != "127.0.0.1" && host != "localhost" && host != "[::1]") {
-    options.log("event=warning message=\"PLAINTEXT control channel on a non-loopback address: "
-                "requests are signed but not encrypted\"");
+  // AOBJ-OPS-002: say loudly that the control channel is not encrypted.
+  if (options.allow_plaintext) {
+    const bool loopback = host == "127.0.0.1" || host == "localhost" || host == "[::1]";
+    options.log(absl::StrCat("event=warning message=\"PLAINTEXT control channel",
+                             loopback ? "" : " on a NON-LOOPBACK address",
+                             ": requests are signed but responses are neither encrypted nor "
+                             "authenticated; use --tls-cert/--tls-key\""));
   } else {
-    options.log("event=notice message=\"control channel is plaintext (loopback only)\"");
+    options.log(absl::StrCat("event=notice message=\"control channel uses TLS",
+                             options.tls.ca_file.empty() ? "" : " with client certificates",
+                             "\""));
   }
   if (args.Has("port-file")) {
     const std::string path = args.Get("port-file");

@@ -26,6 +26,7 @@ namespace aobj {
 
 struct ClientOptions {
   std::string endpoint = "127.0.0.1:7878";  // the server's control channel
+  TlsOptions tls;                            // plaintext unless tls.enabled
   std::string access_key_id;
   std::string secret;                        // used to derive the signing key; never sent
   ChecksumAlgorithm checksum = ChecksumAlgorithm::kCrc32c;

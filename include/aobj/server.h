@@ -24,6 +24,10 @@ namespace aobj {
 struct ServerOptions {
   // host:port of the control channel. Port 0 picks a free port (see Server::port()).
   std::string listen_address = "127.0.0.1:7878";
+  // TLS on the control channel. Without it the server refuses to start unless allow_plaintext
+  // is set (AOBJ-CTL-011).
+  TlsOptions tls;
+  bool allow_plaintext = false;
   // access key id -> secret (only derived signing keys are kept in memory).
   std::map<std::string, std::string> credentials;
   // The server's limits; zero fields take the defaults of the spec's reference values.

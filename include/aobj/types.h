@@ -45,6 +45,20 @@ struct DataChannelOptions {
   std::string transports;          // UCX_TLS; empty = UCX's default
 };
 
+// TLS on the control channel (spec section "Transport security"). Files are PEM.
+struct TlsOptions {
+  bool enabled = false;
+  // Server: its certificate chain and private key. Client: its own, for mutual TLS.
+  std::string cert_file;
+  std::string key_file;
+  // Server: the CA that signs client certificates; setting it requires and verifies a client
+  // certificate on every connection (mutual TLS). Client: the CA that signs the server's
+  // certificate (empty: the system roots).
+  std::string ca_file;
+  // Client: the name the server certificate must carry, when it differs from the endpoint host.
+  std::string server_name_override;
+};
+
 }  // namespace aobj
 
 #endif  // AOBJ_TYPES_H_

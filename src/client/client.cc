@@ -9,6 +9,7 @@
 #include "aobj/status.h"
 #include "control/raw_call.h"
 #include "control/rpc.h"
+#include "control/tls.h"
 #include "session/signer.h"
 #include "transport/ucx_context.h"
 #include "transport/ucx_memory.h"
@@ -67,7 +68,9 @@ class ClientImpl final : public Client {
     if (!worker.ok()) return worker.status();
     worker_ = std::move(*worker);
 
-    rpc_ = std::make_unique<RawChannel>(options_.endpoint);
+    auto channel = MakeChannel(options_.endpoint, options_.tls);
+    if (!channel.ok()) return channel.status();
+    rpc_ = std::make_unique<RawChannel>(std::move(*channel));
 
     pb::OpenSessionRequest req;
     req.mutable_versions()->set_min(options_.min_version);

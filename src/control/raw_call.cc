@@ -2,16 +2,16 @@
 
 #include "absl/synchronization/notification.h"
 #include "control/rpc.h"
+#include "control/tls.h"
 
 namespace aobj {
 
-RawChannel::RawChannel(const std::string& endpoint) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(8 << 20);
-  args.SetMaxSendMessageSize(16 << 20);  // tests send oversized messages on purpose
-  channel_ = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
-  stub_ = std::make_unique<grpc::GenericStub>(channel_);
-}
+RawChannel::RawChannel(const std::string& endpoint)
+    // Tests send oversized messages on purpose, hence the larger send bound.
+    : RawChannel(*MakeChannel(endpoint, TlsOptions{}, 16 << 20)) {}
+
+RawChannel::RawChannel(std::shared_ptr<grpc::Channel> channel)
+    : channel_(std::move(channel)), stub_(std::make_unique<grpc::GenericStub>(channel_)) {}
 
 RawReply RawChannel::Call(const std::string& method_path, const std::string& body,
                           const std::vector<std::pair<std::string, std::string>>& metadata,

@@ -30,6 +30,8 @@ class RawChannel {
  public:
   // Plaintext channel to `endpoint` ("127.0.0.1:port").
   explicit RawChannel(const std::string& endpoint);
+  // Over an existing channel (TLS or not, see control/tls.h).
+  explicit RawChannel(std::shared_ptr<grpc::Channel> channel);
 
   // Sends `body` to `method_path` with `metadata` (key, value) pairs; waits up to `timeout`.
   RawReply Call(const std::string& method_path, const std::string& body,

@@ -13,6 +13,7 @@
 #include "aobj/v1/aobj.grpc.pb.h"
 #include "google/protobuf/descriptor.h"
 #include "control/rpc.h"
+#include "control/tls.h"
 #include "server/data_channel.h"
 #include "server/handler.h"
 #include "session/authenticator.h"
@@ -186,8 +187,10 @@ class ServerImpl final : public Server {
     pool_ = std::make_unique<ThreadPool>(std::max(1, options_.request_threads));
     service_ = std::make_unique<Service>(handler_.get(), pool_.get());
 
+    auto creds = MakeServerCredentials(options_.tls, options_.allow_plaintext);
+    if (!creds.ok()) return creds.status();
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(options_.listen_address, grpc::InsecureServerCredentials(), &port_);
+    builder.AddListeningPort(options_.listen_address, *creds, &port_);
     builder.RegisterService(service_.get());
     // AOBJ-CTL-005: requests are small except inline bodies.
     builder.SetMaxReceiveMessageSize(8 << 20);

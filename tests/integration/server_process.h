@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -105,6 +106,9 @@ class ServerProcess {
                                      "--store", store_, "--root", dir_ + "/data",
                                      "--create-bucket", "test-bucket"};
     argv.insert(argv.end(), extra_.begin(), extra_.end());
+    if (std::find(extra_.begin(), extra_.end(), "--tls-cert") == extra_.end()) {
+      argv.push_back("--plaintext");  // tests on loopback; TLS tests pass --tls-cert
+    }
     pid_ = Spawn(argv, dir_ + "/server.log");
     if (pid_ < 0) return false;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);

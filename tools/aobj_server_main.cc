@@ -211,6 +211,8 @@ int main(int argc, char** argv) {
   (*server)->Shutdown();
   const aobj::ServerStats s = (*server)->stats();
   options.log(absl::StrCat("event=stopped requests=", s.requests, " errors=", s.errors,
-                           " bytes_in=", s.bytes_in, " bytes_out=", s.bytes_out));
+                           " bytes_in=", s.bytes_in, " bytes_out=", s.bytes_out,
+                           " open_sessions=", s.open_sessions, " endpoints=", s.endpoints,
+                           " rkeys_outstanding=", s.rkeys_outstanding));
   return 0;
 }

@@ -2,6 +2,7 @@
 // lease reaper around RequestHandler.
 #include "aobj/server.h"
 
+#include <atomic>
 #include <deque>
 #include <thread>
 #include <vector>
@@ -215,6 +216,10 @@ class ServerImpl final : public Server {
     if (grpc_) grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
     if (pool_) pool_->Stop();
     if (reaper_.joinable()) reaper_.join();
+    // Endpoints still open at shutdown (sessions that never closed) are counted, then closed with
+    // the worker; stats() after Shutdown() reports this final picture.
+    final_stats_ = stats();
+    stopped_ = true;
     worker_.reset();  // closes every endpoint
     done_.Notify();
   }
@@ -222,6 +227,7 @@ class ServerImpl final : public Server {
   void Wait() override { done_.WaitForNotification(); }
 
   ServerStats stats() override {
+    if (stopped_) return final_stats_;
     ServerStats s;
     s.open_sessions = sessions_->open_sessions();
     s.endpoints = channel_->endpoint_count();
@@ -264,6 +270,8 @@ class ServerImpl final : public Server {
   absl::Mutex mu_;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   absl::Notification done_;
+  std::atomic<bool> stopped_{false};
+  ServerStats final_stats_;
 };
 
 }  // namespace

@@ -137,6 +137,7 @@ class ServerProcess {
   }
   void Stop() { Kill(SIGTERM); }
   bool Alive() const { return pid_ > 0 && kill(pid_, 0) == 0; }
+  pid_t pid() const { return pid_; }
 
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
   const std::string& credentials_file() const { return creds_; }

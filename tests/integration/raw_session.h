@@ -126,6 +126,9 @@ class RawSession {
     return req;
   }
 
+  // Destroys this side's UCX worker (the data channel) while the control channel lives on.
+  void DropDataChannel() { worker_.reset(); }
+
   const std::string& session_hex() const { return session_hex_; }
   UcxWorker& worker() { return *worker_; }
 

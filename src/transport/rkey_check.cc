@@ -1,3 +1,4 @@
+// AOBJ-PEER-INPUT: decodes packed rkeys from clients (fuzz target in fuzz/).
 #include "transport/rkey_check.h"
 
 #include <bit>

@@ -1,3 +1,4 @@
+// AOBJ-PEER-INPUT: decodes descriptors from requests (fuzz target in fuzz/).
 #include "wire/descriptor.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// AOBJ-PEER-INPUT: decodes authentication metadata (fuzz target in fuzz/).
 #include "wire/signing.h"
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 """Fails when a source file that decodes peer input has no fuzz target.
 
 A file "decodes peer input" when it calls a protobuf parser (ParseFrom...) or carries the marker
-comment `AOBJ-PEER-INPUT` (hand-written decoders: rkeys, tokens, ranges, maps text, ...).
+comment `AOBJ_PEER_INPUT` (hand-written decoders: rkeys, tokens, ranges, maps text, ...).
 A fuzz target covers a file by naming it in a comment line `// AOBJ_FUZZ_COVERS: src/x/y.cc`.
 
   python3 tools/aobj_fuzz_coverage.py [--root DIR]      # exit 1 and list what is uncovered
@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-DECODES = re.compile(r"\bParseFrom(Array|String|CodedStream|ZeroCopyStream)\b|AOBJ-PEER-INPUT")
+DECODES = re.compile(r"\bParseFrom(Array|String|CodedStream|ZeroCopyStream)\b|AOBJ_PEER_INPUT")
 COVERS = re.compile(r"AOBJ_FUZZ_COVERS:\s*(\S+)")
 
 

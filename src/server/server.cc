@@ -159,7 +159,12 @@ class ServerImpl final : public Server {
   absl::Status Init(ServerOptions options, std::unique_ptr<ObjectStore> store) {
     options_ = std::move(options);
     store_ = std::move(store);
-    auto ctx = UcxContext::Create(options_.data_channel);
+    // Without an explicit choice the server leaves out UCX's posix shared-memory transport:
+    // unpacking a posix rkey opens a path the client names and can fail in ways that cannot be
+    // checked beforehand, and a failed unpack crashes UCX 1.13.1 (see SysvSegmentPins).
+    DataChannelOptions data_channel = options_.data_channel;
+    if (data_channel.transports.empty()) data_channel.transports = "^posix";
+    auto ctx = UcxContext::Create(data_channel);
     if (!ctx.ok()) return ctx.status();
     context_ = std::move(*ctx);
     auto worker = UcxWorker::Create(*context_, "server");

@@ -1,4 +1,4 @@
-// AOBJ-PEER-INPUT: decodes authentication metadata (fuzz target in fuzz/).
+// AOBJ_PEER_INPUT: decodes authentication metadata (fuzz target in fuzz/).
 #include "session/authenticator.h"
 
 #include "absl/strings/str_cat.h"

@@ -1,5 +1,7 @@
-// AOBJ-PEER-INPUT: decodes packed rkeys from clients (fuzz target in fuzz/).
+// AOBJ_PEER_INPUT: decodes packed rkeys from clients (fuzz target in fuzz/).
 #include "transport/rkey_check.h"
+
+#include <sys/shm.h>
 
 #include <bit>
 #include <cstdint>
@@ -42,6 +44,47 @@ absl::Status CheckPackedRkey(absl::string_view blob, size_t max_bytes) {
                      absl::StrCat("rkey has ", n - off, " unexpected trailing bytes"));
   }
   return absl::OkStatus();
+}
+
+std::vector<absl::string_view> PackedRkeyEntries(absl::string_view blob) {
+  std::vector<absl::string_view> out;
+  if (blob.size() < 9) return out;
+  const auto* p = reinterpret_cast<const uint8_t*>(blob.data());
+  uint64_t md_map = 0;
+  for (int i = 0; i < 8; ++i) md_map |= static_cast<uint64_t>(p[i]) << (8 * i);
+  size_t off = 9;
+  for (int i = 0; i < std::popcount(md_map) && off < blob.size(); ++i) {
+    const size_t md_size = p[off++];
+    if (md_size > blob.size() - off) break;
+    out.push_back(blob.substr(off, md_size));
+    off += md_size;
+  }
+  return out;
+}
+
+absl::StatusOr<SysvSegmentPins> SysvSegmentPins::Pin(absl::string_view blob) {
+  SysvSegmentPins pins;
+  for (absl::string_view entry : PackedRkeyEntries(blob)) {
+    if (entry.size() != kSysvPackedRkeySize) continue;
+    uint32_t shmid = 0;
+    for (int i = 0; i < 4; ++i) {
+      shmid |= static_cast<uint32_t>(static_cast<uint8_t>(entry[i])) << (8 * i);
+    }
+    // Linux lets a segment marked for removal be attached while someone holds it, so holding
+    // this attachment keeps the segment alive until UCX has attached it too.
+    void* at = shmat(static_cast<int>(shmid), nullptr, SHM_RDONLY);
+    if (at == reinterpret_cast<void*>(-1)) {
+      return MakeError(ErrorCode::kInvalidRkey,
+                       "rkey names a shared-memory segment that cannot be attached (it does not "
+                       "exist, or the client exited)");
+    }
+    pins.attached_.push_back(at);
+  }
+  return pins;
+}
+
+SysvSegmentPins::~SysvSegmentPins() {
+  for (void* at : attached_) shmdt(at);
 }
 
 }  // namespace aobj

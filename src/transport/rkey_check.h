@@ -15,7 +15,10 @@
 #include <cstddef>
 #include "absl/strings/string_view.h"
 
+#include <vector>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace aobj {
 
@@ -23,6 +26,32 @@ inline constexpr size_t kMaxRkeyTrailer = 64;
 
 // OK when `blob` is a structurally complete UCX 1.13 packed rkey of at most `max_bytes`.
 absl::Status CheckPackedRkey(absl::string_view blob, size_t max_bytes);
+
+// The per-memory-domain entries of a blob that passed CheckPackedRkey, in order.
+std::vector<absl::string_view> PackedRkeyEntries(absl::string_view blob);
+
+// Size of UCX 1.13's System V packed key: uint32 shmid + uintptr owner address, packed.
+inline constexpr size_t kSysvPackedRkeySize = 12;
+
+// Holds every System V segment that `blob` may name attached for the life of the object, so
+// that ucp_ep_rkey_unpack cannot fail on it: UCX 1.13.1 releases uninitialised entries when an
+// unpack fails halfway (a crash the fuzzers and sanitizers found), so every way an unpack can
+// fail must be ruled out before UCX sees the blob. Entries of the System V size whose segment
+// cannot be attached fail with INVALID_RKEY. Move-only.
+class SysvSegmentPins {
+ public:
+  static absl::StatusOr<SysvSegmentPins> Pin(absl::string_view blob);
+  SysvSegmentPins(SysvSegmentPins&& other) noexcept : attached_(std::move(other.attached_)) {
+    other.attached_.clear();
+  }
+  SysvSegmentPins& operator=(SysvSegmentPins&&) = delete;
+  SysvSegmentPins(const SysvSegmentPins&) = delete;
+  ~SysvSegmentPins();
+
+ private:
+  SysvSegmentPins() = default;
+  std::vector<void*> attached_;
+};
 
 }  // namespace aobj
 

@@ -1,4 +1,4 @@
-// AOBJ-PEER-INPUT: decodes windows named by client descriptors (fuzz target in fuzz/).
+// AOBJ_PEER_INPUT: decodes windows named by client descriptors (fuzz target in fuzz/).
 #include "transport/shm_guard.h"
 
 #include <fcntl.h>

@@ -216,6 +216,11 @@ void UcxWorker::StartJob(const std::shared_ptr<Command>& cmd) {
       FinishJob(*job, s);
       return;
     }
+    auto pins = SysvSegmentPins::Pin(w.rkey);
+    if (!pins.ok()) {
+      FinishJob(*job, pins.status());
+      return;
+    }
     ucp_rkey_h rkey = nullptr;
     ucs_status_t st = ucp_ep_rkey_unpack(job->ep, w.rkey.data(), &rkey);
     if (st != UCS_OK) {

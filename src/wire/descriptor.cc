@@ -1,4 +1,4 @@
-// AOBJ-PEER-INPUT: decodes descriptors from requests (fuzz target in fuzz/).
+// AOBJ_PEER_INPUT: decodes descriptors from requests (fuzz target in fuzz/).
 #include "wire/descriptor.h"
 
 #include <algorithm>

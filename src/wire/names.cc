@@ -1,4 +1,4 @@
-// AOBJ-PEER-INPUT: decodes bucket names and keys from requests (fuzz target in fuzz/).
+// AOBJ_PEER_INPUT: decodes bucket names and keys from requests (fuzz target in fuzz/).
 #include "wire/names.h"
 
 #include "absl/strings/match.h"

@@ -1,4 +1,4 @@
-// AOBJ-PEER-INPUT: decodes authentication metadata (fuzz target in fuzz/).
+// AOBJ_PEER_INPUT: decodes authentication metadata (fuzz target in fuzz/).
 #include "wire/signing.h"
 
 #include <algorithm>

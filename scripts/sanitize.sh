@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds everything with AddressSanitizer + UndefinedBehaviorSanitizer into ./build-asan and runs
+# the whole unit and integration suite there (any sanitizer report fails the run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAOBJ_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$(nproc)"
+export UCX_NET_DEVICES=lo UCX_WARN_UNUSED_ENV_VARS=n
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export AOBJ_SOAK_SECONDS=${AOBJ_SOAK_SECONDS:-8}
+ctest --test-dir build-asan --output-on-failure -j2 --timeout 900

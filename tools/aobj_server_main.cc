@@ -50,6 +50,7 @@ Session limits (spec section "Sessions"):
   --max-transfer-bytes N    largest object one request may move (default: 64 GiB)
   --threads N               request threads (default: 8)
   --max-sessions N          open sessions at once; SLOW_DOWN beyond (default: 4096)
+  --max-sessions-per-principal N  of one access key (default: 1024)
 
 Data channel (UCX):
   --net-devices LIST        UCX_NET_DEVICES unless set in the environment (default: lo)
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
   absl::Status st = aobj::tools::ParseArgs(
       argc, argv, 1,
       {"store", "root", "create-bucket", "listen", "port-file", "credentials", "lease-ms",
-       "max-in-flight", "inline-threshold", "max-transfer-bytes", "threads", "max-sessions", "net-devices",
+       "max-in-flight", "inline-threshold", "max-transfer-bytes", "threads", "max-sessions", "max-sessions-per-principal", "net-devices",
        "transports", "tls-cert", "tls-key", "tls-client-ca"},
       {"quiet", "plaintext"}, &args);
   if (st.ok() && !args.positional.empty()) {
@@ -121,6 +122,10 @@ int main(int argc, char** argv) {
   options.request_threads = static_cast<int>(v);
   if (!(st = args.GetInt("max-sessions", 4096, &v)).ok()) return fail(std::string(st.message()));
   options.max_sessions = static_cast<size_t>(v);
+  if (!(st = args.GetInt("max-sessions-per-principal", 1024, &v)).ok()) {
+    return fail(std::string(st.message()));
+  }
+  options.max_sessions_per_principal = static_cast<size_t>(v);
   options.data_channel.net_devices = args.Get("net-devices", "lo");
   options.data_channel.transports = args.Get("transports", "");
 

@@ -37,6 +37,7 @@ struct ServerOptions {
   int64_t session_tombstone_ms = 600000;
   int request_threads = 8;
   size_t max_sessions = 4096;         // open sessions at once; SLOW_DOWN beyond
+  size_t max_sessions_per_principal = 1024;  // of one access key; SLOW_DOWN beyond
   DataChannelOptions data_channel;
   std::string server_name = "aobj-server/0.1";
   // Structured log lines ("event=... session=..."); empty = no logging.

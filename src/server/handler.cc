@@ -267,6 +267,13 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
                      absl::StrCat("the server already holds ", config_.max_sessions,
                                   " sessions; retry later"));
   }
+  // AOBJ-SEC-006: one principal cannot take every session.
+  if (sessions_->open_sessions_of(auth.access_key_id) >= config_.max_sessions_per_principal) {
+    return MakeError(ErrorCode::kSlowDown,
+                     absl::StrCat("this access key already holds ",
+                                  config_.max_sessions_per_principal,
+                                  " sessions; close some or retry later"));
+  }
   auto ep = channel_->Connect(req.worker_address());
   if (!ep.ok()) return ep.status();
   auto protection = channel_->GetProtection(*ep);

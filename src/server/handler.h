@@ -36,6 +36,7 @@ struct HandlerConfig {
   uint64_t staging_bytes = 8 << 20;    // chunk size for stores without direct buffers
   uint64_t max_rma_piece = 64 << 20;   // AOBJ-DAT-012
   size_t max_sessions = 4096;          // open sessions at once (Table 1: SLOW_DOWN beyond)
+  size_t max_sessions_per_principal = 1024;  // of one access key (AOBJ-SEC-006)
   std::string server_name;
   std::function<void(const std::string&)> log;
 };

@@ -187,6 +187,7 @@ class ServerImpl final : public Server {
     hc.capabilities = {kCapInline, kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor};
     hc.server_name = options_.server_name;
     hc.max_sessions = options_.max_sessions;
+    hc.max_sessions_per_principal = options_.max_sessions_per_principal;
     hc.log = options_.log;
     handler_ = std::make_unique<RequestHandler>(std::move(hc), store_.get(), channel_.get(),
                                                 auth_.get(), sessions_.get());

@@ -120,6 +120,15 @@ std::vector<uint64_t> SessionTable::Reap(absl::Time now) {
   return out;
 }
 
+size_t SessionTable::open_sessions_of(absl::string_view access_key_id) {
+  absl::MutexLock l(&mu_);
+  size_t n = 0;
+  for (const auto& [id, e] : sessions_) {
+    n += e.phase == Entry::kOpen && e.state->access_key_id == access_key_id;
+  }
+  return n;
+}
+
 size_t SessionTable::open_sessions() {
   absl::MutexLock l(&mu_);
   size_t n = 0;

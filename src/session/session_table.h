@@ -64,6 +64,8 @@ class SessionTable {
   std::vector<uint64_t> Reap(absl::Time now);
 
   size_t open_sessions();
+  // Open sessions of one principal (AOBJ-SEC-006).
+  size_t open_sessions_of(absl::string_view access_key_id);
 
  private:
   friend class TransferSlot;

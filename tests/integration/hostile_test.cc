@@ -228,6 +228,16 @@ TEST_F(HostileTest, SessionLimitAnswersSlowDownAndRecovers) {
   EXPECT_TRUE(raw_->Open().status.ok());  // room again once a session closed
 }
 
+TEST_F(HostileTest, OnePrincipalCannotTakeEverySession) {
+  StartServer({"--max-sessions-per-principal", "2"});
+  RawSession a(server_->endpoint(), kAccessKey, kSecret), b(server_->endpoint(), kAccessKey, kSecret);
+  ASSERT_TRUE(a.Open().status.ok());
+  ASSERT_TRUE(b.Open().status.ok());
+  EXPECT_EQ(Code(raw_->Open()), ErrorCode::kSlowDown);  // AOBJ-SEC-006
+  RawSession other(server_->endpoint(), "AKTESTSECOND", "second-secret-for-tests");
+  EXPECT_TRUE(other.Open().status.ok()) << "another principal is still served";
+}
+
 TEST_F(HostileTest, ClosedSessionIsGone) {
   ASSERT_TRUE(raw_->Open().status.ok());
   ASSERT_TRUE(raw_->Send(Method::kCloseSession, pb::CloseSessionRequest()).status.ok());

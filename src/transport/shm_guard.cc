@@ -41,11 +41,12 @@ std::string ReadSelfMaps() {
 
 }  // namespace
 
-absl::Status CheckForeignSharedWindowIn(absl::string_view maps, uintptr_t local, size_t length,
-                                        const std::function<bool(uint64_t shmid)>& is_foreign) {
-  if (length == 0) return absl::OkStatus();
-  if (local + length < local) return OutOfBounds(local, length, "window wraps around");
-  const uintptr_t end = local + length;
+namespace {
+
+// The foreign System V mapping of `maps` holding `local`, or why there is none.
+absl::StatusOr<SharedMapping> FindMappingIn(absl::string_view maps, uintptr_t local,
+                                            size_t length,
+                                            const std::function<bool(uint64_t)>& is_foreign) {
   for (absl::string_view line : absl::StrSplit(maps, '\n')) {
     // "start-end perms offset dev inode   path"
     std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
@@ -57,8 +58,6 @@ absl::Status CheckForeignSharedWindowIn(absl::string_view maps, uintptr_t local,
       continue;
     }
     if (local < lo || local >= hi) continue;
-    // Found the mapping holding the first byte; the whole window must be inside it.
-    if (end > hi) return OutOfBounds(local, length, "window extends past its segment");
     if (f[1].size() < 4 || f[1][3] != 's') return OutOfBounds(local, length, "private memory");
     if (f.size() < 6 || !absl::StartsWith(f[5], "/SYSV")) {
       return OutOfBounds(local, length, "not a System V shared segment");
@@ -66,18 +65,38 @@ absl::Status CheckForeignSharedWindowIn(absl::string_view maps, uintptr_t local,
     uint64_t shmid = 0;
     if (!absl::SimpleAtoi(f[4], &shmid)) return OutOfBounds(local, length, "unreadable map");
     if (!is_foreign(shmid)) return OutOfBounds(local, length, "segment belongs to the server");
-    return absl::OkStatus();
+    return SharedMapping{static_cast<uintptr_t>(lo), static_cast<uintptr_t>(hi)};
   }
   return OutOfBounds(local, length, "unmapped address");
 }
 
+bool CreatedByOther(uint64_t shmid) {
+  struct shmid_ds ds {};
+  if (shmctl(static_cast<int>(shmid), IPC_STAT, &ds) != 0) return false;
+  return ds.shm_cpid != getpid();
+}
+
+}  // namespace
+
+absl::Status CheckForeignSharedWindowIn(absl::string_view maps, uintptr_t local, size_t length,
+                                        const std::function<bool(uint64_t shmid)>& is_foreign) {
+  if (length == 0) return absl::OkStatus();
+  if (local + length < local) return OutOfBounds(local, length, "window wraps around");
+  auto mapping = FindMappingIn(maps, local, length, is_foreign);
+  if (!mapping.ok()) return mapping.status();
+  // The whole window must lie in the mapping that holds its first byte.
+  if (local + length > mapping->hi) {
+    return OutOfBounds(local, length, "window extends past its segment");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SharedMapping> FindForeignSharedMapping(uintptr_t local) {
+  return FindMappingIn(ReadSelfMaps(), local, 0, CreatedByOther);
+}
+
 absl::Status CheckForeignSharedWindow(uintptr_t local, size_t length) {
-  const pid_t self = getpid();
-  return CheckForeignSharedWindowIn(ReadSelfMaps(), local, length, [self](uint64_t shmid) {
-    struct shmid_ds ds {};
-    if (shmctl(static_cast<int>(shmid), IPC_STAT, &ds) != 0) return false;
-    return ds.shm_cpid != self;
-  });
+  return CheckForeignSharedWindowIn(ReadSelfMaps(), local, length, CreatedByOther);
 }
 
 }  // namespace aobj

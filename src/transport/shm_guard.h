@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace aobj {
 
@@ -24,6 +25,15 @@ namespace aobj {
 // Anything else (heap, stack, our own segments, posix segments whose creator cannot be told)
 // fails closed with DESCRIPTOR_OUT_OF_BOUNDS.
 absl::Status CheckForeignSharedWindow(uintptr_t local, size_t length);
+
+// The bounds [lo, hi) of the foreign System V mapping that holds address `local`, so a caller
+// that keeps the segment attached can check later windows without reading /proc/self/maps
+// again. DESCRIPTOR_OUT_OF_BOUNDS when `local` is not in such a mapping.
+struct SharedMapping {
+  uintptr_t lo = 0;
+  uintptr_t hi = 0;
+};
+absl::StatusOr<SharedMapping> FindForeignSharedMapping(uintptr_t local);
 
 // Exposed for tests: the same check over a given maps text. `is_foreign(shmid)` tells whether
 // the System V segment `shmid` was created by another process.

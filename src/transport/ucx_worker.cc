@@ -1,6 +1,7 @@
 #include "transport/ucx_worker.h"
 
 #include <sys/epoll.h>
+#include <sys/shm.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -34,7 +35,7 @@ struct UcxWorker::Command {
 struct UcxWorker::Job {
   std::shared_ptr<Command> cmd;
   ucp_ep_h ep = nullptr;
-  std::vector<ucp_rkey_h> rkeys;
+  std::vector<CachedRkey*> rkeys;  // borrowed from the endpoint's cache, one per window
   size_t pending = 0;           // RMA requests not yet completed
   std::vector<void*> requests;  // outstanding UCX requests (for cancellation)
   void* flush_request = nullptr;
@@ -194,7 +195,7 @@ void UcxWorker::StartJob(const std::shared_ptr<Command>& cmd) {
   }
   auto job = std::make_unique<Job>();
   job->cmd = cmd;
-  job->ep = it->second;
+  job->ep = it->second.ep;
 
   // AOBJ-MEM-009: every op inside its window, before anything reaches UCX.
   for (const RmaOp& op : batch.ops) {
@@ -212,33 +213,12 @@ void UcxWorker::StartJob(const std::shared_ptr<Command>& cmd) {
   }
   // Unpack rkeys (AOBJ-MEM-004) and check shared-memory windows (AOBJ-MEM-012).
   for (const RemoteWindow& w : batch.windows) {
-    if (absl::Status s = CheckPackedRkey(w.rkey, batch.max_rkey_bytes); !s.ok()) {
-      FinishJob(*job, s);
+    auto entry = AcquireRkey(it->second, w, batch.max_rkey_bytes);
+    if (!entry.ok()) {
+      FinishJob(*job, entry.status());
       return;
     }
-    auto pins = SysvSegmentPins::Pin(w.rkey);
-    if (!pins.ok()) {
-      FinishJob(*job, pins.status());
-      return;
-    }
-    ucp_rkey_h rkey = nullptr;
-    ucs_status_t st = ucp_ep_rkey_unpack(job->ep, w.rkey.data(), &rkey);
-    if (st != UCS_OK) {
-      FinishJob(*job, MakeError(ErrorCode::kInvalidRkey,
-                                absl::StrCat("rkey does not unpack: ", UcxStatusString(st))));
-      return;
-    }
-    job->rkeys.push_back(rkey);
-    rkeys_outstanding_.fetch_add(1);
-    void* local = nullptr;
-    st = ucp_rkey_ptr(rkey, w.address, &local);
-    if (st == UCS_OK) {
-      if (absl::Status s = CheckForeignSharedWindow(reinterpret_cast<uintptr_t>(local), w.length);
-          !s.ok()) {
-        FinishJob(*job, s);
-        return;
-      }
-    }
+    job->rkeys.push_back(*entry);
   }
   // Issue every op; completions arrive through the callback.
   for (const RmaOp& op : batch.ops) {
@@ -252,7 +232,7 @@ void UcxWorker::StartJob(const std::shared_ptr<Command>& cmd) {
       std::erase(j->requests, request);
       ucp_request_free(request);
     };
-    ucp_rkey_h rkey = job->rkeys[op.window];
+    ucp_rkey_h rkey = job->rkeys[op.window]->rkey;
     ucs_status_ptr_t req =
         batch.direction == RmaDirection::kWrite
             ? ucp_put_nbx(job->ep, op.local, op.length, op.remote, rkey, &param)
@@ -270,13 +250,104 @@ void UcxWorker::StartJob(const std::shared_ptr<Command>& cmd) {
 }
 
 void UcxWorker::FinishJob(Job& job, absl::Status status) {
-  for (ucp_rkey_h rkey : job.rkeys) {
-    ucp_rkey_destroy(rkey);
-    rkeys_outstanding_.fetch_sub(1);
-  }
+  // AOBJ-MEM-013: the request no longer uses its rkeys; cached ones stay for the endpoint.
+  for (CachedRkey* entry : job.rkeys) --entry->in_use;
   job.rkeys.clear();
   job.cmd->status = std::move(status);
   job.cmd->done.Notify();
+}
+
+void UcxWorker::DestroyRkey(std::unique_ptr<CachedRkey>& entry) {
+  ucp_rkey_destroy(entry->rkey);
+  rkeys_outstanding_.fetch_sub(1);
+  entry.reset();
+}
+
+absl::StatusOr<UcxWorker::CachedRkey*> UcxWorker::AcquireRkey(EndpointState& state,
+                                                               const RemoteWindow& w,
+                                                               size_t max_rkey_bytes) {
+  // Drop entries whose segments the client has released (marked for removal or gone): the
+  // client will not name them again, and keeping them would keep its memory attached here.
+  auto released = [](const CachedRkey& e) {
+    for (uint32_t shmid : e.shmids) {
+      struct shmid_ds ds {};
+      if (shmctl(static_cast<int>(shmid), IPC_STAT, &ds) != 0 || (ds.shm_perm.mode & SHM_DEST)) {
+        return true;
+      }
+    }
+    return false;
+  };
+  CachedRkey* entry = nullptr;
+  for (auto& e : state.rkeys) {
+    if (e != nullptr && e->in_use == 0 && released(*e)) DestroyRkey(e);
+    if (e != nullptr && e->blob == w.rkey && entry == nullptr) entry = e.get();
+  }
+  std::erase(state.rkeys, nullptr);
+  if (entry == nullptr) {
+    if (absl::Status s = CheckPackedRkey(w.rkey, max_rkey_bytes); !s.ok()) return s;
+    auto pins = SysvSegmentPins::Pin(w.rkey);
+    if (!pins.ok()) return pins.status();
+    ucp_rkey_h rkey = nullptr;
+    ucs_status_t st = ucp_ep_rkey_unpack(state.ep, w.rkey.data(), &rkey);
+    if (st != UCS_OK) {
+      return MakeError(ErrorCode::kInvalidRkey,
+                       absl::StrCat("rkey does not unpack: ", UcxStatusString(st)));
+    }
+    rkeys_outstanding_.fetch_add(1);
+    auto fresh = std::make_unique<CachedRkey>();
+    fresh->blob = std::string(w.rkey);
+    fresh->rkey = rkey;
+    for (absl::string_view e : PackedRkeyEntries(w.rkey)) {
+      if (e.size() != kSysvPackedRkeySize) continue;
+      uint32_t shmid = 0;
+      for (int i = 0; i < 4; ++i) shmid |= uint32_t{static_cast<uint8_t>(e[i])} << (8 * i);
+      fresh->shmids.push_back(shmid);
+    }
+    void* local = nullptr;
+    if (ucp_rkey_ptr(rkey, w.address, &local) == UCS_OK) {
+      auto mapping = FindForeignSharedMapping(reinterpret_cast<uintptr_t>(local));
+      if (!mapping.ok()) {
+        DestroyRkey(fresh);
+        return mapping.status();
+      }
+      fresh->maps_local = true;
+      fresh->lo = mapping->lo;
+      fresh->hi = mapping->hi;
+    }
+    // Evict the least recently used idle entry beyond the cache size.
+    if (state.rkeys.size() >= kRkeyCacheEntries) {
+      auto victim = state.rkeys.end();
+      for (auto e = state.rkeys.begin(); e != state.rkeys.end(); ++e) {
+        if ((*e)->in_use == 0 && (victim == state.rkeys.end() || (*e)->last_use < (*victim)->last_use)) {
+          victim = e;
+        }
+      }
+      if (victim != state.rkeys.end()) {
+        DestroyRkey(*victim);
+        state.rkeys.erase(victim);
+      }
+    }
+    entry = fresh.get();
+    state.rkeys.push_back(std::move(fresh));
+  }
+  // AOBJ-MEM-012: where UCX maps the client's memory here, the whole window must lie inside the
+  // client's segment, checked for every window (the mapping stays attached while cached).
+  if (entry->maps_local) {
+    void* local = nullptr;
+    if (ucp_rkey_ptr(entry->rkey, w.address, &local) != UCS_OK) {
+      return MakeError(ErrorCode::kDescriptorOutOfBounds,
+                       "descriptor window does not lie inside memory shared by the peer");
+    }
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(local);
+    if (lo < entry->lo || lo >= entry->hi || w.length > entry->hi - lo) {
+      return MakeError(ErrorCode::kDescriptorOutOfBounds,
+                       absl::StrCat("descriptor window of ", w.length,
+                                    " bytes does not lie inside memory shared by the peer"));
+    }
+  }
+  ++entry->in_use;
+  entry->last_use = ++use_clock_;
+  return entry;
 }
 
 void UcxWorker::AdvanceJobs() {
@@ -349,7 +420,7 @@ void UcxWorker::Loop() {
                                                  UcxStatusString(st)));
           } else {
             cmd->new_endpoint = next_endpoint_++;
-            endpoints_[cmd->new_endpoint] = ep;
+            endpoints_[cmd->new_endpoint].ep = ep;
             endpoint_count_.fetch_add(1);
           }
           cmd->done.Notify();
@@ -363,7 +434,7 @@ void UcxWorker::Loop() {
             char* text = nullptr;
             size_t size = 0;
             FILE* f = open_memstream(&text, &size);
-            ucp_ep_print_info(it->second, f);
+            ucp_ep_print_info(it->second.ep, f);
             fclose(f);
             std::string info(text, size);
             free(text);
@@ -381,7 +452,10 @@ void UcxWorker::Loop() {
         case Command::kDisconnect: {
           auto it = endpoints_.find(cmd->endpoint);
           if (it != endpoints_.end()) {
-            ucp_ep_h ep = it->second;
+            ucp_ep_h ep = it->second.ep;
+            // The session is over: its cached rkeys go before the endpoint (no job of a
+            // closed session is in flight; the session table waits for them).
+            for (auto& entry : it->second.rkeys) DestroyRkey(entry);
             endpoints_.erase(it);
             endpoint_count_.fetch_sub(1);
             ucp_request_param_t param{};
@@ -437,7 +511,11 @@ void UcxWorker::Loop() {
     }
   }
   // Shutting down: close the remaining endpoints without waiting on peers.
-  for (auto& [id, ep] : endpoints_) {
+  for (auto& [id, state] : endpoints_) {
+    for (auto& entry : state.rkeys) {
+      if (entry != nullptr) DestroyRkey(entry);
+    }
+    ucp_ep_h ep = state.ep;
     ucp_request_param_t param{};
     ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &param);
     const absl::Time deadline = absl::Now() + absl::Milliseconds(500);

@@ -93,11 +93,35 @@ class UcxWorker {
 
   // Counters for observability and leak tests.
   size_t endpoint_count();
-  uint64_t rkeys_outstanding();  // unpacked and not yet destroyed
+  uint64_t rkeys_outstanding();  // unpacked and not yet destroyed (cached ones included)
+
+  // Unpacked rkeys kept per endpoint. Unpacking attaches the client's segment and checking a
+  // shared-memory window reads /proc/self/maps; both cost more than a 64 MiB copy's worth of
+  // page faults, so a client that reuses its buffers (the normal case) pays them once.
+  static constexpr size_t kRkeyCacheEntries = 8;
 
  private:
   struct Command;
   struct Job;
+  // One unpacked rkey of an endpoint, reused while the client keeps the same registration.
+  struct CachedRkey {
+    std::string blob;                 // the packed rkey exactly as the client sent it
+    ucp_rkey_h rkey = nullptr;
+    std::vector<uint32_t> shmids;     // System V segments the blob names
+    bool maps_local = false;          // UCX maps the window into this process
+    uintptr_t lo = 0, hi = 0;         // the client's mapping that holds it (when maps_local)
+    uint32_t in_use = 0;              // jobs using it now
+    uint64_t last_use = 0;
+  };
+  struct EndpointState {
+    ucp_ep_h ep = nullptr;
+    std::vector<std::unique_ptr<CachedRkey>> rkeys;
+  };
+  // Finds or unpacks the rkey of `w` for `state` (AOBJ-MEM-004, AOBJ-MEM-012), and checks that
+  // the window lies in the client's mapping.
+  absl::StatusOr<CachedRkey*> AcquireRkey(EndpointState& state, const RemoteWindow& w,
+                                          size_t max_rkey_bytes);
+  void DestroyRkey(std::unique_ptr<CachedRkey>& entry);
   UcxWorker(ucp_worker_h worker, int epoll_fd, int wake_fd, int worker_fd, std::string name,
             std::string address);
 
@@ -121,7 +145,8 @@ class UcxWorker {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
   // Progress-thread state (touched only by thread_).
-  absl::flat_hash_map<uint64_t, ucp_ep_h> endpoints_;
+  absl::flat_hash_map<uint64_t, EndpointState> endpoints_;
+  uint64_t use_clock_ = 0;
   uint64_t next_endpoint_ = 1;
   std::vector<std::unique_ptr<Job>> jobs_;
   std::vector<void*> closing_;  // ucp_ep_close_nbx requests in progress

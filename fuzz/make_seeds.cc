@@ -110,6 +110,30 @@ int main(int argc, char** argv) {
                        code == 3 ? &range : nullptr);
     Write("error_trailer", "code-" + std::to_string(code), std::string("\x05seed\x00", 6) + trailer);
   }
+  // client_reply: real responses followed by the bytes FuzzedDataProvider reads from the end
+  // (operation, reply kind, gRPC code, PUT size, buffer fill).
+  {
+    aobj::v1::PutObjectResponse put;
+    put.set_bytes_transferred(0);
+    put.set_checksum(std::string(4, '\0'));
+    put.set_path(aobj::v1::TRANSFER_PATH_NONE);
+    aobj::v1::GetObjectResponse get;
+    get.set_bytes_transferred(3);
+    get.mutable_metadata()->set_size(3);
+    get.set_checksum_algorithm(aobj::v1::CHECKSUM_ALGORITHM_CRC32C);
+    get.set_checksum(std::string("\x12\x34\x56\x78", 4));
+    get.set_path(aobj::v1::TRANSFER_PATH_INLINE);
+    get.set_inline_data("abc");
+    aobj::v1::HeadObjectResponse head;
+    head.mutable_metadata()->set_size(42);
+    std::string trailer;
+    aobj::ToGrpcStatus(aobj::MakeError(aobj::ErrorCode::kNoSuchKey, "seed"), &trailer);
+    const std::string tail_ok(std::string(9, '\0') + std::string("\x01\x01\x00", 3));
+    Write("client_reply", "put-empty", put.SerializeAsString() + tail_ok);
+    Write("client_reply", "get-inline", get.SerializeAsString() + tail_ok + std::string(1, '\x01'));
+    Write("client_reply", "head", head.SerializeAsString() + tail_ok + std::string(1, '\x02'));
+    Write("client_reply", "error-trailer", trailer + std::string(9, '\0') + std::string("\x04\x00\x01", 3));
+  }
   std::printf("seeds written to %s\n", dir.c_str());
   return 0;
 }

@@ -11,6 +11,8 @@ PACKAGES=(
   libabsl-dev libgtest-dev libgmock-dev libssl-dev
   clang-14 libclang-rt-14-dev
   python3
+  libcurl4-openssl-dev nginx-light wrk
+  doxygen
 )
 
 missing=()

@@ -25,7 +25,7 @@ def main():
     decoders = []
     for base, _, files in os.walk(os.path.join(root, "src")):
         for f in sorted(files):
-            if f.endswith(".cc"):
+            if f.endswith(".cc") or f.endswith(".h"):
                 path = os.path.join(base, f)
                 with open(path, encoding="utf-8", errors="replace") as fh:
                     if DECODES.search(fh.read()):

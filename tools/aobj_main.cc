@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "aobj/client.h"
 #include "aobj/status.h"
+#include "cli_s3.h"
 #include "session/credentials.h"
 #include "tool_util.h"
 
@@ -22,14 +23,24 @@ constexpr char kUsage[] = R"(aobj: command-line client for AOBJ/1 (S3 object acc
 
 Usage: aobj [flags] COMMAND ARGS...
 
-Commands:
+Commands (in the habits of `aws s3`; remote locations are aobj://BUCKET/KEY):
+  cp SRC DST              copy a file or object: local -> aobj:// (upload), aobj:// -> local
+                          (download; '-' for standard output), aobj:// -> aobj:// (server-side
+                          copy); with --recursive, a directory or every object under a prefix
+  ls [aobj://BUCKET[/PREFIX]]   list buckets, or objects and common prefixes ("PRE") under a
+                          prefix; --recursive lists every key, --summarize adds totals
+  rm aobj://BUCKET/KEY    delete an object (succeeds if it does not exist); --recursive deletes
+                          every object under the prefix (batch deletes of 1000)
+  mb aobj://BUCKET        create a bucket
+  rb aobj://BUCKET        delete an empty bucket; --force deletes its objects first
+  stat aobj://BUCKET/KEY  show an object's metadata, user metadata included
   put FILE BUCKET/KEY     upload FILE as an object (data moves by the server's RMA read)
   get BUCKET/KEY FILE     download an object into FILE ('-' for standard output)
   head BUCKET/KEY         show an object's metadata
-  rm BUCKET/KEY           delete an object (succeeds if it does not exist)
-  mb BUCKET               create a bucket
-  rb BUCKET               delete an empty bucket
   session                 open a session and show what the server negotiated
+  mpu ls BUCKET[/PREFIX]  list the bucket's multipart uploads in progress
+  mpu abort BUCKET/KEY UPLOAD_ID   abort a multipart upload and discard its parts
+  (ls, rm, mb, rb and stat also take BUCKET/KEY without the aobj:// scheme)
 
 Flags:
   --endpoint HOST:PORT    server control channel (default: AOBJ_ENDPOINT, else 127.0.0.1:7878)
@@ -41,7 +52,26 @@ Flags:
   --credentials FILE      "ACCESS_KEY_ID SECRET" file (default: AOBJ_ACCESS_KEY_ID and
                           AOBJ_SECRET_ACCESS_KEY, else AOBJ_CREDENTIALS_FILE)
   --checksum crc32c|crc64nvme   end-to-end checksum (default: crc32c)
-  --content-type TYPE     content type stored with put
+  --content-type TYPE     content type stored with put and cp uploads (and cp copies with
+                          --metadata-directive REPLACE)
+  --metadata NAME=VALUE   user metadata (x-amz-meta-NAME) for uploads; repeatable
+  --metadata-directive COPY|REPLACE   server-side copies: keep the source's content type and
+                          metadata (COPY, the default) or take the flags' (REPLACE)
+  --range bytes=A-B|bytes=A-|bytes=-N   cp download of part of an object
+  --if-match ETAG         uploads: only overwrite this version; downloads, stat and copy
+                          sources: only if the object has this ETag (PreconditionFailed)
+  --if-none-match ETAG|*  uploads: '*' creates only (PreconditionFailed if the key exists);
+                          downloads and stat: NotModified when the ETag matches
+  --recursive             cp, ls, rm: every object under the prefix / every file of a directory
+  --force                 rb: delete the bucket's objects first
+  --summarize             ls: print the number and total size of the objects
+  --chunk-size BYTES      cp downloads move in ranged GETs of this size (default 64 MiB), each
+                          pinned to the same version with If-Match
+  --multipart-threshold BYTES   cp uploads of files this large or larger are multipart
+                          uploads (default 64 MiB; 0: never)
+  --part-size BYTES       part size of those uploads (default 16 MiB; larger when a file would
+                          need more than 10000 parts)
+  --no-progress           no progress bar (shown on stderr when it is a terminal)
   --no-inline             always use the RMA data channel, even for small bodies
   --require-hardware-protection   refuse servers whose data channel is emulated
   --net-devices LIST      UCX_NET_DEVICES unless set in the environment (default: lo)
@@ -55,6 +85,38 @@ printed), 2 on a usage error.
 int Usage(const std::string& msg) {
   std::cerr << "aobj: " << msg << "\n(run aobj --help for usage)\n";
   return 2;
+}
+
+int Fail(const std::string& what, const absl::Status& st);
+
+// `aobj mpu ls BUCKET[/PREFIX]`: one line per upload in progress, every page (spec 9.15);
+// `aobj mpu abort BUCKET/KEY UPLOAD_ID`. `key` is the prefix for ls.
+int MultipartCommand(aobj::Client& c, const std::vector<std::string>& pos,
+                     const std::string& bucket, const std::string& key, bool quiet) {
+  if (pos[0] == "abort") {
+    absl::Status st = c.AbortMultipartUpload(bucket, key, pos[2]);
+    if (!st.ok()) return Fail(absl::StrCat("mpu abort ", bucket, "/", key), st);
+    if (!quiet) std::cout << "aborted upload " << pos[2] << " of " << bucket << "/" << key << "\n";
+    return 0;
+  }
+  aobj::ListUploadsOptions options;
+  options.prefix = key;
+  size_t count = 0;
+  for (;;) {
+    auto page = c.ListMultipartUploads(bucket, options);
+    if (!page.ok()) return Fail(absl::StrCat("mpu ls ", bucket), page.status());
+    for (const aobj::UploadInfo& u : page->uploads) {
+      std::cout << absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMillis(u.initiated_ms),
+                                    absl::UTCTimeZone())
+                << "  " << u.upload_id << "  " << u.key << "\n";
+      ++count;
+    }
+    if (!page->truncated) break;
+    options.key_marker = page->next_key_marker;
+    options.upload_id_marker = page->next_upload_id_marker;
+  }
+  if (!quiet) std::cerr << count << " upload(s) in progress in " << bucket << "\n";
+  return 0;
 }
 
 int Fail(const std::string& what, const absl::Status& st) {
@@ -88,8 +150,11 @@ int main(int argc, char** argv) {
   aobj::tools::ParsedArgs args;
   absl::Status st = aobj::tools::ParseArgs(
       argc, argv, 1, {"endpoint", "credentials", "checksum", "content-type", "net-devices", "tls-ca", "tls-cert",
-       "tls-key", "tls-server-name"},
-      {"no-inline", "require-hardware-protection", "quiet"}, &args);
+       "tls-key", "tls-server-name", "metadata", "metadata-directive", "range", "if-match",
+       "if-none-match", "chunk-size", "multipart-threshold", "part-size"},
+      {"no-inline", "require-hardware-protection", "quiet", "recursive", "force", "summarize",
+       "no-progress"},
+      &args);
   if (!st.ok()) return Usage(std::string(st.message()));
   if (args.positional.empty()) return Usage("no command given");
   const std::string cmd = args.positional[0];
@@ -124,10 +189,75 @@ int main(int argc, char** argv) {
               if (!c.ok()) return c.status();
               return aobj::Credential{c->begin()->first, c->begin()->second};
             }()
-          : aobj::ClientCredentialFromEnvironment("");
+          : [&]() -> absl::StatusOr<aobj::Credential> {
+              // Environment, AOBJ_CREDENTIALS_FILE, then the profile of ~/.aobj/credentials;
+              // the profile's endpoint in ~/.aobj/config unless --endpoint or AOBJ_ENDPOINT
+              // (docs/configuration.md).
+              auto profile = aobj::ResolveClientProfile(aobj::ClientEnvironment::FromProcess());
+              if (!profile.ok()) return profile.status();
+              if (!args.Has("endpoint") && std::getenv("AOBJ_ENDPOINT") == nullptr &&
+                  !profile->endpoint.empty()) {
+                options.endpoint = profile->endpoint;
+              }
+              return profile->credential;
+            }();
   if (!cred.ok()) return Usage(std::string(cred.status().message()));
   options.access_key_id = cred->access_key_id;
   options.secret = cred->secret;
+
+  // Settings of the S3-style commands (cli_s3.h), checked before a session opens.
+  aobj::cli::CliSettings settings;
+  settings.quiet = quiet;
+  settings.progress = !quiet && !args.Has("no-progress") && isatty(2);
+  settings.recursive = args.Has("recursive");
+  settings.force = args.Has("force");
+  settings.summarize = args.Has("summarize");
+  settings.put.content_type = args.Get("content-type", "");
+  if (args.flags.count("metadata")) {
+    for (const std::string& pair : args.flags.at("metadata")) {
+      const size_t eq = pair.find('=');
+      if (eq == std::string::npos || eq == 0) return Usage("--metadata takes NAME=VALUE");
+      settings.put.user_metadata[pair.substr(0, eq)] = pair.substr(eq + 1);
+    }
+  }
+  const std::string directive = args.Get("metadata-directive", "COPY");
+  if (directive != "COPY" && directive != "REPLACE") {
+    return Usage("--metadata-directive must be COPY or REPLACE");
+  }
+  settings.replace_metadata = directive == "REPLACE";
+  if (args.Has("range")) {
+    auto range = aobj::ByteRange::Parse(args.Get("range"));
+    if (!range.ok()) return Usage(absl::StrCat("--range: ", range.status().message()));
+    settings.range = *range;
+  }
+  settings.put.conditions.if_match = args.Get("if-match");
+  settings.get_conditions.if_match = args.Get("if-match");
+  settings.get_conditions.if_none_match = args.Get("if-none-match");
+  settings.put.conditions.if_none_match = args.Get("if-none-match");
+  if (int64_t chunk = 0; !args.GetInt("chunk-size", 64 << 20, &chunk).ok() || chunk <= 0) {
+    return Usage("--chunk-size takes a positive number of bytes");
+  } else {
+    settings.chunk_size = static_cast<uint64_t>(chunk);
+  }
+  if (int64_t v = 0; !args.GetInt("multipart-threshold", 64 << 20, &v).ok() || v < 0) {
+    return Usage("--multipart-threshold takes a number of bytes (0: never multipart)");
+  } else {
+    settings.multipart_threshold = static_cast<uint64_t>(v);
+  }
+  if (int64_t v = 0; !args.GetInt("part-size", 16 << 20, &v).ok() || v <= 0) {
+    return Usage("--part-size takes a positive number of bytes");
+  } else {
+    settings.part_size = static_cast<uint64_t>(v);
+  }
+  using CommandFn = int (*)(aobj::Client&, const std::vector<std::string>&,
+                            const aobj::cli::CliSettings&);
+  CommandFn s3_command = cmd == "cp"     ? aobj::cli::RunCp
+                         : cmd == "ls"   ? aobj::cli::RunLs
+                         : cmd == "rm"   ? aobj::cli::RunRm
+                         : cmd == "mb"   ? aobj::cli::RunMb
+                         : cmd == "rb"   ? aobj::cli::RunRb
+                         : cmd == "stat" ? aobj::cli::RunStat
+                                         : nullptr;
 
   std::string bucket, key;
   auto need = [&](size_t n, const char* form) -> bool {
@@ -145,14 +275,23 @@ int main(int argc, char** argv) {
   } else if (cmd == "get") {
     if (!need(2, "get BUCKET/KEY FILE")) return 2;
     if (!SplitPath(pos[0], &bucket, &key)) return Usage("expected BUCKET/KEY, got " + pos[0]);
-  } else if (cmd == "head" || cmd == "rm") {
-    if (!need(1, "head|rm BUCKET/KEY")) return 2;
+  } else if (cmd == "head") {
+    if (!need(1, "head BUCKET/KEY")) return 2;
     if (!SplitPath(pos[0], &bucket, &key)) return Usage("expected BUCKET/KEY, got " + pos[0]);
-  } else if (cmd == "mb" || cmd == "rb") {
-    if (!need(1, "mb|rb BUCKET")) return 2;
-    bucket = pos[0];
+  } else if (s3_command != nullptr) {
+    // cli_s3.cc checks its own arguments.
   } else if (cmd == "session") {
     if (!need(0, "session")) return 2;
+  } else if (cmd == "mpu") {
+    const std::string form = "mpu ls BUCKET[/PREFIX] | mpu abort BUCKET/KEY UPLOAD_ID";
+    if (pos.empty() || (pos[0] != "ls" && pos[0] != "abort")) return Usage("usage: aobj " + form);
+    if (!need(pos[0] == "ls" ? 2 : 3, form.c_str())) return 2;
+    if (pos[0] == "ls") {
+      bucket = pos[1].substr(0, pos[1].find('/'));
+      if (bucket.size() < pos[1].size()) key = pos[1].substr(bucket.size() + 1);  // the prefix
+    } else if (!SplitPath(pos[1], &bucket, &key)) {
+      return Usage("expected BUCKET/KEY, got " + pos[1]);
+    }
   } else {
     return Usage("unknown command '" + cmd + "'");
   }
@@ -162,6 +301,12 @@ int main(int argc, char** argv) {
                                 client.status());
   aobj::Client& c = **client;
 
+  if (s3_command != nullptr) {
+    const int rc = s3_command(c, pos, settings);
+    const bool closed = c.Close().ok();
+    return rc != 0 ? rc : (closed ? 0 : 1);
+  }
+  if (cmd == "mpu") return MultipartCommand(c, pos, bucket, key, quiet);
   if (cmd == "session") {
     const aobj::SessionInfo& s = c.session();
     std::cout << "server:            " << s.server_name << " at " << options.endpoint << "\n"
@@ -178,18 +323,6 @@ int main(int argc, char** argv) {
               << " inline_threshold=" << s.limits.inline_threshold
               << " max_descriptors=" << s.limits.max_descriptors << "\n";
     return c.Close().ok() ? 0 : 1;
-  }
-  if (cmd == "mb" || cmd == "rb") {
-    st = cmd == "mb" ? c.CreateBucket(bucket) : c.DeleteBucket(bucket);
-    if (!st.ok()) return Fail(absl::StrCat(cmd, " ", bucket), st);
-    if (!quiet) std::cout << (cmd == "mb" ? "created bucket " : "deleted bucket ") << bucket << "\n";
-    return 0;
-  }
-  if (cmd == "rm") {
-    st = c.Delete(bucket, key);
-    if (!st.ok()) return Fail(absl::StrCat("rm ", bucket, "/", key), st);
-    if (!quiet) std::cout << "deleted " << bucket << "/" << key << "\n";
-    return 0;
   }
   if (cmd == "head") {
     auto info = c.Head(bucket, key);
@@ -225,8 +358,7 @@ int main(int argc, char** argv) {
       off += static_cast<uint64_t>(r);
     }
     close(fd);
-    aobj::PutOptions po;
-    po.content_type = args.Get("content-type", "");
+    const aobj::PutOptions& po = settings.put;
     const absl::Time t0 = absl::Now();
     auto r = c.Put(bucket, key, **buf, size, po);
     const double secs = absl::ToDoubleSeconds(absl::Now() - t0);

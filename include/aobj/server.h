@@ -39,9 +39,22 @@ struct ServerOptions {
   size_t max_sessions = 4096;         // open sessions at once; SLOW_DOWN beyond
   size_t max_sessions_per_principal = 1024;  // of one access key; SLOW_DOWN beyond
   DataChannelOptions data_channel;
+  // Multipart uploads in progress (spec section 9.15): kept in this directory, where they
+  // survive a restart, or in memory when empty. aobj-server uses <root>/.multipart for the
+  // filesystem store. One server per directory.
+  std::string multipart_root;
+  // The smallest size of every part but the last (AOBJ-OBJ-213); 0 = S3's 5 MiB. Smaller values
+  // are for tests.
+  uint64_t multipart_min_part_size = 0;
   std::string server_name = "aobj-server/0.1";
   // Structured log lines ("event=... session=..."); empty = no logging.
   std::function<void(const std::string&)> log;
+  // Local HTTP endpoint for observation (docs/observability.md): GET /metrics (Prometheus text
+  // format) and GET /sessions (JSON). "IPV4:PORT" (port 0 picks one, see
+  // Server::metrics_port()); empty = off. The endpoint is unauthenticated, so an address
+  // outside 127.0.0.0/8 is refused unless metrics_allow_remote.
+  std::string metrics_listen;
+  bool metrics_allow_remote = false;
 };
 
 struct ServerStats {
@@ -66,6 +79,8 @@ class Server {
   // Blocks until Shutdown() (from another thread or a signal handler thread).
   virtual void Wait() = 0;
   virtual ServerStats stats() = 0;
+  // The bound metrics port; 0 when ServerOptions::metrics_listen is empty.
+  virtual int metrics_port() const { return 0; }
 };
 
 }  // namespace aobj

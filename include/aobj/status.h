@@ -45,6 +45,18 @@ enum class ErrorCode : uint32_t {
   kDataChannelUnavailable = 42,
   kIncompleteTransfer = 43,
   kStorageError = 50,
+  kInvalidRange = 60,
+  kPreconditionFailed = 61,
+  kNotModified = 62,
+  kMetadataTooLarge = 63,
+  kInvalidContinuationToken = 64,
+  kInvalidRequest = 65,
+  kNoSuchUpload = 70,
+  kInvalidPart = 71,
+  kInvalidPartOrder = 72,
+  kEntityTooSmall = 73,
+  kTooManyParts = 74,
+  kTooManyUploads = 75,
 };
 
 // Static facts about one code (the registry row).

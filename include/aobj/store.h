@@ -6,7 +6,8 @@
 // Threading: every method of ObjectStore may be called from many threads at once. An
 // ObjectWriter or ObjectReader is used by one thread at a time.
 // Errors: absl::Status with an AOBJ error code attached (aobj/status.h): kNoSuchBucket,
-// kNoSuchKey, kBucketAlreadyExists, kBucketNotEmpty, kStorageError, kInvalidArgument.
+// kNoSuchKey, kBucketAlreadyExists, kBucketNotEmpty, kPreconditionFailed, kStorageError,
+// kInvalidArgument.
 // Atomicity: an object becomes visible only when ObjectWriter::Commit() returns OK, and then
 // replaces any previous object of that key as a whole: a reader sees the old or the new object,
 // never a mix (AOBJ-OBJ-010). A writer destroyed without Commit() leaves no trace.
@@ -15,9 +16,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -32,6 +35,37 @@ struct ObjectInfo {
   int64_t last_modified_ms = 0;   // Unix epoch milliseconds
   std::string content_type;
   uint32_t crc32c = 0;            // CRC32C of the full content (checksum.h convention)
+  // S3 user metadata (x-amz-meta-*), names lower-case; at most 2 KiB of names and values
+  // (AOBJ-OBJ-120, AOBJ-OBJ-121). The server validates it before it reaches a store.
+  std::map<std::string, std::string> user_metadata;
+};
+
+// What BeginPut records besides the bytes, and the conditions Commit() checks.
+struct WriteOptions {
+  std::string content_type;
+  std::map<std::string, std::string> user_metadata;
+  // Commit conditions, checked by Commit() atomically with making the object visible, so that
+  // of concurrent writers of one key exactly the ones whose condition held at their commit
+  // succeed (AOBJ-OBJ-134):
+  //  * if_none_match_star: fail with kPreconditionFailed when the key holds an object;
+  //  * if_match_etag (non-empty): "*" or an ETag in stored form (quoted); fail with kNoSuchKey
+  //    when the key holds no object and with kPreconditionFailed when its ETag differs.
+  bool if_none_match_star = false;
+  std::string if_match_etag;
+};
+
+// One object of a listing.
+struct ObjectSummary {
+  std::string key;
+  uint64_t size = 0;
+  std::string etag;
+  int64_t last_modified_ms = 0;
+};
+
+// One bucket of a listing.
+struct BucketSummary {
+  std::string name;
+  int64_t creation_time_ms = 0;  // Unix epoch milliseconds
 };
 
 // Receives one object's bytes in order. Destroying it without Commit() aborts the write.
@@ -72,15 +106,37 @@ class ObjectStore {
   virtual absl::Status DeleteBucket(std::string_view bucket) = 0;
   virtual absl::Status HeadBucket(std::string_view bucket) = 0;
 
-  // Starts writing `size` bytes under bucket/key. The bucket must exist.
-  virtual absl::StatusOr<std::unique_ptr<ObjectWriter>> BeginPut(
-      std::string_view bucket, std::string_view key, uint64_t size,
-      std::string_view content_type) = 0;
+  // Starts writing `size` bytes under bucket/key with the attributes and commit conditions of
+  // `options`. The bucket must exist. A store overrides this overload; `using
+  // ObjectStore::BeginPut;` in the store's class keeps the content-type overload below visible.
+  virtual absl::StatusOr<std::unique_ptr<ObjectWriter>> BeginPut(std::string_view bucket,
+                                                                 std::string_view key,
+                                                                 uint64_t size,
+                                                                 const WriteOptions& options) = 0;
+  // The same with a content type only: no user metadata, no commit conditions.
+  absl::StatusOr<std::unique_ptr<ObjectWriter>> BeginPut(std::string_view bucket,
+                                                         std::string_view key, uint64_t size,
+                                                         std::string_view content_type) {
+    WriteOptions options;
+    options.content_type = std::string(content_type);
+    return BeginPut(bucket, key, size, options);
+  }
   virtual absl::StatusOr<std::unique_ptr<ObjectReader>> OpenRead(std::string_view bucket,
                                                                  std::string_view key) = 0;
   virtual absl::StatusOr<ObjectInfo> Head(std::string_view bucket, std::string_view key) = 0;
   // Idempotent: deleting a missing key succeeds (S3). Fails with kNoSuchBucket.
   virtual absl::Status Delete(std::string_view bucket, std::string_view key) = 0;
+
+  // Up to `limit` committed objects of `bucket` whose keys start with `prefix` and sort strictly
+  // after `start_after`, ascending in byte order (octets compared as unsigned, like memcmp;
+  // AOBJ-OBJ-100). Fewer than `limit` only when no more objects match. kNoSuchBucket.
+  // The result reflects some moment during the call; it is not a snapshot across calls.
+  virtual absl::StatusOr<std::vector<ObjectSummary>> ListObjects(std::string_view bucket,
+                                                                 std::string_view prefix,
+                                                                 std::string_view start_after,
+                                                                 size_t limit) = 0;
+  // Every bucket, ascending by name.
+  virtual absl::StatusOr<std::vector<BucketSummary>> ListBuckets() = 0;
 };
 
 // In-memory store: consistent under concurrency, lost at exit.

@@ -1,6 +1,7 @@
 // Client: one AOBJ/1 session over a gRPC channel, with a UCX worker as the RMA target.
 #include "aobj/client.h"
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -16,7 +17,9 @@
 #include "transport/ucx_worker.h"
 #include "wire/checksum.h"
 #include "wire/crypto.h"
+#include "wire/etag.h"
 #include "wire/protocol.h"
+#include "wire/range.h"
 
 namespace aobj {
 namespace {
@@ -41,6 +44,7 @@ ObjectInfo InfoFrom(const pb::ObjectMetadata& m) {
   info.etag = m.etag();
   info.last_modified_ms = m.last_modified_ms();
   info.content_type = m.content_type();
+  info.user_metadata.insert(m.user_metadata().begin(), m.user_metadata().end());
   if (m.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC32C && m.checksum().size() == 4) {
     const auto* c = reinterpret_cast<const uint8_t*>(m.checksum().data());
     info.crc32c = (uint32_t{c[0]} << 24) | (uint32_t{c[1]} << 16) | (uint32_t{c[2]} << 8) | c[3];
@@ -133,9 +137,17 @@ class ClientImpl final : public Client {
       return MakeError(ErrorCode::kInvalidArgument,
                        absl::StrCat("size ", size, " exceeds the buffer's ", buffer.size()));
     }
-    const auto& buf = static_cast<const BufferImpl&>(buffer);
+    return Put(bucket, key, std::vector<BufferSlice>{{&buffer, 0, size}}, options);
+  }
+
+  absl::StatusOr<TransferResult> Put(const std::string& bucket, const std::string& key,
+                                     const std::vector<BufferSlice>& source,
+                                     const PutOptions& options) override {
+    absl::StatusOr<uint64_t> total = CheckSlices(source);
+    if (!total.ok()) return total.status();
+    const uint64_t size = *total;
     Checksummer sum(options_.checksum);
-    sum.Update(buf.data(), size);
+    ForEachSpan(source, size, [&](uint8_t* p, size_t n) { sum.Update(p, n); });
     const std::string checksum = sum.Finish();
     pb::PutObjectRequest req;
     req.set_bucket(bucket);
@@ -144,11 +156,18 @@ class ClientImpl final : public Client {
     req.set_checksum_algorithm(static_cast<pb::ChecksumAlgorithm>(options_.checksum));
     req.set_checksum(checksum);
     req.set_content_type(options.content_type);
+    req.mutable_user_metadata()->insert(options.user_metadata.begin(),
+                                        options.user_metadata.end());
+    SetPreconditions(options.conditions, &req);
     if (size > 0 && UseInline(size)) {
-      req.set_inline_data(reinterpret_cast<const char*>(buf.data()), size);
+      std::string body;
+      body.reserve(size);
+      ForEachSpan(source, size,
+                  [&](uint8_t* p, size_t n) { body.append(reinterpret_cast<char*>(p), n); });
+      req.set_inline_data(std::move(body));
     } else if (size > 0) {
       // Grant exactly the body, nothing more (AOBJ-MEM-010).
-      AddDescriptor(buf, size, req.add_source());
+      if (absl::Status s = AddWindows(source, req.mutable_source()); !s.ok()) return s;
     }
     pb::PutObjectResponse resp;
     if (absl::Status s = DataCall(Method::kPutObject, req, &resp); !s.ok()) return s;
@@ -168,28 +187,50 @@ class ClientImpl final : public Client {
 
   absl::StatusOr<TransferResult> Get(const std::string& bucket, const std::string& key,
                                      Buffer& buffer) override {
-    const auto& buf = static_cast<const BufferImpl&>(buffer);
+    return Get(bucket, key, buffer, GetOptions{});
+  }
+
+  absl::StatusOr<TransferResult> Get(const std::string& bucket, const std::string& key,
+                                     Buffer& buffer, const GetOptions& options) override {
+    return Get(bucket, key, std::vector<BufferSlice>{{&buffer, 0, buffer.size()}}, options);
+  }
+
+  absl::StatusOr<TransferResult> Get(const std::string& bucket, const std::string& key,
+                                     const std::vector<BufferSlice>& destination,
+                                     const GetOptions& options) override {
+    absl::StatusOr<uint64_t> capacity = CheckSlices(destination);
+    if (!capacity.ok()) return capacity.status();
     pb::GetObjectRequest req;
     req.set_bucket(bucket);
     req.set_key(key);
     req.set_checksum_algorithm(static_cast<pb::ChecksumAlgorithm>(options_.checksum));
     req.set_accept_inline(options_.allow_inline && HasCapability(kCapInline));
-    AddDescriptor(buf, buf.size(), req.add_destination());
+    if (options.range.has_value()) RangeToProto(ToSpec(*options.range), req.mutable_range());
+    SetPreconditions(options.conditions, &req);
+    if (absl::Status s = AddWindows(destination, req.mutable_destination()); !s.ok()) return s;
     pb::GetObjectResponse resp;
     if (absl::Status s = DataCall(Method::kGetObject, req, &resp); !s.ok()) return s;
-    const uint64_t size = resp.metadata().size();
+    // The octets the reply claims to have moved: the object, or the range (AOBJ-DAT-105).
+    absl::StatusOr<std::optional<ContentRange>> range = CheckContentRange(options.range, resp);
+    if (!range.ok()) return range.status();
+    const uint64_t size = range->has_value() ? (*range)->last - (*range)->first + 1
+                                             : resp.metadata().size();
     // AOBJ-DAT-004
-    if (resp.bytes_transferred() != size || size > buf.size()) {
+    if (resp.bytes_transferred() != size || size > *capacity) {
       return MakeError(ErrorCode::kIncompleteTransfer,
-                       absl::StrCat("server reports ", resp.bytes_transferred(), " bytes of a ",
-                                    size, "-byte object"));
+                       absl::StrCat("server reports ", resp.bytes_transferred(), " bytes of ",
+                                    size, " expected, into windows of ", *capacity));
     }
     const TransferPath path = static_cast<TransferPath>(resp.path());
     if (path == TransferPath::kInline) {
       if (resp.inline_data().size() != size) {
         return MakeError(ErrorCode::kIncompleteTransfer, "inline body has the wrong size");
       }
-      std::memcpy(buf.data(), resp.inline_data().data(), size);
+      size_t at = 0;
+      ForEachSpan(destination, size, [&](uint8_t* p, size_t n) {
+        std::memcpy(p, resp.inline_data().data() + at, n);
+        at += n;
+      });
     } else if (path != TransferPath::kRma && !(path == TransferPath::kNone && size == 0)) {
       return MakeError(ErrorCode::kInternal, "server reported an unknown transfer path");
     }
@@ -198,21 +239,116 @@ class ClientImpl final : public Client {
       return MakeError(ErrorCode::kBadDigest, "server answered with another checksum algorithm");
     }
     Checksummer sum(algo);
-    sum.Update(buf.data(), size);
+    ForEachSpan(destination, size, [&](uint8_t* p, size_t n) { sum.Update(p, n); });
     if (sum.Finish() != resp.checksum()) {
       return MakeError(ErrorCode::kBadDigest,
                        absl::StrCat(ChecksumName(algo),
                                     " of the received bytes does not match the server's"));
     }
-    return TransferResult{InfoFrom(resp.metadata()), size, path};
+    TransferResult result{InfoFrom(resp.metadata()), size, path};
+    result.range = *range;
+    return result;
   }
 
   absl::StatusOr<ObjectInfo> Head(const std::string& bucket, const std::string& key) override {
+    return Head(bucket, key, Preconditions{});
+  }
+
+  absl::StatusOr<ObjectInfo> Head(const std::string& bucket, const std::string& key,
+                                  const Preconditions& conditions) override {
     pb::HeadObjectRequest req;
     req.set_bucket(bucket);
     req.set_key(key);
+    SetPreconditions(conditions, &req);
     pb::HeadObjectResponse resp;
     if (absl::Status s = Call(Method::kHeadObject, req, &resp); !s.ok()) return s;
+    return InfoFrom(resp.metadata());
+  }
+
+  absl::StatusOr<std::vector<BucketSummary>> ListBuckets() override {
+    std::vector<BucketSummary> out;
+    pb::ListBucketsRequest req;
+    for (int page = 0;; ++page) {
+      pb::ListBucketsResponse resp;
+      if (absl::Status s = Call(Method::kListBuckets, req, &resp); !s.ok()) return s;
+      for (const pb::BucketEntry& b : resp.buckets()) {
+        out.push_back({b.name(), b.creation_time_ms()});
+      }
+      if (!resp.is_truncated()) return out;
+      // A server that keeps answering "truncated" with nothing new would loop us forever.
+      if (resp.buckets_size() == 0 || resp.next_continuation_token().empty() || page > 100000) {
+        return MakeError(ErrorCode::kInternal,
+                         "server sent a truncated page that does not advance");
+      }
+      req.set_continuation_token(resp.next_continuation_token());
+    }
+  }
+
+  absl::StatusOr<ObjectListing> ListObjects(const std::string& bucket,
+                                            const ListObjectsOptions& options) override {
+    pb::ListObjectsV2Request req;
+    req.set_bucket(bucket);
+    req.set_prefix(options.prefix);
+    req.set_delimiter(options.delimiter);
+    req.set_start_after(options.start_after);
+    req.set_continuation_token(options.continuation_token);
+    req.set_max_keys(options.max_keys);
+    pb::ListObjectsV2Response resp;
+    if (absl::Status s = Call(Method::kListObjectsV2, req, &resp); !s.ok()) return s;
+    ObjectListing out;
+    for (const pb::ObjectEntry& e : resp.objects()) {
+      out.objects.push_back({e.key(), e.size(), e.etag(), e.last_modified_ms()});
+    }
+    out.common_prefixes.assign(resp.common_prefixes().begin(), resp.common_prefixes().end());
+    out.is_truncated = resp.is_truncated();
+    out.next_continuation_token = resp.next_continuation_token();
+    if (out.is_truncated && out.next_continuation_token.empty()) {
+      return MakeError(ErrorCode::kInternal, "server sent a truncated page without a token");
+    }
+    return out;
+  }
+
+  absl::StatusOr<DeleteObjectsResult> DeleteObjects(const std::string& bucket,
+                                                    const std::vector<std::string>& keys,
+                                                    bool quiet) override {
+    constexpr size_t kBatch = 1000;  // AOBJ-OBJ-140
+    DeleteObjectsResult out;
+    for (size_t at = 0; at < keys.size(); at += kBatch) {
+      pb::DeleteObjectsRequest req;
+      req.set_bucket(bucket);
+      req.set_quiet(quiet);
+      for (size_t i = at; i < std::min(keys.size(), at + kBatch); ++i) req.add_keys(keys[i]);
+      pb::DeleteObjectsResponse resp;
+      if (absl::Status s = Call(Method::kDeleteObjects, req, &resp); !s.ok()) return s;
+      out.deleted.insert(out.deleted.end(), resp.deleted().begin(), resp.deleted().end());
+      for (const pb::DeleteObjectsError& e : resp.errors()) {
+        ErrorCode code = static_cast<ErrorCode>(e.error().code());
+        if (code == ErrorCode::kOk) code = ErrorCode::kInternal;  // AOBJ-ERR-009
+        out.errors.emplace_back(e.key(), MakeError(code, e.error().message()));
+      }
+    }
+    return out;
+  }
+
+  absl::StatusOr<ObjectInfo> Copy(const std::string& source_bucket, const std::string& source_key,
+                                  const std::string& bucket, const std::string& key,
+                                  const CopyOptions& options) override {
+    pb::CopyObjectRequest req;
+    req.set_source_bucket(source_bucket);
+    req.set_source_key(source_key);
+    req.set_bucket(bucket);
+    req.set_key(key);
+    req.set_metadata_directive(options.replace_metadata ? pb::METADATA_DIRECTIVE_REPLACE
+                                                        : pb::METADATA_DIRECTIVE_COPY);
+    req.set_content_type(options.content_type);
+    req.mutable_user_metadata()->insert(options.user_metadata.begin(),
+                                        options.user_metadata.end());
+    if (!IsEmpty(options.source_conditions)) {
+      ToProto(options.source_conditions, req.mutable_source_preconditions());
+    }
+    SetPreconditions(options.conditions, &req);
+    pb::CopyObjectResponse resp;
+    if (absl::Status s = Call(Method::kCopyObject, req, &resp); !s.ok()) return s;
     return InfoFrom(resp.metadata());
   }
 
@@ -243,6 +379,250 @@ class ClientImpl final : public Client {
     req.set_bucket(bucket);
     pb::HeadBucketResponse resp;
     return Call(Method::kHeadBucket, req, &resp);
+  }
+
+  absl::StatusOr<UploadInfo> CreateMultipartUpload(const std::string& bucket,
+                                                   const std::string& key,
+                                                   const PutOptions& options) override {
+    pb::CreateMultipartUploadRequest req;
+    req.set_bucket(bucket);
+    req.set_key(key);
+    req.set_content_type(options.content_type);
+    for (const auto& [name, value] : options.user_metadata) {
+      (*req.mutable_user_metadata())[name] = value;
+    }
+    pb::CreateMultipartUploadResponse resp;
+    if (absl::Status s = Call(Method::kCreateMultipartUpload, req, &resp); !s.ok()) return s;
+    if (resp.upload_id().empty()) {
+      return MakeError(ErrorCode::kInternal, "server sent an empty upload ID");
+    }
+    UploadInfo info;
+    info.bucket = bucket;
+    info.key = key;
+    info.upload_id = resp.upload_id();
+    info.content_type = options.content_type;
+    info.user_metadata = options.user_metadata;
+    return info;
+  }
+
+  absl::StatusOr<UploadPartResult> UploadPart(const std::string& bucket, const std::string& key,
+                                              const std::string& upload_id, uint32_t part_number,
+                                              const Buffer& buffer, uint64_t offset,
+                                              uint64_t size) override {
+    if (offset > buffer.size() || size > buffer.size() - offset) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       absl::StrCat("part [", offset, ", +", size, ") exceeds the buffer's ",
+                                    buffer.size(), " bytes"));
+    }
+    const auto& buf = static_cast<const BufferImpl&>(buffer);
+    const uint8_t* data = buf.data() + offset;
+    Checksummer sum(options_.checksum);
+    sum.Update(data, size);
+    const std::string checksum = sum.Finish();
+    pb::UploadPartRequest req;
+    req.set_bucket(bucket);
+    req.set_key(key);
+    req.set_upload_id(upload_id);
+    req.set_part_number(part_number);
+    req.set_size(size);
+    req.set_checksum_algorithm(static_cast<pb::ChecksumAlgorithm>(options_.checksum));
+    req.set_checksum(checksum);
+    if (size > 0 && UseInline(size)) {
+      req.set_inline_data(reinterpret_cast<const char*>(data), size);
+    } else if (size > 0) {
+      // Grant exactly this part's window, nothing more (AOBJ-MEM-010).
+      pb::MemoryDescriptor* d = req.add_source();
+      d->set_address(reinterpret_cast<uint64_t>(data));
+      d->set_length(size);
+      d->set_rkey(buf.rkey());
+      d->set_memory_type(pb::MEMORY_TYPE_HOST);
+    }
+    pb::UploadPartResponse resp;
+    if (absl::Status s = DataCall(Method::kUploadPart, req, &resp); !s.ok()) return s;
+    // AOBJ-DAT-154: never report success for a short or different transfer.
+    if (resp.bytes_transferred() != size) {
+      return MakeError(ErrorCode::kIncompleteTransfer,
+                       absl::StrCat("server reports ", resp.bytes_transferred(),
+                                    " bytes moved of ", size));
+    }
+    if (resp.checksum() != checksum) {
+      return MakeError(ErrorCode::kBadDigest,
+                       "the server's checksum of the received part differs from ours");
+    }
+    return UploadPartResult{resp.etag(), resp.bytes_transferred(),
+                            static_cast<TransferPath>(resp.path())};
+  }
+
+  absl::StatusOr<ObjectInfo> CompleteMultipartUpload(
+      const std::string& bucket, const std::string& key, const std::string& upload_id,
+      const std::vector<CompletedPart>& parts, const Preconditions& conditions) override {
+    pb::CompleteMultipartUploadRequest req;
+    req.set_bucket(bucket);
+    req.set_key(key);
+    req.set_upload_id(upload_id);
+    SetPreconditions(conditions, &req);
+    for (const CompletedPart& p : parts) {
+      pb::CompletedPart* c = req.add_parts();
+      c->set_part_number(p.part_number);
+      c->set_etag(p.etag);
+    }
+    pb::CompleteMultipartUploadResponse resp;
+    if (absl::Status s = Call(Method::kCompleteMultipartUpload, req, &resp); !s.ok()) return s;
+    return InfoFrom(resp.metadata());
+  }
+
+  absl::Status AbortMultipartUpload(const std::string& bucket, const std::string& key,
+                                    const std::string& upload_id) override {
+    pb::AbortMultipartUploadRequest req;
+    req.set_bucket(bucket);
+    req.set_key(key);
+    req.set_upload_id(upload_id);
+    pb::AbortMultipartUploadResponse resp;
+    return Call(Method::kAbortMultipartUpload, req, &resp);
+  }
+
+  absl::StatusOr<PartsPage> ListParts(const std::string& bucket, const std::string& key,
+                                      const std::string& upload_id, uint32_t part_number_marker,
+                                      uint32_t max_parts) override {
+    pb::ListPartsRequest req;
+    req.set_bucket(bucket);
+    req.set_key(key);
+    req.set_upload_id(upload_id);
+    req.set_part_number_marker(part_number_marker);
+    req.set_max_parts(max_parts);
+    pb::ListPartsResponse resp;
+    if (absl::Status s = Call(Method::kListParts, req, &resp); !s.ok()) return s;
+    PartsPage page;
+    page.upload.bucket = bucket;
+    page.upload.key = key;
+    page.upload.upload_id = upload_id;
+    page.upload.content_type = resp.content_type();
+    page.upload.initiated_ms = resp.initiated_ms();
+    for (const pb::PartEntry& e : resp.parts()) {
+      PartInfo p;
+      p.part_number = e.part_number();
+      p.size = e.size();
+      p.etag = e.etag();
+      p.last_modified_ms = e.last_modified_ms();
+      if (e.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC32C && e.checksum().size() == 4) {
+        const auto* c = reinterpret_cast<const uint8_t*>(e.checksum().data());
+        p.crc32c = (uint32_t{c[0]} << 24) | (uint32_t{c[1]} << 16) | (uint32_t{c[2]} << 8) | c[3];
+      }
+      page.parts.push_back(std::move(p));
+    }
+    page.truncated = resp.is_truncated();
+    page.next_part_number_marker = resp.next_part_number_marker();
+    return page;
+  }
+
+  absl::StatusOr<UploadsPage> ListMultipartUploads(const std::string& bucket,
+                                                   const ListUploadsOptions& options) override {
+    pb::ListMultipartUploadsRequest req;
+    req.set_bucket(bucket);
+    req.set_prefix(options.prefix);
+    req.set_key_marker(options.key_marker);
+    req.set_upload_id_marker(options.upload_id_marker);
+    req.set_max_uploads(options.max_uploads);
+    pb::ListMultipartUploadsResponse resp;
+    if (absl::Status s = Call(Method::kListMultipartUploads, req, &resp); !s.ok()) return s;
+    UploadsPage page;
+    for (const pb::UploadEntry& e : resp.uploads()) {
+      UploadInfo u;
+      u.bucket = bucket;
+      u.key = e.key();
+      u.upload_id = e.upload_id();
+      u.initiated_ms = e.initiated_ms();
+      page.uploads.push_back(std::move(u));
+    }
+    page.truncated = resp.is_truncated();
+    page.next_key_marker = resp.next_key_marker();
+    page.next_upload_id_marker = resp.next_upload_id_marker();
+    return page;
+  }
+
+  absl::StatusOr<ObjectInfo> UploadMultipart(const std::string& bucket, const std::string& key,
+                                             const Buffer& buffer, uint64_t size,
+                                             uint64_t part_size, const PutOptions& put,
+                                             const MultipartUploadOptions& options) override {
+    if (part_size == 0) return MakeError(ErrorCode::kInvalidArgument, "part size 0");
+    if (size > buffer.size()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       absl::StrCat("size ", size, " exceeds the buffer's ", buffer.size()));
+    }
+    // An empty object is one empty part (S3 allows the last part to be of any size).
+    const uint64_t count = size == 0 ? 1 : size / part_size + (size % part_size != 0 ? 1 : 0);
+    if (count > kMaxPartNumber) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       absl::StrCat(size, " bytes in parts of ", part_size, " make ", count,
+                                    " parts; at most ", kMaxPartNumber));
+    }
+    auto upload = CreateMultipartUpload(bucket, key, put);
+    if (!upload.ok()) return upload.status();
+    const std::string& id = upload->upload_id;
+
+    // AOBJ-FLO-001: no more parts in flight than the session allows.
+    uint32_t lanes = options.parallelism != 0 ? options.parallelism
+                                               : std::min<uint32_t>(info_.limits.max_in_flight, 16);
+    lanes = static_cast<uint32_t>(std::clamp<uint64_t>(
+        std::min<uint64_t>(lanes, info_.limits.max_in_flight), 1, count));
+    std::vector<std::string> etags(count);
+    absl::Mutex mu;
+    uint64_t next = 0;            // guarded by mu
+    uint64_t done_bytes = 0;      // guarded by mu
+    absl::Status first_error;     // guarded by mu
+    auto lane = [&] {
+      for (;;) {
+        uint64_t i;
+        {
+          absl::MutexLock l(&mu);
+          if (!first_error.ok() || next == count) return;
+          i = next++;
+        }
+        const uint64_t off = i * part_size;
+        const uint64_t len = size == 0 ? 0 : std::min(part_size, size - off);
+        absl::StatusOr<UploadPartResult> r;
+        // AOBJ-FLO-003: back off and retry when the server is busy.
+        for (int attempt = 0;; ++attempt) {
+          r = UploadPart(bucket, key, id, static_cast<uint32_t>(i + 1), buffer, off, len);
+          const ErrorCode code = ErrorCodeOf(r.status());
+          if (r.ok() || attempt == 6 ||
+              (code != ErrorCode::kTooManyTransfers && code != ErrorCode::kSlowDown)) {
+            break;
+          }
+          absl::SleepFor(absl::Milliseconds((10 << attempt) + static_cast<int>(i % 10)));
+        }
+        absl::MutexLock l(&mu);
+        if (!r.ok()) {
+          if (first_error.ok()) first_error = r.status();
+          return;
+        }
+        etags[i] = r->etag;
+        done_bytes += len;
+        if (options.progress) options.progress(done_bytes, size);
+      }
+    };
+    std::vector<std::thread> threads;
+    for (uint32_t t = 1; t < lanes; ++t) threads.emplace_back(lane);
+    lane();
+    for (auto& t : threads) t.join();
+    if (!first_error.ok()) {
+      AbortMultipartUpload(bucket, key, id).IgnoreError();  // AOBJ-OBJ-229
+      return first_error;
+    }
+    std::vector<CompletedPart> parts(count);
+    for (uint64_t i = 0; i < count; ++i) parts[i] = {static_cast<uint32_t>(i + 1), etags[i]};
+    // Not repeated: a failed Complete is final here (AOBJ-ERR-122), the upload is aborted.
+    auto completed = CompleteMultipartUpload(bucket, key, id, parts, put.conditions);
+    if (completed.ok()) return completed;
+    // The outcome may be unknown (no reply): an abort that finds no upload means the upload
+    // was completed, and the object then carries the ETag we expect (AOBJ-ERR-121).
+    absl::Status aborted = AbortMultipartUpload(bucket, key, id);
+    if (ErrorCodeOf(aborted) == ErrorCode::kNoSuchUpload) {
+      auto expected = MultipartEtag(etags);
+      auto head = Head(bucket, key);
+      if (expected.ok() && head.ok() && head->etag == *expected) return *head;
+    }
+    return completed.status();
   }
 
   absl::Status Renew() override {
@@ -277,6 +657,107 @@ class ClientImpl final : public Client {
     d->set_length(length);
     d->set_rkey(buf.rkey());
     d->set_memory_type(pb::MEMORY_TYPE_HOST);
+  }
+  // A descriptor for exactly the slice's window (checked by CheckSlices).
+  static void AddWindow(const BufferSlice& s, pb::MemoryDescriptor* d) {
+    const auto& buf = static_cast<const BufferImpl&>(*s.buffer);
+    d->set_address(reinterpret_cast<uint64_t>(buf.data()) + s.offset);
+    d->set_length(s.length);
+    d->set_rkey(buf.rkey());
+    d->set_memory_type(pb::MEMORY_TYPE_HOST);
+  }
+  // The total length of `slices`; INVALID_ARGUMENT for a null buffer or a window past its
+  // buffer.
+  static absl::StatusOr<uint64_t> CheckSlices(const std::vector<BufferSlice>& slices) {
+    uint64_t total = 0;
+    for (const BufferSlice& s : slices) {
+      if (s.buffer == nullptr) {
+        return MakeError(ErrorCode::kInvalidArgument, "slice without buffer");
+      }
+      if (s.offset > s.buffer->size() || s.length > s.buffer->size() - s.offset) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         absl::StrCat("slice [", s.offset, ", +", s.length,
+                                      ") lies outside its buffer of ", s.buffer->size()));
+      }
+      total += s.length;
+    }
+    return total;
+  }
+  // Descriptors for the non-empty slices; INVALID_ARGUMENT when they are more than the session
+  // takes (AOBJ-MEM-005, AOBJ-MEM-015), before anything is sent.
+  absl::Status AddWindows(const std::vector<BufferSlice>& slices,
+                          google::protobuf::RepeatedPtrField<pb::MemoryDescriptor>* out) const {
+    const size_t windows = std::count_if(slices.begin(), slices.end(),
+                                         [](const BufferSlice& s) { return s.length > 0; });
+    const uint32_t max = HasCapability(kCapMultiDescriptor) ? info_.limits.max_descriptors : 1;
+    if (windows > max) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       absl::StrCat(windows, " windows; the session allows ", max));
+    }
+    for (const BufferSlice& s : slices) {
+      if (s.length > 0) AddWindow(s, out->Add());
+    }
+    return absl::OkStatus();
+  }
+  // Calls fn(pointer, length) over the first `n` octets of the windows, in order.
+  template <class Fn>
+  static void ForEachSpan(const std::vector<BufferSlice>& slices, uint64_t n, Fn fn) {
+    for (const BufferSlice& s : slices) {
+      if (n == 0) break;
+      const uint64_t take = std::min(n, s.length);
+      if (take > 0) fn(s.buffer->data() + s.offset, static_cast<size_t>(take));
+      n -= take;
+    }
+  }
+  static bool IsEmpty(const Preconditions& c) {
+    return c.if_match.empty() && c.if_none_match.empty() && !c.if_modified_since_ms &&
+           !c.if_unmodified_since_ms;
+  }
+  static void ToProto(const Preconditions& c, pb::Preconditions* out) {
+    out->set_if_match(c.if_match);
+    out->set_if_none_match(c.if_none_match);
+    if (c.if_modified_since_ms) out->set_if_modified_since_ms(*c.if_modified_since_ms);
+    if (c.if_unmodified_since_ms) out->set_if_unmodified_since_ms(*c.if_unmodified_since_ms);
+  }
+  // Sets req.preconditions only when there are any, so that requests without conditions keep
+  // the bytes they had before conditions existed.
+  template <class Req>
+  static void SetPreconditions(const Preconditions& c, Req* req) {
+    if (!IsEmpty(c)) ToProto(c, req->mutable_preconditions());
+  }
+  static RangeSpec ToSpec(const ByteRange& r) {
+    RangeSpec spec;
+    spec.kind = r.kind == ByteRange::Kind::kFirstLast ? RangeSpec::Kind::kFirstLast
+                : r.kind == ByteRange::Kind::kFrom    ? RangeSpec::Kind::kFrom
+                                                      : RangeSpec::Kind::kSuffix;
+    spec.first = r.first;
+    spec.last = r.last;
+    spec.suffix_length = r.suffix_length;
+    return spec;
+  }
+  // AOBJ-DAT-105: the reply's content_range is present exactly for a ranged request, is
+  // consistent with the object's size, and is the range the request asked for.
+  static absl::StatusOr<std::optional<ContentRange>> CheckContentRange(
+      const std::optional<ByteRange>& asked, const pb::GetObjectResponse& resp) {
+    if (!asked.has_value()) {
+      if (resp.has_content_range()) {
+        return MakeError(ErrorCode::kInternal, "server sent a content range for a whole GET");
+      }
+      return std::optional<ContentRange>();
+    }
+    if (!resp.has_content_range()) {
+      return MakeError(ErrorCode::kInternal, "server sent no content range for a ranged GET");
+    }
+    const pb::ContentRange& cr = resp.content_range();
+    const uint64_t total = resp.metadata().size();
+    auto expected = ResolveRange(ToSpec(*asked), total);
+    if (!expected.ok() || cr.complete_length() != total || cr.first() != expected->first ||
+        cr.last() != expected->last()) {
+      return MakeError(ErrorCode::kInternal,
+                       absl::StrCat("server sent content range ", cr.first(), "-", cr.last(), "/",
+                                    cr.complete_length(), ", not the range asked for"));
+    }
+    return std::optional<ContentRange>(ContentRange{cr.first(), cr.last(), total});
   }
 
   // A PUT or GET. When it ends without a reply the server may still be moving bytes, so the
@@ -366,6 +847,53 @@ class ClientImpl final : public Client {
 };
 
 }  // namespace
+
+absl::StatusOr<ByteRange> ByteRange::Parse(std::string_view text) {
+  absl::StatusOr<RangeSpec> spec = ParseHttpRange(absl::string_view(text.data(), text.size()));
+  if (!spec.ok()) return spec.status();
+  ByteRange out;
+  out.kind = spec->kind == RangeSpec::Kind::kFirstLast ? Kind::kFirstLast
+             : spec->kind == RangeSpec::Kind::kFrom    ? Kind::kFrom
+                                                       : Kind::kSuffix;
+  out.first = spec->first;
+  out.last = spec->last;
+  out.suffix_length = spec->suffix_length;
+  return out;
+}
+
+std::string ByteRange::ToString() const {
+  switch (kind) {
+    case Kind::kFirstLast:
+      return absl::StrCat("bytes=", first, "-", last);
+    case Kind::kFrom:
+      return absl::StrCat("bytes=", first, "-");
+    case Kind::kSuffix:
+      return absl::StrCat("bytes=-", suffix_length);
+  }
+  return "bytes=?";
+}
+
+absl::StatusOr<ObjectListing> Client::ListAllObjects(const std::string& bucket,
+                                                     ListObjectsOptions options,
+                                                     size_t max_entries) {
+  ObjectListing all;
+  for (;;) {
+    absl::StatusOr<ObjectListing> page = ListObjects(bucket, options);
+    if (!page.ok()) return page.status();
+    const size_t got = page->objects.size() + page->common_prefixes.size();
+    for (ObjectSummary& o : page->objects) all.objects.push_back(std::move(o));
+    for (std::string& p : page->common_prefixes) all.common_prefixes.push_back(std::move(p));
+    all.is_truncated = page->is_truncated;
+    all.next_continuation_token = page->next_continuation_token;
+    if (!page->is_truncated || all.objects.size() + all.common_prefixes.size() >= max_entries) {
+      return all;
+    }
+    if (got == 0) {
+      return MakeError(ErrorCode::kInternal, "server sent a truncated page that does not advance");
+    }
+    options.continuation_token = page->next_continuation_token;  // AOBJ-OBJ-106: unchanged
+  }
+}
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   auto client = std::make_unique<ClientImpl>();

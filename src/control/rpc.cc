@@ -8,7 +8,11 @@ namespace {
 
 constexpr const char* kNames[] = {"OpenSession", "RenewSession", "CloseSession", "CreateBucket",
                                   "DeleteBucket", "HeadBucket",  "PutObject",    "GetObject",
-                                  "HeadObject",  "DeleteObject"};
+                                  "HeadObject",  "DeleteObject",
+                                  "CreateMultipartUpload", "UploadPart",
+                                  "CompleteMultipartUpload", "AbortMultipartUpload", "ListParts",
+                                  "ListMultipartUploads", "ListBuckets", "ListObjectsV2",
+                                  "DeleteObjects", "CopyObject"};
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Method::kCount));
 
 // "/aobj.v1.ObjectService/<name>" for every method, built once.

@@ -30,6 +30,16 @@ enum class Method : int {
   kGetObject,
   kHeadObject,
   kDeleteObject,
+  kCreateMultipartUpload,
+  kUploadPart,
+  kCompleteMultipartUpload,
+  kAbortMultipartUpload,
+  kListParts,
+  kListMultipartUploads,
+  kListBuckets,
+  kListObjectsV2,
+  kDeleteObjects,
+  kCopyObject,
   kCount,
 };
 

@@ -2,103 +2,20 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "aobj/status.h"
+#include "server/handler_util.h"
 #include "wire/checksum.h"
+#include "wire/conditions.h"
 #include "wire/crypto.h"
 #include "wire/descriptor.h"
 #include "wire/names.h"
+#include "wire/range.h"
 
 namespace aobj {
 namespace {
-
-#define AOBJ_RETURN_IF_ERROR(expr)            \
-  do {                                        \
-    if (absl::Status _s = (expr); !_s.ok()) { \
-      return _s;                              \
-    }                                         \
-  } while (0)
-
-template <class M>
-absl::Status Parse(absl::string_view body, M* message) {
-  if (!message->ParseFromArray(body.data(), static_cast<int>(body.size()))) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     absl::StrCat("malformed ", message->GetTypeName()));
-  }
-  return absl::OkStatus();
-}
-
-template <class M>
-std::string Serialize(const M& message) {
-  std::string out;
-  message.SerializeToString(&out);
-  return out;
-}
-
-std::string BigEndian32(uint32_t v) {
-  std::string s(4, '\0');
-  for (int i = 0; i < 4; ++i) s[i] = static_cast<char>(v >> (24 - 8 * i));
-  return s;
-}
-
-void FillMetadata(const ObjectInfo& info, aobj::v1::ObjectMetadata* m) {
-  m->set_size(info.size);
-  m->set_etag(info.etag);
-  m->set_last_modified_ms(info.last_modified_ms);
-  m->set_content_type(info.content_type);
-  m->set_checksum_algorithm(aobj::v1::CHECKSUM_ALGORITHM_CRC32C);
-  m->set_checksum(BigEndian32(info.crc32c));
-}
-
-// AOBJ-DAT-020: an algorithm the session negotiated.
-absl::StatusOr<ChecksumAlgorithm> SessionChecksum(const SessionState& s,
-                                                  aobj::v1::ChecksumAlgorithm a,
-                                                  bool default_crc32c) {
-  if (a == aobj::v1::CHECKSUM_ALGORITHM_UNSPECIFIED && default_crc32c) {
-    return ChecksumAlgorithm::kCrc32c;
-  }
-  if (a == aobj::v1::CHECKSUM_ALGORITHM_CRC32C && s.HasCapability(kCapCrc32c)) {
-    return ChecksumAlgorithm::kCrc32c;
-  }
-  if (a == aobj::v1::CHECKSUM_ALGORITHM_CRC64NVME && s.HasCapability(kCapCrc64Nvme)) {
-    return ChecksumAlgorithm::kCrc64Nvme;
-  }
-  return MakeError(ErrorCode::kInvalidArgument,
-                   absl::StrCat("checksum algorithm ", static_cast<int>(a),
-                                " is missing or was not negotiated for this session"));
-}
-
-// The RMA operations of body bytes [start, start+len) of a planned transfer, with body offset x
-// at local address base + (x - start).
-RmaBatch MakeBatch(RmaDirection direction, const Descriptors& descriptors,
-                   const std::vector<TransferPiece>& pieces, uint64_t start, uint64_t len,
-                   uint8_t* base, uint32_t max_rkey_bytes) {
-  RmaBatch batch;
-  batch.direction = direction;
-  batch.max_rkey_bytes = max_rkey_bytes;
-  for (const auto& d : descriptors) {
-    batch.windows.push_back({d.address(), d.length(), d.rkey()});
-  }
-  for (const TransferPiece& p : pieces) {
-    const uint64_t lo = std::max(p.body_offset, start);
-    const uint64_t hi = std::min(p.body_offset + p.length, start + len);
-    if (lo >= hi) continue;
-    batch.ops.push_back({p.window, p.remote + (lo - p.body_offset), base + (lo - start),
-                         static_cast<size_t>(hi - lo)});
-  }
-  return batch;
-}
-
-// AOBJ-MEM-015: several descriptors only when MULTI_DESCRIPTOR was negotiated.
-absl::Status CheckDescriptorCount(const SessionState& s, int count) {
-  if (count > 1 && !s.HasCapability(kCapMultiDescriptor)) {
-    return MakeError(ErrorCode::kInvalidDescriptor,
-                     absl::StrCat("request carries ", count,
-                                  " descriptors but MULTI_DESCRIPTOR was not negotiated"));
-  }
-  return absl::OkStatus();
-}
 
 const char* ProtectionName(Protection p) {
   return p == Protection::kHardware ? "hardware" : "emulated";
@@ -126,9 +43,10 @@ void StagingPool::Give(std::unique_ptr<uint8_t[]> buffer) {
 }
 
 RequestHandler::RequestHandler(HandlerConfig config, ObjectStore* store, DataChannel* channel,
-                               Authenticator* auth, SessionTable* sessions)
+                               Authenticator* auth, SessionTable* sessions,
+                               MultipartManager* multipart)
     : config_(std::move(config)), store_(store), channel_(channel), auth_(auth),
-      sessions_(sessions), staging_(config_.staging_bytes) {}
+      sessions_(sessions), multipart_(multipart), staging_(config_.staging_bytes) {}
 
 void RequestHandler::Log(const std::string& line) {
   if (config_.log) config_.log(line);
@@ -138,7 +56,9 @@ absl::StatusOr<std::string> RequestHandler::Handle(Method method, const RequestA
                                                    absl::string_view body, absl::Time now,
                                                    aobj::v1::VersionRange* supported) {
   counters_.requests.fetch_add(1, std::memory_order_relaxed);
+  const absl::Time start = absl::Now();
   absl::StatusOr<std::string> result = Dispatch(method, auth, body, now);
+  counters_.methods.Record(method, ErrorCodeOf(result.status()), absl::Now() - start);
   if (!result.ok()) {
     counters_.errors.fetch_add(1, std::memory_order_relaxed);
     if (ErrorCodeOf(result.status()) == ErrorCode::kUnsupportedVersion && supported != nullptr) {
@@ -207,17 +127,28 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
       return PutObject(s, body);
     case Method::kGetObject:
       return GetObject(s, body);
-    case Method::kHeadObject: {
-      aobj::v1::HeadObjectRequest req;
-      AOBJ_RETURN_IF_ERROR(Parse(body, &req));
-      AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
-      AOBJ_RETURN_IF_ERROR(ValidateObjectKey(req.key()));
-      auto info = store_->Head(req.bucket(), req.key());
-      if (!info.ok()) return info.status();
-      aobj::v1::HeadObjectResponse resp;
-      FillMetadata(*info, resp.mutable_metadata());
-      return Serialize(resp);
-    }
+    case Method::kHeadObject:
+      return HeadObject(body);  // handler_object.cc
+    case Method::kListBuckets:
+      return ListBuckets(body);  // handler_list.cc
+    case Method::kListObjectsV2:
+      return ListObjectsV2(body);  // handler_list.cc
+    case Method::kDeleteObjects:
+      return DeleteObjects(body);  // handler_object.cc
+    case Method::kCopyObject:
+      return CopyObject(s, body);  // handler_copy.cc
+    case Method::kCreateMultipartUpload:
+      return CreateMultipartUpload(body);
+    case Method::kUploadPart:
+      return UploadPart(s, body);
+    case Method::kCompleteMultipartUpload:
+      return CompleteMultipartUpload(body);
+    case Method::kAbortMultipartUpload:
+      return AbortMultipartUpload(body);
+    case Method::kListParts:
+      return ListParts(body);
+    case Method::kListMultipartUploads:
+      return ListMultipartUploads(body);
     case Method::kDeleteObject: {
       aobj::v1::DeleteObjectRequest req;
       AOBJ_RETURN_IF_ERROR(Parse(body, &req));
@@ -321,127 +252,35 @@ absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s,
   AOBJ_RETURN_IF_ERROR(Parse(body, &req));
   AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
   AOBJ_RETURN_IF_ERROR(ValidateObjectKey(req.key()));
-  const uint64_t size = req.size();
-  // AOBJ-DAT-006
-  if (size > s.limits.max_transfer_bytes) {
-    return MakeError(ErrorCode::kEntityTooLarge,
-                     absl::StrCat("object of ", size, " bytes exceeds the session's limit of ",
-                                  s.limits.max_transfer_bytes));
-  }
-  // AOBJ-DAT-020
-  auto algo = SessionChecksum(s, req.checksum_algorithm(), /*default_crc32c=*/false);
-  if (!algo.ok()) return algo.status();
-  if (req.checksum().size() != ChecksumSize(*algo)) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     absl::StrCat("checksum is ", req.checksum().size(), " bytes; ",
-                                  ChecksumName(*algo), " takes ", ChecksumSize(*algo)));
-  }
-  aobj::v1::TransferPath path = aobj::v1::TRANSFER_PATH_RMA;
-  if (size == 0) {
-    path = aobj::v1::TRANSFER_PATH_NONE;  // AOBJ-DAT-011
-    if (!req.inline_data().empty()) {
-      return MakeError(ErrorCode::kInvalidArgument, "inline_data given for a zero-byte body");
-    }
-  } else if (!req.inline_data().empty()) {
-    // AOBJ-DAT-007
-    if (req.source_size() > 0) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "a request carries either inline_data or descriptors, not both");
-    }
-    if (!s.HasCapability(kCapInline)) {
-      return MakeError(ErrorCode::kInvalidArgument, "inline bodies were not negotiated");
-    }
-    if (size > s.limits.inline_threshold) {
-      return MakeError(ErrorCode::kEntityTooLarge,
-                       absl::StrCat("inline body of ", size, " bytes exceeds the threshold of ",
-                                    s.limits.inline_threshold));
-    }
-    if (req.inline_data().size() != size) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       absl::StrCat("inline_data is ", req.inline_data().size(),
-                                    " bytes; size says ", size));
-    }
-    path = aobj::v1::TRANSFER_PATH_INLINE;
-  } else if (req.source_size() == 0) {
-    return MakeError(ErrorCode::kInvalidDescriptor,
-                     "a non-empty body needs descriptors or inline data");
-  }
-  std::vector<TransferPiece> pieces;
-  if (path == aobj::v1::TRANSFER_PATH_RMA) {
-    AOBJ_RETURN_IF_ERROR(CheckDescriptorCount(s, req.source_size()));
-    AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.source(), s.limits));
-    auto planned = PlanTransfer(req.source(), size, config_.max_rma_piece);
-    if (!planned.ok()) return planned.status();
-    pieces = std::move(*planned);
-  }
+  // AOBJ-OBJ-120..123, AOBJ-OBJ-133, AOBJ-OBJ-136 (handler_object.cc)
+  auto options = PrepareWrite(req.bucket(), req.key(), req.content_type(), req.user_metadata(),
+                              req.preconditions());
+  if (!options.ok()) return options.status();
+  const BodyRequest upload = BodyRequest::Of(req);
+  auto plan = PlanBody(s, upload);
+  if (!plan.ok()) return plan.status();
   auto slot = sessions_->Admit(s.id_hex);  // AOBJ-SES-012
   if (!slot.ok()) return slot.status();
 
-  auto writer = store_->BeginPut(req.bucket(), req.key(), size, req.content_type());
+  // AOBJ-OBJ-134: the store checks the conditions again, atomically with the commit.
+  auto writer = store_->BeginPut(req.bucket(), req.key(), req.size(), *options);
   if (!writer.ok()) return writer.status();
-  Checksummer sum(*algo);
-  Checksummer crc32c(ChecksumAlgorithm::kCrc32c);
-  Md5 md5;
-  auto account = [&](const uint8_t* data, size_t n) {
-    sum.Update(data, n);
-    if (*algo != ChecksumAlgorithm::kCrc32c) crc32c.Update(data, n);
-    md5.Update(data, n);
-  };
-  if (path == aobj::v1::TRANSFER_PATH_INLINE) {
-    const auto* data = reinterpret_cast<const uint8_t*>(req.inline_data().data());
-    account(data, size);
-    AOBJ_RETURN_IF_ERROR((*writer)->Append({data, size}));
-  } else if (path == aobj::v1::TRANSFER_PATH_RMA) {
-    absl::Span<uint8_t> direct = (*writer)->DirectBuffer();
-    if (!direct.empty()) {
-      // AOBJ-DAT-002: read everything, then verify, then commit.
-      RmaBatch batch = MakeBatch(RmaDirection::kRead, req.source(), pieces, 0, size,
-                                 direct.data(), s.limits.max_rkey_bytes);
-      AOBJ_RETURN_IF_ERROR(channel_->Execute(s.endpoint, batch));
-      account(direct.data(), size);
-    } else {
-      std::unique_ptr<uint8_t[]> buf = staging_.Take();
-      const uint64_t chunk = staging_.buffer_bytes();
-      absl::Status st;
-      for (uint64_t off = 0; off < size && st.ok(); off += chunk) {
-        const uint64_t n = std::min(chunk, size - off);
-        RmaBatch batch = MakeBatch(RmaDirection::kRead, req.source(), pieces, off, n, buf.get(),
-                                   s.limits.max_rkey_bytes);
-        st = channel_->Execute(s.endpoint, batch);
-        if (!st.ok()) break;
-        account(buf.get(), n);
-        st = (*writer)->Append({buf.get(), static_cast<size_t>(n)});
-      }
-      staging_.Give(std::move(buf));
-      if (!st.ok()) return st;  // AOBJ-DAT-010: the writer is dropped; nothing is committed
-    }
-  }
-  const std::string got = sum.Finish();
-  // AOBJ-DAT-005
-  if (got != req.checksum()) {
-    return MakeError(ErrorCode::kBadDigest,
-                     absl::StrCat(ChecksumName(*algo), " of the received body is ",
-                                  HexEncode(got), ", the request says ",
-                                  HexEncode(req.checksum()), "; nothing was stored"));
-  }
+  auto got = ReceiveBody(s, upload, *plan, writer->get());
+  if (!got.ok()) return got.status();
   ObjectInfo info;
-  info.size = size;
-  info.etag = absl::StrCat("\"", HexEncode(md5.Finish()), "\"");  // AOBJ-OBJ-005
+  info.size = req.size();
+  info.etag = got->etag;  // AOBJ-OBJ-005
   info.content_type = req.content_type();
-  const std::string c32 = *algo == ChecksumAlgorithm::kCrc32c ? got : crc32c.Finish();
-  info.crc32c = (static_cast<uint32_t>(static_cast<uint8_t>(c32[0])) << 24) |
-                (static_cast<uint32_t>(static_cast<uint8_t>(c32[1])) << 16) |
-                (static_cast<uint32_t>(static_cast<uint8_t>(c32[2])) << 8) |
-                static_cast<uint32_t>(static_cast<uint8_t>(c32[3]));
+  info.crc32c = got->crc32c;
   auto committed = (*writer)->Commit(info);  // AOBJ-OBJ-010
   if (!committed.ok()) return committed.status();
-  counters_.bytes_in.fetch_add(size, std::memory_order_relaxed);
+  counters_.bytes_in.fetch_add(req.size(), std::memory_order_relaxed);
 
   aobj::v1::PutObjectResponse resp;
-  resp.set_bytes_transferred(size);  // AOBJ-DAT-003
+  resp.set_bytes_transferred(req.size());  // AOBJ-DAT-003
   resp.set_checksum_algorithm(req.checksum_algorithm());
-  resp.set_checksum(got);
-  resp.set_path(path);
+  resp.set_checksum(got->checksum);
+  resp.set_path(plan->path);
   FillMetadata(*committed, resp.mutable_metadata());
   return Serialize(resp);
 }
@@ -455,13 +294,36 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
   auto algo = SessionChecksum(s, req.checksum_algorithm(), /*default_crc32c=*/true);
   if (!algo.ok()) return algo.status();
 
-  auto reader = store_->OpenRead(req.bucket(), req.key());
+  // AOBJ-DAT-100, AOBJ-OBJ-131: the range and the conditions are well formed before any I/O.
+  std::optional<RangeSpec> range;
+  if (req.has_range()) {
+    auto r = RangeFromProto(req.range());
+    if (!r.ok()) return r.status();
+    range = *r;
+  }
+  auto conditions = ConditionsFromProto(req.preconditions());
+  if (!conditions.ok()) return conditions.status();
+
+  auto reader = store_->OpenRead(req.bucket(), req.key());  // AOBJ-OBJ-138: NoSuchKey first
   if (!reader.ok()) return reader.status();
   const ObjectInfo& info = (*reader)->info();
-  const uint64_t size = info.size;
+  // AOBJ-OBJ-132: evaluated on the version the reader holds, the one whose octets move.
+  // AOBJ-OBJ-137: before the range.
+  AOBJ_RETURN_IF_ERROR(EvaluateReadConditions(*conditions, info.etag, info.last_modified_ms));
+  // From here on `size` and `first` describe the octets that move: the whole object, or the
+  // resolved range (AOBJ-DAT-101, AOBJ-DAT-102, AOBJ-DAT-104).
+  uint64_t first = 0;
+  uint64_t size = info.size;
+  if (range.has_value()) {
+    auto resolved = ResolveRange(*range, info.size);
+    if (!resolved.ok()) return resolved.status();
+    first = resolved->first;
+    size = resolved->length;
+  }
   if (size > s.limits.max_transfer_bytes) {
     return MakeError(ErrorCode::kEntityTooLarge,
-                     absl::StrCat("object of ", size, " bytes exceeds the session's limit of ",
+                     absl::StrCat(range.has_value() ? "range" : "object", " of ", size,
+                                  " bytes exceeds the session's limit of ",
                                   s.limits.max_transfer_bytes));
   }
   aobj::v1::GetObjectResponse resp;
@@ -485,12 +347,13 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
   if (!slot.ok()) return slot.status();
 
   // The stored CRC32C was computed over the bytes at PUT time, so it also catches corruption at
-  // rest; other algorithms are computed over the bytes as they leave.
-  const bool compute = *algo != ChecksumAlgorithm::kCrc32c;
+  // rest; other algorithms, and every range, are computed over the bytes as they leave
+  // (AOBJ-DAT-106).
+  const bool compute = *algo != ChecksumAlgorithm::kCrc32c || range.has_value();
   Checksummer sum(*algo);
   if (path == aobj::v1::TRANSFER_PATH_INLINE) {
     std::string data(size, '\0');
-    auto n = (*reader)->ReadAt(0, {reinterpret_cast<uint8_t*>(data.data()), data.size()});
+    auto n = (*reader)->ReadAt(first, {reinterpret_cast<uint8_t*>(data.data()), data.size()});
     if (!n.ok()) return n.status();
     if (*n != size) return MakeError(ErrorCode::kStorageError, "object shorter than recorded");
     if (compute) sum.Update(data.data(), size);
@@ -498,17 +361,18 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
   } else if (path == aobj::v1::TRANSFER_PATH_RMA) {
     absl::Span<const uint8_t> view = (*reader)->ContiguousView();
     if (!view.empty()) {
+      const uint8_t* from = view.data() + first;
       RmaBatch batch = MakeBatch(RmaDirection::kWrite, req.destination(), pieces, 0, size,
-                                 const_cast<uint8_t*>(view.data()), s.limits.max_rkey_bytes);
+                                 const_cast<uint8_t*>(from), s.limits.max_rkey_bytes);
       AOBJ_RETURN_IF_ERROR(channel_->Execute(s.endpoint, batch));  // AOBJ-DAT-001
-      if (compute) sum.Update(view.data(), size);
+      if (compute) sum.Update(from, size);
     } else {
       std::unique_ptr<uint8_t[]> buf = staging_.Take();
       const uint64_t chunk = staging_.buffer_bytes();
       absl::Status st;
       for (uint64_t off = 0; off < size && st.ok(); off += chunk) {
         const uint64_t n = std::min(chunk, size - off);
-        auto got = (*reader)->ReadAt(off, {buf.get(), static_cast<size_t>(n)});
+        auto got = (*reader)->ReadAt(first + off, {buf.get(), static_cast<size_t>(n)});
         if (!got.ok()) {
           st = got.status();
           break;
@@ -532,6 +396,11 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
   resp.set_checksum(compute ? sum.Finish() : BigEndian32(info.crc32c));
   resp.set_path(path);
   FillMetadata(info, resp.mutable_metadata());
+  if (range.has_value()) {  // AOBJ-DAT-103
+    resp.mutable_content_range()->set_first(first);
+    resp.mutable_content_range()->set_last(first + size - 1);
+    resp.mutable_content_range()->set_complete_length(info.size);
+  }
   return Serialize(resp);
 }
 

@@ -19,11 +19,15 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "aobj/store.h"
+#include "store/multipart.h"
 #include "aobj/v1/aobj.pb.h"
 #include "control/rpc.h"
 #include "server/data_channel.h"
+#include "server/metrics.h"
 #include "session/authenticator.h"
 #include "session/session_table.h"
+#include "wire/crypto.h"
+#include "wire/descriptor.h"
 #include "wire/protocol.h"
 
 namespace aobj {
@@ -55,17 +59,52 @@ class StagingPool {
   std::vector<std::unique_ptr<uint8_t[]>> free_ ABSL_GUARDED_BY(mu_);
 };
 
+// The body fields of a request that uploads bytes (PutObject, UploadPart), borrowed from the
+// parsed request, which must outlive it.
+struct BodyRequest {
+  uint64_t size = 0;
+  const Descriptors* source = nullptr;
+  const std::string* inline_data = nullptr;
+  aobj::v1::ChecksumAlgorithm checksum_algorithm = aobj::v1::CHECKSUM_ALGORITHM_UNSPECIFIED;
+  const std::string* checksum = nullptr;
+
+  // Any request message with the fields size, source, inline_data, checksum_algorithm and
+  // checksum.
+  template <class Req>
+  static BodyRequest Of(const Req& req) {
+    return {req.size(), &req.source(), &req.inline_data(), req.checksum_algorithm(),
+            &req.checksum()};
+  }
+};
+
+// How a validated body will move (RequestHandler::PlanBody).
+struct BodyPlan {
+  ChecksumAlgorithm algo = ChecksumAlgorithm::kCrc32c;
+  aobj::v1::TransferPath path = aobj::v1::TRANSFER_PATH_UNSPECIFIED;
+  std::vector<TransferPiece> pieces;  // RMA path only
+};
+
+// What RequestHandler::ReceiveBody received and verified.
+struct ReceivedBody {
+  std::string checksum;  // in the request's algorithm, wire encoding; equals the request's
+  std::string etag;      // quoted lower-case hex MD5 of the body (AOBJ-OBJ-005)
+  uint32_t crc32c = 0;   // CRC32C of the body, whatever the request's algorithm
+};
+
 struct HandlerCounters {
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> errors{0};
   std::atomic<uint64_t> bytes_in{0};
   std::atomic<uint64_t> bytes_out{0};
+  MethodMetrics methods;  // per method and error code, for the metrics endpoint
 };
 
 class RequestHandler {
  public:
+  // `multipart` (optional) serves the multipart operations; without it they fail with INTERNAL.
   RequestHandler(HandlerConfig config, ObjectStore* store, DataChannel* channel,
-                 Authenticator* auth, SessionTable* sessions);
+                 Authenticator* auth, SessionTable* sessions,
+                 MultipartManager* multipart = nullptr);
 
   // Handles one request. On error, `*supported` is set to the server's version range when the
   // error is UNSUPPORTED_VERSION (AOBJ-SES-003).
@@ -83,6 +122,38 @@ class RequestHandler {
                                           absl::Time now);
   absl::StatusOr<std::string> PutObject(const SessionState& s, absl::string_view body);
   absl::StatusOr<std::string> GetObject(const SessionState& s, absl::string_view body);
+  // Validates the body fields of an upload before anything is admitted or touched: size
+  // (AOBJ-DAT-006), checksum fields (AOBJ-DAT-020), path (AOBJ-DAT-007, AOBJ-DAT-011,
+  // AOBJ-MEM-022) and descriptors (section 7.2). Defined in body.cc.
+  absl::StatusOr<BodyPlan> PlanBody(const SessionState& s, const BodyRequest& body);
+  // Moves a planned body into `writer` (inline or by RMA) and verifies its checksum
+  // (AOBJ-DAT-002, AOBJ-DAT-005). Never commits: on error the caller drops the writer.
+  absl::StatusOr<ReceivedBody> ReceiveBody(const SessionState& s, const BodyRequest& body,
+                                           const BodyPlan& plan, ObjectWriter* writer);
+  // Multipart upload (spec section 9.15); defined in handler_multipart.cc.
+  absl::StatusOr<std::string> CreateMultipartUpload(absl::string_view body);
+  absl::StatusOr<std::string> UploadPart(const SessionState& s, absl::string_view body);
+  absl::StatusOr<std::string> CompleteMultipartUpload(absl::string_view body);
+  absl::StatusOr<std::string> AbortMultipartUpload(absl::string_view body);
+  absl::StatusOr<std::string> ListParts(absl::string_view body);
+  absl::StatusOr<std::string> ListMultipartUploads(absl::string_view body);
+  absl::StatusOr<MultipartManager*> Multipart();
+  // S3 object semantics of issue 4 (spec sections 9.8 to 9.14): HeadObject with conditions,
+  // DeleteObjects and PrepareWrite in handler_object.cc; ListBuckets and ListObjectsV2 in
+  // handler_list.cc; CopyObject in handler_copy.cc.
+  absl::StatusOr<std::string> HeadObject(absl::string_view body);
+  absl::StatusOr<std::string> DeleteObjects(absl::string_view body);
+  absl::StatusOr<std::string> ListBuckets(absl::string_view body);
+  absl::StatusOr<std::string> ListObjectsV2(absl::string_view body);
+  absl::StatusOr<std::string> CopyObject(const SessionState& s, absl::string_view body);
+  // The WriteOptions of a PutObject or a CopyObject destination: user metadata validated and
+  // normalized (AOBJ-OBJ-120..123) and write conditions validated (AOBJ-OBJ-133) and checked
+  // once against the current object before any body moves (AOBJ-OBJ-136). The store checks the
+  // conditions again at commit (AOBJ-OBJ-134).
+  absl::StatusOr<WriteOptions> PrepareWrite(
+      const std::string& bucket, const std::string& key, const std::string& content_type,
+      const google::protobuf::Map<std::string, std::string>& user_metadata,
+      const aobj::v1::Preconditions& preconditions);
   void Log(const std::string& line);
 
   HandlerConfig config_;
@@ -90,8 +161,12 @@ class RequestHandler {
   DataChannel* channel_;
   Authenticator* auth_;
   SessionTable* sessions_;
+  MultipartManager* multipart_;  // may be null
   StagingPool staging_;
   HandlerCounters counters_;
+  // Authenticates continuation tokens (AOBJ-OBJ-107); random per process, so tokens do not
+  // survive a restart of the server (AOBJ-OBJ-113).
+  const std::string list_token_key_ = RandomBytes(32);
 };
 
 }  // namespace aobj

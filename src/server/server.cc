@@ -17,6 +17,9 @@
 #include "control/tls.h"
 #include "server/data_channel.h"
 #include "server/handler.h"
+#include "server/metrics.h"
+#include "server/metrics_http.h"
+#include "store/multipart.h"
 #include "session/authenticator.h"
 #include "session/session_table.h"
 #include "transport/ucx_context.h"
@@ -159,6 +162,12 @@ class ServerImpl final : public Server {
   absl::Status Init(ServerOptions options, std::unique_ptr<ObjectStore> store) {
     options_ = std::move(options);
     store_ = std::move(store);
+    // Multipart uploads live beside the store: in memory, or in multipart_root (spec 9.15).
+    MultipartLimits mpl;
+    if (options_.multipart_min_part_size) mpl.min_part_size = options_.multipart_min_part_size;
+    auto mp = MultipartManager::Open(store_.get(), options_.multipart_root, mpl);
+    if (!mp.ok()) return mp.status();
+    multipart_ = std::move(*mp);
     // Without an explicit choice the server leaves out UCX's posix shared-memory transport:
     // unpacking a posix rkey opens a path the client names and can fail in ways that cannot be
     // checked beforehand, and a failed unpack crashes UCX 1.13.1 (see SysvSegmentPins).
@@ -190,7 +199,7 @@ class ServerImpl final : public Server {
     hc.max_sessions_per_principal = options_.max_sessions_per_principal;
     hc.log = options_.log;
     handler_ = std::make_unique<RequestHandler>(std::move(hc), store_.get(), channel_.get(),
-                                                auth_.get(), sessions_.get());
+                                                auth_.get(), sessions_.get(), multipart_.get());
     pool_ = std::make_unique<ThreadPool>(std::max(1, options_.request_threads));
     service_ = std::make_unique<Service>(handler_.get(), pool_.get());
 
@@ -208,10 +217,17 @@ class ServerImpl final : public Server {
                        absl::StrCat("cannot listen on ", options_.listen_address));
     }
     reaper_ = std::thread([this] { Reap(); });
+    if (!options_.metrics_listen.empty()) {
+      auto http = MetricsHttpServer::Start(options_.metrics_listen, options_.metrics_allow_remote,
+                                           [this](const std::string& path) { return Observe(path); });
+      if (!http.ok()) return http.status();
+      metrics_http_ = std::move(*http);
+    }
     return absl::OkStatus();
   }
 
   int port() const override { return port_; }
+  int metrics_port() const override { return metrics_http_ ? metrics_http_->port() : 0; }
 
   void Shutdown() override {
     {
@@ -219,6 +235,7 @@ class ServerImpl final : public Server {
       if (shut_down_) return;
       shut_down_ = true;
     }
+    metrics_http_.reset();  // its handler reads everything below
     if (grpc_) grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
     if (pool_) pool_->Stop();
     if (reaper_.joinable()) reaper_.join();
@@ -246,6 +263,26 @@ class ServerImpl final : public Server {
   }
 
  private:
+  // Answers the metrics endpoint (on its thread).
+  HttpResponse Observe(const std::string& path) {
+    HttpResponse r;
+    if (path == "/metrics") {
+      MetricsView view;
+      view.stats = stats();
+      view.transfers_in_flight = sessions_->transfers_in_flight();
+      view.methods = &handler_->counters().methods;
+      r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      r.body = RenderPrometheus(view);
+    } else if (path == "/sessions") {
+      r.content_type = "application/json";
+      r.body = RenderSessionsJson(sessions_->List(), absl::Now());
+    } else {
+      r.status = 404;
+      r.body = "not found: /metrics or /sessions\n";
+    }
+    return r;
+  }
+
   // Releases the endpoints of expired and closed sessions (AOBJ-SES-009, AOBJ-SES-010).
   void Reap() {
     for (;;) {
@@ -262,6 +299,7 @@ class ServerImpl final : public Server {
 
   ServerOptions options_;
   std::unique_ptr<ObjectStore> store_;
+  std::unique_ptr<MultipartManager> multipart_;  // borrows store_
   std::unique_ptr<UcxContext> context_;
   std::unique_ptr<UcxWorker> worker_;
   std::unique_ptr<DataChannel> channel_;
@@ -271,6 +309,7 @@ class ServerImpl final : public Server {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> grpc_;
+  std::unique_ptr<MetricsHttpServer> metrics_http_;  // borrows everything above
   int port_ = 0;
   std::thread reaper_;
   absl::Mutex mu_;

@@ -26,6 +26,7 @@ std::string SessionTable::Create(SessionState state, absl::Time now) {
   Entry e;
   e.state = std::make_shared<const SessionState>(std::move(state));
   e.expires = now + lease_;
+  e.created = now;
   sessions_.emplace(id, std::move(e));
   return id;
 }
@@ -133,6 +134,27 @@ size_t SessionTable::open_sessions() {
   absl::MutexLock l(&mu_);
   size_t n = 0;
   for (const auto& [id, e] : sessions_) n += e.phase == Entry::kOpen;
+  return n;
+}
+
+std::vector<SessionRow> SessionTable::List() {
+  std::vector<SessionRow> out;
+  absl::MutexLock l(&mu_);
+  for (const auto& [id, e] : sessions_) {
+    if (e.released || e.phase == Entry::kClosed) continue;
+    out.push_back(SessionRow{id, e.state->access_key_id,
+                              e.phase == Entry::kOpen ? "open" : "expired", e.created, e.expires,
+                              e.in_flight});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const SessionRow& a, const SessionRow& b) { return a.created < b.created; });
+  return out;
+}
+
+uint64_t SessionTable::transfers_in_flight() {
+  uint64_t n = 0;
+  absl::MutexLock l(&mu_);
+  for (const auto& [id, e] : sessions_) n += e.in_flight;
   return n;
 }
 

@@ -33,6 +33,16 @@ struct SessionState {
   bool HasCapability(uint32_t c) const;
 };
 
+// One row of SessionTable::List (the /sessions admin endpoint).
+struct SessionRow {
+  std::string id_hex;
+  std::string access_key_id;
+  std::string state;  // "open" or "expired" (expired: endpoint not yet released)
+  absl::Time created;
+  absl::Time expires;  // lease end
+  uint32_t in_flight = 0;
+};
+
 // Holds one admitted data request; releasing it (destruction) lowers the in-flight count.
 class TransferSlot;
 
@@ -63,6 +73,12 @@ class SessionTable {
   // of expired or closed sessions with nothing in flight. Forgets old tombstones.
   std::vector<uint64_t> Reap(absl::Time now);
 
+  // Sessions not yet released (open, and expired ones whose endpoint is still held), ordered
+  // by creation time. For observation only: the rows may be stale as soon as it returns.
+  std::vector<SessionRow> List();
+  // Data requests admitted and not yet finished, across all sessions.
+  uint64_t transfers_in_flight();
+
   size_t open_sessions();
   // Open sessions of one principal (AOBJ-SEC-006).
   size_t open_sessions_of(absl::string_view access_key_id);
@@ -72,6 +88,7 @@ class SessionTable {
   struct Entry {
     std::shared_ptr<const SessionState> state;
     absl::Time expires;
+    absl::Time created;
     enum { kOpen, kExpired, kClosed } phase = kOpen;
     bool released = false;  // endpoint handed back to the owner
     uint32_t in_flight = 0;

@@ -3,6 +3,7 @@
 // On-disk layout under the root directory:
 //
 //   <root>/LOCK                   flock()ed while a store has the root open (one store per root)
+//   <root>/.<anything>            not the store's: names starting with '.' are never buckets
 //   <root>/<bucket>/              one directory per bucket (names are never "", ".", ".." and
 //                                 hold no '/')
 //   <root>/<bucket>/o/<name>      one file per object; <name> = lower-case hex SHA-256 of the
@@ -10,25 +11,23 @@
 //                                 file names
 //   <root>/<bucket>/tmp/<rand>.tmp  objects being written; removed on abort and at open
 //
-// An object file is a header followed by the content. Header, all integers little-endian,
-// encoded and decoded field by field (never a struct cast):
+// The format of an object file (header, then content) is in object_file.h.
 //
-//   offset  size  field
-//        0     8  magic "AOBJOBJ1"
-//        8     4  format version (kFormatVersion)
-//       12     4  header_len: offset of the first content byte
-//       16     8  content size
-//       24     8  last_modified_ms (int64, two's complement)
-//       32     4  CRC32C of the content (recorded, supplied by the caller)
-//       36     4  key_len
-//       40     4  content_type_len
-//       44     4  etag_len
-//       48     .  key, content_type, etag bytes; then zero padding
-//  hl - 4      4  CRC32C of header bytes [0, header_len - 4)
+// Listing index: file names are hashes, so the directory cannot answer "keys after X in order".
+// The store keeps, per bucket, an in-memory std::map from key to (size, etag, last_modified),
+// ordered by key octets (AOBJ-OBJ-100). It is built at open by reading the header of every object
+// file (one open + two preads per object: opening a store of N objects costs O(N) I/O and about
+// 100 bytes + key length of memory per object) and kept current by Commit and Delete under
+// index_mu, in the same critical section as the rename/unlink, so a listing never disagrees with
+// the directory. Files whose header does not decode at open are left out of the index (reading
+// them by key still answers kStorageError). ListObjects is O(log n + returned) under a shared
+// lock. A store that outgrows memory would keep this index on disk (an LSM or B-tree).
 //
-// header_len is fixed at BeginPut (the etag, known only at Commit, gets kEtagCapacity bytes), so
-// content goes straight to its final offset and the header is written last, at Commit. The file
-// size must equal header_len + content size; anything else reads as a truncated/corrupt object.
+// Commit conditions (If-None-Match "*", If-Match) are checked against the index under index_mu
+// immediately before the rename, so a conditional commit is atomic against every other commit
+// and delete of the store (AOBJ-OBJ-134). last_modified_ms is taken when Commit starts, before
+// the header is written and fsync'ed, so two racing commits of one key may record times in the
+// opposite order of their renames.
 //
 // PUT: create tmp/<rand>.tmp, write content, write header, fsync, rename() over o/<name>, fsync
 // o/ (AOBJ-OBJ-011). rename() is atomic and a reader holds an open descriptor, so a reader keeps
@@ -50,6 +49,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -58,6 +58,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -65,168 +66,33 @@
 #include "absl/types/span.h"
 #include "aobj/status.h"
 #include "aobj/store.h"
+#include "store/object_file.h"
 #include "wire/checksum.h"
 #include "wire/crypto.h"
 
 namespace aobj {
 namespace {
 
-constexpr char kMagic[8] = {'A', 'O', 'B', 'J', 'O', 'B', 'J', '1'};
-constexpr uint32_t kFormatVersion = 1;
-constexpr size_t kFixedHeaderBytes = 48;  // through etag_len
-constexpr size_t kHeaderCrcBytes = 4;
-constexpr size_t kPreambleBytes = 16;  // magic, version, header_len: enough to size the header
-constexpr size_t kEtagCapacity = 256;
-// Bounds what a (possibly corrupt) header can make us allocate, and what a writer may record.
-constexpr size_t kMaxKeyBytes = 16 * 1024;
-constexpr size_t kMaxContentTypeBytes = 16 * 1024;
-constexpr uint32_t kMaxHeaderBytes = 64 * 1024;
-static_assert(kFixedHeaderBytes + kMaxKeyBytes + kMaxContentTypeBytes + kEtagCapacity +
-                  kHeaderCrcBytes <=
-              kMaxHeaderBytes);
+using object_file::Corrupt;
+using object_file::DecodeHeader;
+using object_file::DecodePreamble;
+using object_file::EncodeHeader;
+using object_file::Header;
+using object_file::HeaderLength;
+using object_file::IsCorrupt;
+using object_file::kEtagCapacity;
+using object_file::kMaxContentTypeBytes;
+using object_file::kMaxKeyBytes;
+using object_file::kMaxMetadataBytes;
+using object_file::kMaxMetadataPairs;
+using object_file::kPreambleBytes;
+using object_file::MetadataBlockBytes;
 
 constexpr mode_t kDirMode = 0700;
 constexpr mode_t kFileMode = 0600;
 
 // absl::string_view is its own type in some absl builds (Debian's), not std::string_view.
 absl::string_view AbslView(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-
-// ---- little-endian encoding --------------------------------------------------------------
-
-class LeWriter {
- public:
-  explicit LeWriter(std::string* out) : out_(out) {}
-  void U32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) out_->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-  }
-  void U64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) out_->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-  }
-  void Bytes(std::string_view b) { out_->append(b); }
-
- private:
-  std::string* out_;  // not owned
-};
-
-// Every read checks bounds first; false once the input is exhausted.
-class LeReader {
- public:
-  explicit LeReader(std::string_view in) : in_(in) {}
-  bool U32(uint32_t* v) {
-    if (in_.size() - pos_ < 4) return false;
-    *v = 0;
-    for (int i = 0; i < 4; ++i) *v |= uint32_t{static_cast<uint8_t>(in_[pos_ + i])} << (8 * i);
-    pos_ += 4;
-    return true;
-  }
-  bool U64(uint64_t* v) {
-    if (in_.size() - pos_ < 8) return false;
-    *v = 0;
-    for (int i = 0; i < 8; ++i) *v |= uint64_t{static_cast<uint8_t>(in_[pos_ + i])} << (8 * i);
-    pos_ += 8;
-    return true;
-  }
-  bool Bytes(size_t n, std::string_view* out) {
-    if (in_.size() - pos_ < n) return false;
-    *out = in_.substr(pos_, n);
-    pos_ += n;
-    return true;
-  }
-
- private:
-  std::string_view in_;
-  size_t pos_ = 0;
-};
-
-uint32_t HeaderLength(size_t key_len, size_t content_type_len) {
-  return static_cast<uint32_t>(kFixedHeaderBytes + key_len + content_type_len + kEtagCapacity +
-                               kHeaderCrcBytes);
-}
-
-// Precondition: the fields fit header_len (checked at BeginPut/Commit).
-std::string EncodeHeader(uint32_t header_len, std::string_view key, const ObjectInfo& info) {
-  std::string out;
-  out.reserve(header_len);
-  LeWriter w(&out);
-  w.Bytes(std::string_view(kMagic, sizeof(kMagic)));
-  w.U32(kFormatVersion);
-  w.U32(header_len);
-  w.U64(info.size);
-  w.U64(static_cast<uint64_t>(info.last_modified_ms));
-  w.U32(info.crc32c);
-  w.U32(static_cast<uint32_t>(key.size()));
-  w.U32(static_cast<uint32_t>(info.content_type.size()));
-  w.U32(static_cast<uint32_t>(info.etag.size()));
-  w.Bytes(key);
-  w.Bytes(info.content_type);
-  w.Bytes(info.etag);
-  out.resize(header_len - kHeaderCrcBytes, '\0');
-  w.U32(Crc32c(0, out.data(), out.size()));
-  return out;
-}
-
-struct Header {
-  uint32_t header_len = 0;
-  std::string key;
-  ObjectInfo info;
-};
-
-absl::Status Corrupt(const std::string& path, absl::string_view what) {
-  return MakeError(ErrorCode::kStorageError,
-                   absl::StrCat("corrupt object file ", path, ": ", what));
-}
-
-// Reads magic, version and header_len; returns header_len.
-absl::StatusOr<uint32_t> DecodePreamble(std::string_view bytes, const std::string& path) {
-  LeReader r(bytes);
-  std::string_view magic;
-  uint32_t version = 0;
-  uint32_t header_len = 0;
-  if (!r.Bytes(sizeof(kMagic), &magic) || !r.U32(&version) || !r.U32(&header_len)) {
-    return Corrupt(path, "shorter than the header");
-  }
-  if (magic != std::string_view(kMagic, sizeof(kMagic))) return Corrupt(path, "bad magic");
-  if (version != kFormatVersion) {
-    return Corrupt(path, absl::StrCat("unsupported format version ", version));
-  }
-  if (header_len < kFixedHeaderBytes + kHeaderCrcBytes || header_len > kMaxHeaderBytes) {
-    return Corrupt(path, absl::StrCat("header length ", header_len, " out of range"));
-  }
-  return header_len;
-}
-
-// `bytes` is exactly the header_len bytes announced by the preamble.
-absl::StatusOr<Header> DecodeHeader(std::string_view bytes, const std::string& path) {
-  absl::StatusOr<uint32_t> header_len = DecodePreamble(bytes, path);
-  if (!header_len.ok()) return header_len.status();
-  if (bytes.size() != *header_len) return Corrupt(path, "shorter than the header");
-  const size_t body = bytes.size() - kHeaderCrcBytes;
-  LeReader crc_reader(bytes.substr(body));
-  uint32_t stored_crc = 0;
-  crc_reader.U32(&stored_crc);
-  if (stored_crc != Crc32c(0, bytes.data(), body)) return Corrupt(path, "header checksum mismatch");
-
-  LeReader r(bytes.substr(kPreambleBytes, body - kPreambleBytes));
-  Header h;
-  h.header_len = *header_len;
-  uint64_t last_modified = 0;
-  uint32_t key_len = 0, content_type_len = 0, etag_len = 0;
-  if (!r.U64(&h.info.size) || !r.U64(&last_modified) || !r.U32(&h.info.crc32c) ||
-      !r.U32(&key_len) || !r.U32(&content_type_len) || !r.U32(&etag_len)) {
-    return Corrupt(path, "header fields truncated");
-  }
-  h.info.last_modified_ms = static_cast<int64_t>(last_modified);
-  std::string_view key, content_type, etag;
-  // Each Bytes() checks its length against what remains, so no sum can overflow.
-  if (!r.Bytes(key_len, &key) || !r.Bytes(content_type_len, &content_type) ||
-      !r.Bytes(etag_len, &etag)) {
-    return Corrupt(path, "header strings overrun the header");
-  }
-  h.key = std::string(key);
-  h.info.content_type = std::string(content_type);
-  h.info.etag = std::string(etag);
-  return h;
-}
 
 // ---- POSIX helpers -------------------------------------------------------------------------
 
@@ -373,11 +239,42 @@ absl::Status RemoveAllFilesIn(const std::string& dir) {
   return absl::OkStatus();
 }
 
+// Reads and validates the header of the object file open at `fd`, including that the file's
+// size is header_len + content size.
+absl::StatusOr<Header> ReadHeader(int fd, const std::string& path) {
+  std::string bytes(kPreambleBytes, '\0');
+  absl::StatusOr<size_t> got =
+      PreadFull(fd, reinterpret_cast<uint8_t*>(bytes.data()), bytes.size(), 0, path);
+  if (!got.ok()) return got.status();
+  bytes.resize(*got);
+  absl::StatusOr<uint32_t> header_len = DecodePreamble(bytes, path);
+  if (!header_len.ok()) return header_len.status();
+  bytes.resize(*header_len);
+  got = PreadFull(fd, reinterpret_cast<uint8_t*>(bytes.data()), bytes.size(), 0, path);
+  if (!got.ok()) return got.status();
+  bytes.resize(*got);
+  absl::StatusOr<Header> header = DecodeHeader(bytes, path);
+  if (!header.ok()) return header.status();
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return IoError("fstat", path, errno);
+  const uint64_t expected = header->header_len + header->info.size;
+  if (header->info.size > static_cast<uint64_t>(std::numeric_limits<off_t>::max()) ||
+      static_cast<uint64_t>(st.st_size) != expected) {
+    return Corrupt(path,
+                   absl::StrCat("file has ", st.st_size, " bytes, header says ", header->info.size,
+                                " of content after ", header->header_len, " of header"));
+  }
+  return header;
+}
+
 // ---- store ---------------------------------------------------------------------------------
 
 // Defence in depth: the server validates bucket names to S3 rules before they reach a store.
+// Names starting with '.' are never buckets here: they are left to things kept beside the
+// buckets in the root (the server's multipart area, <root>/.multipart), which Recover and
+// ListBuckets must not mistake for buckets.
 absl::Status CheckBucketName(std::string_view bucket) {
-  if (bucket.empty() || bucket == "." || bucket == ".." ||
+  if (bucket.empty() || bucket.front() == '.' ||
       bucket.find_first_of(std::string_view("/\0", 2)) != std::string_view::npos) {
     return MakeError(ErrorCode::kInvalidArgument, "invalid bucket name");
   }
@@ -393,13 +290,55 @@ absl::Status CheckKey(std::string_view bucket, std::string_view key) {
 
 absl::Status NoSuchBucket() { return MakeError(ErrorCode::kNoSuchBucket, "no such bucket"); }
 
+// Commit conditions of `options` against the key's current object (null: none).
+template <class Current>
+absl::Status CheckCommitConditions(const WriteOptions& options, const Current* current) {
+  if (options.if_none_match_star && current != nullptr) {
+    return MakeError(ErrorCode::kPreconditionFailed,
+                     "precondition failed: If-None-Match \"*\" and the key holds an object");
+  }
+  if (!options.if_match_etag.empty()) {
+    if (current == nullptr) {
+      return MakeError(ErrorCode::kNoSuchKey, "If-Match given and the key holds no object");
+    }
+    if (options.if_match_etag != "*" && options.if_match_etag != current->etag) {
+      return MakeError(ErrorCode::kPreconditionFailed,
+                       absl::StrCat("precondition failed: If-Match ", options.if_match_etag,
+                                    " and the key's etag is ", current->etag));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The listing index of one bucket: key -> what a listing reports, ordered by key octets.
+struct IndexEntry {
+  uint64_t size = 0;
+  std::string etag;
+  int64_t last_modified_ms = 0;
+};
+struct BucketIndex {
+  int64_t creation_time_ms = 0;
+  std::map<std::string, IndexEntry, std::less<>> objects;
+};
+
 // Shared by the store and its writers, so writers may outlive the store object.
 struct FileStoreState {
   std::string root;
   ScopedFd lock_fd;  // holds the flock on <root>/LOCK
   // Orders bucket creation/deletion (exclusive) against the object operations that need the
   // bucket directory to stay (shared). Guards the directory tree, not a member.
+  // Lock order: bucket_mu, then index_mu.
   absl::Mutex bucket_mu;
+  // Guards `index`, and is held across every rename into o/ and unlink from o/ so that the index
+  // and the directory change together.
+  absl::Mutex index_mu ABSL_ACQUIRED_AFTER(bucket_mu);
+  // Bucket name -> its index; a bucket is listed here exactly when its directory exists.
+  std::map<std::string, BucketIndex, std::less<>> index ABSL_GUARDED_BY(index_mu);
+
+  BucketIndex* FindIndex(std::string_view bucket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(index_mu) {
+    auto it = index.find(bucket);
+    return it == index.end() ? nullptr : &it->second;
+  }
 
   std::string BucketDir(std::string_view bucket) const {
     return absl::StrCat(root, "/", AbslView(bucket));
@@ -419,13 +358,13 @@ struct FileStoreState {
 class FileWriter final : public ObjectWriter {
  public:
   FileWriter(std::shared_ptr<FileStoreState> state, std::string bucket, std::string key,
-             uint64_t size, std::string content_type, uint32_t header_len, ScopedFd fd,
+             uint64_t size, WriteOptions options, uint32_t header_len, ScopedFd fd,
              std::string tmp_path)
       : state_(std::move(state)),
         bucket_(std::move(bucket)),
         key_(std::move(key)),
         size_(size),
-        content_type_(std::move(content_type)),
+        options_(std::move(options)),
         header_len_(header_len),
         fd_(std::move(fd)),
         tmp_path_(std::move(tmp_path)) {}
@@ -475,7 +414,8 @@ class FileWriter final : public ObjectWriter {
     stored.size = size_;
     stored.etag = info.etag;
     stored.crc32c = info.crc32c;
-    stored.content_type = content_type_;
+    stored.content_type = options_.content_type;
+    stored.user_metadata = options_.user_metadata;
     stored.last_modified_ms = absl::ToUnixMillis(absl::Now());
     const std::string header = EncodeHeader(header_len_, key_, stored);
     if (absl::Status s = PwriteAll(fd_.get(), reinterpret_cast<const uint8_t*>(header.data()),
@@ -491,12 +431,26 @@ class FileWriter final : public ObjectWriter {
     if (!exists.ok()) return exists.status();
     if (!*exists) return NoSuchBucket();
     const std::string final_path = state_->ObjectPath(bucket_, key_);
-    if (::rename(tmp_path_.c_str(), final_path.c_str()) != 0) {
-      // Our temp file is gone: the bucket was deleted (and re-created) while we wrote.
-      if (errno == ENOENT) return NoSuchBucket();
-      return IoError("rename", final_path, errno);
+    {
+      absl::MutexLock index_lock(&state_->index_mu);
+      BucketIndex* index = state_->FindIndex(bucket_);
+      if (index == nullptr) return NoSuchBucket();
+      auto it = index->objects.find(key_);
+      // AOBJ-OBJ-134: the conditions, the rename and the index update are one critical section.
+      if (absl::Status s =
+              CheckCommitConditions(options_, it == index->objects.end() ? nullptr : &it->second);
+          !s.ok()) {
+        return s;
+      }
+      if (::rename(tmp_path_.c_str(), final_path.c_str()) != 0) {
+        // Our temp file is gone: the bucket was deleted (and re-created) while we wrote.
+        if (errno == ENOENT) return NoSuchBucket();
+        return IoError("rename", final_path, errno);
+      }
+      renamed_ = true;
+      index->objects.insert_or_assign(key_,
+                                      IndexEntry{size_, stored.etag, stored.last_modified_ms});
     }
-    renamed_ = true;
     // The object is visible now; without this fsync its name may not survive a crash.
     if (absl::Status s = FsyncDir(state_->ObjectDir(bucket_)); !s.ok()) return s;
     return stored;
@@ -513,7 +467,7 @@ class FileWriter final : public ObjectWriter {
   const std::string bucket_;
   const std::string key_;
   const uint64_t size_;
-  const std::string content_type_;
+  const WriteOptions options_;
   const uint32_t header_len_;
   ScopedFd fd_;
   const std::string tmp_path_;
@@ -574,7 +528,10 @@ class FileStore final : public ObjectStore {
       ::rmdir(state_->TmpDir(bucket).c_str());
       ::rmdir(state_->ObjectDir(bucket).c_str());
       ::rmdir(dir.c_str());
+      return s;
     }
+    absl::MutexLock index_lock(&state_->index_mu);
+    state_->index[std::string(bucket)] = BucketIndex{absl::ToUnixMillis(absl::Now()), {}};
     return s;
   }
 
@@ -602,6 +559,10 @@ class FileStore final : public ObjectStore {
     for (const std::string& d : {tmp, objects, dir}) {
       if (::rmdir(d.c_str()) != 0 && errno != ENOENT) return IoError("rmdir", d, errno);
     }
+    {
+      absl::MutexLock index_lock(&state_->index_mu);
+      state_->index.erase(std::string(bucket));
+    }
     return FsyncDir(state_->root);
   }
 
@@ -612,14 +573,27 @@ class FileStore final : public ObjectStore {
     return *exists ? absl::OkStatus() : NoSuchBucket();
   }
 
+  using ObjectStore::BeginPut;
   absl::StatusOr<std::unique_ptr<ObjectWriter>> BeginPut(std::string_view bucket,
                                                          std::string_view key, uint64_t size,
-                                                         std::string_view content_type) override {
+                                                         const WriteOptions& options) override {
     if (absl::Status s = CheckKey(bucket, key); !s.ok()) return s;
-    if (content_type.size() > kMaxContentTypeBytes) {
+    if (options.content_type.size() > kMaxContentTypeBytes) {
       return MakeError(ErrorCode::kInvalidArgument, "content type too long");
     }
-    const uint32_t header_len = HeaderLength(key.size(), content_type.size());
+    size_t metadata_bytes = 0;
+    for (const auto& [name, value] : options.user_metadata) {
+      metadata_bytes += name.size() + value.size();
+    }
+    if (options.user_metadata.size() > kMaxMetadataPairs || metadata_bytes > kMaxMetadataBytes) {
+      return MakeError(
+          ErrorCode::kMetadataTooLarge,
+          absl::StrCat("user metadata of ", options.user_metadata.size(), " pairs and ",
+                       metadata_bytes, " bytes is over the store's limit of ", kMaxMetadataPairs,
+                       " pairs or ", kMaxMetadataBytes, " bytes"));
+    }
+    const uint32_t header_len = HeaderLength(key.size(), options.content_type.size(),
+                                             MetadataBlockBytes(options.user_metadata));
     if (size > static_cast<uint64_t>(std::numeric_limits<off_t>::max()) - header_len) {
       return MakeError(ErrorCode::kInvalidArgument, "object too large");
     }
@@ -646,8 +620,7 @@ class FileStore final : public ObjectStore {
       }
     }
     return std::make_unique<FileWriter>(state_, std::string(bucket), std::string(key), size,
-                                        std::string(content_type), header_len, std::move(fd),
-                                        tmp_path);
+                                        options, header_len, std::move(fd), tmp_path);
   }
 
   absl::StatusOr<std::unique_ptr<ObjectReader>> OpenRead(std::string_view bucket,
@@ -674,11 +647,46 @@ class FileStore final : public ObjectStore {
     if (!exists.ok()) return exists.status();
     if (!*exists) return NoSuchBucket();
     const std::string path = state_->ObjectPath(bucket, key);
-    if (::unlink(path.c_str()) != 0) {
-      if (errno == ENOENT) return absl::OkStatus();
-      return IoError("unlink", path, errno);
+    {
+      absl::MutexLock index_lock(&state_->index_mu);
+      if (::unlink(path.c_str()) != 0) {
+        if (errno == ENOENT) return absl::OkStatus();
+        return IoError("unlink", path, errno);
+      }
+      if (BucketIndex* index = state_->FindIndex(bucket); index != nullptr) {
+        if (auto it = index->objects.find(key); it != index->objects.end()) {
+          index->objects.erase(it);
+        }
+      }
     }
     return FsyncDir(state_->ObjectDir(bucket));
+  }
+
+  absl::StatusOr<std::vector<ObjectSummary>> ListObjects(std::string_view bucket,
+                                                         std::string_view prefix,
+                                                         std::string_view start_after,
+                                                         size_t limit) override {
+    if (absl::Status s = CheckBucketName(bucket); !s.ok()) return s;
+    std::vector<ObjectSummary> out;
+    absl::ReaderMutexLock lock(&state_->index_mu);
+    auto bucket_it = state_->index.find(bucket);
+    if (bucket_it == state_->index.end()) return NoSuchBucket();
+    const auto& objects = bucket_it->second.objects;
+    // The first key > start_after that is also >= prefix (every key with the prefix is).
+    auto it = prefix > start_after ? objects.lower_bound(prefix) : objects.upper_bound(start_after);
+    for (; it != objects.end() && out.size() < limit; ++it) {
+      if (std::string_view(it->first).substr(0, prefix.size()) != prefix) break;
+      out.push_back({it->first, it->second.size, it->second.etag, it->second.last_modified_ms});
+    }
+    return out;
+  }
+
+  absl::StatusOr<std::vector<BucketSummary>> ListBuckets() override {
+    std::vector<BucketSummary> out;
+    absl::ReaderMutexLock lock(&state_->index_mu);
+    out.reserve(state_->index.size());
+    for (const auto& [name, index] : state_->index) out.push_back({name, index.creation_time_ms});
+    return out;
   }
 
  private:
@@ -696,39 +704,52 @@ class FileStore final : public ObjectStore {
       if (!*exists) return NoSuchBucket();
       return MakeError(ErrorCode::kNoSuchKey, "no such key");
     }
-    std::string bytes(kPreambleBytes, '\0');
-    absl::StatusOr<size_t> got =
-        PreadFull(fd->get(), reinterpret_cast<uint8_t*>(bytes.data()), bytes.size(), 0, *path);
-    if (!got.ok()) return got.status();
-    bytes.resize(*got);
-    absl::StatusOr<uint32_t> header_len = DecodePreamble(bytes, *path);
-    if (!header_len.ok()) return header_len.status();
-    bytes.resize(*header_len);
-    got = PreadFull(fd->get(), reinterpret_cast<uint8_t*>(bytes.data()), bytes.size(), 0, *path);
-    if (!got.ok()) return got.status();
-    bytes.resize(*got);
-    absl::StatusOr<Header> header = DecodeHeader(bytes, *path);
+    absl::StatusOr<Header> header = ReadHeader(fd->get(), *path);
     if (!header.ok()) return header.status();
     if (header->key != key) return Corrupt(*path, "holds a different key");
-    struct stat st;
-    if (::fstat(fd->get(), &st) != 0) return IoError("fstat", *path, errno);
-    const uint64_t expected = header->header_len + header->info.size;
-    if (header->info.size > static_cast<uint64_t>(std::numeric_limits<off_t>::max()) ||
-        static_cast<uint64_t>(st.st_size) != expected) {
-      return Corrupt(
-          *path, absl::StrCat("file has ", st.st_size, " bytes, header says ", header->info.size,
-                              " of content after ", header->header_len, " of header"));
-    }
     return header;
   }
 
   const std::shared_ptr<FileStoreState> state_;
 };
 
-// Removes crash leftovers and repairs buckets whose CreateBucket was cut short.
-absl::Status Recover(const FileStoreState& state) {
+// The listing index of one bucket directory, from the headers of its object files. Files that do
+// not decode, or whose name is not the hash of the key they hold, are left out.
+absl::StatusOr<BucketIndex> BuildIndex(const FileStoreState& state, const std::string& bucket) {
+  BucketIndex index;
+  struct stat st;
+  const std::string dir = state.BucketDir(bucket);
+  if (::stat(dir.c_str(), &st) != 0) return IoError("stat", dir, errno);
+  // o/ and tmp/ are made with the bucket and never change, so the bucket directory's mtime is
+  // its creation time (or the repair time of a bucket cut short by a crash).
+  index.creation_time_ms = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 +
+                           static_cast<int64_t>(st.st_mtim.tv_nsec) / 1000000;
+  std::vector<std::string> names;
+  const std::string objects = state.ObjectDir(bucket);
+  if (absl::Status s = ListDir(objects, &names); !s.ok()) return s;
+  for (const std::string& name : names) {
+    const std::string path = absl::StrCat(objects, "/", name);
+    ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return IoError("open", path, errno);
+    absl::StatusOr<Header> header = ReadHeader(fd.get(), path);
+    if (!header.ok()) {
+      if (IsCorrupt(header.status())) continue;  // unreadable by key too; OpenRead reports it
+      return header.status();
+    }
+    if (HexEncode(Sha256(header->key)) != name) continue;
+    index.objects.insert_or_assign(
+        std::move(header->key),
+        IndexEntry{header->info.size, std::move(header->info.etag), header->info.last_modified_ms});
+  }
+  return index;
+}
+
+// Removes crash leftovers, repairs buckets whose CreateBucket was cut short, and builds the
+// listing index.
+absl::Status Recover(FileStoreState& state) {
   std::vector<std::string> names;
   if (absl::Status s = ListDir(state.root, &names); !s.ok()) return s;
+  std::map<std::string, BucketIndex, std::less<>> index;
   for (const std::string& name : names) {
     if (!CheckBucketName(name).ok()) continue;
     const std::string dir = absl::StrCat(state.root, "/", name);
@@ -738,7 +759,12 @@ absl::Status Recover(const FileStoreState& state) {
     if (absl::Status s = MakeDir(state.ObjectDir(name), true); !s.ok()) return s;
     if (absl::Status s = MakeDir(state.TmpDir(name), true); !s.ok()) return s;
     if (absl::Status s = RemoveAllFilesIn(state.TmpDir(name)); !s.ok()) return s;
+    absl::StatusOr<BucketIndex> bucket_index = BuildIndex(state, name);
+    if (!bucket_index.ok()) return bucket_index.status();
+    index.emplace(name, *std::move(bucket_index));
   }
+  absl::MutexLock lock(&state.index_mu);
+  state.index = std::move(index);
   return absl::OkStatus();
 }
 

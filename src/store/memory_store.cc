@@ -12,15 +12,25 @@
 //
 // Lifetime: the state lives in a shared_ptr owned by the store and by every writer, so writers
 // and readers may outlive the store object.
+//
+// Listing: each bucket keeps its objects in a std::map ordered by key bytes (std::string compares
+// octets as unsigned char, which is S3's UTF-8 byte order), so ListObjects is a lower_bound and
+// an ordered walk under the shared lock: O(log n + returned).
+//
+// Commit conditions (If-None-Match "*", If-Match) are checked under the exclusive lock in the same
+// critical section that swaps the map entry, so they are atomic against concurrent writers of the
+// key (AOBJ-OBJ-134).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <new>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -45,7 +55,9 @@ struct Object {
 
 // `objects` is guarded by MemoryState::mu (a member of another object, so not annotated).
 struct Bucket {
-  absl::flat_hash_map<std::string, std::shared_ptr<const Object>> objects;
+  // Ordered by key octets (AOBJ-OBJ-100); std::less<> allows lookups by string_view.
+  std::map<std::string, std::shared_ptr<const Object>, std::less<>> objects;
+  int64_t creation_time_ms = 0;
 };
 
 // absl::string_view is its own type in some absl builds (Debian's), not std::string_view.
@@ -82,18 +94,37 @@ absl::Status CheckKey(std::string_view bucket, std::string_view key) {
 
 absl::Status NoSuchBucket() { return MakeError(ErrorCode::kNoSuchBucket, "no such bucket"); }
 
+// The commit conditions of `options` against the key's current object (null: none).
+absl::Status CheckCommitConditions(const WriteOptions& options, const ObjectInfo* current) {
+  if (options.if_none_match_star && current != nullptr) {
+    return MakeError(ErrorCode::kPreconditionFailed,
+                     "precondition failed: If-None-Match \"*\" and the key holds an object");
+  }
+  if (!options.if_match_etag.empty()) {
+    if (current == nullptr) {
+      return MakeError(ErrorCode::kNoSuchKey, "If-Match given and the key holds no object");
+    }
+    if (options.if_match_etag != "*" && options.if_match_etag != current->etag) {
+      return MakeError(ErrorCode::kPreconditionFailed,
+                       absl::StrCat("precondition failed: If-Match ", options.if_match_etag,
+                                    " and the key's etag is ", current->etag));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Writes one object into a private buffer. Used by one thread at a time.
 class MemoryWriter final : public ObjectWriter {
  public:
   MemoryWriter(std::shared_ptr<MemoryState> state, std::shared_ptr<Bucket> bucket,
-               std::string bucket_name, std::string key, uint64_t size, std::string content_type,
+               std::string bucket_name, std::string key, uint64_t size, WriteOptions options,
                std::unique_ptr<uint8_t[]> buffer)
       : state_(std::move(state)),
         bucket_(std::move(bucket)),
         bucket_name_(std::move(bucket_name)),
         key_(std::move(key)),
         size_(size),
-        content_type_(std::move(content_type)),
+        options_(std::move(options)),
         buffer_(std::move(buffer)) {}
   MemoryWriter(const MemoryWriter&) = delete;
   MemoryWriter& operator=(const MemoryWriter&) = delete;
@@ -136,11 +167,11 @@ class MemoryWriter final : public ObjectWriter {
     object->info.size = size_;
     object->info.etag = info.etag;
     object->info.crc32c = info.crc32c;
-    object->info.content_type = content_type_;
-    object->info.last_modified_ms = absl::ToUnixMillis(absl::Now());
+    object->info.content_type = options_.content_type;
+    object->info.user_metadata = options_.user_metadata;
     object->data = std::move(buffer_);
-    ObjectInfo stored = object->info;
     std::shared_ptr<const Object> previous;  // freed after the lock, off the critical path
+    ObjectInfo stored;
     {
       absl::MutexLock lock(&state_->mu);
       if (state_->FindBucket(bucket_name_) != bucket_) {
@@ -148,9 +179,24 @@ class MemoryWriter final : public ObjectWriter {
         buffer_ = std::move(object->data);
         return NoSuchBucket();
       }
-      std::shared_ptr<const Object>& slot = bucket_->objects[key_];
-      previous = std::move(slot);
-      slot = std::move(object);
+      auto it = bucket_->objects.find(key_);
+      const Object* current = it == bucket_->objects.end() ? nullptr : it->second.get();
+      // AOBJ-OBJ-134: the conditions and the swap are one critical section.
+      if (absl::Status s = CheckCommitConditions(options_, current ? &current->info : nullptr);
+          !s.ok()) {
+        // AOBJ-OBJ-135: the key keeps its object; the writer is left as it was.
+        buffer_ = std::move(object->data);
+        return s;
+      }
+      // Taken under the lock, so that commits of one key carry increasing times.
+      object->info.last_modified_ms = absl::ToUnixMillis(absl::Now());
+      stored = object->info;
+      if (it == bucket_->objects.end()) {
+        bucket_->objects.emplace(key_, std::move(object));
+      } else {
+        previous = std::move(it->second);
+        it->second = std::move(object);
+      }
     }
     committed_ = true;
     return stored;
@@ -162,7 +208,7 @@ class MemoryWriter final : public ObjectWriter {
   const std::string bucket_name_;
   const std::string key_;
   const uint64_t size_;
-  const std::string content_type_;
+  const WriteOptions options_;
   std::unique_ptr<uint8_t[]> buffer_;  // size_ bytes until Commit moves it
   uint64_t offset_ = 0;
   bool direct_used_ = false;
@@ -208,6 +254,7 @@ class MemoryStore final : public ObjectStore {
       return MakeError(ErrorCode::kBucketAlreadyExists, "bucket already exists");
     }
     it->second = std::make_shared<Bucket>();
+    it->second->creation_time_ms = absl::ToUnixMillis(absl::Now());
     return absl::OkStatus();
   }
 
@@ -230,9 +277,10 @@ class MemoryStore final : public ObjectStore {
     return absl::OkStatus();
   }
 
+  using ObjectStore::BeginPut;
   absl::StatusOr<std::unique_ptr<ObjectWriter>> BeginPut(std::string_view bucket,
                                                          std::string_view key, uint64_t size,
-                                                         std::string_view content_type) override {
+                                                         const WriteOptions& options) override {
     if (absl::Status s = CheckKey(bucket, key); !s.ok()) return s;
     std::shared_ptr<Bucket> record;
     {
@@ -251,8 +299,7 @@ class MemoryStore final : public ObjectStore {
                        absl::StrCat("cannot allocate ", size, " bytes for the object"));
     }
     return std::make_unique<MemoryWriter>(state_, std::move(record), std::string(bucket),
-                                          std::string(key), size, std::string(content_type),
-                                          std::move(buffer));
+                                          std::string(key), size, options, std::move(buffer));
   }
 
   absl::StatusOr<std::unique_ptr<ObjectReader>> OpenRead(std::string_view bucket,
@@ -274,12 +321,46 @@ class MemoryStore final : public ObjectStore {
     absl::MutexLock lock(&state_->mu);
     std::shared_ptr<Bucket> record = state_->FindBucket(bucket);
     if (record == nullptr) return NoSuchBucket();
-    auto it = record->objects.find(AbslView(key));
+    auto it = record->objects.find(key);
     if (it != record->objects.end()) {
       doomed = std::move(it->second);
       record->objects.erase(it);
     }
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<ObjectSummary>> ListObjects(std::string_view bucket,
+                                                         std::string_view prefix,
+                                                         std::string_view start_after,
+                                                         size_t limit) override {
+    if (absl::Status s = CheckBucketName(bucket); !s.ok()) return s;
+    std::vector<ObjectSummary> out;
+    absl::ReaderMutexLock lock(&state_->mu);
+    std::shared_ptr<Bucket> record = state_->FindBucket(bucket);
+    if (record == nullptr) return NoSuchBucket();
+    // The first key > start_after that is also >= prefix (every key with the prefix is).
+    auto it = prefix > start_after ? record->objects.lower_bound(prefix)
+                                   : record->objects.upper_bound(start_after);
+    for (; it != record->objects.end() && out.size() < limit; ++it) {
+      if (std::string_view(it->first).substr(0, prefix.size()) != prefix) break;
+      const ObjectInfo& info = it->second->info;
+      out.push_back({it->first, info.size, info.etag, info.last_modified_ms});
+    }
+    return out;
+  }
+
+  absl::StatusOr<std::vector<BucketSummary>> ListBuckets() override {
+    std::vector<BucketSummary> out;
+    {
+      absl::ReaderMutexLock lock(&state_->mu);
+      out.reserve(state_->buckets.size());
+      for (const auto& [name, record] : state_->buckets) {
+        out.push_back({name, record->creation_time_ms});
+      }
+    }
+    std::sort(out.begin(), out.end(),
+              [](const BucketSummary& a, const BucketSummary& b) { return a.name < b.name; });
+    return out;
   }
 
  private:
@@ -289,7 +370,7 @@ class MemoryStore final : public ObjectStore {
     absl::ReaderMutexLock lock(&state_->mu);
     std::shared_ptr<Bucket> record = state_->FindBucket(bucket);
     if (record == nullptr) return NoSuchBucket();
-    auto it = record->objects.find(AbslView(key));
+    auto it = record->objects.find(key);
     if (it == record->objects.end()) {
       return MakeError(ErrorCode::kNoSuchKey, "no such key");
     }

@@ -64,6 +64,22 @@ constexpr ErrorInfo kRegistry[] = {
      C::kUnavailable},
     {ErrorCode::kIncompleteTransfer, "INCOMPLETE_TRANSFER", "IncompleteBody", false, C::kDataLoss},
     {ErrorCode::kStorageError, "STORAGE_ERROR", "InternalError", true, C::kInternal},
+    {ErrorCode::kInvalidRange, "INVALID_RANGE", "InvalidRange", false, C::kOutOfRange},
+    {ErrorCode::kPreconditionFailed, "PRECONDITION_FAILED", "PreconditionFailed", false,
+     C::kFailedPrecondition},
+    {ErrorCode::kNotModified, "NOT_MODIFIED", "NotModified", false, C::kFailedPrecondition},
+    {ErrorCode::kMetadataTooLarge, "METADATA_TOO_LARGE", "MetadataTooLarge", false,
+     C::kInvalidArgument},
+    {ErrorCode::kInvalidContinuationToken, "INVALID_CONTINUATION_TOKEN", "InvalidArgument", false,
+     C::kInvalidArgument},
+    {ErrorCode::kInvalidRequest, "INVALID_REQUEST", "InvalidRequest", false, C::kInvalidArgument},
+    {ErrorCode::kNoSuchUpload, "NO_SUCH_UPLOAD", "NoSuchUpload", false, C::kNotFound},
+    {ErrorCode::kInvalidPart, "INVALID_PART", "InvalidPart", false, C::kInvalidArgument},
+    {ErrorCode::kInvalidPartOrder, "INVALID_PART_ORDER", "InvalidPartOrder", false,
+     C::kInvalidArgument},
+    {ErrorCode::kEntityTooSmall, "ENTITY_TOO_SMALL", "EntityTooSmall", false, C::kInvalidArgument},
+    {ErrorCode::kTooManyParts, "TOO_MANY_PARTS", "InvalidArgument", false, C::kInvalidArgument},
+    {ErrorCode::kTooManyUploads, "TOO_MANY_UPLOADS", "SlowDown", true, C::kResourceExhausted},
 };
 
 constexpr bool RegistryIsSorted() {

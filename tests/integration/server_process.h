@@ -136,6 +136,12 @@ class ServerProcess {
     }
   }
   void Stop() { Kill(SIGTERM); }
+  // Stops the server if it runs (SIGKILL when `sig` says so) and starts it again on the same
+  // directory and store; the port changes.
+  bool Restart(int sig = SIGTERM) {
+    Kill(sig);
+    return Start();
+  }
   bool Alive() const { return pid_ > 0 && kill(pid_, 0) == 0; }
   pid_t pid() const { return pid_; }
 

@@ -1,5 +1,5 @@
 // FileStore behaviour beyond the conformance kit: persistence, crash leftovers, damaged files,
-// and the on-disk layout documented in src/store/file_store.cc.
+// and the on-disk layout documented in src/store/file_store.cc and src/store/object_file.h.
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -302,6 +302,145 @@ TEST_F(FileStoreTest, DirectBufferIsNotOffered) {
   absl::StatusOr<std::unique_ptr<ObjectWriter>> writer = store_->BeginPut("bucket", "k", 10, "");
   ASSERT_TRUE(writer.ok()) << writer.status();
   EXPECT_TRUE((*writer)->DirectBuffer().empty());
+}
+
+// ---- listing index, user metadata, format versions (issue 4) -------------------------------
+
+std::vector<std::string> ListedKeys(ObjectStore& store, std::string_view bucket) {
+  std::vector<std::string> keys;
+  absl::StatusOr<std::vector<ObjectSummary>> list = store.ListObjects(bucket, "", "", 1000000);
+  EXPECT_TRUE(list.ok()) << list.status();
+  if (list.ok()) {
+    for (const ObjectSummary& s : *list) keys.push_back(s.key);
+  }
+  return keys;
+}
+
+TEST_F(FileStoreTest, ListingIndexAndMetadataSurviveReopening) {
+  ASSERT_OK(store_->CreateBucket("bucket"));
+  ASSERT_OK(store_->CreateBucket("other"));
+  WriteOptions options;
+  options.content_type = "text/plain";
+  options.user_metadata = {{"owner", "alice"}, {"n", std::string(1000, 'x')}};
+  absl::StatusOr<std::unique_ptr<ObjectWriter>> writer =
+      store_->BeginPut("bucket", "b/with-meta", 5, options);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  ASSERT_OK((*writer)->Append(AsBytes("hello")));
+  ObjectInfo info;
+  info.size = 5;
+  info.etag = "\"5d41402abc4b2a76b9719d911017c592\"";
+  ASSERT_TRUE((*writer)->Commit(info).ok());
+  writer->reset();
+  ASSERT_TRUE(Put(*store_, "bucket", "a", "1").ok());
+  ASSERT_TRUE(Put(*store_, "bucket", "c", "3").ok());
+  ASSERT_OK(store_->Delete("bucket", "c"));
+  absl::StatusOr<std::vector<BucketSummary>> buckets_before = store_->ListBuckets();
+  ASSERT_TRUE(buckets_before.ok());
+
+  Reopen();
+  EXPECT_EQ(ListedKeys(*store_, "bucket"), (std::vector<std::string>{"a", "b/with-meta"}));
+  EXPECT_TRUE(ListedKeys(*store_, "other").empty());
+  absl::StatusOr<ObjectInfo> head = store_->Head("bucket", "b/with-meta");
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->user_metadata, options.user_metadata);
+  EXPECT_EQ(head->content_type, "text/plain");
+  absl::StatusOr<std::vector<ObjectSummary>> list = store_->ListObjects("bucket", "b/", "", 10);
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].etag, info.etag);
+  EXPECT_EQ((*list)[0].last_modified_ms, head->last_modified_ms);
+  absl::StatusOr<std::vector<BucketSummary>> buckets = store_->ListBuckets();
+  ASSERT_TRUE(buckets.ok()) << buckets.status();
+  ASSERT_EQ(buckets->size(), 2u);
+  EXPECT_EQ((*buckets)[0].name, "bucket");
+  EXPECT_EQ((*buckets)[1].name, "other");
+  // Creation times come from the directory after a reopen: within a couple of seconds.
+  EXPECT_NEAR(static_cast<double>((*buckets)[0].creation_time_ms),
+              static_cast<double>((*buckets_before)[0].creation_time_ms), 2000.0);
+}
+
+// A version-1 file (written before user metadata existed), built by hand from the layout in
+// object_file.h, is still read.
+TEST_F(FileStoreTest, ReadsVersionOneObjectFiles) {
+  ASSERT_OK(store_->CreateBucket("bucket"));
+  store_.reset();
+  const std::string key = "old/object", type = "text/old", etag = "\"0123\"", content = "legacy";
+  std::string h;
+  auto u32 = [&h](uint32_t v) {
+    for (int i = 0; i < 4; ++i) h.push_back(static_cast<char>(v >> (8 * i)));
+  };
+  auto u64 = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i) h.push_back(static_cast<char>(v >> (8 * i)));
+  };
+  const uint32_t header_len = static_cast<uint32_t>(48 + key.size() + type.size() + 256 + 4);
+  h = "AOBJOBJ1";
+  u32(1);
+  u32(header_len);
+  u64(content.size());
+  u64(1700000000123);
+  u32(Crc32c(0, content.data(), content.size()));
+  u32(static_cast<uint32_t>(key.size()));
+  u32(static_cast<uint32_t>(type.size()));
+  u32(static_cast<uint32_t>(etag.size()));
+  h += key + type + etag;
+  h.resize(header_len - 4, '\0');
+  u32(Crc32c(0, h.data(), h.size()));
+  WriteFile(ObjectFile("bucket", key), h + content);
+  Reopen();
+  EXPECT_EQ(Get(*store_, "bucket", key).value_or("<error>"), content);
+  absl::StatusOr<ObjectInfo> head = store_->Head("bucket", key);
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->etag, etag);
+  EXPECT_EQ(head->content_type, type);
+  EXPECT_EQ(head->last_modified_ms, 1700000000123);
+  EXPECT_TRUE(head->user_metadata.empty());
+  EXPECT_EQ(ListedKeys(*store_, "bucket"), std::vector<std::string>{key});
+}
+
+TEST_F(FileStoreTest, DamagedFilesAreLeftOutOfTheIndexAtOpen) {
+  ASSERT_OK(store_->CreateBucket("bucket"));
+  ASSERT_TRUE(Put(*store_, "bucket", "good", "fine").ok());
+  ASSERT_TRUE(Put(*store_, "bucket", "bad", "will be damaged").ok());
+  store_.reset();
+  std::string bytes = ReadFile(ObjectFile("bucket", "bad"));
+  bytes[20] ^= 1;
+  WriteFile(ObjectFile("bucket", "bad"), bytes);
+  WriteFile(root_ / "bucket" / "o" / "not-a-hash", "junk");
+  Reopen();
+  EXPECT_EQ(ListedKeys(*store_, "bucket"), std::vector<std::string>{"good"});
+  EXPECT_CODE(store_->Head("bucket", "bad").status(), ErrorCode::kStorageError);
+  // Overwriting the damaged key repairs it and lists it again.
+  ASSERT_TRUE(Put(*store_, "bucket", "bad", "repaired").ok());
+  EXPECT_EQ(ListedKeys(*store_, "bucket"), (std::vector<std::string>{"bad", "good"}));
+}
+
+// The server keeps its multipart area in <root>/.multipart: the store must neither treat it as a
+// bucket (and create o/ and tmp/ in it, or empty its tmp/) nor list it.
+TEST_F(FileStoreTest, DotDirectoriesInTheRootAreNotBuckets) {
+  ASSERT_OK(store_->CreateBucket("real"));
+  store_.reset();
+  fs::create_directories(root_ / ".multipart" / "tmp");
+  WriteFile(root_ / ".multipart" / "tmp" / "part", "keep me");
+  Reopen();
+  EXPECT_EQ(ReadFile(root_ / ".multipart" / "tmp" / "part"), "keep me");
+  EXPECT_FALSE(fs::exists(root_ / ".multipart" / "o"));
+  absl::StatusOr<std::vector<BucketSummary>> buckets = store_->ListBuckets();
+  ASSERT_TRUE(buckets.ok()) << buckets.status();
+  ASSERT_EQ(buckets->size(), 1u);
+  EXPECT_EQ((*buckets)[0].name, "real");
+  EXPECT_CODE(store_->CreateBucket(".hidden"), ErrorCode::kInvalidArgument);
+  EXPECT_CODE(store_->HeadBucket(".multipart"), ErrorCode::kInvalidArgument);
+}
+
+TEST_F(FileStoreTest, MetadataOverTheStoreLimitIsRefused) {
+  ASSERT_OK(store_->CreateBucket("bucket"));
+  WriteOptions options;
+  options.user_metadata["big"] = std::string(5000, 'x');
+  EXPECT_CODE(store_->BeginPut("bucket", "k", 1, options).status(), ErrorCode::kMetadataTooLarge);
+  options.user_metadata.clear();
+  for (int i = 0; i < 1025; ++i) options.user_metadata[absl::StrCat(i)] = "";
+  EXPECT_CODE(store_->BeginPut("bucket", "k", 1, options).status(), ErrorCode::kMetadataTooLarge);
+  EXPECT_TRUE(Entries(root_ / "bucket" / "tmp").empty());
 }
 
 }  // namespace

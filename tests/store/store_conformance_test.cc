@@ -30,10 +30,11 @@ class ScratchFileStore final : public ObjectStore {
   absl::Status CreateBucket(std::string_view b) override { return inner_->CreateBucket(b); }
   absl::Status DeleteBucket(std::string_view b) override { return inner_->DeleteBucket(b); }
   absl::Status HeadBucket(std::string_view b) override { return inner_->HeadBucket(b); }
+  using ObjectStore::BeginPut;
   absl::StatusOr<std::unique_ptr<ObjectWriter>> BeginPut(std::string_view b, std::string_view k,
                                                          uint64_t size,
-                                                         std::string_view type) override {
-    return inner_->BeginPut(b, k, size, type);
+                                                         const WriteOptions& options) override {
+    return inner_->BeginPut(b, k, size, options);
   }
   absl::StatusOr<std::unique_ptr<ObjectReader>> OpenRead(std::string_view b,
                                                          std::string_view k) override {
@@ -44,6 +45,15 @@ class ScratchFileStore final : public ObjectStore {
   }
   absl::Status Delete(std::string_view b, std::string_view k) override {
     return inner_->Delete(b, k);
+  }
+  absl::StatusOr<std::vector<ObjectSummary>> ListObjects(std::string_view b,
+                                                         std::string_view prefix,
+                                                         std::string_view start_after,
+                                                         size_t limit) override {
+    return inner_->ListObjects(b, prefix, start_after, limit);
+  }
+  absl::StatusOr<std::vector<BucketSummary>> ListBuckets() override {
+    return inner_->ListBuckets();
   }
 
  private:

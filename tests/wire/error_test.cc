@@ -54,6 +54,19 @@ const std::vector<Expected>& ExpectedRows() {
       {ErrorCode::kDataChannelUnavailable, "DATA_CHANNEL_UNAVAILABLE", "ServiceUnavailable", true},
       {ErrorCode::kIncompleteTransfer, "INCOMPLETE_TRANSFER", "IncompleteBody", false},
       {ErrorCode::kStorageError, "STORAGE_ERROR", "InternalError", true},
+      {ErrorCode::kInvalidRange, "INVALID_RANGE", "InvalidRange", false},
+      {ErrorCode::kPreconditionFailed, "PRECONDITION_FAILED", "PreconditionFailed", false},
+      {ErrorCode::kNotModified, "NOT_MODIFIED", "NotModified", false},
+      {ErrorCode::kMetadataTooLarge, "METADATA_TOO_LARGE", "MetadataTooLarge", false},
+      {ErrorCode::kInvalidContinuationToken, "INVALID_CONTINUATION_TOKEN", "InvalidArgument",
+       false},
+      {ErrorCode::kInvalidRequest, "INVALID_REQUEST", "InvalidRequest", false},
+      {ErrorCode::kNoSuchUpload, "NO_SUCH_UPLOAD", "NoSuchUpload", false},
+      {ErrorCode::kInvalidPart, "INVALID_PART", "InvalidPart", false},
+      {ErrorCode::kInvalidPartOrder, "INVALID_PART_ORDER", "InvalidPartOrder", false},
+      {ErrorCode::kEntityTooSmall, "ENTITY_TOO_SMALL", "EntityTooSmall", false},
+      {ErrorCode::kTooManyParts, "TOO_MANY_PARTS", "InvalidArgument", false},
+      {ErrorCode::kTooManyUploads, "TOO_MANY_UPLOADS", "SlowDown", true},
   };
   return *rows;
 }

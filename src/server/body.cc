@@ -1,0 +1,132 @@
+// Receiving an uploaded body (PutObject, UploadPart): validation of the body fields, the transfer
+// by RMA or inline into an ObjectWriter, and the checksum comparison (spec sections 8.3-8.6).
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "aobj/status.h"
+#include "server/handler.h"
+#include "server/handler_util.h"
+#include "wire/checksum.h"
+#include "wire/crypto.h"
+#include "wire/descriptor.h"
+
+namespace aobj {
+
+absl::StatusOr<BodyPlan> RequestHandler::PlanBody(const SessionState& s, const BodyRequest& body) {
+  const uint64_t size = body.size;
+  // AOBJ-DAT-006
+  if (size > s.limits.max_transfer_bytes) {
+    return MakeError(ErrorCode::kEntityTooLarge,
+                     absl::StrCat("object of ", size, " bytes exceeds the session's limit of ",
+                                  s.limits.max_transfer_bytes));
+  }
+  BodyPlan plan;
+  // AOBJ-DAT-020
+  auto algo = SessionChecksum(s, body.checksum_algorithm, /*default_crc32c=*/false);
+  if (!algo.ok()) return algo.status();
+  plan.algo = *algo;
+  if (body.checksum->size() != ChecksumSize(*algo)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("checksum is ", body.checksum->size(), " bytes; ",
+                                  ChecksumName(*algo), " takes ", ChecksumSize(*algo)));
+  }
+  plan.path = aobj::v1::TRANSFER_PATH_RMA;
+  if (size == 0) {
+    plan.path = aobj::v1::TRANSFER_PATH_NONE;  // AOBJ-DAT-011
+    if (!body.inline_data->empty()) {
+      return MakeError(ErrorCode::kInvalidArgument, "inline_data given for a zero-byte body");
+    }
+  } else if (!body.inline_data->empty()) {
+    // AOBJ-DAT-007
+    if (body.source->size() > 0) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "a request carries either inline_data or descriptors, not both");
+    }
+    if (!s.HasCapability(kCapInline)) {
+      return MakeError(ErrorCode::kInvalidArgument, "inline bodies were not negotiated");
+    }
+    if (size > s.limits.inline_threshold) {
+      return MakeError(ErrorCode::kEntityTooLarge,
+                       absl::StrCat("inline body of ", size, " bytes exceeds the threshold of ",
+                                    s.limits.inline_threshold));
+    }
+    if (body.inline_data->size() != size) {
+      return MakeError(
+          ErrorCode::kInvalidArgument,
+          absl::StrCat("inline_data is ", body.inline_data->size(), " bytes; size says ", size));
+    }
+    plan.path = aobj::v1::TRANSFER_PATH_INLINE;
+  } else if (body.source->size() == 0) {
+    // AOBJ-MEM-022
+    return MakeError(ErrorCode::kInvalidDescriptor,
+                     "a non-empty body needs descriptors or inline data");
+  }
+  if (plan.path == aobj::v1::TRANSFER_PATH_RMA) {
+    AOBJ_RETURN_IF_ERROR(CheckDescriptorCount(s, body.source->size()));
+    AOBJ_RETURN_IF_ERROR(ValidateDescriptors(*body.source, s.limits));
+    auto planned = PlanTransfer(*body.source, size, config_.max_rma_piece);  // AOBJ-MEM-008
+    if (!planned.ok()) return planned.status();
+    plan.pieces = std::move(*planned);
+  }
+  return plan;
+}
+
+absl::StatusOr<ReceivedBody> RequestHandler::ReceiveBody(const SessionState& s,
+                                                         const BodyRequest& body,
+                                                         const BodyPlan& plan,
+                                                         ObjectWriter* writer) {
+  const uint64_t size = body.size;
+  const ChecksumAlgorithm algo = plan.algo;
+  Checksummer sum(algo);
+  Checksummer crc32c(ChecksumAlgorithm::kCrc32c);
+  Md5 md5;
+  auto account = [&](const uint8_t* data, size_t n) {
+    sum.Update(data, n);
+    if (algo != ChecksumAlgorithm::kCrc32c) crc32c.Update(data, n);
+    md5.Update(data, n);
+  };
+  if (plan.path == aobj::v1::TRANSFER_PATH_INLINE) {
+    const auto* data = reinterpret_cast<const uint8_t*>(body.inline_data->data());
+    account(data, size);
+    AOBJ_RETURN_IF_ERROR(writer->Append({data, size}));
+  } else if (plan.path == aobj::v1::TRANSFER_PATH_RMA) {
+    absl::Span<uint8_t> direct = writer->DirectBuffer();
+    if (!direct.empty()) {
+      // AOBJ-DAT-002: read everything, then verify, then commit.
+      RmaBatch batch = MakeBatch(RmaDirection::kRead, *body.source, plan.pieces, 0, size,
+                                 direct.data(), s.limits.max_rkey_bytes);
+      AOBJ_RETURN_IF_ERROR(channel_->Execute(s.endpoint, batch));
+      account(direct.data(), size);
+    } else {
+      std::unique_ptr<uint8_t[]> buf = staging_.Take();
+      const uint64_t chunk = staging_.buffer_bytes();
+      absl::Status st;
+      for (uint64_t off = 0; off < size && st.ok(); off += chunk) {
+        const uint64_t n = std::min(chunk, size - off);
+        RmaBatch batch = MakeBatch(RmaDirection::kRead, *body.source, plan.pieces, off, n,
+                                   buf.get(), s.limits.max_rkey_bytes);
+        st = channel_->Execute(s.endpoint, batch);
+        if (!st.ok()) break;
+        account(buf.get(), n);
+        st = writer->Append({buf.get(), static_cast<size_t>(n)});
+      }
+      staging_.Give(std::move(buf));
+      if (!st.ok()) return st;  // AOBJ-DAT-010: the writer is dropped; nothing is committed
+    }
+  }
+  ReceivedBody got;
+  got.checksum = sum.Finish();
+  // AOBJ-DAT-005
+  if (got.checksum != *body.checksum) {
+    return MakeError(
+        ErrorCode::kBadDigest,
+        absl::StrCat(ChecksumName(algo), " of the received body is ", HexEncode(got.checksum),
+                     ", the request says ", HexEncode(*body.checksum), "; nothing was stored"));
+  }
+  got.etag = absl::StrCat("\"", HexEncode(md5.Finish()), "\"");  // AOBJ-OBJ-005
+  got.crc32c = FromBigEndian32(algo == ChecksumAlgorithm::kCrc32c ? got.checksum : crc32c.Finish());
+  return got;
+}
+
+}  // namespace aobj

@@ -1,0 +1,79 @@
+#include "server/handler_util.h"
+
+#include <algorithm>
+
+#include "wire/protocol.h"
+#include "wire/user_metadata.h"
+
+namespace aobj {
+
+std::string BigEndian32(uint32_t v) {
+  std::string s(4, '\0');
+  for (int i = 0; i < 4; ++i) s[i] = static_cast<char>(v >> (24 - 8 * i));
+  return s;
+}
+
+uint32_t FromBigEndian32(absl::string_view be) {
+  uint32_t v = 0;
+  for (size_t i = 0; i < 4 && i < be.size(); ++i) {
+    v = (v << 8) | static_cast<uint8_t>(be[i]);
+  }
+  return v;
+}
+
+void FillMetadata(const ObjectInfo& info, aobj::v1::ObjectMetadata* m) {
+  m->set_size(info.size);
+  m->set_etag(info.etag);
+  m->set_last_modified_ms(info.last_modified_ms);
+  m->set_content_type(info.content_type);
+  m->set_checksum_algorithm(aobj::v1::CHECKSUM_ALGORITHM_CRC32C);
+  m->set_checksum(BigEndian32(info.crc32c));
+  UserMetadataToProto(info.user_metadata, m->mutable_user_metadata());  // AOBJ-OBJ-122
+}
+
+absl::StatusOr<ChecksumAlgorithm> SessionChecksum(const SessionState& s,
+                                                  aobj::v1::ChecksumAlgorithm a,
+                                                  bool default_crc32c) {
+  if (a == aobj::v1::CHECKSUM_ALGORITHM_UNSPECIFIED && default_crc32c) {
+    return ChecksumAlgorithm::kCrc32c;
+  }
+  if (a == aobj::v1::CHECKSUM_ALGORITHM_CRC32C && s.HasCapability(kCapCrc32c)) {
+    return ChecksumAlgorithm::kCrc32c;
+  }
+  if (a == aobj::v1::CHECKSUM_ALGORITHM_CRC64NVME && s.HasCapability(kCapCrc64Nvme)) {
+    return ChecksumAlgorithm::kCrc64Nvme;
+  }
+  return MakeError(ErrorCode::kInvalidArgument,
+                   absl::StrCat("checksum algorithm ", static_cast<int>(a),
+                                " is missing or was not negotiated for this session"));
+}
+
+RmaBatch MakeBatch(RmaDirection direction, const Descriptors& descriptors,
+                   const std::vector<TransferPiece>& pieces, uint64_t start, uint64_t len,
+                   uint8_t* base, uint32_t max_rkey_bytes) {
+  RmaBatch batch;
+  batch.direction = direction;
+  batch.max_rkey_bytes = max_rkey_bytes;
+  for (const auto& d : descriptors) {
+    batch.windows.push_back({d.address(), d.length(), d.rkey()});
+  }
+  for (const TransferPiece& p : pieces) {
+    const uint64_t lo = std::max(p.body_offset, start);
+    const uint64_t hi = std::min(p.body_offset + p.length, start + len);
+    if (lo >= hi) continue;
+    batch.ops.push_back({p.window, p.remote + (lo - p.body_offset), base + (lo - start),
+                         static_cast<size_t>(hi - lo)});
+  }
+  return batch;
+}
+
+absl::Status CheckDescriptorCount(const SessionState& s, int count) {
+  if (count > 1 && !s.HasCapability(kCapMultiDescriptor)) {
+    return MakeError(ErrorCode::kInvalidDescriptor,
+                     absl::StrCat("request carries ", count,
+                                  " descriptors but MULTI_DESCRIPTOR was not negotiated"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace aobj

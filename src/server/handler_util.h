@@ -1,0 +1,72 @@
+// Helpers shared by the request handlers of the server (handler.cc, body.cc,
+// handler_multipart.cc): message parsing, metadata, checksum negotiation, RMA batches.
+// Internal to the server layer. Pure functions; thread-safe.
+#ifndef AOBJ_SERVER_HANDLER_UTIL_H_
+#define AOBJ_SERVER_HANDLER_UTIL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "aobj/status.h"
+#include "aobj/store.h"
+#include "aobj/v1/aobj.pb.h"
+#include "server/data_channel.h"
+#include "session/session_table.h"
+#include "wire/descriptor.h"
+
+#define AOBJ_RETURN_IF_ERROR(expr)            \
+  do {                                        \
+    if (absl::Status _s = (expr); !_s.ok()) { \
+      return _s;                              \
+    }                                         \
+  } while (0)
+
+namespace aobj {
+
+// Parses a request message; INVALID_ARGUMENT when the bytes are not one.
+template <class M>
+absl::Status Parse(absl::string_view body, M* message) {
+  if (!message->ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("malformed ", message->GetTypeName()));
+  }
+  return absl::OkStatus();
+}
+
+template <class M>
+std::string Serialize(const M& message) {
+  std::string out;
+  message.SerializeToString(&out);
+  return out;
+}
+
+// The 4 big-endian octets of a CRC32C value (AOBJ-DAT-021), and back (`be` holds 4 octets).
+std::string BigEndian32(uint32_t v);
+uint32_t FromBigEndian32(absl::string_view be);
+
+// ObjectMetadata of a stored object, checksum CRC32C (AOBJ-OBJ-012).
+void FillMetadata(const ObjectInfo& info, aobj::v1::ObjectMetadata* m);
+
+// AOBJ-DAT-020: an algorithm the session negotiated; UNSPECIFIED means CRC32C when
+// `default_crc32c` (GET), else it is an error (PUT).
+absl::StatusOr<ChecksumAlgorithm> SessionChecksum(const SessionState& s,
+                                                  aobj::v1::ChecksumAlgorithm a,
+                                                  bool default_crc32c);
+
+// The RMA operations of body bytes [start, start+len) of a planned transfer, with body offset x
+// at local address base + (x - start).
+RmaBatch MakeBatch(RmaDirection direction, const Descriptors& descriptors,
+                   const std::vector<TransferPiece>& pieces, uint64_t start, uint64_t len,
+                   uint8_t* base, uint32_t max_rkey_bytes);
+
+// AOBJ-MEM-015: several descriptors only when MULTI_DESCRIPTOR was negotiated.
+absl::Status CheckDescriptorCount(const SessionState& s, int count);
+
+}  // namespace aobj
+
+#endif  // AOBJ_SERVER_HANDLER_UTIL_H_

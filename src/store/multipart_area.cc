@@ -1,0 +1,763 @@
+// The two part areas of the MultipartManager: in memory, and a directory.
+//
+// Directory layout (all integers little-endian, encoded field by field):
+//
+//   <dir>/uploads/<bucket>/<upload-id>/MANIFEST        the upload (below); its presence makes
+//                                                      the upload exist
+//   <dir>/uploads/<bucket>/<upload-id>/part-NNNNN      one installed part (NNNNN: 5 decimal digits)
+//   <dir>/uploads/<bucket>/<upload-id>/*.tmp           a manifest or part being written
+//   <dir>/trash/<upload-id>.<rand>/                    an upload that was detached (completed or
+//                                                      aborted) and is being deleted
+//
+// MANIFEST:
+//   offset  size  field
+//        0     8  magic "AOBJMPU1"
+//        8     4  format version (1)
+//       12     8  initiated_ms (int64, two's complement)
+//       20     4  bucket_len
+//       24     4  key_len
+//       28     4  content_type_len
+//       32     4  upload_id_len
+//       36     .  bucket, key, content_type, upload_id bytes
+//        .     4  metadata_count: user metadata pairs, then per pair
+//                   4 name_len, name bytes, 4 value_len, value bytes
+//      end-4   4  CRC32C of every preceding byte
+//
+// Part file: a 64-byte header, then the part's bytes.
+//   offset  size  field
+//        0     8  magic "AOBJPRT1"
+//        8     4  format version (1)
+//       12     4  part_number
+//       16     8  size (uint64: parts and offsets are 64-bit everywhere, AOBJ-OBJ-230)
+//       24     8  last_modified_ms (int64)
+//       32     4  CRC32C of the part's bytes
+//       36    16  MD5 of the part's bytes (the ETag, binary)
+//       52     8  zero
+//       60     4  CRC32C of header bytes [0, 60)
+//   The file size must be 64 + size.
+//
+// Crash safety (AOBJ-OBJ-226, AOBJ-OBJ-227):
+//   * Create: mkdir the upload directory, write MANIFEST.tmp, fsync, rename to MANIFEST, fsync
+//     the upload and bucket directories. A directory without MANIFEST is a Create that never
+//     answered; Load() deletes it.
+//   * UploadPart: write part-NNNNN.<rand>.tmp (header last), fsync, then (under the manager's
+//     lock) rename over part-NNNNN and fsync the directory. A part is there whole or not at all;
+//     Load() deletes *.tmp.
+//   * Complete/Abort: one rename moves the whole upload directory into trash/ (fsync'ed on both
+//     sides), so an upload disappears atomically, never part by part; trash/ is emptied
+//     afterwards and at Load().
+#include "store/multipart_area.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "aobj/status.h"
+#include "wire/checksum.h"
+#include "wire/crypto.h"
+
+namespace aobj {
+namespace {
+
+// ---- memory area ---------------------------------------------------------------------------
+
+class MemoryBlob final : public PartBlob {
+ public:
+  MemoryBlob(std::unique_ptr<uint8_t[]> data, uint64_t size)
+      : data_(std::move(data)), size_(size) {}
+  absl::Span<const uint8_t> ContiguousView() const override {
+    return {data_.get(), static_cast<size_t>(size_)};
+  }
+  absl::StatusOr<std::unique_ptr<BlobReader>> Open() const override {
+    class Reader final : public BlobReader {
+     public:
+      explicit Reader(const MemoryBlob* blob) : blob_(blob) {}
+      absl::StatusOr<size_t> ReadAt(uint64_t offset, absl::Span<uint8_t> out) override {
+        if (offset >= blob_->size_) return 0;
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), blob_->size_ - offset));
+        std::memcpy(out.data(), blob_->data_.get() + offset, n);
+        return n;
+      }
+
+     private:
+      const MemoryBlob* blob_;  // the caller keeps the blob alive while reading
+    };
+    return std::unique_ptr<BlobReader>(new Reader(this));
+  }
+
+ private:
+  std::unique_ptr<uint8_t[]> data_;
+  uint64_t size_;
+};
+
+class MemoryPendingPart final : public PendingPart {
+ public:
+  MemoryPendingPart(std::unique_ptr<uint8_t[]> data, uint64_t size)
+      : data_(std::move(data)), size_(size) {}
+  absl::Status Append(absl::Span<const uint8_t> data) override {
+    if (data.size() > size_ - written_) {
+      return MakeError(ErrorCode::kInvalidArgument, "append past the part's size");
+    }
+    if (!data.empty()) std::memcpy(data_.get() + written_, data.data(), data.size());
+    written_ += data.size();
+    return absl::OkStatus();
+  }
+  absl::Span<uint8_t> DirectBuffer() override {
+    direct_ = true;
+    return {data_.get(), static_cast<size_t>(size_)};
+  }
+  absl::Status Seal(const PartInfo& info) override {
+    if (!direct_ && written_ != size_) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       absl::StrCat("only ", written_, " of ", size_, " part bytes were written"));
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::shared_ptr<const PartBlob>> Install() override {
+    if (data_ == nullptr) return MakeError(ErrorCode::kInvalidArgument, "part installed twice");
+    return std::shared_ptr<const PartBlob>(new MemoryBlob(std::move(data_), size_));
+  }
+
+ private:
+  std::unique_ptr<uint8_t[]> data_;
+  const uint64_t size_;
+  uint64_t written_ = 0;
+  bool direct_ = false;
+};
+
+class MemoryPartArea final : public PartArea {
+ public:
+  absl::Status Load(std::vector<LoadedUpload>* out) override {
+    out->clear();
+    return absl::OkStatus();
+  }
+  absl::Status AddUpload(const UploadInfo& upload) override { return absl::OkStatus(); }
+  absl::StatusOr<std::unique_ptr<PendingPart>> NewPart(const UploadInfo& upload,
+                                                       uint32_t part_number,
+                                                       uint64_t size) override {
+    if (size > std::numeric_limits<size_t>::max() / 2) {
+      return MakeError(ErrorCode::kEntityTooLarge, "part too large for this host");
+    }
+    // Never zero-filled: every byte is overwritten by Append or by the DirectBuffer user. One
+    // byte at least, so that an empty part still has a buffer.
+    std::unique_ptr<uint8_t[]> data(new (std::nothrow) uint8_t[std::max<uint64_t>(size, 1)]);
+    if (data == nullptr) {
+      return MakeError(ErrorCode::kStorageError,
+                       absl::StrCat("cannot allocate ", size, " bytes for a part"));
+    }
+    return std::unique_ptr<PendingPart>(new MemoryPendingPart(std::move(data), size));
+  }
+  absl::StatusOr<std::string> DetachUpload(const UploadInfo& upload) override {
+    return std::string();
+  }
+  void Purge(const std::string& token) override {}
+};
+
+// ---- directory area: POSIX helpers ---------------------------------------------------------
+
+constexpr mode_t kDirMode = 0700;
+constexpr mode_t kFileMode = 0600;
+constexpr char kManifestMagic[8] = {'A', 'O', 'B', 'J', 'M', 'P', 'U', '1'};
+constexpr char kPartMagic[8] = {'A', 'O', 'B', 'J', 'P', 'R', 'T', '1'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr size_t kPartHeaderBytes = 64;
+constexpr size_t kManifestFixedBytes = 36;
+constexpr size_t kMaxManifestBytes = 64 * 1024;
+constexpr size_t kMaxManifestString = 16 * 1024;
+constexpr char kManifestName[] = "MANIFEST";
+
+// Owns a file descriptor. Move-only.
+class ScopedFd {
+ public:
+  ScopedFd() = default;
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ScopedFd(ScopedFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  ScopedFd& operator=(ScopedFd&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  ~ScopedFd() { Reset(); }
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void Reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  int Close() {
+    const int fd = std::exchange(fd_, -1);
+    return fd >= 0 ? ::close(fd) : 0;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+absl::Status IoError(absl::string_view op, const std::string& path, int err) {
+  if (err == ENOSPC) return MakeError(ErrorCode::kStorageError, "no space left on device");
+  return MakeError(ErrorCode::kStorageError, absl::StrCat(op, " ", path, ": ", std::strerror(err)));
+}
+
+absl::Status PwriteAll(int fd, const uint8_t* data, size_t n, uint64_t offset,
+                       const std::string& path) {
+  while (n > 0) {
+    const ssize_t w = ::pwrite(fd, data, n, static_cast<off_t>(offset));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return IoError("write", path, errno);
+    }
+    if (w == 0) return IoError("write", path, EIO);
+    data += w;
+    n -= static_cast<size_t>(w);
+    offset += static_cast<uint64_t>(w);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<size_t> PreadFull(int fd, uint8_t* data, size_t n, uint64_t offset,
+                                 const std::string& path) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(fd, data + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return IoError("read", path, errno);
+    }
+    if (r == 0) break;
+    done += static_cast<size_t>(r);
+  }
+  return done;
+}
+
+absl::Status FsyncDir(const std::string& dir) {
+  ScopedFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return IoError("open", dir, errno);
+  if (::fsync(fd.get()) != 0) return IoError("fsync", dir, errno);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> IsDir(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return false;
+    return IoError("stat", path, errno);
+  }
+  return S_ISDIR(st.st_mode);
+}
+
+absl::Status ListDir(const std::string& dir, std::vector<std::string>* names) {
+  names->clear();
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return IoError("open", dir, errno);
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    const int err = errno;
+    ::close(fd);
+    return IoError("opendir", dir, err);
+  }
+  absl::Status status;
+  for (;;) {
+    errno = 0;
+    const struct dirent* e = ::readdir(d);
+    if (e == nullptr) {
+      if (errno != 0) status = IoError("readdir", dir, errno);
+      break;
+    }
+    const absl::string_view name(e->d_name);
+    if (name != "." && name != "..") names->emplace_back(name);
+  }
+  ::closedir(d);
+  return status;
+}
+
+// mkdir; true when it created the directory.
+absl::StatusOr<bool> MakeDir(const std::string& path) {
+  if (::mkdir(path.c_str(), kDirMode) == 0) return true;
+  if (errno == EEXIST) {
+    absl::StatusOr<bool> is_dir = IsDir(path);
+    if (!is_dir.ok()) return is_dir.status();
+    if (*is_dir) return false;
+    return MakeError(ErrorCode::kStorageError, absl::StrCat(path, " is not a directory"));
+  }
+  return IoError("mkdir", path, errno);
+}
+
+absl::Status MakeDirs(const std::string& path) {
+  for (size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
+    if (auto made = MakeDir(path.substr(0, pos)); !made.ok()) return made.status();
+  }
+  return MakeDir(path).status();
+}
+
+// Deletes a directory that holds only files (an upload directory).
+void RemoveFlatDir(const std::string& dir) {
+  std::vector<std::string> names;
+  if (ListDir(dir, &names).ok()) {
+    for (const std::string& name : names) ::unlink(absl::StrCat(dir, "/", name).c_str());
+  }
+  ::rmdir(dir.c_str());
+}
+
+void PutU32(std::string* out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+void PutU64(std::string* out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+uint32_t GetU32(absl::string_view in, size_t at) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= uint32_t{static_cast<uint8_t>(in[at + i])} << (8 * i);
+  return v;
+}
+uint64_t GetU64(absl::string_view in, size_t at) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<uint8_t>(in[at + i])} << (8 * i);
+  return v;
+}
+
+std::string EncodeManifest(const UploadInfo& u) {
+  std::string out(kManifestMagic, sizeof(kManifestMagic));
+  PutU32(&out, kFormatVersion);
+  PutU64(&out, static_cast<uint64_t>(u.initiated_ms));
+  PutU32(&out, static_cast<uint32_t>(u.bucket.size()));
+  PutU32(&out, static_cast<uint32_t>(u.key.size()));
+  PutU32(&out, static_cast<uint32_t>(u.content_type.size()));
+  PutU32(&out, static_cast<uint32_t>(u.upload_id.size()));
+  out += u.bucket;
+  out += u.key;
+  out += u.content_type;
+  out += u.upload_id;
+  PutU32(&out, static_cast<uint32_t>(u.user_metadata.size()));
+  for (const auto& [name, value] : u.user_metadata) {
+    PutU32(&out, static_cast<uint32_t>(name.size()));
+    out += name;
+    PutU32(&out, static_cast<uint32_t>(value.size()));
+    out += value;
+  }
+  PutU32(&out, Crc32c(0, out.data(), out.size()));
+  return out;
+}
+
+absl::StatusOr<UploadInfo> DecodeManifest(absl::string_view in, const std::string& path) {
+  auto corrupt = [&](absl::string_view what) {
+    return MakeError(ErrorCode::kStorageError,
+                     absl::StrCat("corrupt upload manifest ", path, ": ", what));
+  };
+  if (in.size() < kManifestFixedBytes + 4) return corrupt("too short");
+  if (in.substr(0, 8) != absl::string_view(kManifestMagic, 8)) return corrupt("bad magic");
+  if (GetU32(in, 8) != kFormatVersion) return corrupt("unsupported version");
+  if (GetU32(in, in.size() - 4) != Crc32c(0, in.data(), in.size() - 4)) {
+    return corrupt("checksum mismatch");
+  }
+  UploadInfo u;
+  u.initiated_ms = static_cast<int64_t>(GetU64(in, 12));
+  const uint32_t lens[4] = {GetU32(in, 20), GetU32(in, 24), GetU32(in, 28), GetU32(in, 32)};
+  std::string* fields[4] = {&u.bucket, &u.key, &u.content_type, &u.upload_id};
+  size_t at = kManifestFixedBytes;
+  const size_t end = in.size() - 4;
+  for (int i = 0; i < 4; ++i) {
+    // Each length is checked against what remains, so no sum can overflow.
+    if (lens[i] > kMaxManifestString || lens[i] > end - at) return corrupt("fields overrun");
+    fields[i]->assign(in.data() + at, lens[i]);
+    at += lens[i];
+  }
+  // Reads one length-prefixed string; false when it overruns.
+  auto read_string = [&](std::string* out) {
+    if (end - at < 4) return false;
+    const uint32_t len = GetU32(in, at);
+    at += 4;
+    if (len > kMaxManifestString || len > end - at) return false;
+    out->assign(in.data() + at, len);
+    at += len;
+    return true;
+  };
+  if (end - at < 4) return corrupt("metadata count missing");
+  const uint32_t pairs = GetU32(in, at);
+  at += 4;
+  for (uint32_t i = 0; i < pairs; ++i) {
+    std::string name, value;
+    if (!read_string(&name) || !read_string(&value)) return corrupt("metadata overruns");
+    u.user_metadata[std::move(name)] = std::move(value);
+  }
+  if (at != end) return corrupt("trailing bytes");
+  return u;
+}
+
+std::string EncodePartHeader(const PartInfo& info, absl::string_view md5) {
+  std::string out(kPartMagic, sizeof(kPartMagic));
+  PutU32(&out, kFormatVersion);
+  PutU32(&out, info.part_number);
+  PutU64(&out, info.size);
+  PutU64(&out, static_cast<uint64_t>(info.last_modified_ms));
+  PutU32(&out, info.crc32c);
+  out.append(md5.data(), md5.size());
+  out.resize(kPartHeaderBytes - 4, '\0');
+  PutU32(&out, Crc32c(0, out.data(), out.size()));
+  return out;
+}
+
+absl::StatusOr<PartInfo> DecodePartHeader(absl::string_view in) {
+  if (in.size() != kPartHeaderBytes || in.substr(0, 8) != absl::string_view(kPartMagic, 8) ||
+      GetU32(in, 8) != kFormatVersion ||
+      GetU32(in, kPartHeaderBytes - 4) != Crc32c(0, in.data(), kPartHeaderBytes - 4)) {
+    return MakeError(ErrorCode::kStorageError, "bad part header");
+  }
+  PartInfo info;
+  info.part_number = GetU32(in, 12);
+  info.size = GetU64(in, 16);
+  info.last_modified_ms = static_cast<int64_t>(GetU64(in, 24));
+  info.crc32c = GetU32(in, 32);
+  info.etag = absl::StrCat("\"", HexEncode(in.substr(36, 16)), "\"");
+  return info;
+}
+
+std::string PartFileName(uint32_t part_number) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "part-%05u", part_number);
+  return name;
+}
+
+// The part number of "part-NNNNN", or 0.
+uint32_t ParsePartFileName(absl::string_view name) {
+  if (name.size() != 10 || name.substr(0, 5) != "part-") return 0;
+  uint32_t n = 0;
+  for (char c : name.substr(5)) {
+    if (c < '0' || c > '9') return 0;
+    n = n * 10 + static_cast<uint32_t>(c - '0');
+  }
+  return n <= kMaxPartNumber ? n : 0;
+}
+
+// ---- directory area ------------------------------------------------------------------------
+
+class FileBlob final : public PartBlob {
+ public:
+  FileBlob(std::string path, uint64_t size) : path_(std::move(path)), size_(size) {}
+  absl::StatusOr<std::unique_ptr<BlobReader>> Open() const override {
+    class Reader final : public BlobReader {
+     public:
+      Reader(ScopedFd fd, std::string path, uint64_t size)
+          : fd_(std::move(fd)), path_(std::move(path)), size_(size) {}
+      absl::StatusOr<size_t> ReadAt(uint64_t offset, absl::Span<uint8_t> out) override {
+        if (offset >= size_ || out.empty()) return 0;
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), size_ - offset));
+        return PreadFull(fd_.get(), out.data(), n, kPartHeaderBytes + offset, path_);
+      }
+
+     private:
+      ScopedFd fd_;
+      const std::string path_;
+      const uint64_t size_;
+    };
+    ScopedFd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return IoError("open", path_, errno);
+    return std::unique_ptr<BlobReader>(new Reader(std::move(fd), path_, size_));
+  }
+
+ private:
+  const std::string path_;
+  const uint64_t size_;
+};
+
+class FilePendingPart final : public PendingPart {
+ public:
+  FilePendingPart(std::string dir, uint32_t part_number, uint64_t size, ScopedFd fd,
+                  std::string tmp_path)
+      : dir_(std::move(dir)),
+        part_number_(part_number),
+        size_(size),
+        fd_(std::move(fd)),
+        tmp_path_(std::move(tmp_path)) {}
+  ~FilePendingPart() override {
+    if (!installed_) {
+      fd_.Reset();
+      ::unlink(tmp_path_.c_str());  // ENOENT when the upload was detached meanwhile
+    }
+  }
+
+  absl::Status Append(absl::Span<const uint8_t> data) override {
+    if (failed_ || !fd_.valid()) return MakeError(ErrorCode::kStorageError, "part writer failed");
+    if (data.size() > size_ - written_) {
+      return MakeError(ErrorCode::kInvalidArgument, "append past the part's size");
+    }
+    absl::Status s =
+        PwriteAll(fd_.get(), data.data(), data.size(), kPartHeaderBytes + written_, tmp_path_);
+    if (!s.ok()) {
+      failed_ = true;
+      return s;
+    }
+    written_ += data.size();
+    return absl::OkStatus();
+  }
+
+  absl::Status Seal(const PartInfo& info) override {
+    if (failed_ || !fd_.valid()) return MakeError(ErrorCode::kStorageError, "part writer failed");
+    if (written_ != size_ || info.size != size_) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       absl::StrCat("only ", written_, " of ", size_, " part bytes were written"));
+    }
+    failed_ = true;  // any early return below leaves the writer unusable
+    absl::string_view hex = info.etag;
+    if (hex.size() == 34 && hex.front() == '"' && hex.back() == '"') hex = hex.substr(1, 32);
+    std::string md5;
+    if (hex.size() != 32 || !HexDecode(hex, &md5)) {
+      return MakeError(ErrorCode::kInvalidArgument, "part etag is not a quoted hex MD5");
+    }
+    const std::string header = EncodePartHeader(info, md5);
+    if (absl::Status s = PwriteAll(fd_.get(), reinterpret_cast<const uint8_t*>(header.data()),
+                                   header.size(), 0, tmp_path_);
+        !s.ok()) {
+      return s;
+    }
+    if (::fsync(fd_.get()) != 0) return IoError("fsync", tmp_path_, errno);
+    if (fd_.Close() != 0) return IoError("close", tmp_path_, errno);
+    failed_ = false;
+    sealed_ = true;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::shared_ptr<const PartBlob>> Install() override {
+    if (!sealed_ || installed_) {
+      return MakeError(ErrorCode::kInvalidArgument, "part not sealed, or installed twice");
+    }
+    const std::string final_path = absl::StrCat(dir_, "/", PartFileName(part_number_));
+    if (::rename(tmp_path_.c_str(), final_path.c_str()) != 0) {
+      if (errno == ENOENT) return MakeError(ErrorCode::kNoSuchUpload, "no such upload");
+      return IoError("rename", final_path, errno);
+    }
+    installed_ = true;
+    // Without this fsync the part's name may not survive a crash (AOBJ-OBJ-227).
+    if (absl::Status s = FsyncDir(dir_); !s.ok()) return s;
+    return std::shared_ptr<const PartBlob>(new FileBlob(final_path, size_));
+  }
+
+ private:
+  const std::string dir_;
+  const uint32_t part_number_;
+  const uint64_t size_;
+  ScopedFd fd_;
+  const std::string tmp_path_;
+  uint64_t written_ = 0;
+  bool failed_ = false;
+  bool sealed_ = false;
+  bool installed_ = false;
+};
+
+class DirectoryPartArea final : public PartArea {
+ public:
+  explicit DirectoryPartArea(std::string dir)
+      : dir_(std::move(dir)), uploads_(dir_ + "/uploads"), trash_(dir_ + "/trash") {}
+
+  absl::Status Load(std::vector<LoadedUpload>* out) override {
+    out->clear();
+    for (const std::string& d : {uploads_, trash_}) {
+      if (auto made = MakeDir(d); !made.ok()) return made.status();
+    }
+    if (absl::Status s = FsyncDir(dir_); !s.ok()) return s;
+    std::vector<std::string> names;
+    if (absl::Status s = ListDir(trash_, &names); !s.ok()) return s;
+    for (const std::string& name : names) RemoveFlatDir(absl::StrCat(trash_, "/", name));
+
+    std::vector<std::string> buckets;
+    if (absl::Status s = ListDir(uploads_, &buckets); !s.ok()) return s;
+    for (const std::string& bucket : buckets) {
+      const std::string bdir = absl::StrCat(uploads_, "/", bucket);
+      absl::StatusOr<bool> is_dir = IsDir(bdir);
+      if (!is_dir.ok()) return is_dir.status();
+      if (!*is_dir) continue;
+      std::vector<std::string> ids;
+      if (absl::Status s = ListDir(bdir, &ids); !s.ok()) return s;
+      for (const std::string& id : ids) {
+        if (!IsWellFormedUploadId(id)) continue;  // not ours: left alone
+        absl::StatusOr<bool> loaded = LoadUpload(bucket, id, out);
+        if (!loaded.ok()) return loaded.status();
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AddUpload(const UploadInfo& upload) override {
+    const std::string bdir = BucketDir(upload.bucket);
+    absl::StatusOr<bool> made = MakeDir(bdir);
+    if (!made.ok()) return made.status();
+    if (*made) {
+      if (absl::Status s = FsyncDir(uploads_); !s.ok()) return s;
+    }
+    const std::string udir = UploadDir(upload);
+    if (::mkdir(udir.c_str(), kDirMode) != 0) return IoError("mkdir", udir, errno);
+    absl::Status s = WriteManifest(udir, upload);
+    if (s.ok()) s = FsyncDir(bdir);
+    if (!s.ok()) RemoveFlatDir(udir);
+    return s;
+  }
+
+  absl::StatusOr<std::unique_ptr<PendingPart>> NewPart(const UploadInfo& upload,
+                                                       uint32_t part_number,
+                                                       uint64_t size) override {
+    if (size > static_cast<uint64_t>(std::numeric_limits<off_t>::max()) - kPartHeaderBytes) {
+      return MakeError(ErrorCode::kEntityTooLarge, "part too large for this filesystem");
+    }
+    const std::string udir = UploadDir(upload);
+    const std::string tmp =
+        absl::StrCat(udir, "/", PartFileName(part_number), ".", HexEncode(RandomBytes(8)), ".tmp");
+    ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, kFileMode));
+    if (!fd.valid()) {
+      if (errno == ENOENT) return MakeError(ErrorCode::kNoSuchUpload, "no such upload");
+      return IoError("create", tmp, errno);
+    }
+    // Reserve the space now so that a full disk fails before any data moves (where supported).
+    if (::fallocate(fd.get(), FALLOC_FL_KEEP_SIZE, 0,
+                    static_cast<off_t>(kPartHeaderBytes + size)) != 0) {
+      const int err = errno;
+      if (err != EOPNOTSUPP && err != ENOSYS && err != EINVAL) {
+        fd.Reset();
+        ::unlink(tmp.c_str());
+        return IoError("fallocate", tmp, err);
+      }
+    }
+    return std::unique_ptr<PendingPart>(
+        new FilePendingPart(udir, part_number, size, std::move(fd), tmp));
+  }
+
+  absl::StatusOr<std::string> DetachUpload(const UploadInfo& upload) override {
+    const std::string udir = UploadDir(upload);
+    const std::string token =
+        absl::StrCat(trash_, "/", upload.upload_id, ".", HexEncode(RandomBytes(8)));
+    if (::rename(udir.c_str(), token.c_str()) != 0) return IoError("rename", udir, errno);
+    // Both directories: the upload must not come back after a crash (AOBJ-OBJ-220).
+    if (absl::Status s = FsyncDir(BucketDir(upload.bucket)); !s.ok()) return s;
+    if (absl::Status s = FsyncDir(trash_); !s.ok()) return s;
+    return token;
+  }
+
+  void Purge(const std::string& token) override {
+    if (!token.empty()) RemoveFlatDir(token);
+  }
+
+ private:
+  std::string BucketDir(absl::string_view bucket) const {
+    return absl::StrCat(uploads_, "/", bucket);
+  }
+  std::string UploadDir(const UploadInfo& u) const {
+    return absl::StrCat(uploads_, "/", u.bucket, "/", u.upload_id);
+  }
+
+  absl::Status WriteManifest(const std::string& udir, const UploadInfo& upload) {
+    const std::string bytes = EncodeManifest(upload);
+    const std::string tmp = absl::StrCat(udir, "/", kManifestName, ".tmp");
+    const std::string path = absl::StrCat(udir, "/", kManifestName);
+    ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, kFileMode));
+    if (!fd.valid()) return IoError("create", tmp, errno);
+    if (absl::Status s = PwriteAll(fd.get(), reinterpret_cast<const uint8_t*>(bytes.data()),
+                                   bytes.size(), 0, tmp);
+        !s.ok()) {
+      return s;
+    }
+    if (::fsync(fd.get()) != 0) return IoError("fsync", tmp, errno);
+    if (fd.Close() != 0) return IoError("close", tmp, errno);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) return IoError("rename", path, errno);
+    return FsyncDir(udir);
+  }
+
+  // Loads one upload directory; false when it was skipped. A directory without MANIFEST is a
+  // Create that was cut short and is deleted; a corrupt one is left in place, not loaded.
+  absl::StatusOr<bool> LoadUpload(const std::string& bucket, const std::string& id,
+                                  std::vector<LoadedUpload>* out) {
+    const std::string udir = absl::StrCat(uploads_, "/", bucket, "/", id);
+    absl::StatusOr<bool> is_dir = IsDir(udir);
+    if (!is_dir.ok()) return is_dir.status();
+    if (!*is_dir) return false;
+    const std::string mpath = absl::StrCat(udir, "/", kManifestName);
+    ScopedFd fd(::open(mpath.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno != ENOENT) return IoError("open", mpath, errno);
+      RemoveFlatDir(udir);
+      return false;
+    }
+    std::string bytes(kMaxManifestBytes + 1, '\0');
+    absl::StatusOr<size_t> got =
+        PreadFull(fd.get(), reinterpret_cast<uint8_t*>(bytes.data()), bytes.size(), 0, mpath);
+    if (!got.ok()) return got.status();
+    if (*got > kMaxManifestBytes) return false;
+    bytes.resize(*got);
+    absl::StatusOr<UploadInfo> info = DecodeManifest(bytes, mpath);
+    if (!info.ok() || info->bucket != bucket || info->upload_id != id) return false;
+
+    LoadedUpload upload;
+    upload.info = *std::move(info);
+    std::vector<std::string> names;
+    if (absl::Status s = ListDir(udir, &names); !s.ok()) return s;
+    for (const std::string& name : names) {
+      const std::string path = absl::StrCat(udir, "/", name);
+      if (absl::string_view(name).size() > 4 &&
+          absl::string_view(name).substr(name.size() - 4) == ".tmp") {
+        ::unlink(path.c_str());  // a part or manifest that was never installed
+        continue;
+      }
+      const uint32_t number = ParsePartFileName(name);
+      if (number == 0) continue;
+      absl::StatusOr<PartInfo> part = LoadPart(path, number);
+      if (!part.ok()) continue;  // corrupt: not listed, so Complete answers INVALID_PART
+      upload.parts.push_back(
+          {*part, std::shared_ptr<const PartBlob>(new FileBlob(path, part->size))});
+    }
+    out->push_back(std::move(upload));
+    return true;
+  }
+
+  static absl::StatusOr<PartInfo> LoadPart(const std::string& path, uint32_t number) {
+    ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return IoError("open", path, errno);
+    std::string header(kPartHeaderBytes, '\0');
+    absl::StatusOr<size_t> got =
+        PreadFull(fd.get(), reinterpret_cast<uint8_t*>(header.data()), header.size(), 0, path);
+    if (!got.ok()) return got.status();
+    header.resize(*got);
+    absl::StatusOr<PartInfo> info = DecodePartHeader(header);
+    if (!info.ok()) return info.status();
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) return IoError("fstat", path, errno);
+    if (info->part_number != number ||
+        info->size > static_cast<uint64_t>(std::numeric_limits<off_t>::max()) ||
+        static_cast<uint64_t>(st.st_size) != kPartHeaderBytes + info->size) {
+      return MakeError(ErrorCode::kStorageError, absl::StrCat("corrupt part file ", path));
+    }
+    return info;
+  }
+
+  const std::string dir_;
+  const std::string uploads_;
+  const std::string trash_;
+};
+
+}  // namespace
+
+std::unique_ptr<PartArea> NewMemoryPartArea() { return std::make_unique<MemoryPartArea>(); }
+
+absl::StatusOr<std::unique_ptr<PartArea>> OpenDirectoryPartArea(const std::string& dir) {
+  if (dir.empty()) return MakeError(ErrorCode::kInvalidArgument, "empty part area directory");
+  std::string root = dir;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  if (absl::Status s = MakeDirs(root); !s.ok()) return s;
+  return std::unique_ptr<PartArea>(new DirectoryPartArea(root));
+}
+
+}  // namespace aobj

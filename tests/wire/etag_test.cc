@@ -1,0 +1,31 @@
+#include "wire/etag.h"
+
+#include "aobj/status.h"
+#include "gtest/gtest.h"
+
+namespace aobj {
+namespace {
+
+TEST(EtagTest, BareMd5EtagAcceptsQuotesAndCase) {
+  EXPECT_EQ(BareMd5Etag("\"D41D8CD98F00B204E9800998ECF8427E\""),
+            "d41d8cd98f00b204e9800998ecf8427e");
+  EXPECT_EQ(BareMd5Etag("d41d8cd98f00b204e9800998ecf8427e"), "d41d8cd98f00b204e9800998ecf8427e");
+  EXPECT_EQ(BareMd5Etag("\"d41d8cd98f00b204e9800998ecf8427e-2\""), "");
+  EXPECT_EQ(BareMd5Etag("\"zz1d8cd98f00b204e9800998ecf8427e\""), "");
+  EXPECT_EQ(BareMd5Etag(""), "");
+  EXPECT_EQ(BareMd5Etag("\""), "");
+}
+
+// AOBJ-OBJ-217: checked against Python's hashlib:
+// md5(b"".join(md5(p).digest() for p in [b"part-one", b"part-two", b"3"])).hexdigest() + "-3"
+TEST(EtagTest, MultipartEtagGoldenValue) {
+  auto etag = MultipartEtag({"\"dede9db222ee612853f44e6e6b1ca792\"",
+                             "093064bee9fa39309997041a6e03f29f",
+                             "\"ECCBC87E4B5CE2FE28308FD9F2A7BAF3\""});
+  ASSERT_TRUE(etag.ok()) << etag.status();
+  EXPECT_EQ(*etag, "\"cd39340ff940c629cf67a5b48b149a13-3\"");
+  EXPECT_EQ(ErrorCodeOf(MultipartEtag({"\"abc\""}).status()), ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace aobj

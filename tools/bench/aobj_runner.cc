@@ -1,0 +1,312 @@
+#include "bench/aobj_runner.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "aobj/client.h"
+#include "aobj/status.h"
+#include "session/credentials.h"
+#include "tool_util.h"
+
+namespace aobj::bench {
+
+std::string GetKey(uint64_t size) { return absl::StrCat("get-", size); }
+std::string PutKey(uint64_t size, int process, int thread) {
+  return absl::StrCat("put-", size, "-p", process, "-t", thread);
+}
+
+// ---- server ------------------------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<AobjServer>> AobjServer::Start(const Options& o) {
+  std::unique_ptr<AobjServer> s(new AobjServer());
+  const std::string port_file = absl::StrCat(o.dir, "/aobj-", o.store, ".port");
+  s->log_path_ = absl::StrCat(o.dir, "/aobj-server-", o.store, ".log");
+  ChildProcess::Options c;
+  c.argv = {o.binary,          "--store", o.store,       "--listen",      "127.0.0.1:0",
+            "--port-file",     port_file, "--plaintext", "--credentials", o.credentials_file,
+            "--create-bucket", o.bucket,  "--quiet"};
+  if (o.store == "fs") {
+    c.argv.push_back("--root");
+    c.argv.push_back(absl::StrCat(o.dir, "/fs-root"));
+  }
+  for (const auto& a : o.extra_args) c.argv.push_back(a);
+  c.log_path = s->log_path_;
+  auto p = ChildProcess::Start(c);
+  if (!p.ok()) return p.status();
+  s->process_ = std::move(*p);
+  const int64_t deadline = NowNs() + 20'000'000'000;
+  while (NowNs() < deadline) {
+    int port = 0;
+    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadSmallFile(port_file)), &port) && port > 0) {
+      s->endpoint_ = absl::StrCat("127.0.0.1:", port);
+      return s;
+    }
+    if (!s->process_->Running()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return absl::InternalError(absl::StrCat("aobj-server (", o.store, ") did not start; see ",
+                                          s->log_path_, ":\n", ReadSmallFile(s->log_path_)));
+}
+
+// ---- coordinator side of the workers -----------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<AobjWorkers>> AobjWorkers::Start(const AobjVariant& v) {
+  std::unique_ptr<AobjWorkers> w(new AobjWorkers(v));
+  for (int i = 0; i < std::max(1, v.processes); ++i) {
+    ChildProcess::Options c;
+    c.argv = {SelfExe(),       "--internal-worker",
+              "--endpoint",    v.endpoint,
+              "--credentials", v.credentials_file,
+              "--bucket",      v.bucket,
+              "--buffers",     v.caller_buffers ? "caller" : "library",
+              "--threads",     absl::StrCat(v.threads),
+              "--max-size",    absl::StrCat(v.max_size),
+              "--proc-index",  absl::StrCat(i),
+              "--checksum",    v.checksum,
+              "--transports",  v.transports.empty() ? "default" : v.transports,
+              "--inline",      v.allow_inline ? "1" : "0"};
+    c.pipe_stdio = true;
+    auto p = ChildProcess::Start(c);
+    if (!p.ok()) return p.status();
+    w->workers_.push_back(std::move(*p));
+  }
+  for (auto& p : w->workers_) {
+    std::string line;
+    for (;;) {
+      if (!p->ReadLine(&line, 60000)) {
+        return absl::InternalError(absl::StrCat(v.name, ": worker exited before HELLO"));
+      }
+      if (line == "HELLO") break;
+      if (absl::StartsWith(line, "ERROR")) {
+        return absl::InternalError(absl::StrCat(v.name, ": worker: ", line.substr(6)));
+      }
+    }
+  }
+  return w;
+}
+
+AobjWorkers::~AobjWorkers() {
+  for (auto& p : workers_) {
+    p->WriteLine("QUIT");
+    p->CloseStdin();
+  }
+  for (auto& p : workers_) p->Stop(15, 5000);
+}
+
+absl::StatusOr<LoadResult> AobjWorkers::RunCell(Op op, uint64_t size, const LoadSpec& spec,
+                                                const std::function<void()>& at_start) {
+  // Split the work between the processes: counts divide, durations do not.
+  const int64_t procs = static_cast<int64_t>(workers_.size());
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    LoadSpec part = spec;
+    if (spec.count > 0) {
+      part.count = spec.count / procs + (static_cast<int64_t>(i) < spec.count % procs ? 1 : 0);
+      part.count = std::max<int64_t>(part.count, 1);
+    }
+    part.min_ops = std::max<int64_t>(1, (spec.min_ops + procs - 1) / procs);
+    const std::string c = absl::StrCat("CELL ", OpName(op), " ", size, " ", part.count, " ",
+                                       absl::StrFormat("%.3f", part.duration_s), " ", part.min_ops,
+                                       " ", part.warmup_ops);
+    if (!workers_[i]->WriteLine(c)) return absl::InternalError("worker pipe closed");
+  }
+  absl::Status error;
+  auto expect = [&](ChildProcess& p, const char* what, std::string* got) -> bool {
+    for (;;) {
+      if (!p.ReadLine(got)) {
+        error = absl::InternalError(absl::StrCat(variant_.name, ": worker died"));
+        return false;
+      }
+      if (absl::StartsWith(*got, what)) return true;
+      if (absl::StartsWith(*got, "ERROR")) {
+        error = absl::InternalError(absl::StrCat(variant_.name, ": ", got->substr(6)));
+        return false;
+      }
+      // Anything else is library chatter on stdout; ignore it.
+    }
+  };
+  std::string line;
+  std::vector<bool> ready(workers_.size(), false);
+  bool all_ready = true;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    ready[i] = expect(*workers_[i], "READY", &line);
+    all_ready = all_ready && ready[i];
+  }
+  if (all_ready && at_start) at_start();
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (ready[i]) workers_[i]->WriteLine(all_ready ? "GO" : "ABORT");
+  }
+  LoadResult total;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (!ready[i]) continue;
+    std::string result_line, lat_line;
+    if (!expect(*workers_[i], "RESULT", &result_line)) continue;
+    if (!expect(*workers_[i], "LAT", &lat_line)) continue;
+    auto r = LoadResult::Parse(result_line, lat_line);
+    if (!r.ok()) {
+      error = r.status();
+      continue;
+    }
+    total.Merge(*r);
+  }
+  if (!error.ok()) return error;
+  return total;
+}
+
+// ---- worker process ----------------------------------------------------------------------------
+
+namespace {
+
+void Emit(const std::string& line) {
+  std::string s = line + "\n";
+  fwrite(s.data(), 1, s.size(), stdout);
+  fflush(stdout);
+}
+
+void EmitError(const absl::Status& st) {
+  std::string msg = tools::DescribeError(st);
+  absl::StrReplaceAll({{"\n", " "}}, &msg);
+  Emit(absl::StrCat("ERROR ", msg));
+}
+
+bool ReadCommand(std::string* line) { return static_cast<bool>(std::getline(std::cin, *line)); }
+
+}  // namespace
+
+int WorkerMain(int argc, char** argv) {
+  tools::ParsedArgs args;
+  absl::Status st = tools::ParseArgs(argc, argv, 2,
+                                     {"endpoint", "credentials", "bucket", "buffers", "threads",
+                                      "max-size", "proc-index", "checksum", "transports", "inline"},
+                                     {}, &args);
+  if (!st.ok()) {
+    EmitError(st);
+    return 2;
+  }
+  auto creds = LoadCredentialsFile(args.Get("credentials"), /*require_private=*/false);
+  if (!creds.ok() || creds->empty()) {
+    EmitError(creds.ok() ? absl::InvalidArgumentError("empty credentials file") : creds.status());
+    return 2;
+  }
+  ClientOptions options;
+  options.endpoint = args.Get("endpoint");
+  options.access_key_id = creds->begin()->first;
+  options.secret = creds->begin()->second;
+  options.client_name = "aobj-bench/0.1";
+  options.allow_inline = args.Get("inline", "1") == "1";
+  options.checksum = args.Get("checksum", "crc32c") == "crc64nvme" ? ChecksumAlgorithm::kCrc64Nvme
+                                                                   : ChecksumAlgorithm::kCrc32c;
+  const std::string transports = args.Get("transports", "default");
+  if (transports != "default") options.data_channel.transports = transports;
+  const std::string bucket = args.Get("bucket", "bench");
+  const bool caller = args.Get("buffers", "library") == "caller";
+  int64_t threads = 1, max_size = 0, proc = 0;
+  if (!(st = args.GetInt("threads", 1, &threads)).ok() ||
+      !(st = args.GetInt("max-size", 4096, &max_size)).ok() ||
+      !(st = args.GetInt("proc-index", 0, &proc)).ok()) {
+    EmitError(st);
+    return 2;
+  }
+  auto client = Client::Connect(options);
+  if (!client.ok()) {
+    EmitError(client.status());
+    return 1;
+  }
+  Client& c = **client;
+  // One registered buffer per load thread, created on first use and reused by every cell.
+  BufferPool pool;
+  pool.Reserve(static_cast<size_t>(threads));
+  std::vector<std::unique_ptr<Buffer>> buffers(static_cast<size_t>(threads));
+  absl::Mutex buffers_mu;
+  auto buffer_for = [&](int t) -> absl::StatusOr<Buffer*> {
+    absl::MutexLock l(&buffers_mu);  // UCX registration is serialised anyway
+    auto& b = buffers[static_cast<size_t>(t)];
+    if (b != nullptr) return b.get();
+    absl::StatusOr<std::unique_ptr<Buffer>> made;
+    if (caller) {
+      uint8_t* mem = pool.Get(static_cast<size_t>(t), static_cast<size_t>(max_size));
+      if (mem == nullptr) return absl::ResourceExhaustedError("cannot allocate a buffer");
+      made = c.RegisterBuffer(mem, static_cast<size_t>(max_size));
+    } else {
+      made = c.AllocateBuffer(static_cast<size_t>(max_size));
+      if (made.ok()) {
+        // Give PUT bodies a non-constant pattern (the library already pre-faulted the pages).
+        uint8_t* d = (*made)->data();
+        for (size_t off = 0; off < (*made)->size(); off += 4096)
+          d[off] = static_cast<uint8_t>(off >> 12);
+      }
+    }
+    if (!made.ok()) return made.status();
+    b = std::move(*made);
+    return b.get();
+  };
+
+  Emit("HELLO");
+  std::string line;
+  while (ReadCommand(&line)) {
+    if (line == "QUIT") break;
+    std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    LoadSpec spec;
+    spec.threads = static_cast<int>(threads);
+    uint64_t size = 0;
+    if (f.size() != 7 || f[0] != "CELL" || !absl::SimpleAtoi(f[2], &size) ||
+        !absl::SimpleAtoi(f[3], &spec.count) || !absl::SimpleAtod(f[4], &spec.duration_s) ||
+        !absl::SimpleAtoi(f[5], &spec.min_ops) || !absl::SimpleAtoi(f[6], &spec.warmup_ops) ||
+        size > static_cast<uint64_t>(max_size)) {
+      EmitError(absl::InvalidArgumentError(absl::StrCat("bad command: ", line)));
+      continue;
+    }
+    const bool get = f[1] == "GET";
+    ThreadSetup setup = [&](int t) -> absl::StatusOr<OpFn> {
+      auto buf = buffer_for(t);
+      if (!buf.ok()) return buf.status();
+      Buffer* b = *buf;
+      if (get) {
+        const std::string key = GetKey(size);
+        return OpFn([&c, b, key, size, &bucket]() -> absl::Status {
+          auto r = c.Get(bucket, key, *b);
+          if (!r.ok()) return r.status();
+          if (r->bytes_transferred != size) {
+            return absl::InternalError(
+                absl::StrCat("GET moved ", r->bytes_transferred, " bytes, expected ", size));
+          }
+          return absl::OkStatus();
+        });
+      }
+      const std::string key = PutKey(size, static_cast<int>(proc), t);
+      return OpFn([&c, b, key, size, &bucket]() -> absl::Status {
+        auto r = c.Put(bucket, key, *b, size);
+        return r.ok() ? absl::OkStatus() : r.status();
+      });
+    };
+    // The coordinator answers READY with GO, or ABORT when another worker failed.
+    auto at_start = [&]() -> absl::Status {
+      Emit("READY");
+      std::string go;
+      if (!ReadCommand(&go) || go != "GO") return absl::AbortedError("aborted by the coordinator");
+      return absl::OkStatus();
+    };
+    auto result = RunLoad(spec, size, setup, at_start);
+    if (!result.ok()) {
+      EmitError(result.status());
+      continue;
+    }
+    Emit(result->Serialize());
+  }
+  for (auto& b : buffers) b.reset();
+  c.Close().IgnoreError();
+  return 0;
+}
+
+}  // namespace aobj::bench

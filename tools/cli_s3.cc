@@ -1,0 +1,746 @@
+#include "cli_s3.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <system_error>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "aobj/status.h"
+#include "tool_util.h"
+#include "wire/error_registry.h"
+#include "wire/range.h"
+
+namespace aobj::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Local failures (files, directories) are plain statuses without an AOBJ code.
+absl::Status LocalError(const std::string& what, int err) {
+  return absl::FailedPreconditionError(absl::StrCat(what, ": ", std::strerror(err)));
+}
+
+bool IsProtocolError(const absl::Status& st) {
+  return st.GetPayload(kErrorCodePayloadUrl).has_value();
+}
+
+int Fail(const std::string& what, const absl::Status& st) {
+  std::cerr << "aobj: " << what << ": "
+            << (IsProtocolError(st) ? tools::DescribeError(st) : std::string(st.message())) << "\n";
+  return 1;
+}
+
+int Usage(const std::string& msg) {
+  std::cerr << "aobj: " << msg << "\n(run aobj --help for usage)\n";
+  return 2;
+}
+
+std::string Uri(const std::string& bucket, const std::string& key) {
+  return absl::StrCat(kScheme, bucket, "/", key);
+}
+
+std::string FormatTime(int64_t ms) {
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(ms), absl::LocalTimeZone());
+}
+
+// The last component of a key or path ("a/b/c" -> "c").
+std::string BaseName(const std::string& s) {
+  const size_t slash = s.find_last_of('/');
+  return slash == std::string::npos ? s : s.substr(slash + 1);
+}
+
+// A listing prefix that names a "directory": empty, or ending in '/'.
+std::string AsDirectory(std::string prefix) {
+  if (!prefix.empty() && prefix.back() != '/') prefix.push_back('/');
+  return prefix;
+}
+
+RangeSpec ToSpec(const ByteRange& r) {
+  RangeSpec spec;
+  spec.kind = r.kind == ByteRange::Kind::kFirstLast ? RangeSpec::Kind::kFirstLast
+              : r.kind == ByteRange::Kind::kFrom    ? RangeSpec::Kind::kFrom
+                                                    : RangeSpec::Kind::kSuffix;
+  spec.first = r.first;
+  spec.last = r.last;
+  spec.suffix_length = r.suffix_length;
+  return spec;
+}
+
+absl::Status WriteAt(int fd, const uint8_t* data, uint64_t n, uint64_t offset, bool sequential,
+                     const std::string& path) {
+  while (n > 0) {
+    const ssize_t w =
+        sequential ? ::write(fd, data, n) : ::pwrite(fd, data, n, static_cast<off_t>(offset));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return LocalError(absl::StrCat("write ", path), w < 0 ? errno : EIO);
+    data += w;
+    n -= static_cast<uint64_t>(w);
+    offset += static_cast<uint64_t>(w);
+  }
+  return absl::OkStatus();
+}
+
+// One attempt at DownloadFile. *changed is set when a GET found another version than the HEAD
+// (its If-Match failed).
+absl::StatusOr<uint64_t> DownloadOnce(Client& client, const std::string& bucket,
+                                      const std::string& key, const std::string& path, int fd,
+                                      bool to_stdout, const CliSettings& settings,
+                                      Progress* progress, bool* changed) {
+  auto note = [changed](const absl::Status& s) {
+    if (ErrorCodeOf(s) == ErrorCode::kPreconditionFailed) *changed = true;
+    return s;
+  };
+  absl::StatusOr<ObjectInfo> head = client.Head(bucket, key, settings.get_conditions);
+  if (!head.ok()) return head.status();
+  uint64_t first = 0;
+  uint64_t length = head->size;
+  if (settings.range.has_value()) {
+    absl::StatusOr<ResolvedRange> r = ResolveRange(ToSpec(*settings.range), head->size);
+    if (!r.ok()) return r.status();
+    first = r->first;
+    length = r->length;
+  }
+  if (progress) progress->SetTotalIfUnknown(length);
+  const uint64_t chunk = std::max<uint64_t>(settings.chunk_size, 1);
+  absl::StatusOr<std::unique_ptr<Buffer>> buf =
+      client.AllocateBuffer(static_cast<size_t>(std::max<uint64_t>(std::min(length, chunk), 1)));
+  if (!buf.ok()) return buf.status();
+  // Every GET is pinned to the version HEAD saw, so the file never mixes versions.
+  GetOptions options;
+  options.conditions.if_match = head->etag;
+  if (!settings.range.has_value() && length <= chunk) {
+    absl::StatusOr<TransferResult> got = client.Get(bucket, key, **buf, options);
+    if (!got.ok()) return note(got.status());
+    if (got->bytes_transferred != length) {
+      return MakeError(ErrorCode::kIncompleteTransfer, "the object changed size");
+    }
+    if (absl::Status s = WriteAt(fd, (*buf)->data(), length, 0, to_stdout, path); !s.ok()) {
+      return s;
+    }
+    if (progress) progress->Add(length);
+    return length;
+  }
+  for (uint64_t off = 0; off < length; off += chunk) {
+    const uint64_t n = std::min(chunk, length - off);
+    options.range = ByteRange::FirstLast(first + off, first + off + n - 1);
+    absl::StatusOr<TransferResult> got = client.Get(bucket, key, {{buf->get(), 0, n}}, options);
+    if (!got.ok()) return note(got.status());
+    if (got->bytes_transferred != n) {
+      return MakeError(ErrorCode::kIncompleteTransfer, "a chunk came back short");
+    }
+    if (absl::Status s = WriteAt(fd, (*buf)->data(), n, off, to_stdout, path); !s.ok()) return s;
+    if (progress) progress->Add(n);
+  }
+  return length;
+}
+
+// The objects under `prefix`, page by page: calls fn(page); stops on error.
+template <class Fn>
+absl::Status ForEachPage(Client& client, const std::string& bucket, ListObjectsOptions options,
+                         Fn fn) {
+  for (;;) {
+    absl::StatusOr<ObjectListing> page = client.ListObjects(bucket, options);
+    if (!page.ok()) return page.status();
+    if (absl::Status s = fn(*page); !s.ok()) return s;
+    if (!page->is_truncated) return absl::OkStatus();
+    options.continuation_token = page->next_continuation_token;
+  }
+}
+
+absl::StatusOr<std::vector<ObjectSummary>> ListAll(Client& client, const std::string& bucket,
+                                                   const std::string& prefix) {
+  ListObjectsOptions options;
+  options.prefix = prefix;
+  std::vector<ObjectSummary> out;
+  absl::Status s = ForEachPage(client, bucket, options, [&](ObjectListing& page) {
+    for (ObjectSummary& o : page.objects) out.push_back(std::move(o));
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+// The bucket of "aobj://bucket", "aobj://bucket/" or "bucket".
+absl::StatusOr<std::string> BucketArg(const std::string& arg) {
+  absl::StatusOr<Location> loc = ParseLocation(arg, /*bare_is_remote=*/true);
+  if (!loc.ok()) return loc.status();
+  if (!loc->key.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("expected a bucket, got ", arg));
+  }
+  return loc->bucket;
+}
+
+// Deletes every object under `prefix`; prints each. Returns the number that failed.
+absl::StatusOr<int> DeletePrefix(Client& client, const std::string& bucket,
+                                 const std::string& prefix, bool quiet) {
+  int failed = 0;
+  ListObjectsOptions options;
+  options.prefix = prefix;
+  for (;;) {
+    // Always from the start: the keys of the previous page are gone.
+    absl::StatusOr<ObjectListing> page = client.ListObjects(bucket, options);
+    if (!page.ok()) return page.status();
+    if (page->objects.empty()) return failed;
+    std::vector<std::string> keys;
+    for (const ObjectSummary& o : page->objects) keys.push_back(o.key);
+    absl::StatusOr<DeleteObjectsResult> result = client.DeleteObjects(bucket, keys, quiet);
+    if (!result.ok()) return result.status();
+    for (const std::string& k : result->deleted) std::cout << "delete: " << Uri(bucket, k) << "\n";
+    for (const auto& [k, st] : result->errors) {
+      Fail(absl::StrCat("delete ", Uri(bucket, k)), st);
+      ++failed;
+    }
+    if (!page->is_truncated) return failed;
+    // Failed keys stay; skip past them rather than listing them again forever.
+    if (!result->errors.empty()) options.start_after = keys.back();
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Location> ParseLocation(const std::string& arg, bool bare_is_remote) {
+  Location loc;
+  std::string rest;
+  if (absl::StartsWith(arg, kScheme)) {
+    rest = arg.substr(std::strlen(kScheme));
+  } else if (bare_is_remote) {
+    rest = arg;
+  } else {
+    if (arg.empty()) return absl::InvalidArgumentError("empty local path");
+    loc.path = arg;
+    return loc;
+  }
+  loc.remote = true;
+  const size_t slash = rest.find('/');
+  loc.bucket = rest.substr(0, slash);
+  if (slash != std::string::npos) loc.key = rest.substr(slash + 1);
+  if (loc.bucket.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("no bucket in ", arg));
+  }
+  return loc;
+}
+
+std::string SafeRelativePath(const std::string& key, const std::string& prefix) {
+  if (!absl::StartsWith(key, prefix)) return "";
+  const std::string rel = key.substr(prefix.size());
+  if (rel.empty() || rel.front() == '/') return "";
+  for (absl::string_view part : absl::StrSplit(rel, '/')) {
+    if (part.empty() || part == "." || part == "..") return "";
+    if (part.find('\0') != absl::string_view::npos) return "";
+  }
+  return rel;
+}
+
+// ---- progress ----------------------------------------------------------------------------------
+
+Progress::Progress(bool enabled, uint64_t total_bytes, uint64_t total_files)
+    : enabled_(enabled),
+      total_bytes_(total_bytes),
+      total_files_(total_files),
+      start_(absl::Now()),
+      last_draw_(absl::InfinitePast()) {}
+
+Progress::~Progress() { Finish(); }
+
+void Progress::SetLabel(const std::string& label) {
+  label_ = label;
+  Draw(false);
+}
+
+void Progress::SetTotalIfUnknown(uint64_t total_bytes) {
+  if (total_bytes_ == 0) total_bytes_ = total_bytes;
+}
+
+void Progress::Clear() {
+  if (enabled_ && !finished_) std::cerr << "\r\033[K" << std::flush;
+}
+
+void Progress::Print(const std::string& line) {
+  Clear();
+  std::cout << line << "\n" << std::flush;
+  if (enabled_ && !finished_) Draw(true);
+}
+
+void Progress::Add(uint64_t bytes) {
+  bytes_ += bytes;
+  Draw(false);
+}
+
+void Progress::FileDone() {
+  ++files_;
+  Draw(false);
+}
+
+void Progress::Finish() {
+  if (!enabled_ || finished_) return;
+  finishing_ = true;
+  Draw(true);
+  std::cerr << "\n";
+  finished_ = true;
+}
+
+void Progress::Draw(bool force) {
+  if (!enabled_ || finished_) return;
+  const absl::Time now = absl::Now();
+  if (!force && now - last_draw_ < absl::Milliseconds(100)) return;
+  last_draw_ = now;
+  constexpr int kWidth = 30;
+  // An unknown (or zero) total shows 0% until the end.
+  const double fraction = total_bytes_ == 0
+                              ? (finishing_ ? 1.0 : 0.0)
+                              : std::min(1.0, static_cast<double>(bytes_) / total_bytes_);
+  const int filled = static_cast<int>(fraction * kWidth);
+  std::string bar(static_cast<size_t>(filled), '=');
+  if (filled < kWidth) bar += '>';
+  bar.resize(kWidth, ' ');
+  std::string files;
+  if (total_files_ > 1) files = absl::StrCat("  ", files_, "/", total_files_, " files");
+  std::string label = label_;
+  if (label.size() > 40) label = "..." + label.substr(label.size() - 37);
+  std::cerr << "\r\033[K[" << bar << "] "
+            << absl::StrFormat("%3d%%", static_cast<int>(fraction * 100)) << "  "
+            << tools::HumanBytes(bytes_) << " / " << tools::HumanBytes(total_bytes_) << "  "
+            << tools::HumanRate(bytes_, absl::ToDoubleSeconds(now - start_)) << files << "  "
+            << label << std::flush;
+}
+
+// ---- transfers ---------------------------------------------------------------------------------
+
+namespace {
+
+// The multipart path of UploadFile (spec section 9.15): the file is read part by part into a few
+// registered buffers, one per part in flight, so memory stays at lanes x part_size whatever the
+// file's size. Any failure aborts the upload (AOBJ-OBJ-229).
+absl::StatusOr<ObjectInfo> UploadFileInParts(Client& client, int fd, uint64_t size,
+                                             const std::string& path, const std::string& bucket,
+                                             const std::string& key, const PutOptions& options,
+                                             uint64_t part_size, Progress* progress) {
+  // As `aws s3 cp` does: a larger part size when the file would need more than 10000 parts.
+  part_size = std::max<uint64_t>(
+      {part_size, size / kMaxPartNumber + (size % kMaxPartNumber != 0 ? 1 : 0), 1});
+  const uint64_t count = std::max<uint64_t>(1, size / part_size + (size % part_size != 0));
+  absl::StatusOr<UploadInfo> upload = client.CreateMultipartUpload(bucket, key, options);
+  if (!upload.ok()) return upload.status();
+  const std::string& id = upload->upload_id;
+  const uint64_t lanes =
+      std::clamp<uint64_t>(std::min<uint64_t>(client.session().limits.max_in_flight, 4), 1, count);
+
+  absl::Mutex mu;
+  uint64_t next = 0;                      // guarded by mu
+  absl::Status first_error;               // guarded by mu
+  std::vector<std::string> etags(count);  // each written by the lane that uploads the part
+  auto lane = [&](Buffer* buf) {
+    for (;;) {
+      uint64_t i;
+      {
+        absl::MutexLock l(&mu);
+        if (!first_error.ok() || next == count) return;
+        i = next++;
+      }
+      const uint64_t off = i * part_size;
+      const uint64_t len = std::min(part_size, size - off);
+      absl::Status st;
+      for (uint64_t done = 0; done < len && st.ok();) {
+        const ssize_t r =
+            ::pread(fd, buf->data() + done, len - done, static_cast<off_t>(off + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) st = LocalError(absl::StrCat("read ", path), r < 0 ? errno : EIO);
+        if (r > 0) done += static_cast<uint64_t>(r);
+      }
+      absl::StatusOr<UploadPartResult> part =
+          st.ok() ? absl::StatusOr<UploadPartResult>(UploadPartResult()) : st;
+      for (int attempt = 0; st.ok(); ++attempt) {
+        part = client.UploadPart(bucket, key, id, static_cast<uint32_t>(i + 1), *buf, 0, len);
+        const ErrorCode code = ErrorCodeOf(part.status());
+        // AOBJ-FLO-003: busy servers are retried after a growing pause.
+        if (part.ok() || attempt == 5 ||
+            (code != ErrorCode::kTooManyTransfers && code != ErrorCode::kSlowDown)) {
+          break;
+        }
+        absl::SleepFor(absl::Milliseconds(20 << attempt));
+      }
+      absl::MutexLock l(&mu);
+      if (!part.ok()) {
+        if (first_error.ok()) first_error = part.status();
+        return;
+      }
+      etags[i] = part->etag;
+      if (progress) progress->Add(len);  // under mu: Progress is not thread-safe
+    }
+  };
+  std::vector<std::unique_ptr<Buffer>> buffers;
+  for (uint64_t l = 0; l < lanes; ++l) {
+    absl::StatusOr<std::unique_ptr<Buffer>> buf =
+        client.AllocateBuffer(static_cast<size_t>(std::min(part_size, size) + (size == 0)));
+    if (!buf.ok()) {
+      client.AbortMultipartUpload(bucket, key, id).IgnoreError();
+      return buf.status();
+    }
+    buffers.push_back(*std::move(buf));
+  }
+  std::vector<std::thread> threads;
+  for (uint64_t l = 1; l < lanes; ++l) threads.emplace_back(lane, buffers[l].get());
+  lane(buffers[0].get());
+  for (std::thread& t : threads) t.join();
+  if (!first_error.ok()) {
+    client.AbortMultipartUpload(bucket, key, id).IgnoreError();
+    return first_error;
+  }
+  std::vector<CompletedPart> parts(count);
+  for (uint64_t i = 0; i < count; ++i) parts[i] = {static_cast<uint32_t>(i + 1), etags[i]};
+  absl::StatusOr<ObjectInfo> info =
+      client.CompleteMultipartUpload(bucket, key, id, parts, options.conditions);
+  if (!info.ok()) client.AbortMultipartUpload(bucket, key, id).IgnoreError();
+  return info;
+}
+
+}  // namespace
+
+absl::StatusOr<ObjectInfo> UploadFile(Client& client, const std::string& path,
+                                      const std::string& bucket, const std::string& key,
+                                      const PutOptions& options, Progress* progress,
+                                      uint64_t multipart_threshold, uint64_t part_size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return LocalError(absl::StrCat("open ", path), errno);
+  struct stat sb {};
+  if (::fstat(fd, &sb) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return LocalError(absl::StrCat("stat ", path), err);
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    ::close(fd);
+    return absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
+  }
+  const uint64_t size = static_cast<uint64_t>(sb.st_size);
+  if (multipart_threshold > 0 && size >= multipart_threshold) {
+    if (progress) progress->SetLabel(path);
+    absl::StatusOr<ObjectInfo> info =
+        UploadFileInParts(client, fd, size, path, bucket, key, options, part_size, progress);
+    ::close(fd);
+    return info;
+  }
+  // Below the threshold: one PutObject moves the whole file.
+  absl::StatusOr<std::unique_ptr<Buffer>> buf =
+      client.AllocateBuffer(static_cast<size_t>(std::max<uint64_t>(size, 1)));
+  if (!buf.ok()) {
+    ::close(fd);
+    return buf.status();
+  }
+  for (uint64_t off = 0; off < size;) {
+    const ssize_t r = ::pread(fd, (*buf)->data() + off, size - off, static_cast<off_t>(off));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      const int err = r < 0 ? errno : EIO;
+      ::close(fd);
+      return LocalError(absl::StrCat("read ", path), err);
+    }
+    off += static_cast<uint64_t>(r);
+  }
+  ::close(fd);
+  if (progress) progress->SetLabel(path);
+  absl::StatusOr<TransferResult> put = client.Put(bucket, key, **buf, size, options);
+  if (!put.ok()) return put.status();
+  if (progress) progress->Add(size);
+  return put->info;
+}
+
+absl::StatusOr<uint64_t> DownloadFile(Client& client, const std::string& bucket,
+                                      const std::string& key, const std::string& path,
+                                      const CliSettings& settings, Progress* progress) {
+  const bool to_stdout = path == "-";
+  const std::string tmp = path + ".aobj-partial";
+  if (progress) progress->SetLabel(Uri(bucket, key));
+  for (int attempt = 0;; ++attempt) {
+    const int fd =
+        to_stdout ? 1 : ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return LocalError(absl::StrCat("create ", tmp), errno);
+    bool changed = false;
+    absl::StatusOr<uint64_t> n =
+        DownloadOnce(client, bucket, key, path, fd, to_stdout, settings, progress, &changed);
+    if (to_stdout) return n;  // what went out cannot be taken back
+    if (n.ok()) {
+      // The file appears whole or not at all.
+      if (::fsync(fd) != 0 || ::close(fd) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        return LocalError(absl::StrCat("write ", path), err);
+      }
+      return n;
+    }
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    // The object was overwritten after the HEAD: start again on the new version.
+    if (!changed || attempt >= 3) return n.status();
+  }
+}
+
+// ---- commands ----------------------------------------------------------------------------------
+
+int RunCp(Client& client, const std::vector<std::string>& args, const CliSettings& settings) {
+  if (args.size() != 2) return Usage("usage: aobj cp SRC DST [--recursive]");
+  absl::StatusOr<Location> src = ParseLocation(args[0], false);
+  absl::StatusOr<Location> dst = ParseLocation(args[1], false);
+  if (!src.ok()) return Usage(std::string(src.status().message()));
+  if (!dst.ok()) return Usage(std::string(dst.status().message()));
+  if (!src->remote && !dst->remote) {
+    return Usage("cp needs an aobj://BUCKET/KEY source or destination (use cp for local copies)");
+  }
+  int failed = 0;
+
+  // ---- upload ----
+  if (!src->remote) {
+    std::vector<std::pair<std::string, std::string>> jobs;  // local path, key
+    uint64_t total = 0;
+    std::error_code ec;
+    if (settings.recursive) {
+      if (!fs::is_directory(src->path, ec)) return Usage(src->path + " is not a directory");
+      const std::string prefix = AsDirectory(dst->key);
+      for (fs::recursive_directory_iterator it(src->path, ec), end; !ec && it != end;
+           it.increment(ec)) {
+        if (!it->is_regular_file(ec)) continue;
+        const std::string rel = fs::relative(it->path(), src->path, ec).generic_string();
+        jobs.emplace_back(it->path().string(), prefix + rel);
+        total += it->file_size(ec);
+      }
+      if (ec) return Fail(absl::StrCat("walk ", src->path), LocalError("directory", ec.value()));
+      std::sort(jobs.begin(), jobs.end(),
+                [](const auto& a, const auto& b) { return a.second < b.second; });
+    } else {
+      std::string key = dst->key;
+      if (key.empty() || key.back() == '/') key += BaseName(src->path);
+      jobs.emplace_back(src->path, key);
+      total = fs::file_size(src->path, ec);
+    }
+    Progress progress(settings.progress, total, jobs.size());
+    for (const auto& [path, key] : jobs) {
+      absl::StatusOr<ObjectInfo> info =
+          UploadFile(client, path, dst->bucket, key, settings.put, &progress,
+                     settings.multipart_threshold, settings.part_size);
+      progress.FileDone();
+      if (!info.ok()) {
+        progress.Clear();
+        Fail(absl::StrCat("upload ", path, " to ", Uri(dst->bucket, key)), info.status());
+        ++failed;
+        continue;
+      }
+      if (!settings.quiet) {
+        progress.Print(absl::StrCat("upload: ", path, " to ", Uri(dst->bucket, key)));
+      }
+    }
+    progress.Finish();
+    return failed == 0 ? 0 : 1;
+  }
+
+  // ---- download or server-side copy ----
+  struct Job {
+    std::string key;
+    std::string target;  // a local path, or the destination key
+    uint64_t size = 0;
+  };
+  std::vector<Job> jobs;
+  uint64_t total = 0;
+  if (settings.recursive) {
+    const std::string prefix = AsDirectory(src->key);
+    absl::StatusOr<std::vector<ObjectSummary>> objects = ListAll(client, src->bucket, prefix);
+    if (!objects.ok())
+      return Fail(absl::StrCat("list ", Uri(src->bucket, prefix)), objects.status());
+    for (const ObjectSummary& o : *objects) {
+      if (dst->remote) {
+        jobs.push_back({o.key, AsDirectory(dst->key) + o.key.substr(prefix.size()), o.size});
+      } else {
+        if (o.key.back() == '/' && o.size == 0) continue;  // a "directory" marker
+        // Keys are the server's to choose: never let one write outside the target directory.
+        const std::string rel = SafeRelativePath(o.key, prefix);
+        if (rel.empty()) {
+          std::cerr << "aobj: skipping " << Uri(src->bucket, o.key)
+                    << ": not a safe relative path below " << dst->path << "\n";
+          ++failed;
+          continue;
+        }
+        jobs.push_back({o.key, (fs::path(dst->path) / rel).string(), o.size});
+      }
+      total += o.size;
+    }
+  } else {
+    if (src->key.empty()) return Usage("cp needs a key in " + args[0] + " (or --recursive)");
+    std::string target = dst->remote ? dst->key : dst->path;
+    std::error_code ec;
+    if (dst->remote ? (target.empty() || target.back() == '/')
+                    : (target.back() == '/' || fs::is_directory(target, ec))) {
+      target = dst->remote ? target + BaseName(src->key)
+                           : (fs::path(target) / BaseName(src->key)).string();
+    }
+    jobs.push_back({src->key, target, 0});
+  }
+  Progress progress(settings.progress && !(dst->path == "-"), total, jobs.size());
+  for (const Job& job : jobs) {
+    const std::string from = Uri(src->bucket, job.key);
+    if (dst->remote) {
+      CopyOptions options;
+      options.replace_metadata = settings.replace_metadata;
+      options.content_type = settings.put.content_type;
+      options.user_metadata = settings.put.user_metadata;
+      options.source_conditions = settings.get_conditions;
+      options.conditions = settings.put.conditions;
+      progress.SetLabel(from);
+      absl::StatusOr<ObjectInfo> info =
+          client.Copy(src->bucket, job.key, dst->bucket, job.target, options);
+      progress.FileDone();
+      if (!info.ok()) {
+        progress.Clear();
+        Fail(absl::StrCat("copy ", from, " to ", Uri(dst->bucket, job.target)), info.status());
+        ++failed;
+        continue;
+      }
+      progress.Add(info->size);
+      if (!settings.quiet) {
+        progress.Print(absl::StrCat("copy: ", from, " to ", Uri(dst->bucket, job.target)));
+      }
+      continue;
+    }
+    std::error_code ec;
+    const fs::path parent = fs::path(job.target).parent_path();
+    if (settings.recursive && !parent.empty()) fs::create_directories(parent, ec);
+    absl::StatusOr<uint64_t> n =
+        DownloadFile(client, src->bucket, job.key, job.target, settings, &progress);
+    progress.FileDone();
+    if (!n.ok()) {
+      progress.Clear();
+      Fail(absl::StrCat("download ", from, " to ", job.target), n.status());
+      ++failed;
+      continue;
+    }
+    if (!settings.quiet) {
+      if (job.target == "-") {
+        std::cerr << "download: " << from << " to -\n";
+      } else {
+        progress.Print(absl::StrCat("download: ", from, " to ", job.target));
+      }
+    }
+  }
+  progress.Finish();
+  return failed == 0 ? 0 : 1;
+}
+
+int RunLs(Client& client, const std::vector<std::string>& args, const CliSettings& settings) {
+  if (args.size() > 1) return Usage("usage: aobj ls [aobj://BUCKET[/PREFIX]] [--recursive]");
+  if (args.empty()) {
+    absl::StatusOr<std::vector<BucketSummary>> buckets = client.ListBuckets();
+    if (!buckets.ok()) return Fail("list buckets", buckets.status());
+    for (const BucketSummary& b : *buckets) {
+      std::cout << FormatTime(b.creation_time_ms) << " " << b.name << "\n";
+    }
+    return 0;
+  }
+  absl::StatusOr<Location> loc = ParseLocation(args[0], /*bare_is_remote=*/true);
+  if (!loc.ok()) return Usage(std::string(loc.status().message()));
+  ListObjectsOptions options;
+  options.prefix = loc->key;
+  if (!settings.recursive) options.delimiter = "/";
+  // Like `aws s3 ls`: names relative to the "directory" part of the prefix, unless recursive.
+  const size_t dir = settings.recursive ? 0 : loc->key.rfind('/') + 1;  // npos + 1 == 0
+  uint64_t objects = 0, bytes = 0;
+  absl::Status st = ForEachPage(client, loc->bucket, options, [&](const ObjectListing& page) {
+    size_t i = 0, j = 0;  // merge objects and common prefixes back into byte order
+    while (i < page.objects.size() || j < page.common_prefixes.size()) {
+      if (j == page.common_prefixes.size() ||
+          (i < page.objects.size() && page.objects[i].key < page.common_prefixes[j])) {
+        const ObjectSummary& o = page.objects[i++];
+        std::cout << FormatTime(o.last_modified_ms) << " " << absl::StrFormat("%10d", o.size) << " "
+                  << o.key.substr(dir) << "\n";
+        ++objects;
+        bytes += o.size;
+      } else {
+        std::cout << std::string(27, ' ') << "PRE " << page.common_prefixes[j++].substr(dir)
+                  << "\n";
+      }
+    }
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return Fail(absl::StrCat("list ", Uri(loc->bucket, loc->key)), st);
+  if (settings.summarize) {
+    std::cout << "\nTotal Objects: " << objects << "\n   Total Size: " << bytes << " ("
+              << tools::HumanBytes(bytes) << ")\n";
+  }
+  return 0;
+}
+
+int RunRm(Client& client, const std::vector<std::string>& args, const CliSettings& settings) {
+  if (args.size() != 1) return Usage("usage: aobj rm aobj://BUCKET/KEY [--recursive]");
+  absl::StatusOr<Location> loc = ParseLocation(args[0], /*bare_is_remote=*/true);
+  if (!loc.ok()) return Usage(std::string(loc.status().message()));
+  if (settings.recursive) {
+    absl::StatusOr<int> failed = DeletePrefix(client, loc->bucket, loc->key, settings.quiet);
+    if (!failed.ok()) return Fail(absl::StrCat("rm ", Uri(loc->bucket, loc->key)), failed.status());
+    return *failed == 0 ? 0 : 1;
+  }
+  if (loc->key.empty()) return Usage("rm needs a key (or --recursive)");
+  absl::Status st = client.Delete(loc->bucket, loc->key);
+  if (!st.ok()) return Fail(absl::StrCat("rm ", Uri(loc->bucket, loc->key)), st);
+  if (!settings.quiet) std::cout << "delete: " << Uri(loc->bucket, loc->key) << "\n";
+  return 0;
+}
+
+int RunMb(Client& client, const std::vector<std::string>& args, const CliSettings& settings) {
+  if (args.size() != 1) return Usage("usage: aobj mb aobj://BUCKET");
+  absl::StatusOr<std::string> bucket = BucketArg(args[0]);
+  if (!bucket.ok()) return Usage(std::string(bucket.status().message()));
+  absl::Status st = client.CreateBucket(*bucket);
+  if (!st.ok()) return Fail(absl::StrCat("mb ", *bucket), st);
+  if (!settings.quiet) std::cout << "make_bucket: " << *bucket << "\n";
+  return 0;
+}
+
+int RunRb(Client& client, const std::vector<std::string>& args, const CliSettings& settings) {
+  if (args.size() != 1) return Usage("usage: aobj rb aobj://BUCKET [--force]");
+  absl::StatusOr<std::string> bucket = BucketArg(args[0]);
+  if (!bucket.ok()) return Usage(std::string(bucket.status().message()));
+  if (settings.force) {
+    absl::StatusOr<int> failed = DeletePrefix(client, *bucket, "", settings.quiet);
+    if (!failed.ok()) return Fail(absl::StrCat("rb ", *bucket), failed.status());
+    if (*failed > 0) return 1;
+  }
+  absl::Status st = client.DeleteBucket(*bucket);
+  if (!st.ok()) return Fail(absl::StrCat("rb ", *bucket), st);
+  if (!settings.quiet) std::cout << "remove_bucket: " << *bucket << "\n";
+  return 0;
+}
+
+int RunStat(Client& client, const std::vector<std::string>& args, const CliSettings& settings) {
+  if (args.size() != 1) return Usage("usage: aobj stat aobj://BUCKET/KEY");
+  absl::StatusOr<Location> loc = ParseLocation(args[0], /*bare_is_remote=*/true);
+  if (!loc.ok()) return Usage(std::string(loc.status().message()));
+  if (loc->key.empty()) return Usage("stat needs a key");
+  absl::StatusOr<ObjectInfo> info = client.Head(loc->bucket, loc->key, settings.get_conditions);
+  if (!info.ok()) return Fail(absl::StrCat("stat ", Uri(loc->bucket, loc->key)), info.status());
+  std::cout << "object:        " << Uri(loc->bucket, loc->key) << "\n"
+            << "size:          " << info->size << " (" << tools::HumanBytes(info->size) << ")\n"
+            << "etag:          " << info->etag << "\n"
+            << "last-modified: "
+            << absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ",
+                                absl::FromUnixMillis(info->last_modified_ms), absl::UTCTimeZone())
+            << "\n"
+            << "content-type:  " << (info->content_type.empty() ? "-" : info->content_type) << "\n"
+            << "crc32c:        " << absl::StrFormat("%08x", info->crc32c) << "\n";
+  for (const auto& [name, value] : info->user_metadata) {
+    std::cout << "metadata:      " << name << "=" << value << "\n";
+  }
+  return 0;
+}
+
+}  // namespace aobj::cli

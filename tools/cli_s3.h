@@ -1,0 +1,125 @@
+// The S3-style commands of the aobj CLI, in the habits of `aws s3`: cp (upload, download,
+// server-side copy; --recursive), ls, rm (--recursive), mb, rb (--force), stat. aobj_main.cc
+// parses the flags and opens the session; these functions do the work.
+//
+// Remote locations are written aobj://BUCKET/KEY (cp needs the scheme to tell them from local
+// paths; ls, rm, mb, rb and stat also take the older BUCKET/KEY form).
+//
+// Threading: one thread. Output: results on stdout, progress and errors on stderr.
+#ifndef AOBJ_TOOLS_CLI_S3_H_
+#define AOBJ_TOOLS_CLI_S3_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "aobj/client.h"
+
+namespace aobj::cli {
+
+inline constexpr char kScheme[] = "aobj://";
+
+// What a command was given besides its positional arguments.
+struct CliSettings {
+  bool quiet = false;
+  bool progress = false;  // draw progress on stderr (set when stderr is a TTY and not quiet)
+  bool recursive = false;
+  bool force = false;                        // rb: delete the bucket's objects first
+  bool summarize = false;                    // ls: totals at the end
+  PutOptions put;                            // uploads: content type, user metadata, conditions
+  Preconditions get_conditions;              // downloads (and copy sources)
+  std::optional<ByteRange> range;            // downloads of one object
+  bool replace_metadata = false;             // server-side copies: S3's REPLACE directive
+  uint64_t chunk_size = uint64_t{64} << 20;  // downloads move in ranged GETs of this size
+  uint64_t multipart_threshold = uint64_t{64} << 20;  // uploads from this size are multipart
+  uint64_t part_size = uint64_t{16} << 20;            // the part size of those uploads
+};
+
+// A command-line location: remote (bucket, key) or a local path.
+struct Location {
+  bool remote = false;
+  std::string bucket;
+  std::string key;   // may be empty ("aobj://bucket" or "aobj://bucket/")
+  std::string path;  // local
+};
+
+// "aobj://bucket/key" is remote; with `bare_is_remote`, "bucket/key" and "bucket" are too.
+// INVALID_ARGUMENT for an empty bucket.
+absl::StatusOr<Location> ParseLocation(const std::string& arg, bool bare_is_remote);
+
+// A progress bar on stderr: "[=====>    ]  45%  1.2 GiB / 2.6 GiB  1.10 GB/s  name", redrawn at
+// most ten times a second. Does nothing when disabled.
+class Progress {
+ public:
+  Progress(bool enabled, uint64_t total_bytes, uint64_t total_files);
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  void SetLabel(const std::string& label);
+  // When the total was not known at construction (0), sets it once it is.
+  void SetTotalIfUnknown(uint64_t total_bytes);
+  void Add(uint64_t bytes);
+  void FileDone();
+  // Prints `line` on stdout above the bar (the bar is cleared and redrawn around it).
+  void Print(const std::string& line);
+  // Clears the bar's line, e.g. before an error message; the next update redraws it.
+  void Clear();
+  void Finish();  // the final line, then a newline
+
+ private:
+  void Draw(bool force);
+  const bool enabled_;
+  uint64_t total_bytes_;
+  const uint64_t total_files_;
+  uint64_t bytes_ = 0;
+  uint64_t files_ = 0;
+  std::string label_;
+  absl::Time start_;
+  absl::Time last_draw_;
+  bool finishing_ = false;
+  bool finished_ = false;
+};
+
+inline constexpr uint64_t kDefaultMultipartThreshold = uint64_t{64} << 20;
+inline constexpr uint64_t kDefaultPartSize = uint64_t{16} << 20;
+
+// Uploads the regular file at `path` as bucket/key and returns what the server stored. Every
+// upload of `cp` goes through here. Below `multipart_threshold` bytes (0: never multipart) one
+// PutObject moves the whole file from one registered buffer. From it on, the file moves as a
+// multipart upload (spec section 9.15) of `part_size`-byte parts (larger when the file would need
+// more than 10000), read part by part into one buffer per part in flight (at most 4, and the
+// session's max_in_flight), each part reported to `progress`; content type, user metadata and
+// conditions of `options` apply to the object as for a PUT, and a failure aborts the upload.
+absl::StatusOr<ObjectInfo> UploadFile(Client& client, const std::string& path,
+                                      const std::string& bucket, const std::string& key,
+                                      const PutOptions& options, Progress* progress,
+                                      uint64_t multipart_threshold = kDefaultMultipartThreshold,
+                                      uint64_t part_size = kDefaultPartSize);
+
+// Downloads bucket/key (or settings.range of it) into `path` ("-": standard output). Objects
+// larger than settings.chunk_size move in ranged GETs pinned to one version with If-Match, so
+// the file never mixes two versions; the file appears whole (renamed into place) or not at all.
+// Returns the bytes written.
+absl::StatusOr<uint64_t> DownloadFile(Client& client, const std::string& bucket,
+                                      const std::string& key, const std::string& path,
+                                      const CliSettings& settings, Progress* progress);
+
+// The commands; each returns the process exit status (0 ok, 1 failed, 2 usage).
+int RunCp(Client& client, const std::vector<std::string>& args, const CliSettings& settings);
+int RunLs(Client& client, const std::vector<std::string>& args, const CliSettings& settings);
+int RunRm(Client& client, const std::vector<std::string>& args, const CliSettings& settings);
+int RunMb(Client& client, const std::vector<std::string>& args, const CliSettings& settings);
+int RunRb(Client& client, const std::vector<std::string>& args, const CliSettings& settings);
+int RunStat(Client& client, const std::vector<std::string>& args, const CliSettings& settings);
+
+// The key of a downloaded object relative to `prefix` as a safe relative path (no "..", ".",
+// empty or absolute components), or "" when the key cannot be written safely below a directory.
+std::string SafeRelativePath(const std::string& key, const std::string& prefix);
+
+}  // namespace aobj::cli
+
+#endif  // AOBJ_TOOLS_CLI_S3_H_

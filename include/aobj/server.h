@@ -23,7 +23,7 @@ namespace aobj {
 
 struct ServerOptions {
   // host:port of the control channel. Port 0 picks a free port (see Server::port()).
-  std::string listen_address = "127.0.0.1:7878";
+  std::string listen_address = "127.0.0.1:7878";  // AOBJ-OPS-001: loopback unless configured
   // TLS on the control channel. Without it the server refuses to start unless allow_plaintext
   // is set (AOBJ-CTL-011).
   TlsOptions tls;

@@ -79,6 +79,8 @@ class ClientImpl final : public Client {
     pb::OpenSessionRequest req;
     req.mutable_versions()->set_min(options_.min_version);
     req.mutable_versions()->set_max(options_.max_version);
+    // AOBJ-DAT-022: CRC32C always offered. AOBJ-EXT-005: every capability the client may use is
+    // offered here, so HasCapability (the server's answer) never enables one it did not offer.
     for (uint32_t c : {kCapInline, kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor}) {
       req.add_capabilities(c);
     }
@@ -181,8 +183,14 @@ class ClientImpl final : public Client {
       return MakeError(ErrorCode::kBadDigest,
                        "the server's checksum of the received body differs from ours");
     }
-    return TransferResult{InfoFrom(resp.metadata()), resp.bytes_transferred(),
-                          static_cast<TransferPath>(resp.path())};
+    // AOBJ-DAT-031: the reported path is the one this request used.
+    const TransferPath sent = size == 0 ? TransferPath::kNone
+                              : req.inline_data().empty() ? TransferPath::kRma
+                                                          : TransferPath::kInline;
+    if (static_cast<TransferPath>(resp.path()) != sent) {
+      return MakeError(ErrorCode::kInternal, "server reported a transfer path this request did not use");
+    }
+    return TransferResult{InfoFrom(resp.metadata()), resp.bytes_transferred(), sent};
   }
 
   absl::StatusOr<TransferResult> Get(const std::string& bucket, const std::string& key,
@@ -222,6 +230,13 @@ class ClientImpl final : public Client {
                                     size, " expected, into windows of ", *capacity));
     }
     const TransferPath path = static_cast<TransferPath>(resp.path());
+    // AOBJ-DAT-031: the path must be one this request allowed.
+    if (path == TransferPath::kInline && !req.accept_inline()) {
+      return MakeError(ErrorCode::kInternal, "server answered inline to a request that refused it");
+    }
+    if (path == TransferPath::kNone && size != 0) {
+      return MakeError(ErrorCode::kIncompleteTransfer, "server moved nothing for a non-empty body");
+    }
     if (path == TransferPath::kInline) {
       if (resp.inline_data().size() != size) {
         return MakeError(ErrorCode::kIncompleteTransfer, "inline body has the wrong size");
@@ -581,7 +596,8 @@ class ClientImpl final : public Client {
         const uint64_t off = i * part_size;
         const uint64_t len = size == 0 ? 0 : std::min(part_size, size - off);
         absl::StatusOr<UploadPartResult> r;
-        // AOBJ-FLO-003: back off and retry when the server is busy.
+        // AOBJ-FLO-003: back off and retry when the server is busy. AOBJ-ERR-007: each attempt is
+        // a new request (new nonce and timestamp); AOBJ-ERR-008: other codes are not repeated.
         for (int attempt = 0;; ++attempt) {
           r = UploadPart(bucket, key, id, static_cast<uint32_t>(i + 1), buffer, off, len);
           const ErrorCode code = ErrorCodeOf(r.status());
@@ -648,6 +664,7 @@ class ClientImpl final : public Client {
     return std::find(info_.capabilities.begin(), info_.capabilities.end(), c) !=
            info_.capabilities.end();
   }
+  // AOBJ-EXT-007: INLINE (and MULTI_DESCRIPTOR, AddWindows) only once negotiated.
   bool UseInline(uint64_t size) const {
     return options_.allow_inline && HasCapability(kCapInline) &&
            size <= info_.limits.inline_threshold;
@@ -663,7 +680,7 @@ class ClientImpl final : public Client {
     const auto& buf = static_cast<const BufferImpl&>(*s.buffer);
     d->set_address(reinterpret_cast<uint64_t>(buf.data()) + s.offset);
     d->set_length(s.length);
-    d->set_rkey(buf.rkey());
+    d->set_rkey(buf.rkey());  // AOBJ-MEM-017: the rkey of the registration of the whole buffer
     d->set_memory_type(pb::MEMORY_TYPE_HOST);
   }
   // The total length of `slices`; INVALID_ARGUMENT for a null buffer or a window past its
@@ -764,6 +781,7 @@ class ClientImpl final : public Client {
   // data channel is shut for good: destroying the worker stops every emulated operation aimed at
   // this client (AOBJ-MEM-014). The caller must not reuse the buffer before destroying the Client
   // on HARDWARE sessions either; every later data request fails with DATA_CHANNEL_UNAVAILABLE.
+  // AOBJ-MEM-011: synchronous, so the caller's Buffer (its registration) is held until the reply.
   template <class Req, class Resp>
   absl::Status DataCall(Method method, const Req& req, Resp* resp) {
     {
@@ -788,6 +806,8 @@ class ClientImpl final : public Client {
     return s;
   }
 
+  // AOBJ-SES-019: renews every third of the lease on its own thread, so also while a long data
+  // request is in flight.
   void RenewLoop() {
     const absl::Duration period = absl::Milliseconds(std::max<int64_t>(info_.lease_ms / 3, 100));
     absl::MutexLock l(&mu_);
@@ -797,8 +817,12 @@ class ClientImpl final : public Client {
         break;
       }
       mu_.Unlock();
-      Renew().IgnoreError();  // a failed renewal surfaces on the next operation
+      const absl::Status renewed = Renew();
       mu_.Lock();
+      // AOBJ-SES-022: a session the server no longer knows is not renewed again; other failures
+      // (a slow server) surface on the next operation and renewal goes on.
+      const ErrorCode code = ErrorCodeOf(renewed);
+      if (code == ErrorCode::kSessionExpired || code == ErrorCode::kNoSuchSession) break;
     }
   }
 
@@ -811,7 +835,7 @@ class ClientImpl final : public Client {
   template <class Req, class Resp>
   absl::Status Call(Method method, const Req& req, Resp* resp, bool* no_reply = nullptr) {
     std::string body;
-    req.SerializeToString(&body);
+    req.SerializeToString(&body);  // AOBJ-AUTH-016: hashed and sent as these same octets
     const std::string session = method == Method::kOpenSession ? "" : info_.session_id;
     RequestAuth auth = signer_->Sign(MethodPath(method), session, body, absl::Now());
     std::vector<std::pair<std::string, std::string>> md = {

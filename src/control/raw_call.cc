@@ -18,6 +18,7 @@ RawReply RawChannel::Call(const std::string& method_path, const std::string& bod
                           absl::Duration timeout) const {
   grpc::ClientContext ctx;
   for (const auto& [k, v] : metadata) ctx.AddMetadata(k, v);
+  // AOBJ-CTL-010: every call has a deadline.
   ctx.set_deadline(std::chrono::system_clock::now() +
                    std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout)));
   grpc::Slice slice(body.data(), body.size());

@@ -50,13 +50,16 @@ grpc::Status ToGrpcStatus(const absl::Status& status, std::string* trailer_value
   if (status.ok()) return grpc::Status::OK;
   const ErrorInfo info = GetErrorInfo(ErrorCodeOf(status));
   aobj::v1::Error error;
+  // AOBJ-ERR-010: codes of 0x80000000 and above travel as the int32 of the same bit pattern.
   error.set_code(static_cast<aobj::v1::ErrorCode>(info.code));
+  // AOBJ-ERR-004: name, s3_code and retryable come from the registry row of the code.
   error.set_name(std::string(info.name));
   error.set_s3_code(std::string(info.s3_code));
   error.set_message(std::string(status.message()));
   error.set_retryable(info.retryable);
   if (supported != nullptr) *error.mutable_supported_versions() = *supported;
   error.SerializeToString(trailer_value);
+  // AOBJ-ERR-005: the gRPC code of the registry row (INTERNAL for unknown and private codes).
   return grpc::Status(ToGrpcCode(info.canonical),
                       absl::StrCat(std::string(info.s3_code), ": ", status.message()));
 }

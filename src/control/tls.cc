@@ -84,6 +84,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& en
   if (!tls.server_name_override.empty()) {
     args.SetSslTargetNameOverride(tls.server_name_override);
   }
+  // AOBJ-CTL-013: gRPC verifies the chain and the host name (or the override) before any call.
   return grpc::CreateCustomChannel(endpoint, grpc::SslCredentials(opts), args);
 }
 

@@ -48,6 +48,16 @@ RequestHandler::RequestHandler(HandlerConfig config, ObjectStore* store, DataCha
     : config_(std::move(config)), store_(store), channel_(channel), auth_(auth),
       sessions_(sessions), multipart_(multipart), staging_(config_.staging_bytes) {}
 
+// A peer-supplied token made safe for a log line: printable, no spaces or quotes, bounded.
+static std::string LogToken(const std::string& s) {
+  if (s.empty()) return "-";
+  std::string out = s.substr(0, 128);
+  for (char& c : out) {
+    if (c <= ' ' || c > '~' || c == '"') c = '?';
+  }
+  return out;
+}
+
 void RequestHandler::Log(const std::string& line) {
   if (config_.log) config_.log(line);
 }
@@ -65,8 +75,10 @@ absl::StatusOr<std::string> RequestHandler::Handle(Method method, const RequestA
       supported->set_min(config_.min_version);
       supported->set_max(config_.max_version);
     }
+    // AOBJ-OPS-003: one structured event per failed request.
     Log(absl::StrCat("event=request_failed method=", MethodName(method),
                      " session=", auth.session_hex.empty() ? "-" : auth.session_hex,
+                     " access_key=", LogToken(auth.access_key_id),
                      " code=", GetErrorInfo(ErrorCodeOf(result.status())).name.data(),
                      " message=\"", result.status().message(), "\""));
   }
@@ -193,6 +205,7 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   state.limits = EffectiveLimits(config_.limits, requested);
 
   // AOBJ-SES-017 (Table 1): past the session limit, refuse before creating an endpoint.
+  // AOBJ-SES-021: SLOW_DOWN when full, in total or for the access key.
   if (sessions_->open_sessions() >= config_.max_sessions) {
     return MakeError(ErrorCode::kSlowDown,
                      absl::StrCat("the server already holds ", config_.max_sessions,
@@ -208,6 +221,7 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   auto ep = channel_->Connect(req.worker_address());
   if (!ep.ok()) return ep.status();
   auto protection = channel_->GetProtection(*ep);
+  // AOBJ-SES-023: every refusal from here on releases the endpoint; the session is created last.
   if (!protection.ok()) {
     channel_->Disconnect(*ep);
     return protection.status();
@@ -220,6 +234,7 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
                      "channel is emulated (UCX over TCP or shared memory)");
   }
   state.endpoint = *ep;
+  // AOBJ-SES-015: version, capabilities, session id, lease, limits, protection, version range.
   aobj::v1::OpenSessionResponse resp;
   resp.set_version(state.version);
   for (uint32_t c : state.capabilities) resp.add_capabilities(c);
@@ -240,6 +255,7 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   std::string raw;
   HexDecode(id, &raw);
   resp.set_session_id(raw);
+  // AOBJ-SEC-004, AOBJ-SEC-007: never the worker address, a secret or a signing key.
   Log(absl::StrCat("event=session_opened session=", id, " access_key=", auth.access_key_id,
                    " version=", resp.version(), " protection=", ProtectionName(*protection),
                    " client=\"", req.client_name().substr(0, 64), "\""));
@@ -328,10 +344,12 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
   }
   aobj::v1::GetObjectResponse resp;
   aobj::v1::TransferPath path = aobj::v1::TRANSFER_PATH_RMA;
+  // AOBJ-SES-016: only the session's negotiated capabilities and effective limits decide.
   if (size == 0) {
     path = aobj::v1::TRANSFER_PATH_NONE;  // AOBJ-DAT-011
   } else if (req.accept_inline() && s.HasCapability(kCapInline) &&
              size <= s.limits.inline_threshold) {
+    // AOBJ-DAT-014: inline whatever descriptors the request carries.
     path = aobj::v1::TRANSFER_PATH_INLINE;  // AOBJ-DAT-008
   }
   std::vector<TransferPiece> pieces;
@@ -343,6 +361,7 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
     if (!planned.ok()) return planned.status();
     pieces = std::move(*planned);
   }
+  // AOBJ-FLO-002: admitted before any rkey is unpacked (in the worker) or window touched.
   auto slot = sessions_->Admit(s.id_hex);  // AOBJ-SES-012
   if (!slot.ok()) return slot.status();
 
@@ -355,6 +374,7 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
     std::string data(size, '\0');
     auto n = (*reader)->ReadAt(first, {reinterpret_cast<uint8_t*>(data.data()), data.size()});
     if (!n.ok()) return n.status();
+    // AOBJ-DAT-015, AOBJ-DAT-013: exactly the object's octets, or no successful reply.
     if (*n != size) return MakeError(ErrorCode::kStorageError, "object shorter than recorded");
     if (compute) sum.Update(data.data(), size);
     resp.set_inline_data(std::move(data));
@@ -364,6 +384,7 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
       const uint8_t* from = view.data() + first;
       RmaBatch batch = MakeBatch(RmaDirection::kWrite, req.destination(), pieces, 0, size,
                                  const_cast<uint8_t*>(from), s.limits.max_rkey_bytes);
+      // AOBJ-TRN-008: only this session's endpoint.
       AOBJ_RETURN_IF_ERROR(channel_->Execute(s.endpoint, batch));  // AOBJ-DAT-001
       if (compute) sum.Update(from, size);
     } else {
@@ -395,6 +416,7 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
   resp.set_checksum_algorithm(static_cast<aobj::v1::ChecksumAlgorithm>(*algo));
   resp.set_checksum(compute ? sum.Finish() : BigEndian32(info.crc32c));
   resp.set_path(path);
+  // AOBJ-OBJ-009: the metadata of the version the reader held, whose octets moved.
   FillMetadata(info, resp.mutable_metadata());
   if (range.has_value()) {  // AOBJ-DAT-103
     resp.mutable_content_range()->set_first(first);

@@ -43,6 +43,7 @@ absl::StatusOr<ChecksumAlgorithm> SessionChecksum(const SessionState& s,
   if (a == aobj::v1::CHECKSUM_ALGORITHM_CRC64NVME && s.HasCapability(kCapCrc64Nvme)) {
     return ChecksumAlgorithm::kCrc64Nvme;
   }
+  // AOBJ-DAT-023: an algorithm not negotiated, or unknown, is INVALID_ARGUMENT.
   return MakeError(ErrorCode::kInvalidArgument,
                    absl::StrCat("checksum algorithm ", static_cast<int>(a),
                                 " is missing or was not negotiated for this session"));

@@ -80,6 +80,9 @@ class ThreadPool {
 
 std::string MetadataValue(const std::multimap<grpc::string_ref, grpc::string_ref>& md,
                           const char* key) {
+  // AOBJ-AUTH-014: a repeated authentication entry makes the request malformed; the value
+  // returned here fails the syntax check (AOBJ-AUTH-001).
+  if (md.count(key) > 1) return "\x01repeated";
   auto it = md.find(key);
   if (it == md.end()) return "";
   // Bounded: nothing in AOBJ metadata is longer than 128 bytes (AOBJ-AUTH-001).
@@ -132,7 +135,7 @@ class Service final : public aobj::v1::ObjectService::Service {
       if (out.ok()) {
         grpc::Slice slice(out->data(), out->size());
         *resp = grpc::ByteBuffer(&slice, 1);
-        reactor->Finish(grpc::Status::OK);
+        reactor->Finish(grpc::Status::OK);  // AOBJ-CTL-008: no error trailer on success
         return;
       }
       std::string trailer;
@@ -193,6 +196,7 @@ class ServerImpl final : public Server {
     }
     if (l.max_descriptors) hc.limits.max_descriptors = l.max_descriptors;
     if (l.max_rkey_bytes) hc.limits.max_rkey_bytes = l.max_rkey_bytes;
+    // AOBJ-DAT-022: CRC32C is always supported.
     hc.capabilities = {kCapInline, kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor};
     hc.server_name = options_.server_name;
     hc.max_sessions = options_.max_sessions;

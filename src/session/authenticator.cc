@@ -40,7 +40,7 @@ absl::Status Authenticator::Verify(absl::string_view method, const RequestAuth& 
   if (nonces_.contains(nonce_key)) {
     return MakeError(ErrorCode::kRequestReplayed, "this request was already received (replay)");
   }
-  if (nonces_.size() >= max_nonces_) {
+  if (nonces_.size() >= max_nonces_) {  // AOBJ-AUTH-017: a full cache answers SLOW_DOWN
     return MakeError(ErrorCode::kSlowDown, "too many requests in the replay window; retry later");
   }
   // Remember until no timestamp could make it valid again: ts + skew, at least 2*skew from now.

@@ -13,7 +13,7 @@ RequestAuth RequestSigner::Sign(absl::string_view method, absl::string_view sess
   RequestAuth auth;
   auth.access_key_id = access_key_id_;
   auth.timestamp = absl::StrCat(absl::ToUnixMillis(now));
-  auth.nonce_hex = HexEncode(RandomBytes(kNonceBytes));
+  auth.nonce_hex = HexEncode(RandomBytes(kNonceBytes));  // AOBJ-AUTH-011: CSPRNG, per request
   auth.session_hex = std::string(session_hex);
   auth.signature_hex = SignRequest(signing_key_, method, auth, body);
   return auth;

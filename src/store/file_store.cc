@@ -372,7 +372,7 @@ class FileWriter final : public ObjectWriter {
   FileWriter& operator=(const FileWriter&) = delete;
 
   ~FileWriter() override {
-    if (!renamed_) {
+    if (!renamed_) {  // AOBJ-OBJ-014: a failed PUT never touches o/, the old object stays
       fd_.Reset();
       ::unlink(tmp_path_.c_str());  // ENOENT when DeleteBucket already removed it
     }
@@ -416,7 +416,7 @@ class FileWriter final : public ObjectWriter {
     stored.crc32c = info.crc32c;
     stored.content_type = options_.content_type;
     stored.user_metadata = options_.user_metadata;
-    stored.last_modified_ms = absl::ToUnixMillis(absl::Now());
+    stored.last_modified_ms = absl::ToUnixMillis(absl::Now());  // AOBJ-OBJ-007: commit time
     const std::string header = EncodeHeader(header_len_, key_, stored);
     if (absl::Status s = PwriteAll(fd_.get(), reinterpret_cast<const uint8_t*>(header.data()),
                                    header.size(), 0, tmp_path_);
@@ -515,7 +515,7 @@ class FileStore final : public ObjectStore {
     absl::MutexLock lock(&state_->bucket_mu);
     const std::string dir = state_->BucketDir(bucket);
     if (::mkdir(dir.c_str(), kDirMode) != 0) {
-      if (errno == EEXIST) {
+      if (errno == EEXIST) {  // AOBJ-OBJ-006
         return MakeError(ErrorCode::kBucketAlreadyExists, "bucket already exists");
       }
       return IoError("mkdir", dir, errno);
@@ -552,6 +552,7 @@ class FileStore final : public ObjectStore {
     }
     const std::string objects = state_->ObjectDir(bucket);
     if (absl::Status s = ListDir(objects, &names); !s.ok()) return s;
+    // AOBJ-OBJ-006: only an empty bucket can be deleted.
     if (!names.empty()) return MakeError(ErrorCode::kBucketNotEmpty, "bucket is not empty");
     // Writers still in flight lose their temp files; their Commit fails with kNoSuchBucket.
     const std::string tmp = state_->TmpDir(bucket);

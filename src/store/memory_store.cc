@@ -188,7 +188,7 @@ class MemoryWriter final : public ObjectWriter {
         buffer_ = std::move(object->data);
         return s;
       }
-      // Taken under the lock, so that commits of one key carry increasing times.
+      // Taken under the lock, so that commits of one key carry increasing times (AOBJ-OBJ-007).
       object->info.last_modified_ms = absl::ToUnixMillis(absl::Now());
       stored = object->info;
       if (it == bucket_->objects.end()) {
@@ -250,7 +250,7 @@ class MemoryStore final : public ObjectStore {
     if (absl::Status s = CheckBucketName(bucket); !s.ok()) return s;
     absl::MutexLock lock(&state_->mu);
     auto [it, inserted] = state_->buckets.try_emplace(std::string(bucket), nullptr);
-    if (!inserted) {
+    if (!inserted) {  // AOBJ-OBJ-006
       return MakeError(ErrorCode::kBucketAlreadyExists, "bucket already exists");
     }
     it->second = std::make_shared<Bucket>();
@@ -263,7 +263,7 @@ class MemoryStore final : public ObjectStore {
     absl::MutexLock lock(&state_->mu);
     auto it = state_->buckets.find(AbslView(bucket));
     if (it == state_->buckets.end()) return NoSuchBucket();
-    if (!it->second->objects.empty()) {
+    if (!it->second->objects.empty()) {  // AOBJ-OBJ-006
       return MakeError(ErrorCode::kBucketNotEmpty, "bucket is not empty");
     }
     state_->buckets.erase(it);

@@ -19,6 +19,7 @@ absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::Create(const TransportOp
                      absl::StrCat("ucp_config_read: ", UcxStatusString(st)));
   }
   // The environment wins over our defaults, so operators can still steer UCX.
+  // AOBJ-OPS-006: restricted to the configured devices (loopback by default).
   if (std::getenv("UCX_NET_DEVICES") == nullptr && !options.net_devices.empty()) {
     st = ucp_config_modify(config, "NET_DEVICES", options.net_devices.c_str());
     if (st != UCS_OK) {
@@ -39,7 +40,7 @@ absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::Create(const TransportOp
 
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-  params.features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;  // AOBJ-TRN-006
   params.mt_workers_shared = 0;  // each worker is owned by one progress thread
   ucp_context_h context = nullptr;
   st = ucp_init(&params, config, &context);

@@ -35,6 +35,8 @@ absl::StatusOr<std::unique_ptr<RegisteredMemory>> RegisteredMemory::Map(
   params.flags = allocate ? UCP_MEM_MAP_ALLOCATE : 0;
   params.memory_type = UCS_MEMORY_TYPE_HOST;
   ucp_mem_h memh = nullptr;
+  // AOBJ-TRN-007: mapped on the worker's context; no PROT field means remote read and write
+  // (AOBJ-MEM-017).
   ucs_status_t st = ucp_mem_map(context.get(), &params, &memh);
   if (st != UCS_OK) {
     return MakeError(ErrorCode::kDataChannelUnavailable,
@@ -50,7 +52,7 @@ absl::StatusOr<std::unique_ptr<RegisteredMemory>> RegisteredMemory::Map(
   }
   void* rkey_buffer = nullptr;
   size_t rkey_size = 0;
-  st = ucp_rkey_pack(context.get(), memh, &rkey_buffer, &rkey_size);
+  st = ucp_rkey_pack(context.get(), memh, &rkey_buffer, &rkey_size);  // AOBJ-TRN-007
   if (st != UCS_OK) {
     ucp_mem_unmap(context.get(), memh);
     return MakeError(ErrorCode::kDataChannelUnavailable,

@@ -189,6 +189,7 @@ void UcxWorker::StartJob(const std::shared_ptr<Command>& cmd) {
   const RmaBatch& batch = *cmd->batch;
   auto it = endpoints_.find(cmd->endpoint);
   if (it == endpoints_.end()) {
+    // AOBJ-DAT-009: no usable data channel is DATA_CHANNEL_UNAVAILABLE, never an inline fallback.
     cmd->status = MakeError(ErrorCode::kDataChannelUnavailable, "no data-channel endpoint");
     cmd->done.Notify();
     return;
@@ -198,6 +199,8 @@ void UcxWorker::StartJob(const std::shared_ptr<Command>& cmd) {
   job->ep = it->second.ep;
 
   // AOBJ-MEM-009: every op inside its window, before anything reaches UCX.
+  // AOBJ-MEM-021: otherwise nothing is issued and the request fails DESCRIPTOR_OUT_OF_BOUNDS.
+  // AOBJ-SEC-001: checked here whatever the memory protection, EMULATED included.
   for (const RmaOp& op : batch.ops) {
     if (op.window >= batch.windows.size()) {
       FinishJob(*job, MakeError(ErrorCode::kInternal, "RMA op names no window"));
@@ -266,14 +269,14 @@ void UcxWorker::DestroyRkey(std::unique_ptr<CachedRkey>& entry) {
 absl::StatusOr<UcxWorker::CachedRkey*> UcxWorker::AcquireRkey(EndpointState& state,
                                                                const RemoteWindow& w,
                                                                size_t max_rkey_bytes) {
-  // Drop entries whose segments the client has released (marked for removal or gone): the
-  // client will not name them again, and keeping them would keep its memory attached here.
+  // Drop entries whose segments the client has released: once the client has detached, this
+  // cached rkey's own attachment is the only one left (UCX marks its segments for removal right
+  // after creating them, so SHM_DEST says nothing). The client will not name them again, and
+  // keeping them would keep its memory alive here.
   auto released = [](const CachedRkey& e) {
     for (uint32_t shmid : e.shmids) {
       struct shmid_ds ds {};
-      if (shmctl(static_cast<int>(shmid), IPC_STAT, &ds) != 0 || (ds.shm_perm.mode & SHM_DEST)) {
-        return true;
-      }
+      if (shmctl(static_cast<int>(shmid), IPC_STAT, &ds) != 0 || ds.shm_nattch <= 1) return true;
     }
     return false;
   };
@@ -355,6 +358,7 @@ void UcxWorker::AdvanceJobs() {
   for (size_t i = 0; i < jobs_.size();) {
     Job& job = *jobs_[i];
     if (job.pending > 0) {
+      // AOBJ-OPS-008: RMA is bounded in time and fails TRANSFER_FAILED past the bound.
       if (!job.cancelled && now > job.cmd->deadline) {
         // Cancel what is outstanding; the callbacks still run, so the job ends only when UCX
         // no longer touches local memory.

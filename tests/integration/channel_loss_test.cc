@@ -82,6 +82,7 @@ TEST(ChannelLossTest, DataChannelGoneWhileControlLivesFailsFast) {
   EXPECT_TRUE(code == ErrorCode::kInvalidRkey || code == ErrorCode::kDescriptorOutOfBounds ||
               code == ErrorCode::kDataChannelUnavailable || code == ErrorCode::kTransferFailed)
       << r.status;
+  // AOBJ-DAT-009: a failure with an AOBJ code, not a hang or a silent fallback.
   EXPECT_TRUE(r.error.code() != pb::ERROR_CODE_UNSPECIFIED) << "no AOBJ error code";
   // Control still works on that session, and a new session is served in full.
   pb::HeadObjectRequest head;

@@ -168,7 +168,7 @@ TEST_F(HostileTest, GreaseVersionAndCapabilitiesAreIgnored) {
   EXPECT_EQ(resp.version(), 1u);
   EXPECT_EQ(std::vector<uint32_t>(resp.capabilities().begin(), resp.capabilities().end()),
             (std::vector<uint32_t>{1, 2, 3, 4}));
-  EXPECT_EQ(resp.session_id().size(), 16u);
+  EXPECT_EQ(resp.session_id().size(), 16u);  // AOBJ-SES-015
   EXPECT_EQ(resp.memory_protection(), pb::MEMORY_PROTECTION_EMULATED);  // AOBJ-SES-013
 }
 
@@ -222,7 +222,7 @@ TEST_F(HostileTest, SessionLimitAnswersSlowDownAndRecovers) {
   ASSERT_TRUE(a.Open().status.ok());
   ASSERT_TRUE(b.Open().status.ok());
   RawReply r = raw_->Open();
-  EXPECT_EQ(Code(r), ErrorCode::kSlowDown);  // AOBJ-SES-017, Table 1
+  EXPECT_EQ(Code(r), ErrorCode::kSlowDown);  // AOBJ-SES-017, Table 1, AOBJ-SES-021
   EXPECT_TRUE(r.error.retryable());
   ASSERT_TRUE(a.Send(Method::kCloseSession, pb::CloseSessionRequest()).status.ok());
   EXPECT_TRUE(raw_->Open().status.ok());  // room again once a session closed
@@ -269,7 +269,8 @@ TEST_F(HostileTest, DescriptorPastItsSegmentIsOutOfBounds) {
   big_put.set_size(16 << 20);
   big_put.mutable_source(0)->set_length(16 << 20);
   RawReply r = raw_->Send(Method::kPutObject, big_put);
-  EXPECT_EQ(Code(r), ErrorCode::kDescriptorOutOfBounds) << r.status;  // AOBJ-MEM-012
+  // AOBJ-MEM-012, AOBJ-MEM-021, AOBJ-SEC-001 (the channel here is EMULATED)
+  EXPECT_EQ(Code(r), ErrorCode::kDescriptorOutOfBounds) << r.status;
   pb::HeadObjectRequest head;
   head.set_bucket("test-bucket");
   head.set_key("big");

@@ -69,8 +69,9 @@ class RoundTripTest : public ::testing::TestWithParam<std::string> {
     auto get = client_->Get("test-bucket", key, **dst);
     ASSERT_TRUE(get.ok()) << get.status();
     EXPECT_EQ(get->bytes_transferred, size);
-    EXPECT_EQ(get->path, expected_path);
+    EXPECT_EQ(get->path, expected_path);  // AOBJ-DAT-014: inline though descriptors were sent
     EXPECT_EQ(get->info.etag, put->info.etag);
+    // AOBJ-DAT-015: exactly the object's octets.
     ASSERT_EQ(0, std::memcmp((*src)->data(), (*dst)->data(), size)) << "content differs";
     // Nothing past the object was written (AOBJ-MEM-009).
     for (size_t i = size; i < (*dst)->size(); ++i) {

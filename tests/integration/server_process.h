@@ -71,7 +71,8 @@ inline std::string TestDir() {
   for (char& c : name) {
     if (c == '/') c = '_';
   }
-  std::string dir = ::testing::TempDir() + "aobj-" + name;
+  // The pid keeps two runs of the suite on one machine (a developer and CI) apart.
+  std::string dir = ::testing::TempDir() + "aobj-" + name + "-" + std::to_string(getpid());
   std::string cmd = "rm -rf '" + dir + "'";
   if (std::system(cmd.c_str()) != 0) return dir;
   return dir;

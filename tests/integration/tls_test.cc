@@ -105,7 +105,7 @@ TEST_F(TlsTest, ServerCertificateFromAnotherCaIsRefused) {
   o.tls.ca_file = F("other-ca.pem");
   o.timeout_ms = 3000;
   auto c = Client::Connect(o);
-  EXPECT_FALSE(c.ok());  // AOBJ-CTL-009: the client verifies the server
+  EXPECT_FALSE(c.ok());  // AOBJ-CTL-009, AOBJ-CTL-013: the client verifies the server
 }
 
 TEST_F(TlsTest, MutualTlsRequiresAClientCertificateFromTheCa) {

@@ -178,7 +178,8 @@ TEST_F(AuthenticatorTest, ForgottenNonceCannotBeReplayedBecauseItIsSkewed) {
 }
 
 TEST(AuthenticatorCacheTest, FullCacheAnswersSlowDown) {
-  // AOBJ-AUTH-008 bound (spec "Resource limits"): a full replay cache refuses with SLOW_DOWN.
+  // AOBJ-AUTH-008 bound (spec "Resource limits"): a full replay cache refuses with SLOW_DOWN
+  // (AOBJ-AUTH-017).
   Authenticator auth(Secrets(), kSkew, /*max_nonces=*/3);
   RequestSigner signer("AKEXAMPLE", "example-secret-do-not-use");
   for (int i = 0; i < 3; ++i) {

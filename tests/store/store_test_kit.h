@@ -287,6 +287,7 @@ TEST_P(ObjectStoreConformanceTest, CreateHeadDeleteBucket) {
   AOBJ_KIT_EXPECT_CODE(store().HeadBucket("b1"), ErrorCode::kNoSuchBucket);
   AOBJ_KIT_ASSERT_OK(store().CreateBucket("b1"));
   AOBJ_KIT_EXPECT_OK(store().HeadBucket("b1"));
+  // AOBJ-OBJ-006
   AOBJ_KIT_EXPECT_CODE(store().CreateBucket("b1"), ErrorCode::kBucketAlreadyExists);
   AOBJ_KIT_EXPECT_CODE(store().HeadBucket("b2"), ErrorCode::kNoSuchBucket);
   AOBJ_KIT_EXPECT_OK(store().DeleteBucket("b1"));
@@ -302,7 +303,7 @@ TEST_P(ObjectStoreConformanceTest, DeleteBucketRefusesNonEmptyBucket) {
   using namespace store_test_kit;
   AOBJ_KIT_ASSERT_OK(store().CreateBucket("bucket"));
   AOBJ_KIT_ASSERT_OK(Put(store(), "bucket", "k", "v").status());
-  AOBJ_KIT_EXPECT_CODE(store().DeleteBucket("bucket"), ErrorCode::kBucketNotEmpty);
+  AOBJ_KIT_EXPECT_CODE(store().DeleteBucket("bucket"), ErrorCode::kBucketNotEmpty);  // AOBJ-OBJ-006
   AOBJ_KIT_EXPECT_OK(store().HeadBucket("bucket"));
   absl::StatusOr<std::string> got = Get(store(), "bucket", "k");
   ASSERT_TRUE(got.ok()) << got.status();
@@ -453,7 +454,7 @@ TEST_P(ObjectStoreConformanceTest, HeadReturnsWhatCommitRecorded) {
   using namespace store_test_kit;
   AOBJ_KIT_ASSERT_OK(store().CreateBucket("bucket"));
   const std::string content = Pattern(3, 12345);
-  const int64_t before_ms = absl::ToUnixMillis(absl::Now());
+  const int64_t before_ms = absl::ToUnixMillis(absl::Now());  // AOBJ-OBJ-007: commit time
   absl::StatusOr<std::unique_ptr<ObjectWriter>> writer =
       store().BeginPut("bucket", "doc.txt", content.size(), "text/plain; charset=utf-8");
   ASSERT_TRUE(writer.ok()) << writer.status();
@@ -625,6 +626,7 @@ TEST_P(ObjectStoreConformanceTest, AbortedWriterLeavesNoTrace) {
 }
 
 TEST_P(ObjectStoreConformanceTest, AbortedOverwriteKeepsThePreviousObject) {
+  // AOBJ-OBJ-014
   using namespace store_test_kit;
   AOBJ_KIT_ASSERT_OK(store().CreateBucket("bucket"));
   const std::string old_content = Pattern(21, 9000);

@@ -102,6 +102,7 @@ TEST(ErrorRegistryTest, NamesAndCodesAreUnique) {
   }
 }
 
+// AOBJ-ERR-005: the gRPC status code of each registry row.
 TEST(ErrorRegistryTest, CanonicalCodes) {
   EXPECT_EQ(GetErrorInfo(ErrorCode::kNoSuchKey).canonical, absl::StatusCode::kNotFound);
   EXPECT_EQ(GetErrorInfo(ErrorCode::kNoSuchBucket).canonical, absl::StatusCode::kNotFound);

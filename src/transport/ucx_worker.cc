@@ -253,7 +253,7 @@ void UcxWorker::StartJob(const std::shared_ptr<Command>& cmd) {
 }
 
 void UcxWorker::FinishJob(Job& job, absl::Status status) {
-  // AOBJ-MEM-013: the request no longer uses its rkeys; cached ones stay for the endpoint.
+  // AOBJ-MEM-023: the request no longer uses its rkeys; they stay cached for the session.
   for (CachedRkey* entry : job.rkeys) --entry->in_use;
   job.rkeys.clear();
   job.cmd->status = std::move(status);
@@ -269,7 +269,7 @@ void UcxWorker::DestroyRkey(std::unique_ptr<CachedRkey>& entry) {
 absl::StatusOr<UcxWorker::CachedRkey*> UcxWorker::AcquireRkey(EndpointState& state,
                                                                const RemoteWindow& w,
                                                                size_t max_rkey_bytes) {
-  // Drop entries whose segments the client has released: once the client has detached, this
+  // AOBJ-MEM-024: drop entries whose segments the client has released: once it has detached, this
   // cached rkey's own attachment is the only one left (UCX marks its segments for removal right
   // after creating them, so SHM_DEST says nothing). The client will not name them again, and
   // keeping them would keep its memory alive here.
@@ -457,7 +457,7 @@ void UcxWorker::Loop() {
           auto it = endpoints_.find(cmd->endpoint);
           if (it != endpoints_.end()) {
             ucp_ep_h ep = it->second.ep;
-            // The session is over: its cached rkeys go before the endpoint (no job of a
+            // AOBJ-MEM-023: the session is over: its cached rkeys go before the endpoint (no job of a
             // closed session is in flight; the session table waits for them).
             for (auto& entry : it->second.rkeys) DestroyRkey(entry);
             endpoints_.erase(it);

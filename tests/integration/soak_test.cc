@@ -155,6 +155,7 @@ TEST_P(SoakTest, MixedLoadFromManyClients) {
   EXPECT_LE(FdCount(pid), fds_before + 2) << "file descriptors leaked";
   server.Stop();
   const std::string log = server.log();
+  // AOBJ-MEM-023: every kept rkey is released with its session.
   EXPECT_NE(log.find("open_sessions=0 endpoints=0 rkeys_outstanding=0"), std::string::npos)
       << log.substr(log.size() > 2000 ? log.size() - 2000 : 0);
   std::cout << "[ soak ] " << clients << " clients, " << seconds << " s, " << ops.load()

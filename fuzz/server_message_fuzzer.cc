@@ -1,4 +1,5 @@
 // AOBJ_FUZZ_COVERS: src/server/handler_util.h
+// AOBJ_FUZZ_COVERS: src/server/authz.cc
 // Every control message as the server receives it (spec sections 5-10), as a stateful sequence
 // against one RequestHandler: an in-memory store, in-memory multipart uploads, and a
 // deterministic fake data channel. Each step picks a method and a body from the input; most
@@ -96,7 +97,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   config.capabilities = {aobj::kCapInline, aobj::kCapCrc32c, aobj::kCapCrc64Nvme,
                          aobj::kCapMultiDescriptor};
   config.staging_bytes = 4096;
-  aobj::RequestHandler handler(config, store.get(), &channel, &auth, &sessions, multipart->get());
+  // The owner policy, so every request's buckets are parsed and checked (AOBJ-SEC-008).
+  auto authz = aobj::BucketAuthorizer::Create(
+      aobj::AuthorizationPolicy::kOwner,
+      {{"AKFUZZ", "bucket", aobj::GrantAccess::kOwner}}, "");
+  AOBJ_FUZZ_CHECK(authz.ok());
+  aobj::RequestHandler handler(config, store.get(), &channel, &auth, &sessions, multipart->get(),
+                               authz->get());
   aobj::RequestSigner signer("AKFUZZ", "fuzz-secret");
   absl::Time now = absl::FromUnixMillis(1795000000000);
 

@@ -56,6 +56,13 @@ Session limits (spec section "Sessions"):
   --max-sessions N          open sessions at once; SLOW_DOWN beyond (default: 4096)
   --max-sessions-per-principal N  of one access key (default: 1024)
 
+Authorization (spec section 14.8):
+  --authorization open|owner  open: every principal may do everything (default); owner: a
+                            bucket belongs to the principal that created it (kept in
+                            ROOT/.aobj-owners with the fs store), others need a grant
+  --grant P:BUCKET:ACCESS   give principal P read, write or owner access to BUCKET (repeatable);
+                            buckets made with --create-bucket have no owner until granted
+
 Data channel (UCX):
   --net-devices LIST        UCX_NET_DEVICES unless set in the environment (default: lo)
   --transports LIST         UCX_TLS unless set in the environment (default: UCX's choice)
@@ -93,9 +100,9 @@ int main(int argc, char** argv) {
       "store", "root", "create-bucket", "listen", "port-file", "credentials", "lease-ms",
        "max-in-flight", "inline-threshold", "max-transfer-bytes", "threads", "max-sessions", "max-sessions-per-principal", "net-devices",
        "transports", "tls-cert", "tls-key", "tls-client-ca", "min-part-size",
-       "metrics-listen", "metrics-port-file"};
+       "metrics-listen", "metrics-port-file", "authorization", "grant"};
   config_keys.bool_keys = {"quiet", "plaintext", "metrics-allow-remote"};
-  config_keys.repeatable_keys = {"create-bucket"};
+  config_keys.repeatable_keys = {"create-bucket", "grant"};
   std::vector<std::string> flag_names = config_keys.value_keys;
   flag_names.push_back("config");
   absl::Status st = aobj::tools::ParseArgs(argc, argv, 1, flag_names, config_keys.bool_keys,
@@ -187,6 +194,33 @@ int main(int argc, char** argv) {
                  line.c_str());
   };
 
+  // Authorization (spec 14.8).
+  const std::string policy = args.Get("authorization", "open");
+  if (policy == "owner") {
+    options.authorization = aobj::AuthorizationPolicy::kOwner;
+  } else if (policy != "open") {
+    return fail("--authorization must be open or owner");
+  }
+  if (args.Has("grant")) {
+    for (const auto& g : args.flags.at("grant")) {
+      std::vector<std::string> f = absl::StrSplit(g, ':');
+      aobj::BucketGrant grant;
+      if (f.size() != 3) return fail("--grant takes PRINCIPAL:BUCKET:read|write|owner, not '" + g + "'");
+      grant.principal = f[0];
+      grant.bucket = f[1];
+      if (f[2] == "read") {
+        grant.access = aobj::GrantAccess::kRead;
+      } else if (f[2] == "write") {
+        grant.access = aobj::GrantAccess::kWrite;
+      } else if (f[2] == "owner") {
+        grant.access = aobj::GrantAccess::kOwner;
+      } else {
+        return fail("--grant access must be read, write or owner, not '" + f[2] + "'");
+      }
+      options.grants.push_back(grant);
+    }
+  }
+
   // Store.
   const std::string kind = args.Get("store", "fs");
   std::unique_ptr<aobj::ObjectStore> store;
@@ -201,6 +235,7 @@ int main(int argc, char** argv) {
     store = std::move(*fs);
     store_desc = absl::StrCat("fs:", root);
     options.multipart_root = absl::StrCat(root, "/.multipart");  // survives restarts
+    options.owners_file = absl::StrCat(root, "/.aobj-owners");   // bucket owners, ditto
   } else {
     return fail(absl::StrCat("--store must be fs or memory, not '", kind, "'"));
   }

@@ -14,12 +14,23 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "aobj/store.h"
 #include "aobj/types.h"
 
 namespace aobj {
+
+// Bucket authorization (spec section 14.8). kOpen: every principal may do everything. kOwner:
+// a bucket belongs to the principal that created it; grants open it to others.
+enum class AuthorizationPolicy { kOpen, kOwner };
+enum class GrantAccess { kRead, kWrite, kOwner };
+struct BucketGrant {
+  std::string principal;  // access key id
+  std::string bucket;
+  GrantAccess access = GrantAccess::kRead;
+};
 
 struct ServerOptions {
   // host:port of the control channel. Port 0 picks a free port (see Server::port()).
@@ -38,6 +49,10 @@ struct ServerOptions {
   int request_threads = 8;
   size_t max_sessions = 4096;         // open sessions at once; SLOW_DOWN beyond
   size_t max_sessions_per_principal = 1024;  // of one access key; SLOW_DOWN beyond
+  AuthorizationPolicy authorization = AuthorizationPolicy::kOpen;
+  std::vector<BucketGrant> grants;
+  // With kOwner: where bucket owners are kept across restarts (empty: in memory only).
+  std::string owners_file;
   DataChannelOptions data_channel;
   // Multipart uploads in progress (spec section 9.15): kept in this directory, where they
   // survive a restart, or in memory when empty. aobj-server uses <root>/.multipart for the

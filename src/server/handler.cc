@@ -44,9 +44,10 @@ void StagingPool::Give(std::unique_ptr<uint8_t[]> buffer) {
 
 RequestHandler::RequestHandler(HandlerConfig config, ObjectStore* store, DataChannel* channel,
                                Authenticator* auth, SessionTable* sessions,
-                               MultipartManager* multipart)
+                               MultipartManager* multipart, BucketAuthorizer* authz)
     : config_(std::move(config)), store_(store), channel_(channel), auth_(auth),
-      sessions_(sessions), multipart_(multipart), staging_(config_.staging_bytes) {}
+      sessions_(sessions), multipart_(multipart), authz_(authz),
+      staging_(config_.staging_bytes) {}
 
 // A peer-supplied token made safe for a log line: printable, no spaces or quotes, bounded.
 static std::string LogToken(const std::string& s) {
@@ -97,6 +98,13 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
   if (!session.ok()) return session.status();
   const SessionState& s = **session;
 
+  // AOBJ-SEC-008: authorization of every bucket the request names, before anything else.
+  if (authz_ != nullptr && !authz_->open()) {
+    for (const auto& [bucket, access] : BucketAuthorizer::Needs(method, body)) {
+      AOBJ_RETURN_IF_ERROR(authz_->Check(s.access_key_id, bucket, access));
+    }
+  }
+
   switch (method) {
     case Method::kRenewSession: {
       aobj::v1::RenewSessionRequest req;
@@ -119,6 +127,8 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
       AOBJ_RETURN_IF_ERROR(Parse(body, &req));
       AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
       AOBJ_RETURN_IF_ERROR(store_->CreateBucket(req.bucket()));
+      // AOBJ-SEC-009: the creator owns the bucket.
+      if (authz_ != nullptr) AOBJ_RETURN_IF_ERROR(authz_->RecordOwner(req.bucket(), s.access_key_id));
       return Serialize(aobj::v1::CreateBucketResponse());
     }
     case Method::kDeleteBucket: {
@@ -126,6 +136,7 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
       AOBJ_RETURN_IF_ERROR(Parse(body, &req));
       AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
       AOBJ_RETURN_IF_ERROR(store_->DeleteBucket(req.bucket()));
+      if (authz_ != nullptr) AOBJ_RETURN_IF_ERROR(authz_->ForgetOwner(req.bucket()));
       return Serialize(aobj::v1::DeleteBucketResponse());
     }
     case Method::kHeadBucket: {
@@ -142,7 +153,7 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
     case Method::kHeadObject:
       return HeadObject(body);  // handler_object.cc
     case Method::kListBuckets:
-      return ListBuckets(body);  // handler_list.cc
+      return ListBuckets(s, body);  // handler_list.cc
     case Method::kListObjectsV2:
       return ListObjectsV2(body);  // handler_list.cc
     case Method::kDeleteObjects:

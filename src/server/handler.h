@@ -22,6 +22,7 @@
 #include "store/multipart.h"
 #include "aobj/v1/aobj.pb.h"
 #include "control/rpc.h"
+#include "server/authz.h"
 #include "server/data_channel.h"
 #include "server/metrics.h"
 #include "session/authenticator.h"
@@ -104,7 +105,7 @@ class RequestHandler {
   // `multipart` (optional) serves the multipart operations; without it they fail with INTERNAL.
   RequestHandler(HandlerConfig config, ObjectStore* store, DataChannel* channel,
                  Authenticator* auth, SessionTable* sessions,
-                 MultipartManager* multipart = nullptr);
+                 MultipartManager* multipart = nullptr, BucketAuthorizer* authz = nullptr);
 
   // Handles one request. On error, `*supported` is set to the server's version range when the
   // error is UNSUPPORTED_VERSION (AOBJ-SES-003).
@@ -143,7 +144,7 @@ class RequestHandler {
   // handler_list.cc; CopyObject in handler_copy.cc.
   absl::StatusOr<std::string> HeadObject(absl::string_view body);
   absl::StatusOr<std::string> DeleteObjects(absl::string_view body);
-  absl::StatusOr<std::string> ListBuckets(absl::string_view body);
+  absl::StatusOr<std::string> ListBuckets(const SessionState& s, absl::string_view body);
   absl::StatusOr<std::string> ListObjectsV2(absl::string_view body);
   absl::StatusOr<std::string> CopyObject(const SessionState& s, absl::string_view body);
   // The WriteOptions of a PutObject or a CopyObject destination: user metadata validated and
@@ -162,6 +163,7 @@ class RequestHandler {
   Authenticator* auth_;
   SessionTable* sessions_;
   MultipartManager* multipart_;  // may be null
+  BucketAuthorizer* authz_;      // may be null: every principal may do everything
   StagingPool staging_;
   HandlerCounters counters_;
   // Authenticates continuation tokens (AOBJ-OBJ-107); random per process, so tokens do not

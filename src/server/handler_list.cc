@@ -41,7 +41,8 @@ absl::StatusOr<uint32_t> PageSize(absl::string_view field, uint32_t requested, u
 
 }  // namespace
 
-absl::StatusOr<std::string> RequestHandler::ListBuckets(absl::string_view body) {
+absl::StatusOr<std::string> RequestHandler::ListBuckets(const SessionState& s,
+                                                        absl::string_view body) {
   aobj::v1::ListBucketsRequest req;
   AOBJ_RETURN_IF_ERROR(Parse(body, &req));
   AOBJ_RETURN_IF_ERROR(CheckListString("prefix", req.prefix()));
@@ -67,6 +68,10 @@ absl::StatusOr<std::string> RequestHandler::ListBuckets(absl::string_view body) 
     if (!(b.name > start.position) || !absl::StartsWith(b.name, req.prefix())) continue;
     // Names the server could not have created (a store's private directories) are not buckets.
     if (!ValidateBucketName(b.name).ok()) continue;
+    // AOBJ-SEC-010: only the buckets this principal may read.
+    if (authz_ != nullptr && !authz_->Check(s.access_key_id, b.name, BucketAccess::kRead).ok()) {
+      continue;
+    }
     if (static_cast<uint32_t>(resp.buckets_size()) == *max) {
       resp.set_is_truncated(true);
       resp.set_next_continuation_token(EncodeListToken(

@@ -174,6 +174,10 @@ class ServerImpl final : public Server {
     // Without an explicit choice the server leaves out UCX's posix shared-memory transport:
     // unpacking a posix rkey opens a path the client names and can fail in ways that cannot be
     // checked beforehand, and a failed unpack crashes UCX 1.13.1 (see SysvSegmentPins).
+    auto authz = BucketAuthorizer::Create(options_.authorization, options_.grants,
+                                          options_.owners_file);
+    if (!authz.ok()) return authz.status();
+    authz_ = std::move(*authz);
     DataChannelOptions data_channel = options_.data_channel;
     if (data_channel.transports.empty()) data_channel.transports = "^posix";
     auto ctx = UcxContext::Create(data_channel);
@@ -203,7 +207,8 @@ class ServerImpl final : public Server {
     hc.max_sessions_per_principal = options_.max_sessions_per_principal;
     hc.log = options_.log;
     handler_ = std::make_unique<RequestHandler>(std::move(hc), store_.get(), channel_.get(),
-                                                auth_.get(), sessions_.get(), multipart_.get());
+                                                auth_.get(), sessions_.get(), multipart_.get(),
+                                                authz_.get());
     pool_ = std::make_unique<ThreadPool>(std::max(1, options_.request_threads));
     service_ = std::make_unique<Service>(handler_.get(), pool_.get());
 
@@ -304,6 +309,7 @@ class ServerImpl final : public Server {
   ServerOptions options_;
   std::unique_ptr<ObjectStore> store_;
   std::unique_ptr<MultipartManager> multipart_;  // borrows store_
+  std::unique_ptr<BucketAuthorizer> authz_;
   std::unique_ptr<UcxContext> context_;
   std::unique_ptr<UcxWorker> worker_;
   std::unique_ptr<DataChannel> channel_;

@@ -1,0 +1,168 @@
+#include "server/authz.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "aobj/status.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/dynamic_message.h"
+#include "wire/names.h"
+
+namespace aobj {
+namespace {
+
+const char* AccessName(BucketAccess a) {
+  switch (a) {
+    case BucketAccess::kRead:
+      return "read";
+    case BucketAccess::kWrite:
+      return "write to";
+    case BucketAccess::kOwner:
+      return "delete";
+  }
+  return "use";
+}
+
+BucketAccess AccessOf(Method m) {
+  switch (m) {
+    case Method::kHeadBucket:
+    case Method::kGetObject:
+    case Method::kHeadObject:
+    case Method::kListObjectsV2:
+    case Method::kListParts:
+    case Method::kListMultipartUploads:
+      return BucketAccess::kRead;
+    case Method::kDeleteBucket:
+      return BucketAccess::kOwner;
+    default:
+      return BucketAccess::kWrite;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BucketAuthorizer>> BucketAuthorizer::Create(
+    AuthorizationPolicy policy, std::vector<BucketGrant> grants, std::string state_file) {
+  for (const BucketGrant& g : grants) {
+    if (g.principal.empty() || !ValidateBucketName(g.bucket).ok()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       absl::StrCat("grant for '", g.principal, "' on '", g.bucket,
+                                    "' names no principal or an invalid bucket"));
+    }
+  }
+  std::unique_ptr<BucketAuthorizer> a(
+      new BucketAuthorizer(policy, std::move(grants), std::move(state_file)));
+  if (!a->state_file_.empty()) {
+    std::ifstream in(a->state_file_);
+    std::string line;
+    int n = 0;
+    absl::MutexLock l(&a->mu_);
+    while (std::getline(in, line)) {
+      ++n;
+      std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+      if (f.empty()) continue;
+      if (f.size() != 2) {
+        return MakeError(ErrorCode::kStorageError,
+                         absl::StrCat(a->state_file_, ":", n, ": expected `BUCKET PRINCIPAL`"));
+      }
+      a->owners_[f[0]] = f[1];
+    }
+  }
+  return a;
+}
+
+std::vector<std::pair<std::string, BucketAccess>> BucketAuthorizer::Needs(Method method,
+                                                                          absl::string_view body) {
+  std::vector<std::pair<std::string, BucketAccess>> out;
+  switch (method) {
+    case Method::kOpenSession:
+    case Method::kRenewSession:
+    case Method::kCloseSession:
+    case Method::kCreateBucket:
+    case Method::kListBuckets:
+    case Method::kCount:
+      return out;
+    default:
+      break;
+  }
+  static const google::protobuf::ServiceDescriptor* sd =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+          "aobj.v1.ObjectService");
+  const google::protobuf::MethodDescriptor* md = sd->FindMethodByName(MethodName(method));
+  if (md == nullptr) return out;
+  static google::protobuf::DynamicMessageFactory* factory =
+      new google::protobuf::DynamicMessageFactory();
+  std::unique_ptr<google::protobuf::Message> msg(
+      factory->GetPrototype(md->input_type())->New());
+  if (!msg->ParseFromArray(body.data(), static_cast<int>(body.size()))) return out;
+  const auto* refl = msg->GetReflection();
+  const auto* desc = msg->GetDescriptor();
+  if (const auto* f = desc->FindFieldByName("bucket");
+      f != nullptr && f->type() == google::protobuf::FieldDescriptor::TYPE_STRING) {
+    out.emplace_back(refl->GetString(*msg, f), AccessOf(method));
+  }
+  if (const auto* f = desc->FindFieldByName("source_bucket");
+      f != nullptr && f->type() == google::protobuf::FieldDescriptor::TYPE_STRING) {
+    out.emplace_back(refl->GetString(*msg, f), BucketAccess::kRead);  // a copy reads its source
+  }
+  return out;
+}
+
+absl::Status BucketAuthorizer::Check(absl::string_view principal, absl::string_view bucket,
+                                     BucketAccess access) {
+  if (open()) return absl::OkStatus();
+  {
+    absl::MutexLock l(&mu_);
+    auto it = owners_.find(std::string(bucket));
+    if (it != owners_.end() && it->second == principal) return absl::OkStatus();
+  }
+  for (const BucketGrant& g : grants_) {
+    if (g.principal != principal || g.bucket != bucket) continue;
+    if (g.access == GrantAccess::kOwner) return absl::OkStatus();
+    if (g.access == GrantAccess::kWrite && access != BucketAccess::kOwner) return absl::OkStatus();
+    if (g.access == GrantAccess::kRead && access == BucketAccess::kRead) return absl::OkStatus();
+  }
+  // AOBJ-SEC-008, AOBJ-OBJ-008: the same answer whether or not the bucket exists.
+  return MakeError(ErrorCode::kAccessDenied,
+                   absl::StrCat("this access key may not ", AccessName(access), " bucket ",
+                                bucket.substr(0, 63)));
+}
+
+absl::Status BucketAuthorizer::RecordOwner(absl::string_view bucket, absl::string_view principal) {
+  if (open()) return absl::OkStatus();
+  absl::MutexLock l(&mu_);
+  owners_[std::string(bucket)] = std::string(principal);
+  return Save();
+}
+
+absl::Status BucketAuthorizer::ForgetOwner(absl::string_view bucket) {
+  if (open()) return absl::OkStatus();
+  absl::MutexLock l(&mu_);
+  owners_.erase(std::string(bucket));
+  return Save();
+}
+
+// AOBJ-SEC-011: owners outlive a restart with the store.
+absl::Status BucketAuthorizer::Save() {
+  if (state_file_.empty()) return absl::OkStatus();
+  std::string text;
+  for (const auto& [b, p] : owners_) absl::StrAppend(&text, b, " ", p, "\n");
+  const std::string tmp = state_file_ + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  bool ok = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+            fsync(fd) == 0;
+  if (fd >= 0) ok = close(fd) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), state_file_.c_str()) != 0) {
+    return MakeError(ErrorCode::kStorageError,
+                     absl::StrCat("cannot write the bucket owners file ", state_file_));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace aobj

@@ -1,0 +1,68 @@
+// Per-principal bucket authorization (spec section 14.8, AOBJ-SEC-008..011).
+//
+// Two policies. "open": every authenticated principal may do everything (the default, and what
+// a single-tenant deployment wants). "owner": the principal that created a bucket owns it; only
+// the owner and principals granted `write` may change its objects, principals granted `read`
+// may read and list them, only the owner (or an `owner` grant) may delete the bucket, and
+// everyone else is refused with ACCESS_DENIED before the request does anything.
+//
+// Owners are kept in a small text file beside the store when one is configured (lines
+// "BUCKET PRINCIPAL", rewritten with temp+fsync+rename), so they survive restarts.
+// Threading: thread-safe.
+#ifndef AOBJ_SERVER_AUTHZ_H_
+#define AOBJ_SERVER_AUTHZ_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "aobj/server.h"
+#include "control/rpc.h"
+
+namespace aobj {
+
+enum class BucketAccess { kRead, kWrite, kOwner };
+
+class BucketAuthorizer {
+ public:
+  // `state_file` empty: owners live in memory only.
+  static absl::StatusOr<std::unique_ptr<BucketAuthorizer>> Create(
+      AuthorizationPolicy policy, std::vector<BucketGrant> grants, std::string state_file);
+
+  bool open() const { return policy_ == AuthorizationPolicy::kOpen; }
+
+  // AOBJ-SEC-008: OK when `principal` may do `access` on `bucket`, else ACCESS_DENIED.
+  absl::Status Check(absl::string_view principal, absl::string_view bucket,
+                     BucketAccess access);
+
+  // The buckets a request of `method` names (parsed from its bytes by reflection) and the access
+  // each needs; CreateBucket, ListBuckets and session calls name none.
+  static std::vector<std::pair<std::string, BucketAccess>> Needs(Method method,
+                                                                 absl::string_view body);
+
+  // CreateBucket succeeded / DeleteBucket succeeded.
+  absl::Status RecordOwner(absl::string_view bucket, absl::string_view principal);
+  absl::Status ForgetOwner(absl::string_view bucket);
+
+ private:
+  BucketAuthorizer(AuthorizationPolicy policy, std::vector<BucketGrant> grants,
+                   std::string state_file)
+      : policy_(policy), grants_(std::move(grants)), state_file_(std::move(state_file)) {}
+  absl::Status Save() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const AuthorizationPolicy policy_;
+  const std::vector<BucketGrant> grants_;
+  const std::string state_file_;
+  absl::Mutex mu_;
+  std::map<std::string, std::string> owners_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace aobj
+
+#endif  // AOBJ_SERVER_AUTHZ_H_

@@ -149,6 +149,41 @@ TEST_P(CliTest, ClientKilledMidTransferLeavesNothingHalfWritten) {
   }
 }
 
+TEST_P(CliTest, ClientKilledDuringMultipartUploadLeavesNoPartialObject) {
+  const std::string in = server_->dir() + "/mp.bin";
+  WriteRandomFile(in, size_t{96} << 20, 3);
+  for (int delay_ms : {40, 120, 250, 400}) {
+    std::vector<std::string> argv = {AOBJ_CLI_BINARY, "--endpoint", server_->endpoint(),
+                                     "--credentials", server_->credentials_file(), "--quiet",
+                                     "cp", "--multipart-threshold", "8388608", "--part-size",
+                                     "8388608", in, "aobj://test-bucket/mp-victim"};
+    pid_t pid = Spawn(argv, server_->dir() + "/killed-mp.log");
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    kill(pid, SIGKILL);
+    WaitFor(pid, std::chrono::seconds(20));
+    ASSERT_TRUE(server_->Alive()) << server_->log();
+    auto c = Connect();
+    ASSERT_NE(c, nullptr);
+    // The key holds nothing or the whole multipart object (12 parts of 8 MiB).
+    auto head = c->Head("test-bucket", "mp-victim");
+    if (head.ok()) {
+      EXPECT_EQ(head->size, size_t{96} << 20);
+      EXPECT_NE(head->etag.find("-12\""), std::string::npos) << head->etag;
+    } else {
+      EXPECT_EQ(ErrorCodeOf(head.status()), ErrorCode::kNoSuchKey) << head.status();
+    }
+    // Uploads the dead client left behind are listed and can be aborted.
+    auto uploads = c->ListMultipartUploads("test-bucket");
+    ASSERT_TRUE(uploads.ok()) << uploads.status();
+    for (const auto& u : uploads->uploads) {
+      EXPECT_TRUE(c->AbortMultipartUpload(u.bucket.empty() ? "test-bucket" : u.bucket, u.key,
+                                          u.upload_id)
+                      .ok());
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, CliTest, ::testing::Values("memory", "fs"),
                          [](const auto& info) { return info.param; });
 

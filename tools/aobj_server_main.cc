@@ -55,6 +55,8 @@ Session limits (spec section "Sessions"):
   --threads N               request threads (default: 8)
   --max-sessions N          open sessions at once; SLOW_DOWN beyond (default: 4096)
   --max-sessions-per-principal N  of one access key (default: 1024)
+  --max-key-bytes N         longest object key accepted, at most 1024 (default: 1024)
+  --max-list-page N         largest listing page, at most 1000 (default: 1000)
 
 Authorization (spec section 14.8):
   --authorization open|owner  open: every principal may do everything (default); owner: a
@@ -98,7 +100,7 @@ int main(int argc, char** argv) {
   aobj::tools::ConfigKeys config_keys;
   config_keys.value_keys = {
       "store", "root", "create-bucket", "listen", "port-file", "credentials", "lease-ms",
-       "max-in-flight", "inline-threshold", "max-transfer-bytes", "threads", "max-sessions", "max-sessions-per-principal", "net-devices",
+       "max-in-flight", "inline-threshold", "max-transfer-bytes", "threads", "max-sessions", "max-sessions-per-principal", "max-key-bytes", "max-list-page", "net-devices",
        "transports", "tls-cert", "tls-key", "tls-client-ca", "min-part-size",
        "metrics-listen", "metrics-port-file", "authorization", "grant"};
   config_keys.bool_keys = {"quiet", "plaintext", "metrics-allow-remote"};
@@ -166,6 +168,14 @@ int main(int argc, char** argv) {
     return fail(std::string(st.message()));
   }
   options.max_sessions_per_principal = static_cast<size_t>(v);
+  if (!(st = args.GetInt("max-key-bytes", 1024, &v)).ok() || v < 1 || v > 1024) {
+    return fail("--max-key-bytes takes 1 to 1024");
+  }
+  options.max_key_bytes = static_cast<size_t>(v);
+  if (!(st = args.GetInt("max-list-page", 1000, &v)).ok() || v < 1 || v > 1000) {
+    return fail("--max-list-page takes 1 to 1000");
+  }
+  options.max_list_page = static_cast<uint32_t>(v);
   options.data_channel.net_devices = args.Get("net-devices", "lo");
   options.data_channel.transports = args.Get("transports", "");
   options.metrics_listen = args.Get("metrics-listen");

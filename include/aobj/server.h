@@ -49,6 +49,8 @@ struct ServerOptions {
   int request_threads = 8;
   size_t max_sessions = 4096;         // open sessions at once; SLOW_DOWN beyond
   size_t max_sessions_per_principal = 1024;  // of one access key; SLOW_DOWN beyond
+  size_t max_key_bytes = 1024;   // longest object key (at most S3's 1024); KEY_TOO_LONG beyond
+  uint32_t max_list_page = 1000; // largest listing page (at most 1000); INVALID_ARGUMENT beyond
   AuthorizationPolicy authorization = AuthorizationPolicy::kOpen;
   std::vector<BucketGrant> grants;
   // With kOwner: where bucket owners are kept across restarts (empty: in memory only).

@@ -59,6 +59,17 @@ static std::string LogToken(const std::string& s) {
   return out;
 }
 
+absl::Status RequestHandler::CheckKey(absl::string_view key) const {
+  AOBJ_RETURN_IF_ERROR(ValidateObjectKey(key));
+  // AOBJ-OBJ-159: a configured limit below S3's 1024 octets.
+  if (key.size() > config_.max_key_bytes) {
+    return MakeError(ErrorCode::kKeyTooLong,
+                     absl::StrCat("object key is ", key.size(), " bytes; this server's limit is ",
+                                  config_.max_key_bytes));
+  }
+  return absl::OkStatus();
+}
+
 void RequestHandler::Log(const std::string& line) {
   if (config_.log) config_.log(line);
 }
@@ -176,7 +187,7 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
       aobj::v1::DeleteObjectRequest req;
       AOBJ_RETURN_IF_ERROR(Parse(body, &req));
       AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
-      AOBJ_RETURN_IF_ERROR(ValidateObjectKey(req.key()));
+      AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
       AOBJ_RETURN_IF_ERROR(store_->Delete(req.bucket(), req.key()));  // AOBJ-OBJ-004
       return Serialize(aobj::v1::DeleteObjectResponse());
     }
@@ -278,7 +289,7 @@ absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s,
   aobj::v1::PutObjectRequest req;
   AOBJ_RETURN_IF_ERROR(Parse(body, &req));
   AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
-  AOBJ_RETURN_IF_ERROR(ValidateObjectKey(req.key()));
+  AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
   // AOBJ-OBJ-120..123, AOBJ-OBJ-133, AOBJ-OBJ-136 (handler_object.cc)
   auto options = PrepareWrite(req.bucket(), req.key(), req.content_type(), req.user_metadata(),
                               req.preconditions());
@@ -317,7 +328,7 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
   aobj::v1::GetObjectRequest req;
   AOBJ_RETURN_IF_ERROR(Parse(body, &req));
   AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
-  AOBJ_RETURN_IF_ERROR(ValidateObjectKey(req.key()));
+  AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
   auto algo = SessionChecksum(s, req.checksum_algorithm(), /*default_crc32c=*/true);
   if (!algo.ok()) return algo.status();
 

@@ -42,6 +42,8 @@ struct HandlerConfig {
   uint64_t max_rma_piece = 64 << 20;   // AOBJ-DAT-012
   size_t max_sessions = 4096;          // open sessions at once (Table 1: SLOW_DOWN beyond)
   size_t max_sessions_per_principal = 1024;  // of one access key (AOBJ-SEC-006)
+  size_t max_key_bytes = 1024;         // longest object key accepted (AOBJ-OBJ-159)
+  uint32_t max_list_page = 1000;       // largest page a listing returns (AOBJ-OBJ-159)
   std::string server_name;
   std::function<void(const std::string&)> log;
 };
@@ -155,6 +157,8 @@ class RequestHandler {
       const std::string& bucket, const std::string& key, const std::string& content_type,
       const google::protobuf::Map<std::string, std::string>& user_metadata,
       const aobj::v1::Preconditions& preconditions);
+  // ValidateObjectKey plus this server's own key-length limit (AOBJ-OBJ-159).
+  absl::Status CheckKey(absl::string_view key) const;
   void Log(const std::string& line);
 
   HandlerConfig config_;

@@ -23,9 +23,9 @@ absl::StatusOr<std::string> RequestHandler::CopyObject(const SessionState& s,
   aobj::v1::CopyObjectRequest req;
   AOBJ_RETURN_IF_ERROR(Parse(body, &req));
   AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.source_bucket()));
-  AOBJ_RETURN_IF_ERROR(ValidateObjectKey(req.source_key()));
+  AOBJ_RETURN_IF_ERROR(CheckKey(req.source_key()));
   AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
-  AOBJ_RETURN_IF_ERROR(ValidateObjectKey(req.key()));
+  AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
   bool replace = false;
   switch (req.metadata_directive()) {
     case aobj::v1::METADATA_DIRECTIVE_UNSPECIFIED:

@@ -1,4 +1,5 @@
 // ListBuckets and ListObjectsV2 (spec sections 9.11 and 9.12).
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -93,7 +94,9 @@ absl::StatusOr<std::string> RequestHandler::ListObjectsV2(absl::string_view body
   AOBJ_RETURN_IF_ERROR(CheckListString("prefix", req.prefix()));
   AOBJ_RETURN_IF_ERROR(CheckListString("delimiter", req.delimiter()));
   AOBJ_RETURN_IF_ERROR(CheckListString("start_after", req.start_after()));
-  auto max_keys = PageSize("max_keys", req.max_keys(), kDefaultMaxKeys, kMaxMaxKeys);
+  // AOBJ-OBJ-159: this server's page limit, at most S3's 1000.
+  auto max_keys = PageSize("max_keys", req.max_keys(), std::min(kDefaultMaxKeys, config_.max_list_page),
+                           std::min(kMaxMaxKeys, config_.max_list_page));
   if (!max_keys.ok()) return max_keys.status();
   const std::string scope = ListScope("ListObjectsV2", req.bucket(), req.prefix(), req.delimiter());
   ListPosition start{ListPosition::Kind::kAfterKey, req.start_after()};

@@ -55,6 +55,7 @@ absl::StatusOr<std::string> RequestHandler::CreateMultipartUpload(absl::string_v
   pb::CreateMultipartUploadRequest req;
   AOBJ_RETURN_IF_ERROR(Parse(body, &req));
   AOBJ_RETURN_IF_ERROR(CheckNames(req.bucket(), req.key()));
+  AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
   auto mp = Multipart();
   if (!mp.ok()) return mp.status();
   // The new object's attributes are checked now, as PutObject checks them (AOBJ-OBJ-121).
@@ -78,6 +79,7 @@ absl::StatusOr<std::string> RequestHandler::UploadPart(const SessionState& s,
   pb::UploadPartRequest req;
   AOBJ_RETURN_IF_ERROR(Parse(body, &req));
   AOBJ_RETURN_IF_ERROR(CheckNames(req.bucket(), req.key()));
+  AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
   AOBJ_RETURN_IF_ERROR(CheckUploadId(req.upload_id()));
   AOBJ_RETURN_IF_ERROR(CheckPartNumber(req.part_number()));
   auto mp = Multipart();
@@ -124,6 +126,7 @@ absl::StatusOr<std::string> RequestHandler::CompleteMultipartUpload(absl::string
   pb::CompleteMultipartUploadRequest req;
   AOBJ_RETURN_IF_ERROR(Parse(body, &req));
   AOBJ_RETURN_IF_ERROR(CheckNames(req.bucket(), req.key()));
+  AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
   AOBJ_RETURN_IF_ERROR(CheckUploadId(req.upload_id()));
   auto mp = Multipart();
   if (!mp.ok()) return mp.status();
@@ -154,6 +157,7 @@ absl::StatusOr<std::string> RequestHandler::AbortMultipartUpload(absl::string_vi
   pb::AbortMultipartUploadRequest req;
   AOBJ_RETURN_IF_ERROR(Parse(body, &req));
   AOBJ_RETURN_IF_ERROR(CheckNames(req.bucket(), req.key()));
+  AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
   AOBJ_RETURN_IF_ERROR(CheckUploadId(req.upload_id()));
   auto mp = Multipart();
   if (!mp.ok()) return mp.status();
@@ -166,6 +170,7 @@ absl::StatusOr<std::string> RequestHandler::ListParts(absl::string_view body) {
   pb::ListPartsRequest req;
   AOBJ_RETURN_IF_ERROR(Parse(body, &req));
   AOBJ_RETURN_IF_ERROR(CheckNames(req.bucket(), req.key()));
+  AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
   AOBJ_RETURN_IF_ERROR(CheckUploadId(req.upload_id()));
   auto mp = Multipart();
   if (!mp.ok()) return mp.status();

@@ -83,7 +83,7 @@ absl::StatusOr<std::string> RequestHandler::HeadObject(absl::string_view body) {
   aobj::v1::HeadObjectRequest req;
   AOBJ_RETURN_IF_ERROR(Parse(body, &req));
   AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
-  AOBJ_RETURN_IF_ERROR(ValidateObjectKey(req.key()));
+  AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
   auto conditions = ConditionsFromProto(req.preconditions());  // AOBJ-OBJ-131
   if (!conditions.ok()) return conditions.status();
   // AOBJ-OBJ-138: a missing key is NO_SUCH_KEY before any condition is looked at.
@@ -111,7 +111,7 @@ absl::StatusOr<std::string> RequestHandler::DeleteObjects(absl::string_view body
   aobj::v1::DeleteObjectsResponse resp;
   for (const std::string& key : req.keys()) {
     // AOBJ-OBJ-141: each key as DeleteObject; a missing key counts as deleted.
-    absl::Status st = ValidateObjectKey(key);
+    absl::Status st = CheckKey(key);
     if (st.ok()) st = store_->Delete(req.bucket(), key);
     if (st.ok()) {
       if (!req.quiet()) resp.add_deleted(key);  // AOBJ-OBJ-143

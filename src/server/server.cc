@@ -17,6 +17,7 @@
 #include "control/tls.h"
 #include "server/data_channel.h"
 #include "server/handler.h"
+#include "wire/protocol.h"
 #include "server/metrics.h"
 #include "server/metrics_http.h"
 #include "store/multipart.h"
@@ -205,6 +206,8 @@ class ServerImpl final : public Server {
     hc.server_name = options_.server_name;
     hc.max_sessions = options_.max_sessions;
     hc.max_sessions_per_principal = options_.max_sessions_per_principal;
+    hc.max_key_bytes = std::min<size_t>(options_.max_key_bytes, kMaxKeyBytes);
+    hc.max_list_page = std::min<uint32_t>(options_.max_list_page, 1000);
     hc.log = options_.log;
     handler_ = std::make_unique<RequestHandler>(std::move(hc), store_.get(), channel_.get(),
                                                 auth_.get(), sessions_.get(), multipart_.get(),

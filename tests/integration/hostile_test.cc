@@ -238,6 +238,28 @@ TEST_F(HostileTest, OnePrincipalCannotTakeEverySession) {
   EXPECT_TRUE(other.Open().status.ok()) << "another principal is still served";
 }
 
+TEST_F(HostileTest, ConfiguredKeyAndPageLimitsAreEnforced) {
+  StartServer({"--max-key-bytes", "16", "--max-list-page", "10"});
+  ClientOptions o;
+  o.endpoint = server_->endpoint();
+  o.access_key_id = kAccessKey;
+  o.secret = kSecret;
+  auto c = Client::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto buf = (*c)->AllocateBuffer(10);
+  ASSERT_TRUE(buf.ok());
+  EXPECT_TRUE((*c)->Put("test-bucket", std::string(16, 'k'), **buf, 10).ok());
+  EXPECT_EQ(ErrorCodeOf((*c)->Put("test-bucket", std::string(17, 'k'), **buf, 10).status()),
+            ErrorCode::kKeyTooLong);  // AOBJ-OBJ-159
+  ListObjectsOptions page;
+  page.max_keys = 11;
+  EXPECT_EQ(ErrorCodeOf((*c)->ListObjects("test-bucket", page).status()),
+            ErrorCode::kInvalidArgument);
+  page.max_keys = 10;
+  EXPECT_TRUE((*c)->ListObjects("test-bucket", page).ok());
+  ExpectStillServes();
+}
+
 TEST_F(HostileTest, ClosedSessionIsGone) {
   ASSERT_TRUE(raw_->Open().status.ok());
   ASSERT_TRUE(raw_->Send(Method::kCloseSession, pb::CloseSessionRequest()).status.ok());

@@ -12,5 +12,6 @@ CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=
 targets=$(sed -n 's/^set(AOBJ_FUZZ_TARGETS \(.*\))$/\1/p' fuzz/CMakeLists.txt)
 [ $# -gt 0 ] && targets="$*"
 cmake --build build-fuzz -j"$(nproc)" --target $(for t in $targets; do echo "${t}_fuzzer"; done)
-regex=$(for t in $targets; do printf 'fuzz_(replay|run)_%s$|' "$t"; done)
-ctest --test-dir build-fuzz --output-on-failure -R "${regex%|}"
+# No groups in the regex: CMake's regular expressions allow only nine of them.
+regex=$(for t in $targets; do printf 'fuzz_replay_%s$|fuzz_run_%s$|' "$t" "$t"; done)
+ctest --test-dir build-fuzz --output-on-failure --no-tests=error -R "${regex%|}"

@@ -67,6 +67,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "aobj/status.h"
+#include "store/posix_util.h"
 #include "wire/checksum.h"
 #include "wire/crypto.h"
 
@@ -180,113 +181,7 @@ constexpr size_t kMaxManifestBytes = 64 * 1024;
 constexpr size_t kMaxManifestString = 16 * 1024;
 constexpr char kManifestName[] = "MANIFEST";
 
-// Owns a file descriptor. Move-only.
-class ScopedFd {
- public:
-  ScopedFd() = default;
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ScopedFd(ScopedFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  ScopedFd& operator=(ScopedFd&& o) noexcept {
-    if (this != &o) {
-      Reset();
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  ~ScopedFd() { Reset(); }
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void Reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  int Close() {
-    const int fd = std::exchange(fd_, -1);
-    return fd >= 0 ? ::close(fd) : 0;
-  }
-
- private:
-  int fd_ = -1;
-};
-
-absl::Status IoError(absl::string_view op, const std::string& path, int err) {
-  if (err == ENOSPC) return MakeError(ErrorCode::kStorageError, "no space left on device");
-  return MakeError(ErrorCode::kStorageError, absl::StrCat(op, " ", path, ": ", std::strerror(err)));
-}
-
-absl::Status PwriteAll(int fd, const uint8_t* data, size_t n, uint64_t offset,
-                       const std::string& path) {
-  while (n > 0) {
-    const ssize_t w = ::pwrite(fd, data, n, static_cast<off_t>(offset));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return IoError("write", path, errno);
-    }
-    if (w == 0) return IoError("write", path, EIO);
-    data += w;
-    n -= static_cast<size_t>(w);
-    offset += static_cast<uint64_t>(w);
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<size_t> PreadFull(int fd, uint8_t* data, size_t n, uint64_t offset,
-                                 const std::string& path) {
-  size_t done = 0;
-  while (done < n) {
-    const ssize_t r = ::pread(fd, data + done, n - done, static_cast<off_t>(offset + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return IoError("read", path, errno);
-    }
-    if (r == 0) break;
-    done += static_cast<size_t>(r);
-  }
-  return done;
-}
-
-absl::Status FsyncDir(const std::string& dir) {
-  ScopedFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid()) return IoError("open", dir, errno);
-  if (::fsync(fd.get()) != 0) return IoError("fsync", dir, errno);
-  return absl::OkStatus();
-}
-
-absl::StatusOr<bool> IsDir(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return false;
-    return IoError("stat", path, errno);
-  }
-  return S_ISDIR(st.st_mode);
-}
-
-absl::Status ListDir(const std::string& dir, std::vector<std::string>* names) {
-  names->clear();
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return IoError("open", dir, errno);
-  DIR* d = ::fdopendir(fd);
-  if (d == nullptr) {
-    const int err = errno;
-    ::close(fd);
-    return IoError("opendir", dir, err);
-  }
-  absl::Status status;
-  for (;;) {
-    errno = 0;
-    const struct dirent* e = ::readdir(d);
-    if (e == nullptr) {
-      if (errno != 0) status = IoError("readdir", dir, errno);
-      break;
-    }
-    const absl::string_view name(e->d_name);
-    if (name != "." && name != "..") names->emplace_back(name);
-  }
-  ::closedir(d);
-  return status;
-}
+// POSIX helpers: store/posix_util.h.
 
 // mkdir; true when it created the directory.
 absl::StatusOr<bool> MakeDir(const std::string& path) {

@@ -6,9 +6,19 @@
 // RMA (AOBJ-TRN-001).
 //
 // Threading: all methods are thread-safe; operations may run concurrently up to the session's
-// max_in_flight (beyond it the server answers TOO_MANY_TRANSFERS).
+// max_in_flight (beyond it the server answers TOO_MANY_TRANSFERS), from the caller's threads or
+// as asynchronous operations on the Client's own threads (Operation, ClientOptions::
+// async_threads).
+// Deadlines (spec section 3.7): every call carries one (ClientOptions::timeout_ms, CallOptions);
+// past it the call fails DEADLINE_EXCEEDED.
 // Errors: absl::Status with the AOBJ code attached (aobj/status.h, ErrorCodeOf()).
-// Ownership: Buffers must be destroyed before the Client that made them.
+// Ownership: Buffers must be destroyed before the Client that made them; views from
+// WithCallOptions() and completion callbacks must not outlive it either.
+// Buffer reuse (spec section 7.5): a buffer named by a request may be reused once the call
+// returned (or its Operation is done), whatever the result: either the server replied, which it
+// does only after its last RMA on the buffer (AOBJ-MEM-010, AOBJ-DAT-155), or no reply came and
+// the data channel was shut first (AOBJ-MEM-014; later data calls fail
+// DATA_CHANNEL_UNAVAILABLE, connect a new Client).
 #ifndef AOBJ_CLIENT_H_
 #define AOBJ_CLIENT_H_
 
@@ -21,9 +31,11 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "aobj/multipart.h"
 #include "aobj/store.h"
 #include "aobj/types.h"
@@ -40,12 +52,35 @@ struct ClientOptions {
   bool require_hardware_protection = false;  // AOBJ-SES-014
   Limits requested_limits;                   // zero fields: the server's
   DataChannelOptions data_channel;
-  int64_t timeout_ms = 120000;               // per operation
+  // Deadline of every call (spec section 3.7, AOBJ-CTL-010), counted from the moment the call
+  // is sent; CallOptions can only shorten it. A data call that passes it without a reply shuts
+  // the data channel (AOBJ-MEM-014).
+  int64_t timeout_ms = 120000;
+  // RegisterBuffer only records the caller's region; every request that uses it registers
+  // exactly its window (ucp_mem_map, ucp_rkey_pack) and unmaps it after the reply, so a
+  // descriptor never outlives its request. Costs one map, one pack and, on the server, one
+  // rkey unpack per request. Unmapping stops a server only where the NIC enforces
+  // registrations (HARDWARE sessions); on EMULATED ones it does not (AOBJ-MEM-025).
+  bool register_per_request = false;
+  // Threads that run asynchronous operations (PutAsync and the like), started on first use.
+  // At most this many operations of one Client are in flight at once; later ones queue.
+  int async_threads = 4;
   std::string client_name = "aobj-client/0.1";
   // Offered protocol versions; tests use these to exercise negotiation.
   uint32_t min_version = 1;
   uint32_t max_version = 1;
   bool grease = true;                        // offer a grease capability (AOBJ-EXT-002)
+};
+
+// The deadline of one operation (spec section 3.7), on top of ClientOptions::timeout_ms: the
+// earliest of the three applies. A call that passes its deadline fails with DEADLINE_EXCEEDED
+// (aobj/status.h), whether the client's gRPC deadline fired (no reply: for a data request the
+// data channel is then shut, AOBJ-MEM-014) or the server stopped the request and said so
+// (AOBJ-DAT-155). The server learns the deadline from the gRPC call and issues no more RMA for
+// the request once it has passed (AOBJ-DAT-016).
+struct CallOptions {
+  absl::Duration timeout = absl::ZeroDuration();  // zero or less: none; from the call's start
+  absl::Time deadline = absl::InfiniteFuture();   // absolute
 };
 
 // What the server granted at OpenSession.
@@ -129,6 +164,7 @@ struct PutOptions {
   // concurrent PUTs) or if_match (PRECONDITION_FAILED when the ETag differs, NO_SUCH_KEY when
   // the key is absent).
   Preconditions conditions;
+  CallOptions call;  // this operation's deadline
 };
 
 struct GetOptions {
@@ -137,6 +173,7 @@ struct GetOptions {
   // If-Modified-Since), evaluated on the version the GET would move. NOT_MODIFIED means that the
   // copy the caller holds is current, not that the server failed (AOBJ-ERR-101).
   Preconditions conditions;
+  CallOptions call;  // this operation's deadline
 };
 
 // One ListObjectsV2 request (spec section 9.12).
@@ -170,6 +207,44 @@ struct CopyOptions {
   std::map<std::string, std::string> user_metadata;
   Preconditions source_conditions;  // on the source (x-amz-copy-source-if-*): 412 on failure
   Preconditions conditions;         // on the destination, as for Put
+};
+
+// One asynchronous operation of a Client (PutAsync, GetAsync, HeadAsync, DeleteAsync).
+//
+// The operation runs on one of the Client's async threads; several run at once
+// (ClientOptions::async_threads). Its result is set exactly once, then done() turns true, Wait()
+// returns, and then the completion callback (if any) runs on the async thread. The callback must
+// not block on other operations of the same Client for long: it holds one async thread.
+//
+// The buffer guarantee (spec section 7.5): once the operation is done, whatever its result, the
+// server no longer touches its windows. A reply, success or error, is sent only after every RMA
+// operation of the request completed (AOBJ-MEM-010, AOBJ-DAT-155); an operation that ends
+// without a reply shuts the data channel first (AOBJ-MEM-014). Cancel() waits for one of the
+// two, so when Cancel() returns the caller may reuse or free the buffers.
+//
+// Threading: every method is thread-safe. Ownership: the Client must outlive the operation's
+// completion (destroying the Client cancels queued operations and waits for running ones); the
+// handle itself may outlive the Client.
+template <class T>
+class Operation {
+ public:
+  using Callback = std::function<void(const absl::StatusOr<T>&)>;
+  virtual ~Operation() = default;
+
+  // Cancels the operation and returns when it is done. Not yet started: it completes with
+  // CANCELLED and nothing is sent. Running: the client names the request's nonce in an
+  // `aobj-cancel` entry on a RenewSession call (AOBJ-DAT-156); the server stops issuing RMA for
+  // it between steps (AOBJ-DAT-016) and, after every RMA operation it issued has completed, ends
+  // it with CANCELLED (AOBJ-DAT-155); that reply is the acknowledgment this waits for. If no
+  // reply comes before the operation's deadline, the data channel is shut (AOBJ-MEM-014) and
+  // every later data operation of this Client fails DATA_CHANNEL_UNAVAILABLE. An operation that
+  // finished before the server saw the cancellation keeps its own result. Idempotent.
+  virtual void Cancel() = 0;
+  virtual bool done() const = 0;
+  // Blocks until done; the reference stays valid as long as the handle.
+  virtual const absl::StatusOr<T>& Wait() = 0;
+  // Waits at most `timeout`; true when done.
+  virtual bool WaitFor(absl::Duration timeout) = 0;
 };
 
 class Client {
@@ -282,9 +357,35 @@ class Client {
                                                      const PutOptions& put = {},
                                                      const MultipartUploadOptions& options = {}) = 0;
 
+  // ---- Deadlines and asynchronous operations (spec sections 3.7 and 7.5) ----
+  // A view of this Client whose every blocking call (and every asynchronous operation started
+  // through it, counted from its start) carries `call`'s deadline as well. The view borrows this
+  // Client, which must outlive it; it shares the session, buffers and async threads. Its Close()
+  // closes the session.
+  virtual std::unique_ptr<Client> WithCallOptions(const CallOptions& call) = 0;
+
+  // Asynchronous Put (first overload above): the buffer must stay unchanged and alive until the
+  // operation is done. `done` (may be empty) runs on an async thread after completion.
+  virtual std::shared_ptr<Operation<TransferResult>> PutAsync(
+      const std::string& bucket, const std::string& key, const Buffer& buffer, uint64_t size,
+      const PutOptions& options = {}, Operation<TransferResult>::Callback done = nullptr) = 0;
+  // Asynchronous Get, whole or ranged (options.range), into buffer from offset 0: the buffer
+  // must stay alive, and must not be read, until the operation is done.
+  virtual std::shared_ptr<Operation<TransferResult>> GetAsync(
+      const std::string& bucket, const std::string& key, Buffer& buffer,
+      const GetOptions& options = {}, Operation<TransferResult>::Callback done = nullptr) = 0;
+  virtual std::shared_ptr<Operation<ObjectInfo>> HeadAsync(
+      const std::string& bucket, const std::string& key, const Preconditions& conditions = {},
+      const CallOptions& call = {}, Operation<ObjectInfo>::Callback done = nullptr) = 0;
+  virtual std::shared_ptr<Operation<std::monostate>> DeleteAsync(
+      const std::string& bucket, const std::string& key, const CallOptions& call = {},
+      Operation<std::monostate>::Callback done = nullptr) = 0;
+
   // Renews the lease now (the client also renews in the background at a third of the lease).
   virtual absl::Status Renew() = 0;
-  // Closes the session; later calls fail with NO_SUCH_SESSION. Idempotent.
+  // Closes the session; later calls fail with NO_SUCH_SESSION. Idempotent. Once the server has
+  // answered SESSION_EXPIRED or NO_SUCH_SESSION, later calls fail with that code without being
+  // sent and Close() sends nothing (AOBJ-SES-022).
   virtual absl::Status Close() = 0;
 };
 

@@ -4,8 +4,18 @@
 // serves requests against an ObjectStore until Shutdown(). Requests run on a pool of threads;
 // all RMA runs on the data channel's progress thread.
 //
-// Threading: Start/Shutdown/Wait from one owning thread; counters from any thread.
-// Ownership: the server owns the store.
+// Threading: Start() and Shutdown() from one owning thread; Wait() from any one thread (it returns
+// once Shutdown() ran); port(), metrics_port() and stats() from any thread.
+// Ownership: the server owns the store; ServerOptions is copied. `log` is called from request
+// threads concurrently and must be thread-safe.
+// Errors: Start() fails with INVALID_ARGUMENT (no store, no credentials, inconsistent options)
+// or with the error of the part that could not start (INTERNAL when it cannot listen; the UCX,
+// TLS, authorization and multipart-area setup report their own codes).
+// Peer input never fails the process: a bad request fails that request (spec section 11).
+// Cancellation (spec sections 3.7, 8.8): a data request whose gRPC call is cancelled, passes its
+// deadline, or is named by an `aobj-cancel` entry stops issuing RMA between steps of at most
+// 16 MiB (AOBJ-DAT-016, AOBJ-DAT-156) and is answered CANCELLED or DEADLINE_EXCEEDED only after
+// every RMA operation it issued has completed (AOBJ-DAT-155).
 #ifndef AOBJ_SERVER_H_
 #define AOBJ_SERVER_H_
 
@@ -46,7 +56,7 @@ struct ServerOptions {
   int64_t lease_ms = 30000;           // AOBJ-SES-008
   int64_t clock_skew_ms = 300000;     // AOBJ-AUTH-007
   int64_t session_tombstone_ms = 600000;
-  int request_threads = 8;
+  int request_threads = 8;  // requests handled at once; each data request holds one throughout
   size_t max_sessions = 4096;         // open sessions at once; SLOW_DOWN beyond
   size_t max_sessions_per_principal = 1024;  // of one access key; SLOW_DOWN beyond
   size_t max_key_bytes = 1024;   // longest object key (at most S3's 1024); KEY_TOO_LONG beyond
@@ -86,8 +96,10 @@ struct ServerStats {
 
 class Server {
  public:
+  // Listens, creates the data channel and serves until Shutdown(). `store` must not be null.
   static absl::StatusOr<std::unique_ptr<Server>> Start(ServerOptions options,
                                                        std::unique_ptr<ObjectStore> store);
+  // Shuts down (if not done yet). Must not run on a request thread or in a log callback.
   virtual ~Server() = default;
   // The bound control-channel port.
   virtual int port() const = 0;
@@ -95,6 +107,7 @@ class Server {
   virtual void Shutdown() = 0;
   // Blocks until Shutdown() (from another thread or a signal handler thread).
   virtual void Wait() = 0;
+  // A consistent-enough snapshot of counters (each read atomically, not all at one instant).
   virtual ServerStats stats() = 0;
   // The bound metrics port; 0 when ServerOptions::metrics_listen is empty.
   virtual int metrics_port() const { return 0; }

@@ -1,8 +1,14 @@
 // Protocol error codes attached to absl::Status (spec section "Error registry").
 //
 // Every failure the libraries return is an absl::Status whose payload carries the AOBJ error
-// code; ErrorCodeOf() reads it back. The numeric values equal aobj.v1.ErrorCode on the wire.
-// Thread-safe: all functions are pure.
+// code; ErrorCodeOf() reads it back. The numeric values equal aobj.v1.ErrorCode on the wire and
+// the rows of the spec's Table 3 (section 11.2). Decide on the AOBJ code, not on
+// absl::Status::code(): several AOBJ codes share one canonical code (AOBJ-ERR-003).
+// Codes produced by the client library itself, without a server reply: INCOMPLETE_TRANSFER,
+// BAD_DIGEST (AOBJ-DAT-004), DEADLINE_EXCEEDED and CANCELLED (AOBJ-CTL-014); a call that ended
+// with no AOBJ code at all (connection lost) is INTERNAL and its outcome unknown (AOBJ-ERR-006).
+// Threading: all functions are pure and thread-safe. Ownership: ErrorInfo's string_views point
+// at static storage.
 #ifndef AOBJ_STATUS_H_
 #define AOBJ_STATUS_H_
 
@@ -44,6 +50,8 @@ enum class ErrorCode : uint32_t {
   kTransferFailed = 41,
   kDataChannelUnavailable = 42,
   kIncompleteTransfer = 43,
+  kDeadlineExceeded = 44,  // the call's deadline passed (spec section 3.7)
+  kCancelled = 45,         // the call was cancelled (AOBJ-DAT-016)
   kStorageError = 50,
   kInvalidRange = 60,
   kPreconditionFailed = 61,

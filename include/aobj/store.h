@@ -5,6 +5,11 @@
 //
 // Threading: every method of ObjectStore may be called from many threads at once. An
 // ObjectWriter or ObjectReader is used by one thread at a time.
+// Ownership: writers and readers are owned by the caller and must be destroyed before the store;
+// the spans of DirectBuffer() and ContiguousView() are valid while their writer or reader
+// lives. The server moves bytes by RMA straight into or out of those spans, and stops doing so
+// for a cancelled request before it drops the writer (AOBJ-DAT-016, AOBJ-DAT-155), so a store
+// never sees a write into a span after the writer is gone.
 // Errors: absl::Status with an AOBJ error code attached (aobj/status.h): kNoSuchBucket,
 // kNoSuchKey, kBucketAlreadyExists, kBucketNotEmpty, kPreconditionFailed, kStorageError,
 // kInvalidArgument.

@@ -1,4 +1,8 @@
 // Plain value types shared by the client and server APIs (spec "Registries").
+//
+// Threading: plain values, no shared state; copy freely. Enum values equal their aobj.v1 wire
+// counterparts, and values the library does not know may arrive from a peer: treat them as
+// the spec says for each field (AOBJ-DAT-031, AOBJ-EXT-004), never as undefined behaviour.
 #ifndef AOBJ_TYPES_H_
 #define AOBJ_TYPES_H_
 
@@ -30,7 +34,8 @@ enum class MemoryProtection : uint32_t {
   kEmulated = 2,
 };
 
-// Session limits (spec "Sessions"). In requests, zero means "the server's default".
+// Session limits (spec section 5.4). In requests, zero means "the server's default"; the
+// effective value of each is the smaller of the client's and the server's (AOBJ-SES-006).
 struct Limits {
   uint64_t max_transfer_bytes = 0;
   uint32_t max_in_flight = 0;

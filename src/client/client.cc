@@ -2,12 +2,15 @@
 #include "aobj/client.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <deque>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "aobj/status.h"
+#include "client/async.h"
 #include "control/raw_call.h"
 #include "control/rpc.h"
 #include "control/tls.h"
@@ -21,22 +24,51 @@
 #include "wire/protocol.h"
 #include "wire/range.h"
 
+#define AOBJ_CLIENT_RETURN_IF_ERROR(expr)     \
+  do {                                        \
+    if (absl::Status _s = (expr); !_s.ok()) { \
+      return _s;                              \
+    }                                         \
+  } while (0)
+
 namespace aobj {
 namespace {
 
 namespace pb = aobj::v1;
+using client_internal::AsyncPool;
+using client_internal::CancelSender;
+using client_internal::OpControl;
+using client_internal::OperationImpl;
+using client_internal::ScopedDeadline;
+using client_internal::tls_deadline;
+using client_internal::tls_op;
 
+// AOBJ-DAT-156: the nonce of a data request to cancel, on a RenewSession call (spec section
+// 12.8). Kept beside the server's copy in src/server/server.cc.
+constexpr char kMetaCancel[] = "aobj-cancel";
+
+// A Buffer: registered for its whole life, or (ClientOptions::register_per_request, caller
+// memory only) just a region that each request registers for itself (RequestRegistrations).
 class BufferImpl final : public Buffer {
  public:
-  explicit BufferImpl(std::unique_ptr<RegisteredMemory> mem) : mem_(std::move(mem)) {}
-  uint8_t* data() const override { return mem_->data(); }
-  size_t size() const override { return mem_->size(); }
-  bool allocated_by_library() const override { return mem_->allocated_by_ucx(); }
+  explicit BufferImpl(std::unique_ptr<RegisteredMemory> mem)
+      : mem_(std::move(mem)), data_(mem_->data()), size_(mem_->size()) {}
+  BufferImpl(uint8_t* data, size_t size) : data_(data), size_(size) {}
+  uint8_t* data() const override { return data_; }
+  size_t size() const override { return size_; }
+  bool allocated_by_library() const override { return mem_ != nullptr && mem_->allocated_by_ucx(); }
+  bool registered() const { return mem_ != nullptr; }
   const std::string& rkey() const { return mem_->packed_rkey(); }
 
  private:
-  std::unique_ptr<RegisteredMemory> mem_;
+  std::unique_ptr<RegisteredMemory> mem_;  // null: registered per request
+  uint8_t* data_;
+  size_t size_;
 };
+
+// The registrations one request made for windows of per-request buffers; destroying it unmaps
+// them (AOBJ-MEM-011: only after the reply, or after the worker is gone, AOBJ-MEM-014).
+using RequestRegistrations = std::vector<std::unique_ptr<RegisteredMemory>>;
 
 ObjectInfo InfoFrom(const pb::ObjectMetadata& m) {
   ObjectInfo info;
@@ -52,9 +84,12 @@ ObjectInfo InfoFrom(const pb::ObjectMetadata& m) {
   return info;
 }
 
-class ClientImpl final : public Client {
+class ClientImpl final : public Client, public CancelSender {
  public:
   ~ClientImpl() override {
+    // Queued operations complete CANCELLED, running ones finish (each bounded by its deadline)
+    // before the session closes under them.
+    if (pool_ != nullptr) pool_->Stop();
     Close().IgnoreError();
     StopRenewer();
   }
@@ -114,6 +149,7 @@ class ClientImpl final : public Client {
       absl::MutexLock lock(&mu_);
       open_ = true;
     }
+    pool_ = std::make_unique<AsyncPool>(options_.async_threads);
     renewer_ = std::thread([this] { RenewLoop(); });
     return absl::OkStatus();
   }
@@ -127,6 +163,12 @@ class ClientImpl final : public Client {
   }
 
   absl::StatusOr<std::unique_ptr<Buffer>> RegisterBuffer(void* data, size_t size) override {
+    if (options_.register_per_request) {
+      if (data == nullptr || size == 0) {
+        return MakeError(ErrorCode::kInvalidArgument, "no memory to register");
+      }
+      return std::unique_ptr<Buffer>(new BufferImpl(static_cast<uint8_t*>(data), size));
+    }
     auto mem = RegisteredMemory::Register(*context_, data, size);
     if (!mem.ok()) return mem.status();
     return std::unique_ptr<Buffer>(new BufferImpl(std::move(*mem)));
@@ -145,6 +187,7 @@ class ClientImpl final : public Client {
   absl::StatusOr<TransferResult> Put(const std::string& bucket, const std::string& key,
                                      const std::vector<BufferSlice>& source,
                                      const PutOptions& options) override {
+    ScopedDeadline scope(options.call);
     absl::StatusOr<uint64_t> total = CheckSlices(source);
     if (!total.ok()) return total.status();
     const uint64_t size = *total;
@@ -161,6 +204,7 @@ class ClientImpl final : public Client {
     req.mutable_user_metadata()->insert(options.user_metadata.begin(),
                                         options.user_metadata.end());
     SetPreconditions(options.conditions, &req);
+    RequestRegistrations registrations;  // unmapped after the reply
     if (size > 0 && UseInline(size)) {
       std::string body;
       body.reserve(size);
@@ -169,7 +213,9 @@ class ClientImpl final : public Client {
       req.set_inline_data(std::move(body));
     } else if (size > 0) {
       // Grant exactly the body, nothing more (AOBJ-MEM-010).
-      if (absl::Status s = AddWindows(source, req.mutable_source()); !s.ok()) return s;
+      if (absl::Status s = AddWindows(source, req.mutable_source(), &registrations); !s.ok()) {
+        return s;
+      }
     }
     pb::PutObjectResponse resp;
     if (absl::Status s = DataCall(Method::kPutObject, req, &resp); !s.ok()) return s;
@@ -206,6 +252,7 @@ class ClientImpl final : public Client {
   absl::StatusOr<TransferResult> Get(const std::string& bucket, const std::string& key,
                                      const std::vector<BufferSlice>& destination,
                                      const GetOptions& options) override {
+    ScopedDeadline scope(options.call);
     absl::StatusOr<uint64_t> capacity = CheckSlices(destination);
     if (!capacity.ok()) return capacity.status();
     pb::GetObjectRequest req;
@@ -215,7 +262,11 @@ class ClientImpl final : public Client {
     req.set_accept_inline(options_.allow_inline && HasCapability(kCapInline));
     if (options.range.has_value()) RangeToProto(ToSpec(*options.range), req.mutable_range());
     SetPreconditions(options.conditions, &req);
-    if (absl::Status s = AddWindows(destination, req.mutable_destination()); !s.ok()) return s;
+    RequestRegistrations registrations;  // unmapped after the reply
+    if (absl::Status s = AddWindows(destination, req.mutable_destination(), &registrations);
+        !s.ok()) {
+      return s;
+    }
     pb::GetObjectResponse resp;
     if (absl::Status s = DataCall(Method::kGetObject, req, &resp); !s.ok()) return s;
     // The octets the reply claims to have moved: the object, or the range (AOBJ-DAT-105).
@@ -442,15 +493,16 @@ class ClientImpl final : public Client {
     req.set_size(size);
     req.set_checksum_algorithm(static_cast<pb::ChecksumAlgorithm>(options_.checksum));
     req.set_checksum(checksum);
+    RequestRegistrations registrations;  // unmapped after the reply
     if (size > 0 && UseInline(size)) {
       req.set_inline_data(reinterpret_cast<const char*>(data), size);
     } else if (size > 0) {
       // Grant exactly this part's window, nothing more (AOBJ-MEM-010).
-      pb::MemoryDescriptor* d = req.add_source();
-      d->set_address(reinterpret_cast<uint64_t>(data));
-      d->set_length(size);
-      d->set_rkey(buf.rkey());
-      d->set_memory_type(pb::MEMORY_TYPE_HOST);
+      if (absl::Status s = AddWindows({{&buffer, offset, size}}, req.mutable_source(),
+                                      &registrations);
+          !s.ok()) {
+        return s;
+      }
     }
     pb::UploadPartResponse resp;
     if (absl::Status s = DataCall(Method::kUploadPart, req, &resp); !s.ok()) return s;
@@ -585,7 +637,9 @@ class ClientImpl final : public Client {
     uint64_t next = 0;            // guarded by mu
     uint64_t done_bytes = 0;      // guarded by mu
     absl::Status first_error;     // guarded by mu
+    const absl::Time deadline = tls_deadline;  // the caller's, for every lane
     auto lane = [&] {
+      ScopedDeadline scope(deadline);
       for (;;) {
         uint64_t i;
         {
@@ -641,6 +695,59 @@ class ClientImpl final : public Client {
     return completed.status();
   }
 
+  std::unique_ptr<Client> WithCallOptions(const CallOptions& call) override;
+
+  std::shared_ptr<Operation<TransferResult>> PutAsync(
+      const std::string& bucket, const std::string& key, const Buffer& buffer, uint64_t size,
+      const PutOptions& options, Operation<TransferResult>::Callback done) override {
+    const Buffer* b = &buffer;
+    return Submit<TransferResult>(
+        [this, bucket, key, b, size, options] { return Put(bucket, key, *b, size, options); },
+        std::move(done));
+  }
+  std::shared_ptr<Operation<TransferResult>> GetAsync(
+      const std::string& bucket, const std::string& key, Buffer& buffer,
+      const GetOptions& options, Operation<TransferResult>::Callback done) override {
+    Buffer* b = &buffer;
+    return Submit<TransferResult>(
+        [this, bucket, key, b, options] { return Get(bucket, key, *b, options); },
+        std::move(done));
+  }
+  std::shared_ptr<Operation<ObjectInfo>> HeadAsync(const std::string& bucket,
+                                                   const std::string& key,
+                                                   const Preconditions& conditions,
+                                                   const CallOptions& call,
+                                                   Operation<ObjectInfo>::Callback done) override {
+    return Submit<ObjectInfo>(
+        [this, bucket, key, conditions, call] {
+          ScopedDeadline scope(call);
+          return Head(bucket, key, conditions);
+        },
+        std::move(done));
+  }
+  std::shared_ptr<Operation<std::monostate>> DeleteAsync(
+      const std::string& bucket, const std::string& key, const CallOptions& call,
+      Operation<std::monostate>::Callback done) override {
+    return Submit<std::monostate>(
+        [this, bucket, key, call]() -> absl::StatusOr<std::monostate> {
+          ScopedDeadline scope(call);
+          if (absl::Status s = Delete(bucket, key); !s.ok()) return s;
+          return std::monostate();
+        },
+        std::move(done));
+  }
+
+  // AOBJ-DAT-156: names a running request of this session in an `aobj-cancel` entry on a
+  // RenewSession call. Failure is not reported: the operation then ends by its deadline.
+  void SendCancel(const std::string& nonce) override {
+    OpControl* saved = tls_op;
+    tls_op = nullptr;  // this call is not part of the operation being cancelled
+    pb::RenewSessionRequest req;
+    pb::RenewSessionResponse resp;
+    Call(Method::kRenewSession, req, &resp, nullptr, {{kMetaCancel, nonce}}).IgnoreError();
+    tls_op = saved;
+  }
+
   absl::Status Renew() override {
     pb::RenewSessionRequest req;
     pb::RenewSessionResponse resp;
@@ -654,12 +761,26 @@ class ClientImpl final : public Client {
       open_ = false;
     }
     StopRenewer();
+    if (session_gone_.load() != 0) return absl::OkStatus();  // AOBJ-SES-022: nothing to close
     pb::CloseSessionRequest req;
     pb::CloseSessionResponse resp;
     return Call(Method::kCloseSession, req, &resp);
   }
 
  private:
+  // Queues `fn` as an asynchronous operation with this thread's deadline (ScopedDeadline).
+  template <class T>
+  std::shared_ptr<Operation<T>> Submit(std::function<absl::StatusOr<T>()> fn,
+                                       typename Operation<T>::Callback done) {
+    auto op = std::make_shared<OperationImpl<T>>(this, std::move(done));
+    const absl::Time deadline = tls_deadline;
+    AsyncPool* pool = pool_.get();
+    if (!pool->Submit([op, fn, deadline, pool] { op->Run(fn, deadline, pool->stopping()); })) {
+      op->Run(fn, deadline, /*stopping=*/true);
+    }
+    return op;
+  }
+
   bool HasCapability(uint32_t c) const {
     return std::find(info_.capabilities.begin(), info_.capabilities.end(), c) !=
            info_.capabilities.end();
@@ -669,19 +790,25 @@ class ClientImpl final : public Client {
     return options_.allow_inline && HasCapability(kCapInline) &&
            size <= info_.limits.inline_threshold;
   }
-  static void AddDescriptor(const BufferImpl& buf, uint64_t length, pb::MemoryDescriptor* d) {
-    d->set_address(reinterpret_cast<uint64_t>(buf.data()));
-    d->set_length(length);
-    d->set_rkey(buf.rkey());
-    d->set_memory_type(pb::MEMORY_TYPE_HOST);
-  }
-  // A descriptor for exactly the slice's window (checked by CheckSlices).
-  static void AddWindow(const BufferSlice& s, pb::MemoryDescriptor* d) {
+  // A descriptor for exactly the slice's window (checked by CheckSlices). A per-request buffer's
+  // window is registered now, exactly, and stays registered while `registrations` lives.
+  absl::Status AddWindow(const BufferSlice& s, pb::MemoryDescriptor* d,
+                         RequestRegistrations* registrations) {
     const auto& buf = static_cast<const BufferImpl&>(*s.buffer);
     d->set_address(reinterpret_cast<uint64_t>(buf.data()) + s.offset);
     d->set_length(s.length);
-    d->set_rkey(buf.rkey());  // AOBJ-MEM-017: the rkey of the registration of the whole buffer
     d->set_memory_type(pb::MEMORY_TYPE_HOST);
+    if (buf.registered()) {
+      d->set_rkey(buf.rkey());  // AOBJ-MEM-017: the rkey of the registration of the whole buffer
+      return absl::OkStatus();
+    }
+    // AOBJ-MEM-017, AOBJ-TRN-007: registered for this request only; AOBJ-MEM-025 says what
+    // unmapping it afterwards does and does not achieve.
+    auto mem = RegisteredMemory::Register(*context_, buf.data() + s.offset, s.length);
+    if (!mem.ok()) return mem.status();
+    d->set_rkey((*mem)->packed_rkey());
+    registrations->push_back(std::move(*mem));
+    return absl::OkStatus();
   }
   // The total length of `slices`; INVALID_ARGUMENT for a null buffer or a window past its
   // buffer.
@@ -703,7 +830,8 @@ class ClientImpl final : public Client {
   // Descriptors for the non-empty slices; INVALID_ARGUMENT when they are more than the session
   // takes (AOBJ-MEM-005, AOBJ-MEM-015), before anything is sent.
   absl::Status AddWindows(const std::vector<BufferSlice>& slices,
-                          google::protobuf::RepeatedPtrField<pb::MemoryDescriptor>* out) const {
+                          google::protobuf::RepeatedPtrField<pb::MemoryDescriptor>* out,
+                          RequestRegistrations* registrations) {
     const size_t windows = std::count_if(slices.begin(), slices.end(),
                                          [](const BufferSlice& s) { return s.length > 0; });
     const uint32_t max = HasCapability(kCapMultiDescriptor) ? info_.limits.max_descriptors : 1;
@@ -712,7 +840,7 @@ class ClientImpl final : public Client {
                        absl::StrCat(windows, " windows; the session allows ", max));
     }
     for (const BufferSlice& s : slices) {
-      if (s.length > 0) AddWindow(s, out->Add());
+      if (s.length > 0) AOBJ_CLIENT_RETURN_IF_ERROR(AddWindow(s, out->Add(), registrations));
     }
     return absl::OkStatus();
   }
@@ -782,6 +910,10 @@ class ClientImpl final : public Client {
   // this client (AOBJ-MEM-014). The caller must not reuse the buffer before destroying the Client
   // on HARDWARE sessions either; every later data request fails with DATA_CHANNEL_UNAVAILABLE.
   // AOBJ-MEM-011: synchronous, so the caller's Buffer (its registration) is held until the reply.
+  // A reply with an AOBJ error (CANCELLED and DEADLINE_EXCEEDED included) is a reply: the server
+  // sends it only after its last RMA for the request (AOBJ-DAT-155), so the channel stays. That
+  // is how Operation::Cancel() gets its acknowledgment. Unmapping the windows instead would not
+  // stop the server on EMULATED sessions (AOBJ-MEM-025).
   template <class Req, class Resp>
   absl::Status DataCall(Method method, const Req& req, Resp* resp) {
     {
@@ -833,22 +965,60 @@ class ClientImpl final : public Client {
   // Signs and sends one request (AOBJ-AUTH-001/002): the signature covers exactly the bytes
   // that travel.
   template <class Req, class Resp>
-  absl::Status Call(Method method, const Req& req, Resp* resp, bool* no_reply = nullptr) {
+  absl::Status Call(Method method, const Req& req, Resp* resp, bool* no_reply = nullptr,
+                    std::vector<std::pair<std::string, std::string>> extra_md = {}) {
     std::string body;
     req.SerializeToString(&body);  // AOBJ-AUTH-016: hashed and sent as these same octets
     const std::string session = method == Method::kOpenSession ? "" : info_.session_id;
-    RequestAuth auth = signer_->Sign(MethodPath(method), session, body, absl::Now());
+    // AOBJ-SES-022: once the server said the session is gone, no request names it again.
+    if (const uint32_t gone = session_gone_.load(); !session.empty() && gone != 0) {
+      return MakeError(static_cast<ErrorCode>(gone),
+                       "the server ended this session earlier; connect a new client");
+    }
+    // AOBJ-CTL-010: every call carries a deadline, the earliest of the client's and the
+    // operation's (CallOptions).
+    const absl::Time now = absl::Now();
+    const absl::Time deadline = std::min(now + absl::Milliseconds(options_.timeout_ms),
+                                         tls_deadline);
+    if (deadline <= now) {
+      // Nothing sent, so nothing to wait for.
+      return MakeError(ErrorCode::kDeadlineExceeded, "the operation's deadline passed before "
+                                                     "the call was sent");
+    }
+    RequestAuth auth = signer_->Sign(MethodPath(method), session, body, now);
+    // An asynchronous operation that was cancelled sends nothing more; otherwise Cancel() can
+    // name this call by its nonce (AOBJ-DAT-156).
+    if (tls_op != nullptr && !tls_op->Sending(auth.nonce_hex)) {
+      return MakeError(ErrorCode::kCancelled, "cancelled before it was sent");
+    }
     std::vector<std::pair<std::string, std::string>> md = {
         {kMetaAccessKeyId, auth.access_key_id},
         {kMetaTimestamp, auth.timestamp},
         {kMetaNonce, auth.nonce_hex},
         {kMetaSignature, auth.signature_hex}};
     if (!session.empty()) md.emplace_back(kMetaSessionId, session);
-    RawReply reply = rpc_->Call(MethodPath(method), body, md,
-                                absl::Milliseconds(options_.timeout_ms));
+    for (auto& entry : extra_md) md.push_back(std::move(entry));
+    RawReply reply = rpc_->Call(MethodPath(method), body, md, deadline - now);
     if (!reply.status.ok()) {
+      const ErrorCode code = ErrorCodeOf(reply.status);
+      if (!session.empty() &&
+          (code == ErrorCode::kSessionExpired || code == ErrorCode::kNoSuchSession)) {
+        session_gone_.store(static_cast<uint32_t>(code));  // AOBJ-SES-022
+      }
       // AOBJ-ERR-006: without an AOBJ error the outcome is unknown.
-      if (no_reply != nullptr) *no_reply = reply.error.code() == aobj::v1::ERROR_CODE_UNSPECIFIED;
+      const bool unknown = reply.error.code() == aobj::v1::ERROR_CODE_UNSPECIFIED;
+      if (no_reply != nullptr) *no_reply = unknown;
+      // AOBJ-CTL-014: the client's own deadline or cancellation, without a reply, is reported
+      // with the registry's code rather than as INTERNAL.
+      if (unknown && reply.grpc_status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+        return MakeError(ErrorCode::kDeadlineExceeded,
+                         absl::StrCat("no reply before the deadline: ",
+                                      reply.grpc_status.error_message()));
+      }
+      if (unknown && reply.grpc_status.error_code() == grpc::StatusCode::CANCELLED) {
+        return MakeError(ErrorCode::kCancelled, absl::StrCat("the call was cancelled: ",
+                                                             reply.grpc_status.error_message()));
+      }
       return reply.status;
     }
     if (!resp->ParseFromString(reply.body)) {
@@ -867,8 +1037,15 @@ class ClientImpl final : public Client {
   absl::Mutex mu_;
   bool open_ ABSL_GUARDED_BY(mu_) = false;
   bool data_channel_lost_ ABSL_GUARDED_BY(mu_) = false;
+  // The server answered SESSION_EXPIRED or NO_SUCH_SESSION: no request names the session again.
+  std::atomic<uint32_t> session_gone_{0};  // the ErrorCode, 0 while the session lives
   std::thread renewer_;
+  std::unique_ptr<AsyncPool> pool_;
 };
+
+std::unique_ptr<Client> ClientImpl::WithCallOptions(const CallOptions& call) {
+  return client_internal::NewCallScopedClient(this, call);
+}
 
 }  // namespace
 

@@ -75,7 +75,8 @@ absl::StatusOr<BodyPlan> RequestHandler::PlanBody(const SessionState& s, const B
 absl::StatusOr<ReceivedBody> RequestHandler::ReceiveBody(const SessionState& s,
                                                          const BodyRequest& body,
                                                          const BodyPlan& plan,
-                                                         ObjectWriter* writer) {
+                                                         ObjectWriter* writer,
+                                                         const ActiveCall& call) {
   const uint64_t size = body.size;
   const ChecksumAlgorithm algo = plan.algo;
   Checksummer sum(algo);
@@ -96,7 +97,7 @@ absl::StatusOr<ReceivedBody> RequestHandler::ReceiveBody(const SessionState& s,
       // AOBJ-DAT-002: read everything, then verify, then commit.
       RmaBatch batch = MakeBatch(RmaDirection::kRead, *body.source, plan.pieces, 0, size,
                                  direct.data(), s.limits.max_rkey_bytes);
-      AOBJ_RETURN_IF_ERROR(channel_->Execute(s.endpoint, batch));
+      AOBJ_RETURN_IF_ERROR(ExecuteRma(s, batch, call));  // AOBJ-DAT-016
       account(direct.data(), size);
     } else {
       std::unique_ptr<uint8_t[]> buf = staging_.Take();
@@ -106,7 +107,7 @@ absl::StatusOr<ReceivedBody> RequestHandler::ReceiveBody(const SessionState& s,
         const uint64_t n = std::min(chunk, size - off);
         RmaBatch batch = MakeBatch(RmaDirection::kRead, *body.source, plan.pieces, off, n,
                                    buf.get(), s.limits.max_rkey_bytes);
-        st = channel_->Execute(s.endpoint, batch);
+        st = ExecuteRma(s, batch, call);  // AOBJ-DAT-016
         if (!st.ok()) break;
         account(buf.get(), n);
         st = writer->Append({buf.get(), static_cast<size_t>(n)});

@@ -76,10 +76,11 @@ void RequestHandler::Log(const std::string& line) {
 
 absl::StatusOr<std::string> RequestHandler::Handle(Method method, const RequestAuth& auth,
                                                    absl::string_view body, absl::Time now,
-                                                   aobj::v1::VersionRange* supported) {
+                                                   aobj::v1::VersionRange* supported,
+                                                   const CallControl* call) {
   counters_.requests.fetch_add(1, std::memory_order_relaxed);
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::string> result = Dispatch(method, auth, body, now);
+  absl::StatusOr<std::string> result = Dispatch(method, auth, body, now, call);
   counters_.methods.Record(method, ErrorCodeOf(result.status()), absl::Now() - start);
   if (!result.ok()) {
     counters_.errors.fetch_add(1, std::memory_order_relaxed);
@@ -98,7 +99,8 @@ absl::StatusOr<std::string> RequestHandler::Handle(Method method, const RequestA
 }
 
 absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const RequestAuth& auth,
-                                                     absl::string_view body, absl::Time now) {
+                                                     absl::string_view body, absl::Time now,
+                                                     const CallControl* call) {
   // AOBJ-AUTH-009: authentication first; a failing request has no other effect.
   AOBJ_RETURN_IF_ERROR(
       auth_->Verify(MethodPath(method), auth, body, method != Method::kOpenSession, now));
@@ -120,6 +122,19 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
     case Method::kRenewSession: {
       aobj::v1::RenewSessionRequest req;
       AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+      // AOBJ-DAT-156: a cancellation rides on a renewal of the same session (whose signature
+      // and session binding were verified above); it reaches only this session's requests.
+      if (call != nullptr && !call->cancel_nonce.empty()) {
+        std::string raw;
+        if (call->cancel_nonce.size() != 2 * kNonceBytes || !HexDecode(call->cancel_nonce, &raw)) {
+          return MakeError(ErrorCode::kInvalidArgument,
+                           absl::StrCat("aobj-cancel must be ", 2 * kNonceBytes,
+                                        " lower-case hex characters"));
+        }
+        const bool running = in_flight_.Cancel(s.id_hex, call->cancel_nonce);
+        Log(absl::StrCat("event=request_cancel session=", s.id_hex, " nonce=",
+                         call->cancel_nonce, " running=", running ? "true" : "false"));
+      }
       aobj::v1::RenewSessionResponse resp;
       resp.set_lease_ms(absl::ToInt64Milliseconds(sessions_->lease()));
       return Serialize(resp);
@@ -158,9 +173,18 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
       return Serialize(aobj::v1::HeadBucketResponse());
     }
     case Method::kPutObject:
-      return PutObject(s, body);
     case Method::kGetObject:
-      return GetObject(s, body);
+    case Method::kUploadPart: {
+      // AOBJ-DAT-156: a data request can be cancelled by its nonce while it runs.
+      InFlightRequests::Flag flag = in_flight_.Begin(s.id_hex, auth.nonce_hex);
+      ActiveCall active(call, flag);
+      absl::StatusOr<std::string> out = method == Method::kPutObject ? PutObject(s, body, active)
+                                        : method == Method::kGetObject
+                                            ? GetObject(s, body, active)
+                                            : UploadPart(s, body, active);
+      in_flight_.End(s.id_hex, auth.nonce_hex);
+      return out;
+    }
     case Method::kHeadObject:
       return HeadObject(body);  // handler_object.cc
     case Method::kListBuckets:
@@ -173,8 +197,6 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
       return CopyObject(s, body);  // handler_copy.cc
     case Method::kCreateMultipartUpload:
       return CreateMultipartUpload(body);
-    case Method::kUploadPart:
-      return UploadPart(s, body);
     case Method::kCompleteMultipartUpload:
       return CompleteMultipartUpload(body);
     case Method::kAbortMultipartUpload:
@@ -285,7 +307,8 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
 }
 
 absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s,
-                                                      absl::string_view body) {
+                                                      absl::string_view body,
+                                                      const ActiveCall& call) {
   aobj::v1::PutObjectRequest req;
   AOBJ_RETURN_IF_ERROR(Parse(body, &req));
   AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
@@ -303,7 +326,7 @@ absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s,
   // AOBJ-OBJ-134: the store checks the conditions again, atomically with the commit.
   auto writer = store_->BeginPut(req.bucket(), req.key(), req.size(), *options);
   if (!writer.ok()) return writer.status();
-  auto got = ReceiveBody(s, upload, *plan, writer->get());
+  auto got = ReceiveBody(s, upload, *plan, writer->get(), call);
   if (!got.ok()) return got.status();
   ObjectInfo info;
   info.size = req.size();
@@ -324,7 +347,8 @@ absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s,
 }
 
 absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
-                                                      absl::string_view body) {
+                                                      absl::string_view body,
+                                                      const ActiveCall& call) {
   aobj::v1::GetObjectRequest req;
   AOBJ_RETURN_IF_ERROR(Parse(body, &req));
   AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
@@ -407,7 +431,7 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
       RmaBatch batch = MakeBatch(RmaDirection::kWrite, req.destination(), pieces, 0, size,
                                  const_cast<uint8_t*>(from), s.limits.max_rkey_bytes);
       // AOBJ-TRN-008: only this session's endpoint.
-      AOBJ_RETURN_IF_ERROR(channel_->Execute(s.endpoint, batch));  // AOBJ-DAT-001
+      AOBJ_RETURN_IF_ERROR(ExecuteRma(s, batch, call));  // AOBJ-DAT-001, AOBJ-DAT-016
       if (compute) sum.Update(from, size);
     } else {
       std::unique_ptr<uint8_t[]> buf = staging_.Take();
@@ -427,7 +451,7 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
         if (compute) sum.Update(buf.get(), n);
         RmaBatch batch = MakeBatch(RmaDirection::kWrite, req.destination(), pieces, off, n,
                                    buf.get(), s.limits.max_rkey_bytes);
-        st = channel_->Execute(s.endpoint, batch);
+        st = ExecuteRma(s, batch, call);  // AOBJ-DAT-016
       }
       staging_.Give(std::move(buf));
       if (!st.ok()) return st;
@@ -446,6 +470,103 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
     resp.mutable_content_range()->set_complete_length(info.size);
   }
   return Serialize(resp);
+}
+
+InFlightRequests::Flag InFlightRequests::Begin(const std::string& session_hex,
+                                               const std::string& nonce_hex) {
+  auto flag = std::make_shared<std::atomic<bool>>(false);
+  const std::string id = absl::StrCat(session_hex, "/", nonce_hex);
+  absl::MutexLock l(&mu_);
+  if (auto it = std::find(early_.begin(), early_.end(), id); it != early_.end()) {
+    early_.erase(it);
+    flag->store(true);
+  }
+  running_[id] = flag;
+  return flag;
+}
+
+void InFlightRequests::End(const std::string& session_hex, const std::string& nonce_hex) {
+  absl::MutexLock l(&mu_);
+  running_.erase(absl::StrCat(session_hex, "/", nonce_hex));
+}
+
+bool InFlightRequests::Cancel(const std::string& session_hex, const std::string& nonce_hex) {
+  const std::string id = absl::StrCat(session_hex, "/", nonce_hex);
+  absl::MutexLock l(&mu_);
+  if (auto it = running_.find(id); it != running_.end()) {
+    it->second->store(true);
+    return true;
+  }
+  // The request may still be on its way (or already finished: then this entry ages out). Bounded
+  // so that a peer cannot grow it (spec section 14.6).
+  if (std::find(early_.begin(), early_.end(), id) == early_.end()) {
+    early_.push_back(id);
+    if (early_.size() > kMaxEarlyCancels) early_.pop_front();
+  }
+  return false;
+}
+
+size_t InFlightRequests::size() {
+  absl::MutexLock l(&mu_);
+  return running_.size();
+}
+
+absl::Status ActiveCall::Check() const {
+  if (flag_ != nullptr && flag_->load()) {
+    return MakeError(ErrorCode::kCancelled, "the client cancelled the request");
+  }
+  if (control_ == nullptr) return absl::OkStatus();
+  if (absl::Now() >= control_->deadline) {
+    return MakeError(ErrorCode::kDeadlineExceeded, "the call's deadline passed");
+  }
+  if (control_->cancelled && control_->cancelled()) {
+    return MakeError(ErrorCode::kCancelled, "the call was cancelled");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequestHandler::ExecuteRma(const SessionState& s, const RmaBatch& batch,
+                                        const ActiveCall& call) {
+  const uint64_t step = std::max<uint64_t>(config_.cancel_check_bytes, 1);
+  RmaBatch part;
+  part.direction = batch.direction;
+  part.windows = batch.windows;
+  part.max_rkey_bytes = batch.max_rkey_bytes;
+  uint64_t in_part = 0;
+  // AOBJ-MEM-009, AOBJ-MEM-021: every operation of the request is inside its window before the
+  // first step is issued (the worker checks each step again).
+  for (const RmaOp& op : batch.ops) {
+    if (op.window >= batch.windows.size()) {
+      return MakeError(ErrorCode::kInternal, "RMA op names no window");
+    }
+    const RemoteWindow& w = batch.windows[op.window];
+    if (op.length == 0 || op.remote < w.address || op.length > w.length ||
+        op.remote - w.address > w.length - op.length) {
+      return MakeError(ErrorCode::kDescriptorOutOfBounds,
+                       "RMA operation outside its descriptor window");
+    }
+  }
+  auto run = [&]() -> absl::Status {
+    // AOBJ-DAT-016: nothing more is issued once the call is cancelled or past its deadline.
+    // AOBJ-DAT-155: every earlier step has completed (Execute returns only then), so the error
+    // reply that follows is sent after the last RMA operation of the request.
+    AOBJ_RETURN_IF_ERROR(call.Check());
+    absl::Status st = channel_->Execute(s.endpoint, part);
+    part.ops.clear();
+    in_part = 0;
+    return st;
+  };
+  for (const RmaOp& op : batch.ops) {
+    for (size_t done = 0; done < op.length;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(op.length - done, step - in_part));
+      part.ops.push_back({op.window, op.remote + done, op.local + done, n});
+      in_part += n;
+      done += n;
+      if (in_part == step) AOBJ_RETURN_IF_ERROR(run());
+    }
+  }
+  if (!part.ops.empty() || batch.ops.empty()) AOBJ_RETURN_IF_ERROR(run());
+  return absl::OkStatus();
 }
 
 }  // namespace aobj

@@ -9,12 +9,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -40,6 +42,9 @@ struct HandlerConfig {
   uint32_t max_version = kProtocolVersion;
   uint64_t staging_bytes = 8 << 20;    // chunk size for stores without direct buffers
   uint64_t max_rma_piece = 64 << 20;   // AOBJ-DAT-012
+  // RMA is issued in steps of at most this many octets, and the call is checked for
+  // cancellation and deadline between steps (AOBJ-DAT-016, AOBJ-DAT-155).
+  uint64_t cancel_check_bytes = 16 << 20;
   size_t max_sessions = 4096;          // open sessions at once (Table 1: SLOW_DOWN beyond)
   size_t max_sessions_per_principal = 1024;  // of one access key (AOBJ-SEC-006)
   size_t max_key_bytes = 1024;         // longest object key accepted (AOBJ-OBJ-159)
@@ -94,6 +99,55 @@ struct ReceivedBody {
   uint32_t crc32c = 0;   // CRC32C of the body, whatever the request's algorithm
 };
 
+// What the service knows about one call beyond its bytes (spec section 3.7). Borrowed by
+// RequestHandler::Handle for the duration of the call; `cancelled` is called from the request
+// thread and must be thread-safe.
+struct CallControl {
+  // True once the gRPC call was cancelled or its deadline passed (ServerContext::IsCancelled).
+  std::function<bool()> cancelled;
+  absl::Time deadline = absl::InfiniteFuture();  // the call's gRPC deadline
+  // RenewSession only: the nonce (hex) that an `aobj-cancel` metadata entry names
+  // (AOBJ-DAT-156); empty when absent.
+  std::string cancel_nonce;
+};
+
+// The data requests of every session that are in progress, by session and nonce, so that a
+// cancellation named in a later call reaches the request (AOBJ-DAT-156). A cancellation that
+// arrives before its request is remembered (bounded) and fails the request when it arrives.
+// Thread-safe.
+class InFlightRequests {
+ public:
+  using Flag = std::shared_ptr<std::atomic<bool>>;
+  // Records a request; the returned flag becomes true when it is cancelled (already true when a
+  // cancellation for it came first).
+  Flag Begin(const std::string& session_hex, const std::string& nonce_hex);
+  void End(const std::string& session_hex, const std::string& nonce_hex);
+  // Cancels the request; true when it was in progress.
+  bool Cancel(const std::string& session_hex, const std::string& nonce_hex);
+  size_t size();
+
+  static constexpr size_t kMaxEarlyCancels = 1024;
+
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Flag> running_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> early_ ABSL_GUARDED_BY(mu_);  // cancellations seen before requests
+};
+
+// One data request's view of its call: whether it must stop moving bytes (AOBJ-DAT-016).
+class ActiveCall {
+ public:
+  // `control` may be null (no cancellation source: fuzzers, tests); it must outlive this.
+  ActiveCall(const CallControl* control, InFlightRequests::Flag flag)
+      : control_(control), flag_(std::move(flag)) {}
+  // OK, or the CANCELLED / DEADLINE_EXCEEDED error the request ends with.
+  absl::Status Check() const;
+
+ private:
+  const CallControl* control_;
+  InFlightRequests::Flag flag_;
+};
+
 struct HandlerCounters {
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> errors{0};
@@ -110,21 +164,34 @@ class RequestHandler {
                  MultipartManager* multipart = nullptr, BucketAuthorizer* authz = nullptr);
 
   // Handles one request. On error, `*supported` is set to the server's version range when the
-  // error is UNSUPPORTED_VERSION (AOBJ-SES-003).
+  // error is UNSUPPORTED_VERSION (AOBJ-SES-003). `call` (may be null: never cancelled) must
+  // outlive the call; a data request whose call is cancelled stops its RMA between steps and
+  // returns only after every RMA operation it issued has completed (AOBJ-DAT-016,
+  // AOBJ-DAT-155).
   absl::StatusOr<std::string> Handle(Method method, const RequestAuth& auth,
                                      absl::string_view body, absl::Time now,
-                                     aobj::v1::VersionRange* supported);
+                                     aobj::v1::VersionRange* supported,
+                                     const CallControl* call = nullptr);
+
+  InFlightRequests& in_flight() { return in_flight_; }
 
   HandlerCounters& counters() { return counters_; }
   const HandlerConfig& config() const { return config_; }
 
  private:
   absl::StatusOr<std::string> Dispatch(Method method, const RequestAuth& auth,
-                                       absl::string_view body, absl::Time now);
+                                       absl::string_view body, absl::Time now,
+                                       const CallControl* call);
+  // Runs `batch` in steps of at most cancel_check_bytes, checking `call` before each step
+  // (AOBJ-DAT-016). Each step returns only when UCX no longer touches its memory, so on a stop
+  // no RMA of the request is outstanding when this returns (AOBJ-DAT-155).
+  absl::Status ExecuteRma(const SessionState& s, const RmaBatch& batch, const ActiveCall& call);
   absl::StatusOr<std::string> OpenSession(const RequestAuth& auth, absl::string_view body,
                                           absl::Time now);
-  absl::StatusOr<std::string> PutObject(const SessionState& s, absl::string_view body);
-  absl::StatusOr<std::string> GetObject(const SessionState& s, absl::string_view body);
+  absl::StatusOr<std::string> PutObject(const SessionState& s, absl::string_view body,
+                                        const ActiveCall& call);
+  absl::StatusOr<std::string> GetObject(const SessionState& s, absl::string_view body,
+                                        const ActiveCall& call);
   // Validates the body fields of an upload before anything is admitted or touched: size
   // (AOBJ-DAT-006), checksum fields (AOBJ-DAT-020), path (AOBJ-DAT-007, AOBJ-DAT-011,
   // AOBJ-MEM-022) and descriptors (section 7.2). Defined in body.cc.
@@ -132,10 +199,12 @@ class RequestHandler {
   // Moves a planned body into `writer` (inline or by RMA) and verifies its checksum
   // (AOBJ-DAT-002, AOBJ-DAT-005). Never commits: on error the caller drops the writer.
   absl::StatusOr<ReceivedBody> ReceiveBody(const SessionState& s, const BodyRequest& body,
-                                           const BodyPlan& plan, ObjectWriter* writer);
+                                           const BodyPlan& plan, ObjectWriter* writer,
+                                           const ActiveCall& call);
   // Multipart upload (spec section 9.15); defined in handler_multipart.cc.
   absl::StatusOr<std::string> CreateMultipartUpload(absl::string_view body);
-  absl::StatusOr<std::string> UploadPart(const SessionState& s, absl::string_view body);
+  absl::StatusOr<std::string> UploadPart(const SessionState& s, absl::string_view body,
+                                         const ActiveCall& call);
   absl::StatusOr<std::string> CompleteMultipartUpload(absl::string_view body);
   absl::StatusOr<std::string> AbortMultipartUpload(absl::string_view body);
   absl::StatusOr<std::string> ListParts(absl::string_view body);
@@ -170,6 +239,7 @@ class RequestHandler {
   BucketAuthorizer* authz_;      // may be null: every principal may do everything
   StagingPool staging_;
   HandlerCounters counters_;
+  InFlightRequests in_flight_;
   // Authenticates continuation tokens (AOBJ-OBJ-107); random per process, so tokens do not
   // survive a restart of the server (AOBJ-OBJ-113).
   const std::string list_token_key_ = RandomBytes(32);

@@ -75,7 +75,8 @@ absl::StatusOr<std::string> RequestHandler::CreateMultipartUpload(absl::string_v
 }
 
 absl::StatusOr<std::string> RequestHandler::UploadPart(const SessionState& s,
-                                                       absl::string_view body) {
+                                                       absl::string_view body,
+                                                       const ActiveCall& call) {
   pb::UploadPartRequest req;
   AOBJ_RETURN_IF_ERROR(Parse(body, &req));
   AOBJ_RETURN_IF_ERROR(CheckNames(req.bucket(), req.key()));
@@ -103,7 +104,7 @@ absl::StatusOr<std::string> RequestHandler::UploadPart(const SessionState& s,
       (*mp)->BeginPart(req.bucket(), req.key(), req.upload_id(), req.part_number(), req.size());
   if (!writer.ok()) return writer.status();
   // AOBJ-DAT-150: moved from this request's own descriptors and verified before it is stored.
-  auto got = ReceiveBody(s, upload, *plan, writer->get());
+  auto got = ReceiveBody(s, upload, *plan, writer->get(), call);
   if (!got.ok()) return got.status();
   ObjectInfo info;
   info.size = req.size();

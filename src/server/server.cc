@@ -79,6 +79,18 @@ class ThreadPool {
   std::vector<std::thread> threads_;
 };
 
+// AOBJ-DAT-156: the nonce of a data request to cancel, on a RenewSession call (spec section
+// 12.8). Kept beside the client's copy in src/client/client.cc.
+constexpr char kMetaCancel[] = "aobj-cancel";
+
+// The call's deadline; gRPC reports "none" as the largest time_point, which does not convert.
+absl::Time DeadlineOf(const grpc::ServerContextBase& ctx) {
+  const auto deadline = ctx.deadline();
+  const auto now = std::chrono::system_clock::now();
+  if (deadline - now > std::chrono::hours(24 * 365)) return absl::InfiniteFuture();
+  return absl::Now() + absl::FromChrono(deadline - now);
+}
+
 std::string MetadataValue(const std::multimap<grpc::string_ref, grpc::string_ref>& md,
                           const char* key) {
   // AOBJ-AUTH-014: a repeated authentication entry makes the request malformed; the value
@@ -129,10 +141,15 @@ class Service final : public aobj::v1::ObjectService::Service {
     auth.nonce_hex = MetadataValue(md, kMetaNonce);
     auth.session_hex = MetadataValue(md, kMetaSessionId);
     auth.signature_hex = MetadataValue(md, kMetaSignature);
-    bool queued = pool_->Submit([this, method, ctx, resp, reactor, body, auth] {
+    // Spec section 3.7, AOBJ-DAT-016: the request sees its call's cancellation and deadline.
+    auto call = std::make_shared<CallControl>();
+    call->cancelled = [ctx] { return ctx->IsCancelled(); };
+    call->deadline = DeadlineOf(*ctx);
+    if (method == Method::kRenewSession) call->cancel_nonce = MetadataValue(md, kMetaCancel);
+    auto run = [this, method, ctx, resp, reactor, body, auth, call] {
       aobj::v1::VersionRange supported;
       absl::StatusOr<std::string> out = handler_->Handle(method, auth, *body, absl::Now(),
-                                                         &supported);
+                                                         &supported, call.get());
       if (out.ok()) {
         grpc::Slice slice(out->data(), out->size());
         *resp = grpc::ByteBuffer(&slice, 1);
@@ -144,7 +161,14 @@ class Service final : public aobj::v1::ObjectService::Service {
       grpc::Status gs = ToGrpcStatus(out.status(), &trailer, version_error ? &supported : nullptr);
       ctx->AddTrailingMetadata(kErrorTrailer, trailer);
       reactor->Finish(gs);
-    });
+    };
+    // AOBJ-DAT-156: a cancellation must not queue behind the data requests it is meant to stop
+    // (they may hold every request thread). A RenewSession never blocks, so it runs here.
+    if (!call->cancel_nonce.empty()) {
+      run();
+      return reactor;
+    }
+    bool queued = pool_->Submit(std::move(run));
     if (!queued) {
       std::string trailer;
       grpc::Status gs = ToGrpcStatus(

@@ -53,6 +53,8 @@ const std::vector<Expected>& ExpectedRows() {
       {ErrorCode::kTransferFailed, "TRANSFER_FAILED", "InternalError", true},
       {ErrorCode::kDataChannelUnavailable, "DATA_CHANNEL_UNAVAILABLE", "ServiceUnavailable", true},
       {ErrorCode::kIncompleteTransfer, "INCOMPLETE_TRANSFER", "IncompleteBody", false},
+      {ErrorCode::kDeadlineExceeded, "DEADLINE_EXCEEDED", "RequestTimeout", true},
+      {ErrorCode::kCancelled, "CANCELLED", "RequestCancelled", false},
       {ErrorCode::kStorageError, "STORAGE_ERROR", "InternalError", true},
       {ErrorCode::kInvalidRange, "INVALID_RANGE", "InvalidRange", false},
       {ErrorCode::kPreconditionFailed, "PRECONDITION_FAILED", "PreconditionFailed", false},

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "aobj/status.h"
+#include "transport/address_check.h"
 #include "transport/rkey_check.h"
 #include "transport/shm_guard.h"
 
@@ -145,6 +146,7 @@ void UcxWorker::Post(std::shared_ptr<Command> cmd) {
 }
 
 absl::StatusOr<uint64_t> UcxWorker::Connect(absl::string_view peer_address) {
+  if (absl::Status s = CheckWorkerAddress(peer_address, address_); !s.ok()) return s;
   auto cmd = std::make_shared<Command>();
   cmd->kind = Command::kConnect;
   cmd->peer_address = peer_address;

@@ -4,6 +4,7 @@
 
 #include "aobj/status.h"
 #include "gtest/gtest.h"
+#include <ucs/memory/memory_type.h>
 #include "transport/ucx_context.h"
 #include "transport/ucx_memory.h"
 
@@ -56,6 +57,16 @@ TEST(RkeyCheckTest, RejectsLongTrailerAndDeviceMemory) {
             ErrorCode::kInvalidRkey);
   EXPECT_EQ(ErrorCodeOf(CheckPackedRkey(Header(1, 1) + std::string("\x00", 1), 1024)),
             ErrorCode::kUnsupportedMemoryType);
+}
+
+// Found by aobj-conformance case mem/7.2/2: random octets whose memory-type byte is no UCX memory
+// type were answered UNSUPPORTED_MEMORY_TYPE; they are not a packed rkey at all.
+TEST(RkeyCheckTest, UnknownMemoryTypeByteIsAnInvalidRkey) {
+  for (uint8_t type : {uint8_t{UCS_MEMORY_TYPE_LAST}, uint8_t{28}, uint8_t{150}, uint8_t{255}}) {
+    EXPECT_EQ(ErrorCodeOf(CheckPackedRkey(Header(1, type) + std::string("\x00", 1), 1024)),
+              ErrorCode::kInvalidRkey)
+        << int{type};
+  }
 }
 
 }  // namespace

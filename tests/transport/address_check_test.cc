@@ -1,0 +1,379 @@
+#include "transport/address_check.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "aobj/status.h"
+#include "gtest/gtest.h"
+#include "transport/ucx_context.h"
+#include "transport/ucx_worker.h"
+
+namespace aobj {
+namespace {
+
+// Sets UCX_* variables for the contexts created while it lives (UCX reads them in
+// ucp_config_read), and restores them afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::vector<std::pair<std::string, std::string>> vars) {
+    for (auto& [k, v] : vars) {
+      const char* old = std::getenv(k.c_str());
+      saved_.emplace_back(k, old ? std::optional<std::string>(old) : std::nullopt);
+      setenv(k.c_str(), v.c_str(), 1);
+    }
+  }
+  ~ScopedEnv() {
+    for (auto& [k, v] : saved_) {
+      if (v) {
+        setenv(k.c_str(), v->c_str(), 1);
+      } else {
+        unsetenv(k.c_str());
+      }
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+struct Variant {
+  std::string name;
+  std::string transports;  // UCX_TLS; empty = UCX's default
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+// The configurations this machine can run (shared/FACTS.md): shm + tcp on lo, each alone, and
+// the two address versions and the debug-info flag of UCX 1.13.
+std::vector<Variant> Variants() {
+  return {
+      {"default", "", {}},
+      {"tcp", "tcp", {}},
+      {"shm", "sm", {}},
+      {"sysv", "sysv", {}},
+      {"posix", "posix", {}},
+      {"cma-tcp", "cma,tcp", {}},
+      {"self", "self", {}},  // reachable only from its own context
+      {"tcp-self", "tcp,self", {}},
+      {"v2", "", {{"UCX_ADDRESS_VERSION", "v2"}}},
+      {"debug-info", "", {{"UCX_ADDRESS_DEBUG_INFO", "y"}}},
+      {"v2-debug-info", "", {{"UCX_ADDRESS_VERSION", "v2"}, {"UCX_ADDRESS_DEBUG_INFO", "y"}}},
+  };
+}
+
+struct Real {
+  std::string name;
+  std::string address;
+};
+
+// Real addresses from every variant (one context + worker each; the workers are kept so that
+// the addresses stay connectable while a test runs).
+class AddressCheckTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const Variant& v : Variants()) {
+      ScopedEnv env(v.env);
+      DataChannelOptions o;
+      o.transports = v.transports;
+      auto ctx = UcxContext::Create(o);
+      ASSERT_TRUE(ctx.ok()) << v.name << ": " << ctx.status();
+      auto w = UcxWorker::Create(**ctx, "address-check-" + v.name);
+      ASSERT_TRUE(w.ok()) << v.name << ": " << w.status();
+      real_.push_back({v.name, (*w)->address()});
+      workers_.push_back(std::move(*w));
+      contexts_.push_back(std::move(*ctx));
+    }
+  }
+  void TearDown() override {
+    workers_.clear();
+    contexts_.clear();
+  }
+  // The default server worker's address: what CheckWorkerAddress compares with.
+  const std::string& local() const { return real_[0].address; }
+  UcxWorker& server() { return *workers_[0]; }
+
+  std::vector<std::unique_ptr<UcxContext>> contexts_;
+  std::vector<std::unique_ptr<UcxWorker>> workers_;
+  std::vector<Real> real_;
+};
+
+// A length or count field of an address and where its data starts, found by an independent walk
+// of the layout in address_check.h (v1 and v2 without extended bytes: what UCX packs here).
+struct Field {
+  size_t offset;   // the byte holding the length
+  uint8_t mask;    // its length bits
+  std::string what;
+};
+
+std::vector<Field> LengthFields(const std::string& a) {
+  std::vector<Field> out;
+  auto b = [&](size_t i) { return static_cast<uint8_t>(a.at(i)); };
+  const uint8_t version = b(0) & 0x0F;
+  const uint8_t flags = version == 0 ? b(0) >> 4 : b(1);
+  size_t off = version == 0 ? 1 : 2;
+  if (version == 0 || (flags & 2)) off += 8;
+  if (flags & 4) off += 8;
+  if (flags & 1) {
+    out.push_back({off, 0xFF, "worker name length"});
+    off += 1 + b(off);
+  }
+  if (b(off) == 0xFF) return out;
+  const size_t attr = version == 0 ? 16 : 8;
+  for (bool last_dev = false; !last_dev;) {
+    const bool empty = b(off) & 0x80;
+    ++off;
+    out.push_back({off, 0x1F, "device address length"});
+    const uint8_t dl = b(off++);
+    last_dev = dl & 0x80;
+    if (dl & 0x40) ++off;
+    if (dl & 0x20) ++off;
+    off += dl & 0x1F;
+    for (bool last_tl = empty; !last_tl;) {
+      off += 2 + attr;
+      out.push_back({off, 0x3F, "interface address length"});
+      const uint8_t il = b(off++);
+      last_tl = il & 0x80;
+      off += il & 0x3F;
+    }
+  }
+  EXPECT_EQ(off, a.size()) << "the test's own walk of a real address";
+  return out;
+}
+
+TEST_F(AddressCheckTest, AcceptsEveryRealAddress) {
+  for (const Real& r : real_) {
+    auto layout = ParseWorkerAddress(r.address);
+    ASSERT_TRUE(layout.ok()) << r.name << ": " << layout.status();
+    EXPECT_FALSE(layout->entries.empty()) << r.name;
+    std::string desc;
+    for (const auto& e : layout->entries) {
+      absl::StrAppend(&desc, " [csum 0x", absl::Hex(e.tl_name_csum), " md ", e.md_index, " dev ",
+                      e.device, "/", e.dev_addr_len, " iface ", e.iface_addr_len, "]");
+    }
+    std::printf("%-14s %4zu bytes v%d flags 0x%x devices %zu:%s\n", r.name.c_str(),
+                r.address.size(), layout->version + 1, layout->flags, layout->devices,
+                desc.c_str());
+    // Against itself and against the default server worker (the OpenSession situation).
+    EXPECT_TRUE(CheckWorkerAddress(r.address, r.address).ok()) << r.name;
+    EXPECT_TRUE(CheckWorkerAddress(r.address, local()).ok()) << r.name;
+    LengthFields(r.address);
+  }
+}
+
+TEST_F(AddressCheckTest, RealAddressesStillConnect) {
+  for (const Real& r : real_) {
+    if (r.name == "self") continue;
+    auto ep = server().Connect(r.address);
+    ASSERT_TRUE(ep.ok()) << r.name << ": " << ep.status();
+    server().Disconnect(*ep);
+  }
+}
+
+TEST_F(AddressCheckTest, RejectsEveryTruncation) {
+  for (const Real& r : real_) {
+    for (size_t n = 0; n < r.address.size(); ++n) {
+      const std::string cut = r.address.substr(0, n);
+      EXPECT_FALSE(ParseWorkerAddress(cut).ok()) << r.name << " cut to " << n;
+      EXPECT_EQ(ErrorCodeOf(CheckWorkerAddress(cut, local())), ErrorCode::kInvalidArgument)
+          << r.name << " cut to " << n;
+    }
+  }
+}
+
+TEST_F(AddressCheckTest, RejectsTrailingBytes) {
+  for (const Real& r : real_) {
+    EXPECT_EQ(ErrorCodeOf(CheckWorkerAddress(r.address + std::string(1, '\0'), local())),
+              ErrorCode::kInvalidArgument)
+        << r.name;
+  }
+}
+
+// The conformance suite's case: 200 random octets aborted UCX 1.13.1 in ucp_address_unpack.
+TEST_F(AddressCheckTest, RejectsRandomBytes) {
+  size_t accepted = 0;
+  for (uint32_t seed = 0; seed < 20000; ++seed) {
+    std::mt19937 rng(seed);
+    const size_t n = seed < 10000 ? 200 : 1 + rng() % 400;
+    std::string blob(n, '\0');
+    for (char& c : blob) c = static_cast<char>(rng());
+    absl::Status s = CheckWorkerAddress(blob, local());
+    if (s.ok()) {
+      ++accepted;
+      continue;
+    }
+    ASSERT_EQ(ErrorCodeOf(s), ErrorCode::kInvalidArgument) << seed << ": " << s;
+  }
+  EXPECT_EQ(accepted, 0u);
+}
+
+TEST_F(AddressCheckTest, RejectsUnknownVersions) {
+  for (const Real& r : real_) {
+    for (int v = 2; v < 16; ++v) {
+      std::string bad = r.address;
+      bad[0] = static_cast<char>((bad[0] & 0xF0) | v);
+      absl::Status s = CheckWorkerAddress(bad, local());
+      EXPECT_EQ(ErrorCodeOf(s), ErrorCode::kInvalidArgument) << r.name << " version " << v;
+      EXPECT_NE(s.message().find("version"), std::string::npos) << s;
+    }
+  }
+}
+
+// Every length field set to every value that points past the end of the blob is refused; any
+// other value may or may not parse, but never reads outside (the fuzzer checks that with ASan).
+TEST_F(AddressCheckTest, RejectsLengthsPointingOutside) {
+  for (const Real& r : real_) {
+    const auto fields = LengthFields(r.address);
+    ASSERT_FALSE(fields.empty()) << r.name;
+    for (const Field& f : fields) {
+      size_t outside = 0;
+      for (int v = 0; v < 256; ++v) {
+        std::string bad = r.address;
+        bad[f.offset] = static_cast<char>(v);
+        const size_t declared = static_cast<uint8_t>(v) & f.mask;
+        if (f.offset + 1 + declared > bad.size()) {
+          ++outside;
+          EXPECT_EQ(ErrorCodeOf(CheckWorkerAddress(bad, local())), ErrorCode::kInvalidArgument)
+              << r.name << " " << f.what << " at " << f.offset << " = " << v;
+        } else {
+          (void)ParseWorkerAddress(bad);
+        }
+      }
+      if (f.mask == 0xFF) {
+        EXPECT_GT(outside, 0u) << r.name << " " << f.what;
+      }
+    }
+  }
+}
+
+TEST_F(AddressCheckTest, RejectsMissingLastFlags) {
+  for (const Real& r : real_) {
+    for (const Field& f : LengthFields(r.address)) {
+      if (f.mask == 0xFF || !(static_cast<uint8_t>(r.address[f.offset]) & 0x80)) continue;
+      std::string bad = r.address;
+      bad[f.offset] = static_cast<char>(bad[f.offset] & 0x7F);  // the walk runs on past the end
+      EXPECT_EQ(ErrorCodeOf(CheckWorkerAddress(bad, local())), ErrorCode::kInvalidArgument)
+          << r.name << " " << f.what << " at " << f.offset;
+    }
+  }
+}
+
+// A real address whose interface length field is cut by one, with the freed byte dropped: still
+// structurally complete, but UCT would read the address past its end (it takes no length).
+TEST_F(AddressCheckTest, RejectsShorterAddressForATransportWeRun) {
+  const std::string& a = local();
+  for (const Field& f : LengthFields(a)) {
+    const uint8_t len = static_cast<uint8_t>(a[f.offset]) & f.mask;
+    if (f.mask == 0xFF || len == 0) continue;
+    std::string bad = a;
+    bad[f.offset] = static_cast<char>(static_cast<uint8_t>(bad[f.offset]) - 1);
+    bad.erase(f.offset + 1, 1);
+    ASSERT_TRUE(ParseWorkerAddress(bad).ok()) << f.what;
+    EXPECT_EQ(ErrorCodeOf(CheckWorkerAddress(bad, a)), ErrorCode::kInvalidArgument) << f.what;
+  }
+}
+
+TEST_F(AddressCheckTest, RejectsEndpointAddresses) {
+  // The last interface of the last device gets one endpoint address (length 0, lane 0|LAST).
+  const std::string& a = local();
+  const Field f = LengthFields(a).back();
+  ASSERT_EQ(f.mask, 0x3F);
+  ASSERT_EQ(static_cast<uint8_t>(a[f.offset]) & 0x3F, a.size() - f.offset - 1);
+  std::string with_ep = a;
+  with_ep[f.offset] = static_cast<char>(with_ep[f.offset] | 0x40);
+  with_ep += std::string("\x00\x80", 2);
+  auto layout = ParseWorkerAddress(with_ep);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  EXPECT_EQ(layout->entries.back().ep_addrs, 1u);
+  EXPECT_EQ(ErrorCodeOf(CheckWorkerAddress(with_ep, a)), ErrorCode::kInvalidArgument);
+}
+
+TEST_F(AddressCheckTest, AcceptsAnAddressWithNoTransports) {
+  // v1 header, uuid, UCP_NULL_RESOURCE: UCX unpacks it; ucp_ep_create then finds no lane.
+  const std::string none = std::string(1, '\0') + std::string(8, '\x11') + "\xff";
+  EXPECT_TRUE(ParseWorkerAddress(none).ok());
+  auto ep = server().Connect(none);
+  EXPECT_EQ(ErrorCodeOf(ep.status()), ErrorCode::kDataChannelUnavailable) << ep.status();
+}
+
+// Fuzz regression (fuzz/corpus/worker_address/crash-am-seg-size-0-*): a v2 active-message
+// interface with a segment size of 0 aborted UCX 1.13.1 in ucp_ep_create (ucp_ep.c:2634).
+TEST_F(AddressCheckTest, RejectsTinyActiveMessageSegments) {
+  for (const Real& r : real_) {
+    auto layout = ParseWorkerAddress(r.address);
+    ASSERT_TRUE(layout.ok());
+    if (layout->version != 1) continue;
+    for (const WorkerAddressEntry& e : layout->entries) {
+      const size_t attrs = e.iface_addr_offset - 1 - 8;  // before the iface length byte
+      const uint16_t flags = static_cast<uint8_t>(r.address[attrs + 6]) |
+                             static_cast<uint8_t>(r.address[attrs + 7]) << 8;
+      std::string bad = r.address;
+      bad[attrs + 4] = bad[attrs + 5] = '\0';
+      EXPECT_EQ(CheckWorkerAddress(bad, local()).ok(), (flags & 0x6) == 0)
+          << r.name << " transport 0x" << std::hex << e.tl_name_csum;
+    }
+  }
+}
+
+TEST_F(AddressCheckTest, RejectsSizesOutsideTheSpec) {
+  EXPECT_EQ(ErrorCodeOf(CheckWorkerAddress("", local())), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(ErrorCodeOf(CheckWorkerAddress(std::string(8193, '\0'), local())),
+            ErrorCode::kInvalidArgument);
+}
+
+TEST_F(AddressCheckTest, UnparsableLocalAddressIsUnavailable) {
+  EXPECT_EQ(ErrorCodeOf(CheckWorkerAddress(local(), "\x07")), ErrorCode::kDataChannelUnavailable);
+}
+
+// Accepted single-octet changes of a real address reach ucp_ep_create for real: none may abort
+// the process (the next thing after structure is what UCX does with odd values).
+TEST_F(AddressCheckTest, AcceptedMutationsDoNotAbortUcx) {
+  size_t tried = 0;
+  for (const Real& r : real_) {
+    if (r.name == "self" || r.name == "tcp-self") continue;  // self is the default's first
+    const std::string& a = r.address;
+    for (size_t i = 0; i < a.size(); ++i) {
+      // Each bit flipped, all bits flipped, and the octet (with the next) set to 0x00 or 0xFF.
+      for (int x : {0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0xFF, -1, -2, -3, -4}) {
+        std::string m = a;
+        if (x > 0) {
+          m[i] = static_cast<char>(m[i] ^ x);
+        } else {
+          const char v = (x == -1 || x == -3) ? '\0' : '\xff';
+          m[i] = v;
+          if (x <= -3 && i + 1 < m.size()) m[i + 1] = v;
+          if (m == a) continue;
+        }
+        if (!CheckWorkerAddress(m, local()).ok()) continue;
+        ++tried;
+        if (std::getenv("AOBJ_TRACE_MUTATIONS")) {
+          std::fprintf(stderr, "%s: octet %zu ^ 0x%x\n", r.name.c_str(), i, x);
+        }
+        auto ep = server().Connect(m);
+        if (ep.ok()) server().Disconnect(*ep, absl::Milliseconds(100));
+      }
+    }
+  }
+  std::printf("%zu accepted mutations connected or failed cleanly\n", tried);
+}
+
+// Writes real addresses as fuzz seeds: AOBJ_WORKER_ADDRESS_SEEDS=fuzz/corpus/worker_address.
+TEST_F(AddressCheckTest, WritesSeedsWhenAsked) {
+  const char* dir = std::getenv("AOBJ_WORKER_ADDRESS_SEEDS");
+  if (dir == nullptr) GTEST_SKIP() << "AOBJ_WORKER_ADDRESS_SEEDS not set";
+  mkdir(dir, 0755);
+  for (const Real& r : real_) {
+    std::ofstream(absl::StrCat(dir, "/real-", r.name), std::ios::binary) << r.address;
+  }
+  std::ofstream(absl::StrCat(dir, "/real-default-truncated"), std::ios::binary)
+      << local().substr(0, local().size() / 2);
+}
+
+}  // namespace
+}  // namespace aobj

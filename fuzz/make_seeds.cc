@@ -10,6 +10,7 @@
 #include "aobj/status.h"
 #include "aobj/v1/aobj.pb.h"
 #include "control/rpc.h"
+#include "stateful_script.h"
 #include "transport/ucx_context.h"
 #include "transport/ucx_memory.h"
 #include "wire/checksum.h"
@@ -23,6 +24,129 @@ void Write(const std::string& target, const std::string& name, const std::string
   const std::string d = dir + "/" + target;
   mkdir(d.c_str(), 0755);
   std::ofstream(d + "/" + name, std::ios::binary) << bytes;
+}
+
+// stateful: scripts of steps (stateful_script.h), encoded as the fuzzer decodes them.
+void WriteScript(const std::string& name, aobj_fuzz::Setup setup,
+                 std::initializer_list<aobj_fuzz::Step> steps) {
+  aobj_fuzz::ScriptWriter w;
+  w.Add(setup);
+  for (const aobj_fuzz::Step& s : steps) w.Add(s);
+  Write("stateful", name, w.Bytes());
+}
+
+void StatefulSeeds() {
+  using namespace aobj_fuzz;  // NOLINT: the script's vocabulary
+  const Step open0{.op = kOpOpen, .session = 0, .caps = 7};
+  const Step open1{.op = kOpOpen, .session = 1, .access_key = 1, .caps = 7};
+  // A PUT of `len_class`/`len` bytes of body `seed` to key `key` over `windows` descriptors.
+  auto put = [](uint32_t key, uint32_t len_class, uint32_t len, uint32_t seed, uint32_t windows) {
+    return Step{.op = kOpPut, .key = key, .len_class = len_class, .len = len, .seed = seed,
+                .windows = windows, .algorithm = 1};
+  };
+  auto get = [](uint32_t key, uint32_t windows) {
+    return Step{.op = kOpGet, .key = key, .windows = windows, .algorithm = 1};
+  };
+  WriteScript("put-get-rma", {},
+              {open0, put(0, 2, 3000, 1, 3), get(0, 2),
+               Step{.op = kOpGet, .key = 0, .windows = 1, .slack = 1, .algorithm = 2, .range = 1,
+                    .first = 10, .last = 99},
+               Step{.op = kOpGet, .key = 0, .inline_path = 1, .windows = 1, .range = 3, .last = 7},
+               Step{.op = kOpHead, .key = 0}, Step{.op = kOpList, .delimiter = 1},
+               Step{.op = kOpDelete, .key = 0}, get(0, 1), Step{.op = kOpClose}});
+  {
+    Step inline_put = put(1, 1, 40, 2, 1);
+    inline_put.inline_path = 1;
+    Step if_none = put(1, 1, 41, 3, 1);
+    if_none.precondition = 1;
+    Step if_match = put(1, 2, 500, 4, 2);
+    if_match.precondition = 2;
+    WriteScript("overwrite-copy-list", {},
+                {open0, inline_put, if_none, if_match,
+                 Step{.op = kOpCopy, .key = 1, .key2 = 3}, Step{.op = kOpCopy, .key = 1, .key2 = 1},
+                 put(4, 0, 0, 0, 1), Step{.op = kOpList, .prefix = 1, .page = 1},
+                 Step{.op = kOpList, .delimiter = 1, .page = 2},
+                 Step{.op = kOpDeleteMany, .parts_mask = 0x13}});
+  }
+  {
+    Step part1{.op = kOpMpPart, .len_class = 2, .len = 100, .seed = 5, .windows = 2,
+               .algorithm = 1, .part = 1};
+    Step part2{.op = kOpMpPart, .len_class = 1, .len = 3, .seed = 6, .inline_path = 1,
+               .algorithm = 2, .part = 2};
+    WriteScript("multipart", {.hide_fast_paths = 1, .staging = 0, .rma_piece = 1},
+                {open0, Step{.op = kOpMpCreate, .key = 2, .upload = 0}, part1, part2,
+                 Step{.op = kOpMpListParts, .upload = 0},
+                 Step{.op = kOpMpComplete, .upload = 0, .parts_mask = 3}, get(2, 4),
+                 Step{.op = kOpMpCreate, .key = 3, .upload = 1},
+                 Step{.op = kOpMpComplete, .upload = 1, .parts_mask = 0},
+                 Step{.op = kOpMpAbort, .upload = 1}});
+  }
+  {
+    // Transfers that fail part-way, lose the endpoint, or deliver a wrong byte, through the
+    // staging path (small chunks and pieces).
+    Step fail = put(0, 3, 9000, 7, 3);
+    fail.fault = kFaultFailAt;
+    fail.fault_at = 3;
+    Step corrupt = put(0, 2, 2000, 8, 1);
+    corrupt.fault = kFaultCorruptAt;
+    corrupt.fault_at = 1;
+    Step batches = put(0, 2, 2000, 9, 1);
+    batches.fault = kFaultFailBatches;
+    batches.fault_at = 1;
+    Step get_fail = get(1, 2);
+    get_fail.fault = kFaultFailAt;
+    get_fail.fault_at = 2;
+    Step lose = put(1, 2, 1500, 10, 2);
+    lose.fault = kFaultLoseAt;
+    lose.fault_at = 0;
+    WriteScript("transport-faults", {.hide_fast_paths = 1, .staging = 0, .rma_piece = 2},
+                {open0, put(1, 3, 6000, 11, 2), fail, corrupt, batches, get_fail, lose,
+                 get(1, 1), Step{.op = kOpLoseEndpoint}, put(2, 1, 10, 12, 1),
+                 Step{.op = kOpClose}, Step{.op = kOpSweep}});
+  }
+  {
+    // Nested requests in the middle of a transfer, as concurrent requests or a cancellation.
+    Step overwrite = put(0, 3, 5000, 13, 2);
+    overwrite.fault = kFaultHookAt;
+    overwrite.fault_at = 1;
+    overwrite.hook = kHookPutSameKey;
+    Step delete_during_get = get(0, 2);
+    delete_during_get.fault = kFaultHookAt;
+    delete_during_get.fault_at = 1;
+    delete_during_get.hook = kHookDeleteSameKey;
+    Step abort_during_part{.op = kOpMpPart, .len_class = 2, .len = 300, .seed = 14,
+                           .windows = 2, .algorithm = 1, .fault = kFaultHookAt, .fault_at = 1,
+                           .hook = kHookAbortUpload, .part = 1};
+    Step close_during_put = put(1, 2, 3000, 15, 3);
+    close_during_put.fault = kFaultHookAt;
+    close_during_put.fault_at = 2;
+    close_during_put.hook = kHookClose;
+    Step expire_during_get = get(1, 1);
+    expire_during_get.session = 1;
+    expire_during_get.fault = kFaultHookAt;
+    expire_during_get.hook = kHookExpire;
+    Step recreate_during_put = put(0, 2, 2000, 17, 2);
+    recreate_during_put.fault = kFaultHookAt;
+    recreate_during_put.fault_at = 1;
+    recreate_during_put.hook = kHookRecreateBucket;
+    Step put1 = put(1, 2, 700, 16, 1);
+    put1.session = 1;
+    WriteScript("nested-requests", {.hide_fast_paths = 0, .staging = 1, .rma_piece = 1},
+                {open0, open1, recreate_during_put, overwrite, delete_during_get,
+                 Step{.op = kOpMpCreate, .key = 2, .upload = 0}, abort_during_part,
+                 close_during_put, put1, expire_during_get, Step{.op = kOpSweep}});
+  }
+  WriteScript("sessions-and-leases", {},
+              {open0, open1, Step{.op = kOpForeign, .session = 0},
+               Step{.op = kOpOpen, .session = 2, .caps = 1, .channel = 1},
+               Step{.op = kOpOpen, .session = 2, .caps = 1, .channel = 2},
+               Step{.op = kOpOpen, .session = 2, .caps = 1, .require_hardware = 1},
+               Step{.op = kOpOpen, .session = 2, .caps = 1, .require_hardware = 1, .channel = 3},
+               Step{.op = kOpAdvance, .millis = 20000}, Step{.op = kOpRenew, .session = 1},
+               Step{.op = kOpAdvance, .millis = 20000}, Step{.op = kOpSweep},
+               Step{.op = kOpHead, .session = 0}, Step{.op = kOpExpire},
+               Step{.op = kOpClose, .session = 1}, Step{.op = kOpOpen, .session = 0, .caps = 2},
+               Step{.op = kOpClose, .session = 0}, Step{.op = kOpRenew, .session = 0}});
 }
 
 std::string Le64(uint64_t v) {
@@ -134,6 +258,7 @@ int main(int argc, char** argv) {
     Write("client_reply", "head", head.SerializeAsString() + tail_ok + std::string(1, '\x02'));
     Write("client_reply", "error-trailer", trailer + std::string(9, '\0') + std::string("\x04\x00\x01", 3));
   }
+  StatefulSeeds();
   std::printf("seeds written to %s\n", dir.c_str());
   return 0;
 }

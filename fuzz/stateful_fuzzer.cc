@@ -1,0 +1,1054 @@
+// AOBJ_FUZZ_COVERS: src/server/handler_util.h
+// AOBJ_FUZZ_COVERS: src/wire/listing.cc
+// AOBJ_FUZZ_COVERS: src/wire/range.cc
+// Random operation sequences against ONE server RequestHandler (the msquic "API fuzzing" layer):
+// the real handler, session table, authenticator, MemoryStore and multipart manager; only the
+// data channel (FakeChannel: deterministic, with injected faults) and the clock (a plain
+// absl::Time passed to Handle and to the expiry sweep) are fakes. The input is a script
+// (stateful_script.h): sessions opened, closed, renewed, used by the wrong principal, expired
+// and swept; PUT (RMA and inline), GET (whole and ranged), HEAD, DELETE, DeleteObjects, LIST,
+// COPY, multipart create/part/complete/abort/list; transfers that fail part-way, lose their
+// endpoint, deliver a corrupted byte, or run a nested request (close, expiry, overwrite, delete,
+// abort) in the middle, as a concurrent request or a cancellation would.
+//
+// A model beside the server (key -> the body and ETag of the last PUT/COPY/Complete that
+// succeeded; uploads -> their parts; sessions -> endpoint and lease) is checked after every step;
+// any violation aborts:
+//  * no object is both committed and torn: every object the store holds equals, byte for byte,
+//    the body of one complete write the harness issued and saw succeed, and a failed write leaves
+//    the old value (or absence); GET, HEAD and LIST agree with the model; a write never succeeds
+//    after a failed or corrupted transfer or with a wrong checksum;
+//  * no transfer outside a granted window: every RMA operation lies inside a descriptor of the
+//    request being handled, on that request's session's endpoint, in its direction (GET writes,
+//    PUT/UploadPart read); nothing else (HEAD, COPY, Complete, nested requests) touches the data
+//    channel, and a GET leaves the client bytes past the body untouched;
+//  * no leak: no transfer slot outlives its request; an endpoint is released once, only after
+//    its session closed or expired and nothing is in flight (AOBJ-SES-010, AOBJ-SES-023); at the
+//    end every endpoint and every unpacked rkey the fake handed out is released.
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "aobj/status.h"
+#include "aobj/store.h"
+#include "aobj/v1/aobj.pb.h"
+#include "control/rpc.h"
+#include "fuzz_util.h"
+#include "server/data_channel.h"
+#include "server/handler.h"
+#include "session/authenticator.h"
+#include "session/session_table.h"
+#include "session/signer.h"
+#include "stateful_fakes.h"
+#include "stateful_script.h"
+#include "store/multipart.h"
+#include "wire/checksum.h"
+#include "wire/crypto.h"
+
+namespace {
+
+namespace pb = aobj::v1;
+using aobj::ErrorCode;
+using aobj::ErrorCodeOf;
+using aobj::Method;
+using aobj::RmaDirection;
+using namespace aobj_fuzz;  // NOLINT: the script's vocabulary
+
+constexpr char kBucket[] = "bkt";
+const char* const kKeyNames[kKeys] = {"k0", "k1", "k2", "d/k3", "d/k4"};
+constexpr uint64_t kMinPartSize = 16;
+const absl::Duration kLease = absl::Seconds(30);
+const absl::Duration kTombstone = absl::Seconds(60);
+struct Principal {
+  const char* id;
+  const char* secret;
+};
+constexpr Principal kPrincipals[2] = {{"AKSTATE0", "stateful-secret-0"},
+                                      {"AKSTATE1", "stateful-secret-1"}};
+constexpr char kPoison = '\xEE';  // client memory of a GET before the server writes it
+
+// AOBJ_STATEFUL_TRACE=1 prints every step and request (to read a crash input).
+bool Trace() {
+  static const bool trace = std::getenv("AOBJ_STATEFUL_TRACE") != nullptr;
+  return trace;
+}
+
+std::string Body(uint32_t seed, uint64_t len) {
+  std::string b(len, '\0');
+  uint32_t x = seed * 2654435761u + 0x9E3779B9u;
+  for (uint64_t i = 0; i < len; ++i) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    b[i] = static_cast<char>(x);
+  }
+  return b;
+}
+
+std::string QuotedMd5(const std::string& data) {
+  aobj::Md5 md5;
+  md5.Update(data.data(), data.size());
+  return "\"" + aobj::HexEncode(md5.Finish()) + "\"";
+}
+
+// AOBJ-OBJ-217, computed here independently of wire/etag.cc.
+std::string MultipartEtag(const std::vector<std::string>& bodies) {
+  std::string digests;
+  for (const std::string& b : bodies) {
+    aobj::Md5 md5;
+    md5.Update(b.data(), b.size());
+    const aobj::Md5Digest d = md5.Finish();
+    digests.append(reinterpret_cast<const char*>(d.data()), d.size());
+  }
+  aobj::Md5 md5;
+  md5.Update(digests.data(), digests.size());
+  return "\"" + aobj::HexEncode(md5.Finish()) + "-" + std::to_string(bodies.size()) + "\"";
+}
+
+std::string Checksum(aobj::ChecksumAlgorithm algo, const std::string& data) {
+  aobj::Checksummer sum(algo);
+  sum.Update(data.data(), data.size());
+  return sum.Finish();
+}
+
+// ---- The model ----------------------------------------------------------------------------------
+
+struct Obj {
+  std::string body;
+  std::string etag;
+};
+
+struct SessionModel {
+  std::string id_hex;
+  int principal = 0;
+  uint64_t endpoint = 0;
+  // The last correctly signed request naming it: its lease ends at the latest then + lease.
+  absl::Time last_signed;
+  // The last request of it that succeeded: its lease lasts at least until then + lease.
+  absl::Time last_ok;
+  bool closed = false;       // CloseSession succeeded
+  bool release_due = false;  // its endpoint must be released by now
+  bool in_flight = false;    // a data request of it is being handled (nested steps)
+};
+
+struct UploadModel {
+  std::string id;
+  std::string key;
+  bool live = true;
+  std::map<uint32_t, Obj> parts;
+};
+
+// Client memory for one request's descriptors.
+struct Windows {
+  std::vector<std::unique_ptr<std::string>> memory;
+  Grant grant;
+};
+
+class Harness {
+ public:
+  explicit Harness(const Setup& setup)
+      : base_store_(aobj::NewMemoryStore()),
+        plain_store_(base_store_.get()),
+        store_(setup.hide_fast_paths ? static_cast<aobj::ObjectStore*>(&plain_store_)
+                                     : base_store_.get()),
+        auth_({{kPrincipals[0].id, kPrincipals[0].secret},
+               {kPrincipals[1].id, kPrincipals[1].secret}},
+              absl::Seconds(300), 1 << 16),
+        sessions_(kLease, kTombstone),
+        signers_{aobj::RequestSigner(kPrincipals[0].id, kPrincipals[0].secret),
+                 aobj::RequestSigner(kPrincipals[1].id, kPrincipals[1].secret)} {
+    AOBJ_FUZZ_CHECK(base_store_->CreateBucket(kBucket).ok());
+    aobj::MultipartLimits mpl;
+    mpl.min_part_size = kMinPartSize;
+    mpl.copy_chunk_bytes = 1000;
+    auto mp = aobj::MultipartManager::Open(store_, "", mpl);
+    AOBJ_FUZZ_CHECK(mp.ok());
+    multipart_ = std::move(*mp);
+    aobj::HandlerConfig config;
+    config.capabilities = {aobj::kCapInline, aobj::kCapCrc32c, aobj::kCapCrc64Nvme,
+                           aobj::kCapMultiDescriptor};
+    config.staging_bytes = 512u << setup.staging;
+    config.max_rma_piece = setup.rma_piece == 0 ? (64u << 20) : (256u << setup.rma_piece);
+    handler_ = std::make_unique<aobj::RequestHandler>(config, store_, &channel_, &auth_, &sessions_,
+                                                      multipart_.get());
+    slots_.fill(-1);
+    upload_slots_.fill(-1);
+  }
+
+  void Run(const Step& s) {
+    switch (s.op) {
+      case kOpOpen:
+        return Open(s);
+      case kOpClose:
+        return Close(s);
+      case kOpRenew:
+        return Renew(s.session);
+      case kOpPut:
+        return Put(s, /*nested=*/false);
+      case kOpGet:
+        return Get(s);
+      case kOpHead:
+        return Head(s);
+      case kOpDelete:
+        return Delete(s.session, s.key);
+      case kOpDeleteMany:
+        return DeleteMany(s);
+      case kOpList:
+        return List(s);
+      case kOpCopy:
+        return Copy(s);
+      case kOpMpCreate:
+        return MpCreate(s);
+      case kOpMpPart:
+        return MpPart(s);
+      case kOpMpComplete:
+        return MpComplete(s);
+      case kOpMpAbort:
+        return MpAbort(s.session, s.upload);
+      case kOpMpListParts:
+        return MpListParts(s);
+      case kOpAdvance:
+        now_ += absl::Milliseconds(s.millis);
+        return;
+      case kOpExpire:
+        now_ += kLease + absl::Milliseconds(1 + s.millis);
+        return Sweep(-1);
+      case kOpSweep:
+        return Sweep(-1);
+      case kOpLoseEndpoint:
+        if (slots_[s.session] >= 0) channel_.Lose(all_sessions_[slots_[s.session]].endpoint);
+        return;
+      case kOpForeign:
+        return Foreign(s);
+      default:
+        return;
+    }
+  }
+
+  // The invariants that hold between any two steps.
+  void CheckInvariants() {
+    AOBJ_FUZZ_CHECK(sessions_.transfers_in_flight() == 0);  // no TransferSlot leaked
+    // Every request counted once, every failure as an error (the metrics endpoint's numbers).
+    AOBJ_FUZZ_CHECK(handler_->counters().requests.load() == requests_);
+    AOBJ_FUZZ_CHECK(handler_->counters().errors.load() == errors_);
+    // Objects: exactly the model, byte for byte (AOBJ-OBJ-010: never torn, never half-visible).
+    for (const char* key : kKeyNames) {
+      auto it = objects_.find(key);
+      auto reader = base_store_->OpenRead(kBucket, key);
+      if (it == objects_.end()) {
+        AOBJ_FUZZ_CHECK(!reader.ok() && ErrorCodeOf(reader.status()) == ErrorCode::kNoSuchKey);
+        continue;
+      }
+      AOBJ_FUZZ_CHECK(reader.ok());
+      const aobj::ObjectInfo& info = (*reader)->info();
+      const std::string& want = it->second.body;
+      AOBJ_FUZZ_CHECK(info.size == want.size());
+      AOBJ_FUZZ_CHECK(info.etag == it->second.etag);
+      AOBJ_FUZZ_CHECK(info.crc32c == aobj::Crc32c(0, want.data(), want.size()));
+      std::string got(want.size(), '\0');
+      auto n = (*reader)->ReadAt(0, {reinterpret_cast<uint8_t*>(got.data()), got.size()});
+      AOBJ_FUZZ_CHECK(n.ok() && *n == want.size() && got == want);
+    }
+    auto listed = base_store_->ListObjects(kBucket, "", "", 100);
+    AOBJ_FUZZ_CHECK(listed.ok() && listed->size() == objects_.size());
+    for (const aobj::ObjectSummary& o : *listed) AOBJ_FUZZ_CHECK(objects_.count(o.key) == 1);
+    // Uploads: exactly the live ones of the model (a part or a Complete never lands elsewhere).
+    auto uploads = multipart_->ListUploads(kBucket, "", "", "", 1000);
+    AOBJ_FUZZ_CHECK(uploads.ok());
+    std::set<std::string> live;
+    for (const UploadModel& u : all_uploads_) {
+      if (u.live) live.insert(u.id);
+    }
+    AOBJ_FUZZ_CHECK(uploads->uploads.size() == live.size());
+    for (const aobj::UploadInfo& u : uploads->uploads) AOBJ_FUZZ_CHECK(live.count(u.upload_id));
+    // Endpoints: each open one belongs to a session whose endpoint is not yet due for release;
+    // a session whose lease surely runs still holds its endpoint.
+    for (const SessionModel& m : all_sessions_) {
+      if (m.release_due) AOBJ_FUZZ_CHECK(!channel_.IsOpen(m.endpoint));
+      if (!m.closed && now_ < m.last_ok + kLease) AOBJ_FUZZ_CHECK(channel_.IsOpen(m.endpoint));
+    }
+    for (uint64_t ep : channel_.open_endpoints()) {
+      bool owned = false;
+      for (const SessionModel& m : all_sessions_) owned |= m.endpoint == ep;
+      AOBJ_FUZZ_CHECK(owned);  // no endpoint without a session (AOBJ-SES-023)
+    }
+  }
+
+  // Closes every session, then lets every lease and tombstone run out: nothing may remain.
+  void Finish() {
+    for (int i = 0; i < static_cast<int>(all_sessions_.size()); ++i) {
+      if (!all_sessions_[i].closed) CloseIndex(i);
+    }
+    now_ += kLease + kTombstone + absl::Seconds(1);
+    Sweep(-1);
+    CheckInvariants();
+    AOBJ_FUZZ_CHECK(channel_.endpoint_count() == 0);
+    AOBJ_FUZZ_CHECK(channel_.rkeys_outstanding() == 0);
+    AOBJ_FUZZ_CHECK(sessions_.open_sessions() == 0);
+    AOBJ_FUZZ_CHECK(sessions_.List().empty());
+  }
+
+ private:
+  // One request, signed by `principal` (default: the session's own) at the current time.
+  absl::StatusOr<std::string> Call(Method method, int slot, const google::protobuf::Message& req,
+                                   int principal = -1) {
+    const std::string body = req.SerializeAsString();
+    SessionModel* m = slot >= 0 && slots_[slot] >= 0 ? &all_sessions_[slots_[slot]] : nullptr;
+    const std::string session_hex =
+        method == Method::kOpenSession ? "" : (m ? m->id_hex : std::string(32, '0'));
+    if (principal < 0) principal = m ? m->principal : 0;
+    const bool own = m != nullptr && principal == m->principal;
+    // A session that is closed, or whose lease surely ended, serves nothing (AOBJ-SES-009/010).
+    const bool dead = m != nullptr && (m->closed || now_ >= m->last_signed + kLease);
+    const absl::Time at = now_;  // a nested step may move the clock during the call
+    aobj::RequestAuth auth =
+        signers_[principal].Sign(aobj::MethodPath(method), session_hex, body, now_);
+    auto result = handler_->Handle(method, auth, body, now_, nullptr);
+    ++requests_;
+    errors_ += !result.ok();
+    if (Trace()) {
+      std::fprintf(stderr, "  %s%s -> %s\n", channel_.grant == nullptr ? "" : "(data) ",
+                   aobj::MethodName(method),
+                   result.ok() ? "OK" : result.status().ToString().c_str());
+    }
+    if (method != Method::kOpenSession) {
+      if (m == nullptr || !own || dead) AOBJ_FUZZ_CHECK(!result.ok());
+      if (m != nullptr && own) {
+        m->last_signed = at;
+        if (result.ok()) m->last_ok = at;
+      }
+    }
+    return result;
+  }
+
+  SessionModel* SessionOf(int slot) {
+    return slots_[slot] >= 0 ? &all_sessions_[slots_[slot]] : nullptr;
+  }
+
+  void Open(const Step& s) {
+    pb::OpenSessionRequest req;
+    req.mutable_versions()->set_min(1);
+    req.mutable_versions()->set_max(1);
+    req.add_capabilities(aobj::kCapCrc32c);
+    if (s.caps & 1) req.add_capabilities(aobj::kCapInline);
+    if (s.caps & 2) req.add_capabilities(aobj::kCapMultiDescriptor);
+    if (s.caps & 4) req.add_capabilities(aobj::kCapCrc64Nvme);
+    req.set_worker_address("fake-worker-" + std::to_string(all_sessions_.size()));
+    if (s.inline_threshold == 1) req.mutable_requested_limits()->set_inline_threshold(64);
+    if (s.inline_threshold == 2) req.mutable_requested_limits()->set_inline_threshold(4096);
+    if (s.max_in_flight > 0) req.mutable_requested_limits()->set_max_in_flight(s.max_in_flight);
+    req.set_require_hardware_protection(s.require_hardware != 0);
+    channel_.open_fault = s.channel == 1 || s.channel == 2 ? s.channel : 0;
+    channel_.hardware = s.channel == 3;
+    const size_t before = channel_.endpoint_count();
+    const uint64_t last = channel_.last_connected;
+    auto result = Call(Method::kOpenSession, -1, req, static_cast<int>(s.access_key));
+    channel_.open_fault = 0;
+    if (!result.ok()) {
+      // AOBJ-SES-023: a refused OpenSession releases the endpoint it created.
+      AOBJ_FUZZ_CHECK(channel_.endpoint_count() == before);
+      return;
+    }
+    AOBJ_FUZZ_CHECK(s.channel != 1 && s.channel != 2);
+    AOBJ_FUZZ_CHECK(!s.require_hardware || s.channel == 3);  // AOBJ-SES-014
+    AOBJ_FUZZ_CHECK(channel_.endpoint_count() == before + 1);
+    AOBJ_FUZZ_CHECK(channel_.last_connected != last && channel_.IsOpen(channel_.last_connected));
+    pb::OpenSessionResponse resp;
+    AOBJ_FUZZ_CHECK(resp.ParseFromString(*result));
+    AOBJ_FUZZ_CHECK(resp.session_id().size() == 16);
+    SessionModel m;
+    m.id_hex = aobj::HexEncode(resp.session_id());
+    m.principal = static_cast<int>(s.access_key);
+    m.endpoint = channel_.last_connected;
+    m.last_signed = m.last_ok = now_;
+    for (const SessionModel& o : all_sessions_) AOBJ_FUZZ_CHECK(o.id_hex != m.id_hex);
+    all_sessions_.push_back(m);
+    slots_[s.session] = static_cast<int>(all_sessions_.size()) - 1;
+  }
+
+  void Close(const Step& s) {
+    if (slots_[s.session] < 0) {
+      (void)Call(Method::kCloseSession, s.session, pb::CloseSessionRequest());
+      return;
+    }
+    CloseIndex(slots_[s.session]);
+  }
+
+  void CloseIndex(int index) {
+    SessionModel& m = all_sessions_[index];
+    int slot = -1;
+    for (uint32_t i = 0; i < kSessions; ++i) {
+      if (slots_[i] == index) slot = static_cast<int>(i);
+    }
+    absl::StatusOr<std::string> result;
+    if (slot >= 0) {
+      result = Call(Method::kCloseSession, slot, pb::CloseSessionRequest());
+    } else {  // no longer in a slot: sign it directly
+      const std::string body = pb::CloseSessionRequest().SerializeAsString();
+      const bool dead = m.closed || now_ >= m.last_signed + kLease;
+      result = handler_->Handle(
+          Method::kCloseSession,
+          signers_[m.principal].Sign(aobj::MethodPath(Method::kCloseSession), m.id_hex, body, now_),
+          body, now_, nullptr);
+      ++requests_;
+      errors_ += !result.ok();
+      if (dead) AOBJ_FUZZ_CHECK(!result.ok());
+      m.last_signed = now_;
+    }
+    if (!result.ok()) return;
+    m.closed = true;
+    if (m.in_flight) {
+      // AOBJ-SES-010: a data request is in flight; the endpoint stays until a later sweep.
+      AOBJ_FUZZ_CHECK(channel_.IsOpen(m.endpoint));
+    } else {
+      AOBJ_FUZZ_CHECK(!channel_.IsOpen(m.endpoint));  // released now
+      m.release_due = true;
+    }
+  }
+
+  // A writer whose bucket was deleted and re-created meanwhile must not commit into either
+  // (store.h: the bucket must exist; MemoryStore's bucket identity). Only while the model holds
+  // no upload: what a bucket's deletion does to uploads in progress is not modelled.
+  void RecreateBucket(uint32_t slot) {
+    for (const UploadModel& u : all_uploads_) {
+      if (u.live) return;
+    }
+    pb::DeleteBucketRequest del;
+    del.set_bucket(kBucket);
+    auto deleted = Call(Method::kDeleteBucket, slot, del);
+    if (!deleted.ok()) {
+      if (ErrorCodeOf(deleted.status()) == ErrorCode::kBucketNotEmpty) {
+        AOBJ_FUZZ_CHECK(!objects_.empty());
+      }
+      return;
+    }
+    AOBJ_FUZZ_CHECK(objects_.empty());
+    pb::CreateBucketRequest create;
+    create.set_bucket(kBucket);
+    // The same session a moment later (the clock did not move): it cannot fail.
+    AOBJ_FUZZ_CHECK(Call(Method::kCreateBucket, slot, create).ok());
+  }
+
+  void Renew(uint32_t slot) { (void)Call(Method::kRenewSession, slot, pb::RenewSessionRequest()); }
+
+  // The server's lease reaper (ServerImpl::Reap in server.cc) at the fake time.
+  void Sweep(int in_flight_index) {
+    for (uint64_t ep : sessions_.Reap(now_)) channel_.Disconnect(ep);
+    for (int i = 0; i < static_cast<int>(all_sessions_.size()); ++i) {
+      SessionModel& m = all_sessions_[i];
+      if (i == in_flight_index) {
+        AOBJ_FUZZ_CHECK(channel_.IsOpen(m.endpoint));  // in flight: held (AOBJ-SES-010)
+        continue;
+      }
+      if (m.closed || now_ >= m.last_signed + kLease) m.release_due = true;  // AOBJ-SES-009
+    }
+  }
+
+  // Descriptors of `len` body bytes as step `s` lays them out, the client memory behind them
+  // filled from `fill` (PUT) or with kPoison (GET).
+  void BuildWindows(const Step& s, uint64_t len, const std::string* fill, RmaDirection dir,
+                    uint64_t endpoint, Windows* w,
+                    google::protobuf::RepeatedPtrField<pb::MemoryDescriptor>* out) {
+    w->grant.endpoint = endpoint;
+    w->grant.direction = dir;
+    uint64_t total = len;
+    if (s.slack == 1) total += 1 + s.seed % 61;
+    if (s.slack == 2 && total > 0) total -= 1;
+    if (total == 0) return;
+    const uint64_t n = std::min<uint64_t>(s.windows, total);
+    constexpr uint64_t kGap = 0x40;
+    const uint64_t span = total + (n - 1) * kGap;
+    uint64_t address = 0;
+    switch (s.address) {
+      case 0:
+        address = 0x10000;
+        break;
+      case 1:
+        address = 0x7ff000000000ull + s.seed * 0x1000ull;
+        break;
+      case 2:
+        address = 0 - span;
+        break;  // the last window ends exactly at 2^64 (AOBJ-MEM-002)
+      default:
+        address = 0;
+        break;
+    }
+    uint64_t body_offset = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint64_t length = i + 1 < n ? total / n : total - (n - 1) * (total / n);
+      auto memory = std::make_unique<std::string>(length, kPoison);
+      if (fill != nullptr && body_offset < fill->size()) {
+        const uint64_t k = std::min<uint64_t>(length, fill->size() - body_offset);
+        memory->replace(0, k, fill->substr(body_offset, k));
+      }
+      body_offset += length;
+      // Packed-rkey-like blobs: a few distinct ones, reused across requests (the rkey cache).
+      std::string rkey(8, '\0');
+      rkey[0] = 1;
+      rkey += std::string(1, '\0') + "\x0c" + std::string(10, 'r') + static_cast<char>(i) +
+              static_cast<char>(s.seed % 5);
+      pb::MemoryDescriptor* d = out->Add();
+      d->set_address(address);
+      d->set_length(length);
+      d->set_rkey(rkey);
+      d->set_memory_type(pb::MEMORY_TYPE_HOST);
+      w->grant.windows.push_back({address, length, rkey, memory.get()});
+      w->memory.push_back(std::move(memory));
+      address += length + kGap;
+    }
+  }
+
+  aobj::ChecksumAlgorithm Algorithm(const Step& s) const {
+    return s.algorithm == 2 ? aobj::ChecksumAlgorithm::kCrc64Nvme
+                            : aobj::ChecksumAlgorithm::kCrc32c;
+  }
+
+  // The nested action of kFaultHookAt, run in the middle of the transfer of session `index`.
+  std::function<void()> MakeHook(const Step& s, int index) {
+    if (s.fault != kFaultHookAt) return nullptr;
+    return [this, s, index] {
+      const Grant* saved = channel_.grant;
+      const Fault fault = channel_.fault;
+      channel_.grant = nullptr;  // a nested request carries no descriptors of its own
+      channel_.fault = kFaultNone;
+      switch (s.hook) {
+        case kHookClose:
+          CloseIndex(index);
+          break;
+        case kHookExpire:
+          now_ += kLease + absl::Milliseconds(1);
+          Sweep(index);
+          break;
+        case kHookPutSameKey: {
+          Step put = s;
+          put.op = kOpPut;
+          put.seed = s.seed + 1;
+          put.len_class = 1;
+          put.inline_path = 1;
+          put.bad_checksum = 0;
+          put.precondition = 0;
+          put.fault = kFaultNone;
+          Put(put, /*nested=*/true);
+          break;
+        }
+        case kHookDeleteSameKey:
+          Delete(s.session, s.key);
+          break;
+        case kHookAbortUpload:
+          MpAbort(s.session, s.upload);
+          break;
+        case kHookRecreateBucket:
+          RecreateBucket(s.session);
+          break;
+        default:
+          Renew(s.session);
+          break;
+      }
+      channel_.grant = saved;
+      channel_.fault = fault;
+    };
+  }
+
+  // The body fields of a PUT or UploadPart. Returns whether the checksum is the right one.
+  template <class Req>
+  bool FillBody(const Step& s, const std::string& body, Req* req, Windows* w, uint64_t endpoint) {
+    req->set_size(body.size());
+    const aobj::ChecksumAlgorithm algo = Algorithm(s);
+    req->set_checksum_algorithm(s.algorithm == 0 ? pb::CHECKSUM_ALGORITHM_UNSPECIFIED
+                                                 : static_cast<pb::ChecksumAlgorithm>(algo));
+    std::string sum = Checksum(algo, body);
+    const bool bad = s.bad_checksum == 1;
+    if (bad) sum[0] ^= 1;
+    req->set_checksum(sum);
+    if (s.inline_path) {
+      req->set_inline_data(body);
+    } else {
+      BuildWindows(s, body.size(), &body, RmaDirection::kRead, endpoint, w, req->mutable_source());
+    }
+    return !bad;
+  }
+
+  void Put(const Step& s, bool nested) {
+    const std::string key = kKeyNames[s.key];
+    const std::string body = Body(s.seed, BodyLength(s));
+    SessionModel* m = SessionOf(s.session);
+    const int index = m ? slots_[s.session] : -1;
+    pb::PutObjectRequest req;
+    req.set_bucket(kBucket);
+    req.set_key(key);
+    Windows w;
+    const bool good_checksum = FillBody(s, body, &req, &w, m ? m->endpoint : 0);
+    const std::string expect_etag = s.precondition == 2 && objects_.count(key)
+                                        ? objects_[key].etag
+                                        : QuotedMd5("not the etag of anything");
+    if (s.precondition == 1) req.mutable_preconditions()->set_if_none_match("*");
+    if (s.precondition >= 2) req.mutable_preconditions()->set_if_match(expect_etag);
+
+    absl::StatusOr<std::string> result;
+    bool failed = false, corrupted = false;
+    if (nested) {
+      result = Call(Method::kPutObject, s.session, req);
+    } else {
+      channel_.BeginRequest(&w.grant, static_cast<Fault>(s.fault), s.fault_at,
+                            m ? MakeHook(s, index) : nullptr);
+      if (m) m->in_flight = true;
+      result = Call(Method::kPutObject, s.session, req);
+      if (m) m->in_flight = false;
+      failed = channel_.failed;
+      corrupted = channel_.corrupted;
+      channel_.EndRequest();
+    }
+    if (!result.ok()) return;  // the old value or absence remains (checked by CheckInvariants)
+    // AOBJ-DAT-005, AOBJ-DAT-010: never a success from a failed, corrupted or mis-summed body.
+    AOBJ_FUZZ_CHECK(!failed && !corrupted && good_checksum);
+    // AOBJ-OBJ-134: the write conditions held at the commit (after any nested write).
+    auto current = objects_.find(key);
+    if (s.precondition == 1) AOBJ_FUZZ_CHECK(current == objects_.end());
+    if (s.precondition >= 2) {
+      AOBJ_FUZZ_CHECK(current != objects_.end() && current->second.etag == expect_etag);
+    }
+    pb::PutObjectResponse resp;
+    AOBJ_FUZZ_CHECK(resp.ParseFromString(*result));
+    AOBJ_FUZZ_CHECK(resp.bytes_transferred() == body.size());
+    AOBJ_FUZZ_CHECK(resp.metadata().size() == body.size());
+    AOBJ_FUZZ_CHECK(resp.metadata().etag() == QuotedMd5(body));  // AOBJ-OBJ-005
+    AOBJ_FUZZ_CHECK(resp.checksum() == Checksum(Algorithm(s), body));
+    objects_[key] = Obj{body, resp.metadata().etag()};
+  }
+
+  void Get(const Step& s) {
+    const std::string key = kKeyNames[s.key];
+    SessionModel* m = SessionOf(s.session);
+    const int index = m ? slots_[s.session] : -1;
+    // The version the GET must deliver: the one current when it starts (AOBJ-OBJ-010), whatever
+    // a nested request does meanwhile.
+    std::optional<Obj> before;
+    if (objects_.count(key)) before = objects_[key];
+    pb::GetObjectRequest req;
+    req.set_bucket(kBucket);
+    req.set_key(key);
+    req.set_accept_inline(s.inline_path != 0);
+    if (s.algorithm != 0) {
+      req.set_checksum_algorithm(static_cast<pb::ChecksumAlgorithm>(Algorithm(s)));
+    }
+    const uint64_t size = before ? before->body.size() : 0;
+    switch (s.range) {
+      case 1:
+        req.mutable_range()->set_kind(pb::ByteRange::KIND_FIRST_LAST);
+        req.mutable_range()->set_first(s.first);
+        req.mutable_range()->set_last(s.last);
+        break;
+      case 2:
+        req.mutable_range()->set_kind(pb::ByteRange::KIND_FROM);
+        req.mutable_range()->set_first(s.first);
+        break;
+      case 3:
+        req.mutable_range()->set_kind(pb::ByteRange::KIND_SUFFIX);
+        req.mutable_range()->set_suffix_length(s.last);
+        break;
+      default:
+        break;
+    }
+    // Room for the whole object (the window layout's slack applies to it).
+    Windows w;
+    BuildWindows(s, size, nullptr, RmaDirection::kWrite, m ? m->endpoint : 0, &w,
+                 req.mutable_destination());
+    channel_.BeginRequest(&w.grant, static_cast<Fault>(s.fault), s.fault_at,
+                          m ? MakeHook(s, index) : nullptr);
+    if (m) m->in_flight = true;
+    auto result = Call(Method::kGetObject, s.session, req);
+    if (m) m->in_flight = false;
+    const bool failed = channel_.failed;
+    channel_.EndRequest();
+    if (!result.ok()) {
+      if (ErrorCodeOf(result.status()) == ErrorCode::kNoSuchKey) AOBJ_FUZZ_CHECK(!before);
+      return;
+    }
+    AOBJ_FUZZ_CHECK(before.has_value() && !failed);
+    pb::GetObjectResponse resp;
+    AOBJ_FUZZ_CHECK(resp.ParseFromString(*result));
+    const uint64_t n = resp.bytes_transferred();
+    uint64_t first = 0;
+    if (s.range != 0) {
+      // AOBJ-DAT-103: the octets moved, inside the object, as the range asked.
+      const pb::ContentRange& cr = resp.content_range();
+      AOBJ_FUZZ_CHECK(resp.has_content_range() && cr.complete_length() == size);
+      AOBJ_FUZZ_CHECK(n > 0 && cr.first() <= cr.last() && cr.last() < size &&
+                      cr.last() - cr.first() + 1 == n);
+      if (s.range == 1) {
+        AOBJ_FUZZ_CHECK(cr.first() == s.first && cr.last() == std::min<uint64_t>(s.last, size - 1));
+      }
+      if (s.range == 2) AOBJ_FUZZ_CHECK(cr.first() == s.first && cr.last() == size - 1);
+      if (s.range == 3)
+        AOBJ_FUZZ_CHECK(n == std::min<uint64_t>(s.last, size) && cr.last() == size - 1);
+      first = cr.first();
+    } else {
+      AOBJ_FUZZ_CHECK(!resp.has_content_range() && n == size);
+    }
+    const std::string want = before->body.substr(first, n);
+    std::string got;
+    if (resp.path() == pb::TRANSFER_PATH_INLINE) {
+      got = resp.inline_data();
+    } else if (resp.path() == pb::TRANSFER_PATH_RMA) {
+      AOBJ_FUZZ_CHECK(resp.inline_data().empty());
+      for (const auto& memory : w.memory) got += *memory;
+      // AOBJ-MEM-008: the windows are filled from their start; nothing past the body is written.
+      AOBJ_FUZZ_CHECK(got.size() >= n);
+      for (size_t i = n; i < got.size(); ++i) AOBJ_FUZZ_CHECK(got[i] == kPoison);
+      got.resize(n);
+    } else {
+      AOBJ_FUZZ_CHECK(resp.path() == pb::TRANSFER_PATH_NONE && n == 0);
+    }
+    AOBJ_FUZZ_CHECK(got == want);
+    AOBJ_FUZZ_CHECK(resp.metadata().etag() == before->etag);  // AOBJ-OBJ-009
+    AOBJ_FUZZ_CHECK(resp.metadata().size() == size);
+    const auto algo = static_cast<aobj::ChecksumAlgorithm>(resp.checksum_algorithm());
+    AOBJ_FUZZ_CHECK(algo == Algorithm(s));
+    AOBJ_FUZZ_CHECK(resp.checksum() == Checksum(algo, want));  // AOBJ-DAT-106
+  }
+
+  void Head(const Step& s) {
+    const std::string key = kKeyNames[s.key];
+    pb::HeadObjectRequest req;
+    req.set_bucket(kBucket);
+    req.set_key(key);
+    auto result = Call(Method::kHeadObject, s.session, req);
+    auto it = objects_.find(key);
+    if (!result.ok()) {
+      if (ErrorCodeOf(result.status()) == ErrorCode::kNoSuchKey) {
+        AOBJ_FUZZ_CHECK(it == objects_.end());
+      }
+      return;
+    }
+    AOBJ_FUZZ_CHECK(it != objects_.end());
+    pb::HeadObjectResponse resp;
+    AOBJ_FUZZ_CHECK(resp.ParseFromString(*result));
+    AOBJ_FUZZ_CHECK(resp.metadata().size() == it->second.body.size());
+    AOBJ_FUZZ_CHECK(resp.metadata().etag() == it->second.etag);
+  }
+
+  void Delete(uint32_t slot, uint32_t key_index) {
+    const std::string key = kKeyNames[key_index];
+    pb::DeleteObjectRequest req;
+    req.set_bucket(kBucket);
+    req.set_key(key);
+    if (Call(Method::kDeleteObject, slot, req).ok()) objects_.erase(key);
+  }
+
+  void DeleteMany(const Step& s) {
+    pb::DeleteObjectsRequest req;
+    req.set_bucket(kBucket);
+    std::set<std::string> asked;
+    for (uint32_t i = 0; i < kKeys; ++i) {
+      if (s.parts_mask & (1u << i)) {
+        req.add_keys(kKeyNames[i]);
+        asked.insert(kKeyNames[i]);
+      }
+    }
+    auto result = Call(Method::kDeleteObjects, s.session, req);
+    if (!result.ok()) return;
+    AOBJ_FUZZ_CHECK(!asked.empty());  // AOBJ-OBJ-140
+    pb::DeleteObjectsResponse resp;
+    AOBJ_FUZZ_CHECK(resp.ParseFromString(*result));
+    std::set<std::string> answered;
+    for (const std::string& k : resp.deleted()) {
+      AOBJ_FUZZ_CHECK(asked.count(k) && answered.insert(k).second);
+      objects_.erase(k);
+    }
+    for (const auto& e : resp.errors())
+      AOBJ_FUZZ_CHECK(asked.count(e.key()) && answered.insert(e.key()).second);
+    AOBJ_FUZZ_CHECK(answered == asked);
+  }
+
+  void List(const Step& s) {
+    static const char* const kPrefixes[] = {"", "d/", "k"};
+    const std::string prefix = kPrefixes[s.prefix];
+    const std::string delimiter = s.delimiter ? "/" : "";
+    std::vector<std::string> keys;
+    std::set<std::string> prefixes;
+    std::string token;
+    for (int page = 0; page < 16; ++page) {
+      pb::ListObjectsV2Request req;
+      req.set_bucket(kBucket);
+      req.set_prefix(prefix);
+      req.set_delimiter(delimiter);
+      req.set_max_keys(s.page);
+      req.set_continuation_token(token);
+      auto result = Call(Method::kListObjectsV2, s.session, req);
+      if (!result.ok()) return;
+      pb::ListObjectsV2Response resp;
+      AOBJ_FUZZ_CHECK(resp.ParseFromString(*result));
+      for (const pb::ObjectEntry& e : resp.objects()) {
+        AOBJ_FUZZ_CHECK(keys.empty() || keys.back() < e.key());  // ascending, no repeats
+        keys.push_back(e.key());
+        auto it = objects_.find(e.key());
+        AOBJ_FUZZ_CHECK(it != objects_.end());
+        AOBJ_FUZZ_CHECK(e.size() == it->second.body.size() && e.etag() == it->second.etag);
+      }
+      for (const std::string& p : resp.common_prefixes())
+        AOBJ_FUZZ_CHECK(prefixes.insert(p).second);
+      if (!resp.is_truncated()) {
+        // The whole listing: exactly the model's keys under the prefix, rolled up at "/".
+        std::vector<std::string> want_keys;
+        std::set<std::string> want_prefixes;
+        for (const auto& [k, o] : objects_) {
+          if (k.compare(0, prefix.size(), prefix) != 0) continue;
+          const size_t cut = delimiter.empty() ? std::string::npos : k.find('/', prefix.size());
+          if (cut == std::string::npos) {
+            want_keys.push_back(k);
+          } else {
+            want_prefixes.insert(k.substr(0, cut + 1));
+          }
+        }
+        AOBJ_FUZZ_CHECK(keys == want_keys && prefixes == want_prefixes);
+        return;
+      }
+      AOBJ_FUZZ_CHECK(!resp.next_continuation_token().empty());
+      token = resp.next_continuation_token();
+    }
+  }
+
+  void Copy(const Step& s) {
+    const std::string from = kKeyNames[s.key], to = kKeyNames[s.key2];
+    std::optional<Obj> source;
+    if (objects_.count(from)) source = objects_[from];
+    pb::CopyObjectRequest req;
+    req.set_source_bucket(kBucket);
+    req.set_source_key(from);
+    req.set_bucket(kBucket);
+    req.set_key(to);
+    const std::string expect_etag = s.precondition == 2 && objects_.count(to)
+                                        ? objects_[to].etag
+                                        : QuotedMd5("not the etag of anything");
+    if (s.precondition == 1) req.mutable_preconditions()->set_if_none_match("*");
+    if (s.precondition >= 2) req.mutable_preconditions()->set_if_match(expect_etag);
+    // AOBJ-OBJ-158: a copy never touches the data channel (the fake aborts without a grant).
+    auto result = Call(Method::kCopyObject, s.session, req);
+    if (!result.ok()) return;
+    AOBJ_FUZZ_CHECK(source.has_value() && from != to);  // AOBJ-OBJ-151
+    auto current = objects_.find(to);
+    if (s.precondition == 1) AOBJ_FUZZ_CHECK(current == objects_.end());
+    if (s.precondition >= 2) {
+      AOBJ_FUZZ_CHECK(current != objects_.end() && current->second.etag == expect_etag);
+    }
+    pb::CopyObjectResponse resp;
+    AOBJ_FUZZ_CHECK(resp.ParseFromString(*result));
+    AOBJ_FUZZ_CHECK(resp.metadata().etag() == QuotedMd5(source->body));  // AOBJ-OBJ-150
+    objects_[to] = Obj{source->body, resp.metadata().etag()};
+  }
+
+  UploadModel* UploadOf(uint32_t slot) {
+    return upload_slots_[slot] >= 0 ? &all_uploads_[upload_slots_[slot]] : nullptr;
+  }
+  std::string UploadId(uint32_t slot) {
+    UploadModel* u = UploadOf(slot);
+    return u ? u->id : std::string(aobj::kUploadIdLength, 'a');  // well formed, never issued
+  }
+  std::string UploadKey(uint32_t slot) {
+    UploadModel* u = UploadOf(slot);
+    return u ? u->key : kKeyNames[0];
+  }
+
+  void MpCreate(const Step& s) {
+    pb::CreateMultipartUploadRequest req;
+    req.set_bucket(kBucket);
+    req.set_key(kKeyNames[s.key]);
+    auto result = Call(Method::kCreateMultipartUpload, s.session, req);
+    if (!result.ok()) return;
+    pb::CreateMultipartUploadResponse resp;
+    AOBJ_FUZZ_CHECK(resp.ParseFromString(*result));
+    AOBJ_FUZZ_CHECK(resp.key() == kKeyNames[s.key] && aobj::IsWellFormedUploadId(resp.upload_id()));
+    for (const UploadModel& u : all_uploads_) AOBJ_FUZZ_CHECK(u.id != resp.upload_id());
+    all_uploads_.push_back(UploadModel{resp.upload_id(), kKeyNames[s.key], true, {}});
+    upload_slots_[s.upload] = static_cast<int>(all_uploads_.size()) - 1;
+  }
+
+  void MpPart(const Step& s) {
+    const std::string body = Body(s.seed, BodyLength(s));
+    SessionModel* m = SessionOf(s.session);
+    const int index = m ? slots_[s.session] : -1;
+    const int upload = upload_slots_[s.upload];
+    pb::UploadPartRequest req;
+    req.set_bucket(kBucket);
+    req.set_key(UploadKey(s.upload));
+    req.set_upload_id(UploadId(s.upload));
+    req.set_part_number(s.part);
+    Windows w;
+    const bool good_checksum = FillBody(s, body, &req, &w, m ? m->endpoint : 0);
+    channel_.BeginRequest(&w.grant, static_cast<Fault>(s.fault), s.fault_at,
+                          m ? MakeHook(s, index) : nullptr);
+    if (m) m->in_flight = true;
+    auto result = Call(Method::kUploadPart, s.session, req);
+    if (m) m->in_flight = false;
+    const bool failed = channel_.failed, corrupted = channel_.corrupted;
+    channel_.EndRequest();
+    if (!result.ok()) return;
+    AOBJ_FUZZ_CHECK(!failed && !corrupted && good_checksum);
+    // A part lands only in a live upload (a nested Abort ends it: NO_SUCH_UPLOAD).
+    AOBJ_FUZZ_CHECK(upload >= 0 && all_uploads_[upload].live);
+    AOBJ_FUZZ_CHECK(s.part >= 1 && s.part <= aobj::kMaxPartNumber);
+    pb::UploadPartResponse resp;
+    AOBJ_FUZZ_CHECK(resp.ParseFromString(*result));
+    AOBJ_FUZZ_CHECK(resp.etag() == QuotedMd5(body));  // AOBJ-OBJ-207
+    AOBJ_FUZZ_CHECK(resp.bytes_transferred() == body.size());
+    all_uploads_[upload].parts[s.part] = Obj{body, resp.etag()};
+  }
+
+  void MpComplete(const Step& s) {
+    UploadModel* u = UploadOf(s.upload);
+    const std::string key = s.list_twist == 3 ? std::string("k-other") : UploadKey(s.upload);
+    pb::CompleteMultipartUploadRequest req;
+    req.set_bucket(kBucket);
+    req.set_key(key);
+    req.set_upload_id(UploadId(s.upload));
+    for (uint32_t n = 1; n <= kParts; ++n) {
+      if (!(s.parts_mask & (1u << (n - 1)))) continue;
+      pb::CompletedPart* p = req.add_parts();
+      p->set_part_number(n);
+      const bool known = u != nullptr && u->parts.count(n);
+      p->set_etag(known ? u->parts[n].etag : QuotedMd5("no such part"));
+    }
+    if (s.list_twist == 1 && req.parts_size() >= 2) req.mutable_parts()->SwapElements(0, 1);
+    if (s.list_twist == 2 && req.parts_size() >= 1) {
+      req.mutable_parts(0)->set_etag(QuotedMd5("a wrong etag"));
+    }
+    const std::string target = UploadKey(s.upload);
+    const std::string expect_etag = s.precondition == 2 && objects_.count(target)
+                                        ? objects_[target].etag
+                                        : QuotedMd5("not the etag of anything");
+    if (s.precondition == 1) req.mutable_preconditions()->set_if_none_match("*");
+    if (s.precondition >= 2) req.mutable_preconditions()->set_if_match(expect_etag);
+    // Complete moves no client bytes: no grant.
+    auto result = Call(Method::kCompleteMultipartUpload, s.session, req);
+    if (!result.ok()) return;  // the upload stays as it was (CheckInvariants)
+    AOBJ_FUZZ_CHECK(u != nullptr && u->live && key == u->key);
+    // AOBJ-OBJ-210..213: a non-empty ascending list of uploaded parts with their ETags, every one
+    // but the last at least the minimum part size.
+    AOBJ_FUZZ_CHECK(req.parts_size() >= 1);
+    std::vector<std::string> bodies;
+    for (int i = 0; i < req.parts_size(); ++i) {
+      const pb::CompletedPart& p = req.parts(i);
+      if (i > 0) AOBJ_FUZZ_CHECK(p.part_number() > req.parts(i - 1).part_number());
+      auto it = u->parts.find(p.part_number());
+      AOBJ_FUZZ_CHECK(it != u->parts.end() && it->second.etag == p.etag());
+      if (i + 1 < req.parts_size()) AOBJ_FUZZ_CHECK(it->second.body.size() >= kMinPartSize);
+      bodies.push_back(it->second.body);
+    }
+    auto current = objects_.find(key);
+    if (s.precondition == 1) AOBJ_FUZZ_CHECK(current == objects_.end());
+    if (s.precondition >= 2) {
+      AOBJ_FUZZ_CHECK(current != objects_.end() && current->second.etag == expect_etag);
+    }
+    pb::CompleteMultipartUploadResponse resp;
+    AOBJ_FUZZ_CHECK(resp.ParseFromString(*result));
+    std::string all;
+    for (const std::string& b : bodies) all += b;
+    AOBJ_FUZZ_CHECK(resp.metadata().size() == all.size());
+    AOBJ_FUZZ_CHECK(resp.metadata().etag() == MultipartEtag(bodies));  // AOBJ-OBJ-217
+    objects_[key] = Obj{all, resp.metadata().etag()};                  // AOBJ-OBJ-216
+    u->live = false;
+  }
+
+  void MpAbort(uint32_t session, uint32_t slot) {
+    UploadModel* u = UploadOf(slot);
+    pb::AbortMultipartUploadRequest req;
+    req.set_bucket(kBucket);
+    req.set_key(UploadKey(slot));
+    req.set_upload_id(UploadId(slot));
+    auto result = Call(Method::kAbortMultipartUpload, session, req);
+    if (!result.ok()) return;
+    AOBJ_FUZZ_CHECK(u != nullptr && u->live);  // AOBJ-OBJ-220
+    u->live = false;
+  }
+
+  void MpListParts(const Step& s) {
+    UploadModel* u = UploadOf(s.upload);
+    pb::ListPartsRequest req;
+    req.set_bucket(kBucket);
+    req.set_key(UploadKey(s.upload));
+    req.set_upload_id(UploadId(s.upload));
+    auto result = Call(Method::kListParts, s.session, req);
+    if (!result.ok()) return;
+    AOBJ_FUZZ_CHECK(u != nullptr && u->live);
+    pb::ListPartsResponse resp;
+    AOBJ_FUZZ_CHECK(resp.ParseFromString(*result));
+    AOBJ_FUZZ_CHECK(!resp.is_truncated() && resp.parts_size() == static_cast<int>(u->parts.size()));
+    auto it = u->parts.begin();
+    for (const pb::PartEntry& p : resp.parts()) {
+      AOBJ_FUZZ_CHECK(p.part_number() == it->first && p.size() == it->second.body.size() &&
+                      p.etag() == it->second.etag);
+      ++it;
+    }
+  }
+
+  void Foreign(const Step& s) {
+    SessionModel* m = SessionOf(s.session);
+    pb::HeadObjectRequest req;
+    req.set_bucket(kBucket);
+    req.set_key(kKeyNames[s.key]);
+    // AOBJ-AUTH-010: another principal's session is no session (Call checks the failure).
+    (void)Call(Method::kHeadObject, s.session, req, m ? 1 - m->principal : 1);
+  }
+
+  std::unique_ptr<aobj::ObjectStore> base_store_;
+  PlainStore plain_store_;
+  aobj::ObjectStore* store_;  // what the handler sees: base_store_ or plain_store_
+  std::unique_ptr<aobj::MultipartManager> multipart_;
+  FakeChannel channel_;
+  aobj::Authenticator auth_;
+  aobj::SessionTable sessions_;
+  std::array<aobj::RequestSigner, 2> signers_;
+  std::unique_ptr<aobj::RequestHandler> handler_;  // borrows everything above
+  absl::Time now_ = absl::FromUnixMillis(1795000000000);
+
+  uint64_t requests_ = 0;  // Handle calls made
+  uint64_t errors_ = 0;    // of which failed
+  std::map<std::string, Obj> objects_;
+  std::vector<SessionModel> all_sessions_;
+  std::array<int, kSessions> slots_;  // index into all_sessions_, or -1
+  std::vector<UploadModel> all_uploads_;
+  std::array<int, kUploads> upload_slots_;  // index into all_uploads_, or -1
+};
+
+// Reads script fields from the fuzzer's input (stateful_script.h).
+struct Reader {
+  FuzzedDataProvider* in;
+  void operator()(uint32_t& v, uint32_t lo, uint32_t hi) {
+    v = in->ConsumeIntegralInRange<uint32_t>(lo, hi);
+  }
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzedDataProvider in(data, size);
+  Reader reader{&in};
+  Setup setup;
+  VisitSetup(reader, setup);
+  Harness harness(setup);
+  for (int step = 0; step < 64 && in.remaining_bytes() > 0; ++step) {
+    Step s;
+    VisitStep(reader, s);
+    if (Trace())
+      std::fprintf(stderr, "step %d: op %u session %u key %u fault %u\n", step, s.op, s.session,
+                   s.key, s.fault);
+    harness.Run(s);
+    harness.CheckInvariants();
+  }
+  harness.Finish();
+  return 0;
+}

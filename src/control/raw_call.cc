@@ -40,6 +40,9 @@ RawReply RawChannel::Call(const std::string& method_path, const std::string& bod
       }
     }
   }
+  for (const auto& [k, v] : ctx.GetServerTrailingMetadata()) {
+    if (k == kErrorTrailer && reply.error_trailers++ == 0) reply.error_trailer.assign(v.data(), v.size());
+  }
   reply.status = FromGrpcStatus(reply.grpc_status, ctx.GetServerTrailingMetadata(), &reply.error);
   return reply;
 }

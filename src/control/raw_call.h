@@ -24,6 +24,8 @@ struct RawReply {
   std::string body;            // response message bytes (when OK)
   absl::Status status;         // grpc_status with the AOBJ code from the trailer
   aobj::v1::Error error;       // the parsed `aobj-error-bin` trailer, if any
+  int error_trailers = 0;      // how many `aobj-error-bin` entries the reply carried
+  std::string error_trailer;   // the first one's raw bytes
 };
 
 class RawChannel {

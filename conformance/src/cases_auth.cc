@@ -1,0 +1,239 @@
+// Cases for spec section 6 (credentials and request authentication) and AOBJ-ERR-002.
+#include "conformance/src/cases_util.h"
+#include "wire/signing.h"
+
+namespace aobj::conformance {
+namespace {
+
+// A HeadBucket of a fresh bucket, the request most auth cases tamper with.
+struct Fixture {
+  std::unique_ptr<Peer> p;
+  std::string bucket;
+  pb::HeadBucketRequest head;
+};
+
+Fixture Setup(CaseContext& ctx) {
+  Fixture f;
+  f.p = ctx.Open();
+  f.bucket = ctx.NewBucket(*f.p);
+  f.head.set_bucket(f.bucket);
+  return f;
+}
+
+}  // namespace
+
+void RegisterAuthCases(Registry& r) {
+  Add(r, "auth/6.2/1", "a missing signature, timestamp or nonce: MISSING_AUTHENTICATION", "core",
+      {"AOBJ-AUTH-001"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        Tamper t;
+        t.omit_signature = true;
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t), ErrorCode::kMissingAuthentication,
+                        "no aobj-signature");
+        t = {};
+        t.omit_timestamp = true;
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t), ErrorCode::kMissingAuthentication,
+                        "no aobj-timestamp");
+        t = {};
+        t.omit_nonce = true;
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t), ErrorCode::kMissingAuthentication,
+                        "no aobj-nonce");
+        auto q = ctx.NewPeer();
+        t = {};
+        t.omit_signature = true;
+        ctx.RequireCode(q->Send(Method::kOpenSession, q->DefaultOpen(), t),
+                        ErrorCode::kMissingAuthentication, "OpenSession without aobj-signature");
+        ctx.RequireStillServes();
+      });
+  Add(r, "auth/6.2/2", "malformed timestamp, nonce or session id: MISSING_AUTHENTICATION", "core",
+      {"AOBJ-AUTH-001"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        Tamper t;
+        t.timestamp = "yesterday";
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t), ErrorCode::kMissingAuthentication,
+                        "timestamp \"yesterday\"");
+        t = {};
+        t.nonce_hex = "abcd";
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t), ErrorCode::kMissingAuthentication,
+                        "a nonce of 2 octets");
+        t = {};
+        t.nonce_hex = std::string(32, 'Z');
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t), ErrorCode::kMissingAuthentication,
+                        "a nonce that is not hex");
+        t = {};
+        t.session_hex = "0123";
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t), ErrorCode::kMissingAuthentication,
+                        "a session id of 2 octets");
+        t = {};
+        t.session_hex = std::string(f.p->session_hex());
+        for (auto& c : t.session_hex) c = static_cast<char>(std::toupper(c));
+        if (t.session_hex != f.p->session_hex()) {
+          ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t),
+                          ErrorCode::kMissingAuthentication, "the session id in upper-case hex");
+        }
+        ctx.RequireStillServes();
+      });
+  Add(r, "auth/6.2/3", "OpenSession carrying aobj-session-id: MISSING_AUTHENTICATION", "core",
+      {"AOBJ-AUTH-013"}, true, [](CaseContext& ctx) {
+        auto p = ctx.NewPeer();
+        Tamper t;
+        t.session_hex = "-";
+        ctx.RequireCode(p->Send(Method::kOpenSession, p->DefaultOpen(), t),
+                        ErrorCode::kMissingAuthentication, "OpenSession with a session id");
+        ctx.RequireStillServes();
+      });
+  Add(r, "auth/6.2/4", "an authentication entry sent twice: MISSING_AUTHENTICATION", "core",
+      {"AOBJ-AUTH-014"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        Tamper t;
+        t.duplicate_nonce_entry = true;
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t), ErrorCode::kMissingAuthentication,
+                        "aobj-nonce twice");
+        ctx.RequireStillServes();
+      });
+  Add(r, "auth/6.3/1", "requests signed as the spec says are accepted", "core",
+      {"AOBJ-AUTH-002", "AOBJ-AUTH-003", "AOBJ-AUTH-016"}, false, [](CaseContext& ctx) {
+        // The suite signs with its own implementation of 6.3/6.4; the known-answer vector of
+        // Appendix A pins that implementation.
+        RequestAuth a;
+        a.access_key_id = "AKEXAMPLE";
+        a.timestamp = "1700000000000";
+        a.nonce_hex = "00112233445566778899aabbccddeeff";
+        const std::string canon = CanonicalRequest("/aobj.v1.ObjectService/ListBuckets", a, "");
+        ctx.Require(canon.rfind("AOBJ1-HMAC-SHA256\n/aobj.v1.ObjectService/ListBuckets\nAKEXAMPLE\n", 0) == 0,
+                    "the suite's canonical string starts as 6.3 says",
+                    "AOBJ1-HMAC-SHA256, method, access key", canon.substr(0, 80));
+        Fixture f = Setup(ctx);
+        ctx.RequireOk(f.p->Send(Method::kHeadBucket, f.head), "a HeadBucket signed per 6.3/6.4");
+        ctx.RequireOk(f.p->Send(Method::kListBuckets, pb::ListBucketsRequest()),
+                      "a ListBuckets with an empty body");
+      });
+  Add(r, "auth/6.3/2", "octets appended after signing: SIGNATURE_DOES_NOT_MATCH", "core",
+      {"AOBJ-AUTH-006", "AOBJ-AUTH-002"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        Tamper t;
+        t.body_suffix = std::string("\x0a\x01x", 3);
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t),
+                        ErrorCode::kSignatureDoesNotMatch, "a field appended after signing");
+        t.body_suffix = std::string("\xba\x3e\x01z", 4);  // an unknown field
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t),
+                        ErrorCode::kSignatureDoesNotMatch, "an unknown field appended after signing");
+        ctx.RequireStillServes();
+      });
+  Add(r, "auth/6.5/1", "an unknown access key: INVALID_ACCESS_KEY_ID", "core",
+      {"AOBJ-AUTH-005"}, true, [](CaseContext& ctx) {
+        TargetOptions other = ctx.target();
+        Peer p(ctx, "stranger", "AKNOBODY" + HexEncode(RandomBytes(4)), "not-a-secret");
+        ctx.RequireCode(p.Open(), ErrorCode::kInvalidAccessKeyId, "OpenSession of an unknown key");
+        ctx.RequireStillServes();
+      });
+  Add(r, "auth/6.5/2", "a wrong signature: SIGNATURE_DOES_NOT_MATCH, with nothing secret in the "
+                       "message",
+      "core", {"AOBJ-AUTH-006", "AOBJ-ERR-002"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        Tamper t;
+        t.flip_signature = true;
+        RawReply rr = f.p->Send(Method::kHeadBucket, f.head, t);
+        ctx.RequireCode(rr, ErrorCode::kSignatureDoesNotMatch, "one hex digit of the signature changed");
+        // The message must not reveal the expected signature, the signing key or the secret.
+        const std::string msg = rr.error.message() + rr.grpc_status.error_message();
+        const std::string key_hex = HexEncode(DeriveSigningKey(ctx.target().secret));
+        ctx.Require(msg.find(ctx.target().secret) == std::string::npos &&
+                        msg.find(key_hex) == std::string::npos,
+                    "the message holds neither the secret nor the signing key", "neither", msg);
+        // Any 64-hex-digit run in the message would be a signature.
+        int run = 0, longest = 0;
+        for (char c : msg) {
+          run = std::isxdigit(static_cast<unsigned char>(c)) ? run + 1 : 0;
+          longest = std::max(longest, run);
+        }
+        ctx.Require(longest < 64, "the message holds no 64-digit hex value (a signature)",
+                    "< 64 hex digits in a row", absl::StrCat(longest));
+        auto q = ctx.NewPeer();
+        ctx.RequireCode(q->Send(Method::kOpenSession, q->DefaultOpen(), t),
+                        ErrorCode::kSignatureDoesNotMatch, "OpenSession with a wrong signature");
+        ctx.RequireStillServes();
+      });
+  Add(r, "auth/6.5/3", "a timestamp outside the skew window: REQUEST_TIME_TOO_SKEWED", "core",
+      {"AOBJ-AUTH-007"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        for (int64_t off : {int64_t{3600} * 1000, int64_t{-3600} * 1000}) {
+          Tamper t;
+          t.clock_offset_ms = off;
+          ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t), ErrorCode::kRequestTimeTooSkewed,
+                          absl::StrCat("a timestamp ", off / 1000, " s off"));
+        }
+        Tamper t;
+        t.clock_offset_ms = -3600 * 1000;
+        auto q = ctx.NewPeer();
+        ctx.RequireCode(q->Send(Method::kOpenSession, q->DefaultOpen(), t),
+                        ErrorCode::kRequestTimeTooSkewed, "OpenSession an hour in the past");
+        t.clock_offset_ms = 10 * 1000;
+        ctx.RequireOk(f.p->Send(Method::kHeadBucket, f.head, t),
+                      "a timestamp 10 s ahead (inside any reasonable window)");
+        ctx.RequireStillServes();
+      });
+  Add(r, "auth/6.5/4", "checks in the order of 6.5: key, signature, time, nonce, session", "core",
+      {"AOBJ-AUTH-009"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        Tamper t;
+        t.flip_signature = true;
+        t.clock_offset_ms = -3600 * 1000;
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t), ErrorCode::kSignatureDoesNotMatch,
+                        "bad signature and skewed time: the signature is checked first");
+        Peer stranger(ctx, "stranger", "AKNOBODY" + HexEncode(RandomBytes(4)), "x");
+        Tamper u;
+        u.omit_nonce = true;
+        ctx.RequireCode(stranger.Send(Method::kOpenSession, stranger.DefaultOpen(), u),
+                        ErrorCode::kMissingAuthentication,
+                        "unknown key and a missing nonce: the metadata is checked first");
+        Tamper v;
+        v.clock_offset_ms = -3600 * 1000;
+        v.session_hex = HexEncode(RandomBytes(16));
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, v), ErrorCode::kRequestTimeTooSkewed,
+                        "skewed time and an unknown session: the time is checked first");
+        ctx.RequireStillServes();
+      });
+  Add(r, "auth/6.6/1", "a replayed request: REQUEST_REPLAYED, and it has no effect", "core",
+      {"AOBJ-AUTH-008"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "replayed", Content(5000, 1)), "PUT of A");
+        RawReply first_put_replay;
+        auto q = ctx.Open();
+        ctx.RequireOk(q->Put(f.bucket, "replayed", Content(5000, 2)), "another session PUTs B");
+        // f.p's last request was the PUT of A: replay it byte for byte.
+        ctx.RequireCode(f.p->Resend(), ErrorCode::kRequestReplayed, "the replayed PUT of A");
+        std::string back;
+        ctx.RequireOk(q->Get(f.bucket, "replayed", &back), "GET");
+        ctx.Require(back == Content(5000, 2), "the key still holds B", "B", back == Content(5000, 1) ? "A" : "other");
+        auto o = ctx.NewPeer();
+        ctx.RequireOk(o->Open(), "OpenSession");
+        ctx.RequireCode(o->Resend(), ErrorCode::kRequestReplayed, "the replayed OpenSession");
+        ctx.RequireStillServes();
+      });
+  Add(r, "auth/6.6/2", "a nonce used again in a new, correctly signed request: REQUEST_REPLAYED",
+      "core", {"AOBJ-AUTH-008"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        Tamper t;
+        t.nonce_hex = HexEncode(RandomBytes(16));
+        ctx.RequireOk(f.p->Send(Method::kHeadBucket, f.head, t), "first use of the nonce");
+        pb::ListBucketsRequest lb;
+        ctx.RequireCode(f.p->Send(Method::kListBuckets, lb, t), ErrorCode::kRequestReplayed,
+                        "the same nonce on another method, newly signed");
+        ctx.RequireStillServes();
+      });
+  Add(r, "auth/6.7/1", "a session of another principal: NO_SUCH_SESSION", "access",
+      {"AOBJ-AUTH-010"}, true, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        auto q = ctx.Open(/*second=*/true);
+        Tamper t;
+        t.session_hex = p->session_hex();
+        ctx.RequireCode(q->Send(Method::kListBuckets, pb::ListBucketsRequest(), t),
+                        ErrorCode::kNoSuchSession, "the second principal names the first's session");
+        ctx.RequireOk(p->Send(Method::kListBuckets, pb::ListBucketsRequest()),
+                      "the first principal's session still works");
+        ctx.RequireStillServes();
+      });
+}
+
+}  // namespace aobj::conformance

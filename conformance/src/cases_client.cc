@@ -1,0 +1,874 @@
+// Client cases: the suite plays the server (fake_server.h), runs the client under test through
+// its driver (conformance/CLIENT-DRIVER.md) and checks what the client sent and what it
+// reported. Every case starts its own fake server, with a fresh principal.
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "conformance/src/cases_util.h"
+#include "conformance/src/fake_server.h"
+
+namespace aobj::conformance {
+namespace {
+
+constexpr char kBucket[] = "conf-client";
+
+void AddClient(Registry& r, std::string id, std::string title,
+               std::vector<std::string> requirements, bool hostile,
+               std::function<void(CaseContext&)> run) {
+  CaseDef c;
+  c.id = std::move(id);
+  c.title = std::move(title);
+  c.profile = "client";
+  c.requirements = std::move(requirements);
+  c.hostile = hostile;
+  c.role = Role::kClient;
+  c.run = std::move(run);
+  r.Add(std::move(c));
+}
+
+// A fake server with `script`, a fresh principal and the bucket kBucket, listening.
+std::unique_ptr<FakeServer> Serve(CaseContext& ctx, FakeScript script = {}) {
+  if (ctx.target().client_exec.empty()) ctx.Unsupported("no client under test (--client-exec)");
+  // The secret is recognizable so that AOBJ-AUTH-004 can look for it in everything received.
+  auto s = std::make_unique<FakeServer>(ctx, std::move(script),
+                                        "AKCONF" + absl::AsciiStrToUpper(HexEncode(RandomBytes(6))),
+                                        "conf-secret-" + HexEncode(RandomBytes(16)));
+  absl::Status st = s->Start();
+  ctx.Require(st.ok(), "start the suite's fake server on 127.0.0.1", "OK", st.ToString());
+  s->AddBucket(kBucket);
+  return s;
+}
+
+std::string WriteFile(CaseContext& ctx, const std::string& content) {
+  const std::string path = ctx.target().work_dir + "/" + ctx.Unique("in") + ".bin";
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << content;
+  ctx.Require(static_cast<bool>(f), "write the input file " + path, "written", "write failed");
+  return path;
+}
+
+std::string OutPath(CaseContext& ctx) {
+  return ctx.target().work_dir + "/" + ctx.Unique("out") + ".bin";
+}
+
+// The file's content, or nullopt when it does not exist.
+std::optional<std::string> ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return std::nullopt;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string RunText(const ClientRun& run) {
+  if (run.timed_out) return absl::StrCat("killed after ", run.seconds, " s");
+  return absl::StrCat("exit ", run.exit_code,
+                      run.error_name.empty() ? " (no \"error: NAME\" line)"
+                                             : ", error: " + run.error_name);
+}
+
+void RequireSuccess(CaseContext& ctx, const ClientRun& run, const std::string& what) {
+  ctx.Require(run.ok(), what + ": the client reports success", "exit 0", RunText(run));
+}
+
+// put BUCKET KEY FILE succeeds, and the success is real: the server holds the file.
+void PutOk(CaseContext& ctx, FakeServer& server, const std::string& key,
+           const std::string& content, const std::string& what) {
+  RequireSuccess(ctx, RunClient(ctx, server, {"put", kBucket, key, WriteFile(ctx, content)}),
+                 what);
+  auto stored = server.Object(kBucket, key);
+  ctx.Require(stored.has_value() && stored->content == content,
+              what + ": the server holds the file (the success is real)", "equal content",
+              stored ? absl::StrCat(stored->content.size(), " octets, differ")
+                     : "no object stored");
+}
+
+// ls BUCKET PREFIX succeeds and lists every key of `keys`, one per line.
+ClientRun LsOk(CaseContext& ctx, FakeServer& server, const std::string& prefix,
+               const std::vector<std::string>& keys, const std::string& what) {
+  ClientRun run = RunClient(ctx, server, {"ls", kBucket, prefix});
+  RequireSuccess(ctx, run, what);
+  std::set<std::string> lines;
+  for (absl::string_view l : absl::StrSplit(run.out, '\n')) {
+    lines.insert(std::string(absl::StripAsciiWhitespace(l)));
+  }
+  for (const auto& k : keys) {
+    ctx.Require(lines.count(k) > 0, what + ": the driver lists " + k, "a line " + k, "missing");
+  }
+  return run;
+}
+
+// get BUCKET KEY FILE succeeds, and the file holds `content`.
+void GetOk(CaseContext& ctx, FakeServer& server, const std::string& key,
+           const std::string& content, const std::string& what) {
+  const std::string out = OutPath(ctx);
+  RequireSuccess(ctx, RunClient(ctx, server, {"get", kBucket, key, out}), what);
+  auto file = ReadFile(out);
+  ctx.Require(file.has_value() && *file == content,
+              what + ": the file holds the object (the success is real)", "equal content",
+              file ? absl::StrCat(file->size(), " octets, differ") : "no file");
+}
+
+// The client must fail, and name `code` on its "error: NAME" line.
+void RequireFailure(CaseContext& ctx, const ClientRun& run, const std::string& what,
+                    ErrorCode code) {
+  ctx.Require(!run.timed_out, what + ": the client ends within the time limit", "ends",
+              RunText(run));
+  ctx.Require(run.exit_code != 0, what + ": the client never reports success", "non-zero exit",
+              RunText(run));
+  const std::string name(GetErrorInfo(code).name);
+  ctx.Require(run.error_name == name, what + ": the client reports " + name,
+              "error: " + name, RunText(run));
+}
+
+std::vector<ReceivedRequest> OfMethod(const std::vector<ReceivedRequest>& all, Method m) {
+  std::vector<ReceivedRequest> out;
+  for (const auto& r : all) {
+    if (r.method == m) out.push_back(r);
+  }
+  return out;
+}
+
+template <class M>
+M ParseAs(CaseContext& ctx, const ReceivedRequest& r) {
+  M m;
+  ctx.Require(m.ParseFromString(r.body),
+              absl::StrCat("request #", r.index, " (", r.method_name, ") parses"),
+              "a parsable message", absl::StrCat(r.body.size(), " unparsable octets"));
+  return m;
+}
+
+std::string Describe(const ReceivedRequest& r) {
+  return absl::StrCat("#", r.index, " ", r.method_name);
+}
+
+// AOBJ-SES-001: OpenSession first; every later call names a session the server issued.
+void CheckSessionDiscipline(CaseContext& ctx, FakeServer& server) {
+  const auto reqs = server.Requests();
+  ctx.Require(!reqs.empty(), "the client sent requests", "at least one", "none");
+  ctx.Require(reqs[0].method == Method::kOpenSession, "the first call is OpenSession",
+              "OpenSession", reqs[0].method_name);
+  const auto ids = server.SessionIds();
+  const std::set<std::string> issued(ids.begin(), ids.end());
+  for (const auto& r : reqs) {
+    if (r.method == Method::kOpenSession) continue;
+    int entries = 0;
+    for (const auto& [k, v] : r.metadata) entries += k == kMetaSessionId ? 1 : 0;
+    ctx.Require(entries == 1 && issued.count(r.auth.session_hex) > 0,
+                Describe(r) + " names a session the server issued, in aobj-session-id",
+                "one aobj-session-id entry with an issued ID",
+                absl::StrCat(entries, " entries, value '", r.auth.session_hex, "'"));
+  }
+}
+
+// Every request carries well-formed authentication entries and a signature that verifies over
+// the octets received.
+void CheckSignatures(CaseContext& ctx, FakeServer& server) {
+  for (const auto& r : server.Requests()) {
+    ctx.Require(r.auth_syntax_ok, Describe(r) + ": authentication entries well formed (AOBJ-AUTH-001)",
+                "every entry present once, in its format", r.auth_syntax_error);
+    ctx.Require(r.signature_ok,
+                Describe(r) + ": HMAC-SHA256 over the octets received verifies (AOBJ-AUTH-002/003/016)",
+                "verifies", "does not verify");
+  }
+}
+
+// What the client used of each capability, checked against `allowed` (AOBJ-EXT-005/007).
+void CheckCapabilityUse(CaseContext& ctx, FakeServer& server, const std::set<uint32_t>& allowed,
+                        const std::string& why) {
+  auto has = [&](uint32_t c) { return allowed.count(c) > 0; };
+  for (const auto& r : server.Requests()) {
+    if (r.method == Method::kPutObject) {
+      auto p = ParseAs<pb::PutObjectRequest>(ctx, r);
+      if (!has(kCapInline)) {
+        ctx.Require(p.inline_data().empty(), Describe(r) + ": no inline_data (INLINE " + why + ")",
+                    "no inline body", absl::StrCat(p.inline_data().size(), " inline octets"));
+      }
+      if (!has(kCapCrc64)) {
+        ctx.Require(p.checksum_algorithm() != pb::CHECKSUM_ALGORITHM_CRC64NVME,
+                    Describe(r) + ": not CRC64NVME (" + why + ")", "CRC32C", "CRC64NVME");
+      }
+      if (!has(kCapMultiDescriptor)) {
+        ctx.Require(p.source_size() <= 1,
+                    Describe(r) + ": at most one descriptor (MULTI_DESCRIPTOR " + why + ")",
+                    "<= 1", absl::StrCat(p.source_size()));
+      }
+    } else if (r.method == Method::kGetObject) {
+      auto g = ParseAs<pb::GetObjectRequest>(ctx, r);
+      if (!has(kCapInline)) {
+        ctx.Require(!g.accept_inline(), Describe(r) + ": accept_inline not set (INLINE " + why + ")",
+                    "false", "true");
+      }
+      if (!has(kCapCrc64)) {
+        ctx.Require(g.checksum_algorithm() != pb::CHECKSUM_ALGORITHM_CRC64NVME,
+                    Describe(r) + ": not CRC64NVME (" + why + ")", "CRC32C or UNSPECIFIED",
+                    "CRC64NVME");
+      }
+      if (!has(kCapMultiDescriptor)) {
+        ctx.Require(g.destination_size() <= 1,
+                    Describe(r) + ": at most one descriptor (MULTI_DESCRIPTOR " + why + ")",
+                    "<= 1", absl::StrCat(g.destination_size()));
+      }
+    }
+  }
+}
+
+std::set<uint32_t> Offered(CaseContext& ctx, FakeServer& server) {
+  auto opens = OfMethod(server.Requests(), Method::kOpenSession);
+  ctx.Require(!opens.empty(), "the client opened a session", "an OpenSession", "none");
+  auto o = ParseAs<pb::OpenSessionRequest>(ctx, opens[0]);
+  return std::set<uint32_t>(o.capabilities().begin(), o.capabilities().end());
+}
+
+// After a request answered `code` for its session, no request names that session again
+// (AOBJ-SES-022).
+void CheckNoUseAfter(CaseContext& ctx, FakeServer& server, ErrorCode code) {
+  const auto reqs = server.Requests();
+  const std::string name(GetErrorInfo(code).name);
+  int failed_at = -1;
+  std::string session;
+  for (const auto& r : reqs) {
+    if (failed_at < 0 && absl::StartsWith(r.outcome, name)) {
+      failed_at = r.index;
+      session = r.auth.session_hex;
+      continue;
+    }
+    if (failed_at >= 0 && r.method != Method::kOpenSession) {
+      ctx.Require(r.auth.session_hex != session,
+                  absl::StrCat(Describe(r), " after ", name, " on #", failed_at,
+                               " does not name that session"),
+                  "another session (or a new OpenSession)",
+                  absl::StrCat("aobj-session-id ", r.auth.session_hex));
+    }
+  }
+  ctx.Require(failed_at >= 0, "the scripted " + name + " was sent", "one reply with " + name,
+              "no request reached it");
+}
+
+// One PutObject only: the request that failed with a code the client must not treat as
+// retryable was not sent again.
+void RequireNotRetried(CaseContext& ctx, FakeServer& server, Method m, const std::string& why) {
+  const auto n = OfMethod(server.Requests(), m).size();
+  ctx.Require(n == 1, absl::StrCat(MethodName(m), " sent once: ", why), "1 request",
+              absl::StrCat(n, " requests"));
+}
+
+Fault ErrorFault(Method m, uint32_t code, grpc::StatusCode grpc_code, bool retryable,
+                 std::string name = "") {
+  Fault f;
+  f.method = m;
+  f.kind = FaultKind::kError;
+  f.code = code;
+  f.grpc_code = grpc_code;
+  f.retryable = retryable;
+  f.name = std::move(name);
+  return f;
+}
+
+Fault KindFault(Method m, FaultKind kind) {
+  Fault f;
+  f.method = m;
+  f.kind = kind;
+  return f;
+}
+
+// A GET of a seeded object under `script`; the client must fail with `code`.
+void GetFails(CaseContext& ctx, FakeScript script, ErrorCode code, const std::string& what) {
+  auto server = Serve(ctx, std::move(script));
+  const std::string content = Content(256 << 10, 7);
+  server->AddObject(kBucket, "obj", content);
+  const std::string out = OutPath(ctx);
+  ClientRun run = RunClient(ctx, *server, {"get", kBucket, "obj", out});
+  RequireFailure(ctx, run, what, code);
+}
+
+// A PUT of a 256 KiB file under `script`; the client must fail with `code`.
+void PutFails(CaseContext& ctx, FakeScript script, ErrorCode code, const std::string& what) {
+  auto server = Serve(ctx, std::move(script));
+  const std::string in = WriteFile(ctx, Content(256 << 10, 8));
+  ClientRun run = RunClient(ctx, *server, {"put", kBucket, "obj", in});
+  RequireFailure(ctx, run, what, code);
+}
+
+}  // namespace
+
+void RegisterClientCases(Registry& r) {
+  // ---- 3: control channel ----------------------------------------------------------------
+  AddClient(r, "cli/3.4/1", "no request is larger than 4 MiB plus the effective inline_threshold",
+            {"AOBJ-CTL-006"}, false, [](CaseContext& ctx) {
+              auto server = Serve(ctx);
+              PutOk(ctx, *server, "big", Content(5 << 20, 31), "put of 5 MiB");
+              const uint64_t threshold = FakeScript().limits.inline_threshold();
+              for (const auto& q : server->Requests()) {
+                const uint64_t bound =
+                    (4u << 20) + (q.method == Method::kOpenSession ? 0 : threshold);
+                ctx.Require(q.body.size() <= bound, Describe(q) + ": request message size",
+                            absl::StrCat("<= ", bound, " octets"),
+                            absl::StrCat(q.body.size(), " octets"));
+              }
+            });
+  AddClient(r, "cli/3.4/2",
+            "replies of 4 MiB plus inline_threshold are accepted; unknown reply fields ignored",
+            {"AOBJ-CTL-007", "AOBJ-CTL-004"}, false, [](CaseContext& ctx) {
+              FakeScript script;
+              const uint64_t big = (4u << 20) + script.limits.inline_threshold();
+              for (Method m : {Method::kHeadObject, Method::kGetObject}) {
+                Fault f = KindFault(m, FaultKind::kPadResponse);
+                f.nth = 0;
+                f.pad_to = big;
+                script.faults.push_back(f);
+              }
+              auto server = Serve(ctx, script);
+              const std::string content = Content(300 << 10, 32);
+              server->AddObject(kBucket, "padded", content);
+              const std::string out = OutPath(ctx);
+              RequireSuccess(ctx, RunClient(ctx, *server, {"get", kBucket, "padded", out}),
+                             absl::StrCat("get with replies padded to ", big, " octets"));
+              auto file = ReadFile(out);
+              ctx.Require(file.has_value() && *file == content, "the file holds the object",
+                          "equal content", file ? absl::StrCat(file->size(), " octets, differ")
+                                                : "no file");
+            });
+  AddClient(r, "cli/3.7/1", "every call carries a gRPC deadline", {"AOBJ-CTL-010"}, false,
+            [](CaseContext& ctx) {
+              auto server = Serve(ctx);
+              server->AddObject(kBucket, "obj", Content(70000, 33));
+              PutOk(ctx, *server, "new", Content(70000, 34), "put");
+              GetOk(ctx, *server, "obj", Content(70000, 33), "get");
+              for (const auto& q : server->Requests()) {
+                ctx.Require(q.has_deadline, Describe(q) + " carries a deadline", "grpc-timeout",
+                            "no deadline");
+              }
+            });
+
+  // ---- 4: versions, capabilities, grease -------------------------------------------------
+  AddClient(r, "cli/4.2/1",
+            "capabilities the server did not grant are not used (only CRC32C negotiated)",
+            {"AOBJ-EXT-007", "AOBJ-SES-016"}, false, [](CaseContext& ctx) {
+              FakeScript script;
+              script.capabilities = {kCapCrc32c};
+              auto server = Serve(ctx, script);
+              const std::string small = Content(1000, 41), large = Content(100000, 42);
+              server->AddObject(kBucket, "small-seed", small);
+              PutOk(ctx, *server, "small", small, "put of 1000 octets");
+              PutOk(ctx, *server, "large", large, "put of 100000 octets");
+              GetOk(ctx, *server, "small-seed", small, "get of 1000 octets");
+              CheckCapabilityUse(ctx, *server, {kCapCrc32c}, "not negotiated");
+            });
+  AddClient(r, "cli/4.2/2",
+            "capabilities the client did not offer are not used although the server lists them",
+            {"AOBJ-EXT-005", "AOBJ-EXT-007"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.list_all_capabilities = true;
+              script.capabilities = {kCapInline, kCapCrc32c, kCapCrc64, kCapMultiDescriptor,
+                                     0x00ff00ffu, 0xf0000001u};
+              auto server = Serve(ctx, script);
+              const std::string small = Content(1000, 43);
+              server->AddObject(kBucket, "seed", small);
+              PutOk(ctx, *server, "small", small, "put of 1000 octets");
+              PutOk(ctx, *server, "large", Content(100000, 44), "put of 100000 octets");
+              GetOk(ctx, *server, "seed", small, "get of 1000 octets");
+              const std::set<uint32_t> offered = Offered(ctx, *server);
+              bool all = true;
+              for (uint32_t c : {kCapInline, kCapCrc64, kCapMultiDescriptor}) {
+                all = all && offered.count(c) > 0;
+              }
+              if (all) {
+                ctx.Note("the client offered INLINE, CRC64NVME and MULTI_DESCRIPTOR: every "
+                         "capability the server listed was offered, so this run shows only that "
+                         "the listing of unknown IDs (0x00ff00ff, 0xf0000001) broke nothing");
+              }
+              CheckCapabilityUse(ctx, *server, offered, "not offered");
+            });
+  AddClient(r, "cli/4.3/1", "an unknown (grease) error code is INTERNAL and not retried",
+            {"AOBJ-EXT-004"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              // Marked retryable and UNAVAILABLE: a client that believed either would retry.
+              script.faults.push_back(ErrorFault(Method::kPutObject, 0x2A3A4A5Au,
+                                                 grpc::StatusCode::UNAVAILABLE, true,
+                                                 "GREASE_ERROR"));
+              auto server = Serve(ctx, script);
+              const std::string in = WriteFile(ctx, Content(256 << 10, 44));
+              ClientRun run = RunClient(ctx, *server, {"put", kBucket, "obj", in});
+              RequireFailure(ctx, run, "PutObject failed with code 0x2a3a4a5a",
+                             ErrorCode::kInternal);
+              RequireNotRetried(ctx, *server, Method::kPutObject,
+                                "an unknown code is not retryable (AOBJ-EXT-004)");
+            });
+  AddClient(r, "cli/4.3/2", "an unassigned error code is INTERNAL and not retried",
+            {"AOBJ-EXT-004"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.faults.push_back(ErrorFault(Method::kPutObject, 4000,
+                                                 grpc::StatusCode::UNAVAILABLE, true, "FUTURE"));
+              auto server = Serve(ctx, script);
+              const std::string in = WriteFile(ctx, Content(256 << 10, 45));
+              ClientRun run = RunClient(ctx, *server, {"put", kBucket, "obj", in});
+              RequireFailure(ctx, run, "PutObject failed with code 4000", ErrorCode::kInternal);
+              RequireNotRetried(ctx, *server, Method::kPutObject,
+                                "an unknown code is not retryable (AOBJ-EXT-004)");
+            });
+  AddClient(r, "cli/4.3/3", "OpenSession offers one grease capability", {"AOBJ-EXT-002"}, false,
+            [](CaseContext& ctx) {
+              auto server = Serve(ctx);
+              PutOk(ctx, *server, "obj", Content(70000, 46), "put");
+              int grease = 0;
+              for (uint32_t c : Offered(ctx, *server)) {
+                grease += (c & 0x0F0F0F0Fu) == 0x0A0A0A0Au ? 1 : 0;
+              }
+              ctx.Require(grease == 1, "grease capability IDs offered", "1",
+                          absl::StrCat(grease));
+            });
+
+  // ---- 5: sessions -----------------------------------------------------------------------
+  AddClient(r, "cli/5.1/1",
+            "OpenSession first, with a worker address and CRC32C; the session ID on every call",
+            {"AOBJ-SES-001", "AOBJ-TRN-001", "AOBJ-DAT-022"}, false, [](CaseContext& ctx) {
+              auto server = Serve(ctx);
+              const std::string content = Content(100000, 51);
+              PutOk(ctx, *server, "obj", content, "put");
+              server->AddObject(kBucket, "seed", content);
+              GetOk(ctx, *server, "seed", content, "get");
+              CheckSessionDiscipline(ctx, *server);
+              for (const auto& o : OfMethod(server->Requests(), Method::kOpenSession)) {
+                auto open = ParseAs<pb::OpenSessionRequest>(ctx, o);
+                ctx.Require(!open.worker_address().empty(),
+                            Describe(o) + " carries the client's UCX worker address (AOBJ-TRN-001)",
+                            "non-empty", "empty");
+                bool crc32c = false;
+                for (uint32_t c : open.capabilities()) crc32c = crc32c || c == kCapCrc32c;
+                ctx.Require(crc32c, Describe(o) + " offers CRC32C (AOBJ-DAT-022)",
+                            "capability 2 offered",
+                            absl::StrJoin(open.capabilities(), ","));
+              }
+              ctx.Require(server->endpoints_connected() == 2,
+                          "the server connected an endpoint to each worker address",
+                          "2 endpoints", absl::StrCat(server->endpoints_connected()));
+              auto stored = server->Object(kBucket, "obj");
+              ctx.Require(stored.has_value() && stored->content == content,
+                          "the object the server stored is the file", "equal content",
+                          stored ? "differs" : "not stored");
+            });
+  AddClient(r, "cli/5.1/2", "requests stay inside the session's effective limits",
+            {"AOBJ-SES-016"}, false, [](CaseContext& ctx) {
+              FakeScript script;
+              script.limits.set_inline_threshold(1024);
+              script.limits.set_max_descriptors(2);
+              auto server = Serve(ctx, script);
+              for (size_t n : {size_t{512}, size_t{4096}, size_t{200000}}) {
+                PutOk(ctx, *server, absl::StrCat("o", n), Content(n, 52),
+                      absl::StrCat("put of ", n, " octets"));
+                GetOk(ctx, *server, absl::StrCat("o", n), Content(n, 52),
+                      absl::StrCat("get of ", n, " octets"));
+              }
+              for (const auto& q : server->Requests()) {
+                if (q.method == Method::kOpenSession) {
+                  auto o = ParseAs<pb::OpenSessionRequest>(ctx, q);
+                  ctx.Require(o.versions().min() <= 1 && o.versions().max() >= 1,
+                              Describe(q) + " offers version 1", "1 in range",
+                              absl::StrCat("[", o.versions().min(), ", ", o.versions().max(), "]"));
+                } else if (q.method == Method::kPutObject) {
+                  auto p = ParseAs<pb::PutObjectRequest>(ctx, q);
+                  ctx.Require(p.inline_data().size() <= 1024,
+                              Describe(q) + ": inline body within inline_threshold 1024",
+                              "<= 1024", absl::StrCat(p.inline_data().size()));
+                  ctx.Require(p.source_size() <= 2, Describe(q) + ": descriptors within 2",
+                              "<= 2", absl::StrCat(p.source_size()));
+                } else if (q.method == Method::kGetObject) {
+                  auto g = ParseAs<pb::GetObjectRequest>(ctx, q);
+                  ctx.Require(g.destination_size() <= 2, Describe(q) + ": descriptors within 2",
+                              "<= 2", absl::StrCat(g.destination_size()));
+                }
+                ctx.Require(absl::StartsWith(q.outcome, "OK"), Describe(q) + " was accepted",
+                            "OK", q.outcome);
+              }
+            });
+  AddClient(r, "cli/5.2/1", "UNSUPPORTED_VERSION: the client fails cleanly with that error",
+            {"AOBJ-SES-001", "AOBJ-ERR-003"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.refuse_version = true;
+              script.supported_versions.set_min(7);
+              script.supported_versions.set_max(9);
+              auto server = Serve(ctx, script);
+              ClientRun run = RunClient(
+                  ctx, *server, {"put", kBucket, "obj", WriteFile(ctx, Content(70000, 53))});
+              RequireFailure(ctx, run, "OpenSession refused", ErrorCode::kUnsupportedVersion);
+              for (const auto& q : server->Requests()) {
+                ctx.Require(q.method == Method::kOpenSession,
+                            Describe(q) + ": without a session only OpenSession is sent",
+                            "OpenSession", q.method_name);
+              }
+            });
+  AddClient(r, "cli/5.8/1", "RenewSession while a data request outlasts half the lease",
+            {"AOBJ-SES-019"}, false, [](CaseContext& ctx) {
+              FakeScript script;
+              script.lease_ms = 1000;
+              Fault slow = KindFault(Method::kPutObject, FaultKind::kDelay);
+              slow.delay = absl::Milliseconds(1600);
+              script.faults.push_back(slow);
+              auto server = Serve(ctx, script);
+              PutOk(ctx, *server, "obj", Content(70000, 54),
+                    "put answered after 1.6 s with lease_ms 1000");
+              auto puts = OfMethod(server->Requests(), Method::kPutObject);
+              ctx.Require(puts.size() == 1, "one PutObject", "1", absl::StrCat(puts.size()));
+              const absl::Time sent = puts[0].received;
+              int renewals = 0;
+              for (const auto& q : OfMethod(server->Requests(), Method::kRenewSession)) {
+                const absl::Duration at = q.received - sent;
+                if (at > absl::ZeroDuration() && at < absl::Milliseconds(1600)) ++renewals;
+              }
+              ctx.Require(renewals >= 1,
+                          "RenewSession sent while the PUT was in flight (half the lease is 500 ms)",
+                          ">= 1", absl::StrCat(renewals));
+            });
+  AddClient(r, "cli/5.9/1", "after SESSION_EXPIRED no request names the session",
+            {"AOBJ-SES-022"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.faults.push_back(ErrorFault(Method::kCount, 10,
+                                                 grpc::StatusCode::FAILED_PRECONDITION, false));
+              auto server = Serve(ctx, script);
+              ClientRun run = RunClient(
+                  ctx, *server, {"put", kBucket, "obj", WriteFile(ctx, Content(70000, 55))});
+              RequireFailure(ctx, run, "the session expired", ErrorCode::kSessionExpired);
+              CheckNoUseAfter(ctx, *server, ErrorCode::kSessionExpired);
+            });
+  AddClient(r, "cli/5.9/2", "after NO_SUCH_SESSION no request names the session",
+            {"AOBJ-SES-022"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.faults.push_back(
+                  ErrorFault(Method::kCount, 9, grpc::StatusCode::NOT_FOUND, false));
+              auto server = Serve(ctx, script);
+              server->AddObject(kBucket, "obj", Content(70000, 56));
+              ClientRun run = RunClient(ctx, *server, {"get", kBucket, "obj", OutPath(ctx)});
+              RequireFailure(ctx, run, "the session is unknown", ErrorCode::kNoSuchSession);
+              CheckNoUseAfter(ctx, *server, ErrorCode::kNoSuchSession);
+            });
+
+  // ---- 6: authentication -----------------------------------------------------------------
+  AddClient(r, "cli/6.1/1", "the secret appears in no octet or metadata entry received",
+            {"AOBJ-AUTH-004"}, false, [](CaseContext& ctx) {
+              auto server = Serve(ctx);
+              server->AddObject(kBucket, "a/1", Content(5000, 61));
+              PutOk(ctx, *server, "a/2", Content(70000, 62), "put");
+              GetOk(ctx, *server, "a/1", Content(5000, 61), "get");
+              LsOk(ctx, *server, "a/", {"a/1", "a/2"}, "ls");
+              const std::string& secret = server->secret();
+              const std::vector<std::string> forms = {
+                  secret, HexEncode(secret), absl::AsciiStrToUpper(HexEncode(secret)),
+                  absl::Base64Escape(secret), absl::WebSafeBase64Escape(secret)};
+              for (const auto& q : server->Requests()) {
+                for (const auto& form : forms) {
+                  ctx.Require(!absl::StrContains(q.body, form),
+                              Describe(q) + ": the message does not contain the secret",
+                              "absent", "found");
+                  for (const auto& [k, v] : q.metadata) {
+                    ctx.Require(!absl::StrContains(v, form) && !absl::StrContains(k, form),
+                                Describe(q) + ": metadata entry " + k + " does not hold the secret",
+                                "absent", "found");
+                  }
+                }
+              }
+            });
+  AddClient(r, "cli/6.2/1", "nonces never repeat for one access key, across runs",
+            {"AOBJ-AUTH-011"}, false, [](CaseContext& ctx) {
+              auto server = Serve(ctx);
+              server->AddObject(kBucket, "k", Content(3000, 63));
+              for (int i = 0; i < 3; ++i) {
+                PutOk(ctx, *server, absl::StrCat("p", i), Content(20000, 64 + i), "put");
+                GetOk(ctx, *server, "k", Content(3000, 63), "get");
+              }
+              std::set<std::string> seen;
+              for (const auto& q : server->Requests()) {
+                ctx.Require(q.auth.nonce_hex.size() == 32, Describe(q) + ": nonce of 16 octets",
+                            "32 hex characters", q.auth.nonce_hex);
+                ctx.Require(seen.insert(q.auth.nonce_hex).second,
+                            Describe(q) + ": nonce not sent before", "new", q.auth.nonce_hex);
+              }
+              ctx.Note(absl::StrCat(seen.size(), " requests, all nonces distinct; whether they "
+                                                 "come from a CSPRNG is not observable"));
+            });
+  AddClient(r, "cli/6.3/1", "every request is signed over the octets the server received",
+            {"AOBJ-AUTH-001", "AOBJ-AUTH-002", "AOBJ-AUTH-003", "AOBJ-AUTH-016"}, false,
+            [](CaseContext& ctx) {
+              auto server = Serve(ctx);
+              server->AddObject(kBucket, "d/x", Content(9000, 65));
+              server->AddObject(kBucket, "d/y", Content(0, 66));
+              PutOk(ctx, *server, "d/z", Content(1234, 67), "put (small)");
+              PutOk(ctx, *server, "d/w", Content(99999, 68), "put (large)");
+              GetOk(ctx, *server, "d/x", Content(9000, 65), "get");
+              GetOk(ctx, *server, "d/y", "", "get of an empty object");
+              LsOk(ctx, *server, "d/", {"d/w", "d/x", "d/y", "d/z"}, "ls");
+              CheckSignatures(ctx, *server);
+              std::set<Method> methods;
+              for (const auto& q : server->Requests()) methods.insert(q.method);
+              ctx.Note(absl::StrCat(server->Requests().size(), " requests of ", methods.size(),
+                                    " methods checked"));
+            });
+
+  // ---- 7: memory -------------------------------------------------------------------------
+  AddClient(r, "cli/7.5/1", "a PUT window keeps the body until the reply",
+            {"AOBJ-MEM-011"}, false, [](CaseContext& ctx) {
+              FakeScript script;
+              script.reread_put_after = absl::Milliseconds(400);
+              auto server = Serve(ctx, script);
+              const std::string content = Content(512 << 10, 71);
+              PutOk(ctx, *server, "obj", content, "put, the server reading the window twice, 400 ms apart");
+              auto puts = OfMethod(server->Requests(), Method::kPutObject);
+              ctx.Require(puts.size() == 1 && puts[0].window_bytes > 0,
+                          "one PutObject by RMA", "1 with descriptors",
+                          absl::StrCat(puts.size(), " PutObject"));
+              ctx.Require(puts[0].rma_error.empty(),
+                          "the window read 400 ms later still holds the body", "unchanged",
+                          puts[0].rma_error);
+              auto stored = server->Object(kBucket, "obj");
+              ctx.Require(stored.has_value() && stored->content == content,
+                          "the object stored is the file", "equal", stored ? "differs" : "none");
+            });
+
+  // ---- 8: data movement ------------------------------------------------------------------
+  AddClient(r, "cli/8.1/1", "GET reply with path UNSPECIFIED is a failure (INTERNAL)",
+            {"AOBJ-DAT-031"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.faults.push_back(KindFault(Method::kGetObject, FaultKind::kPathUnspecified));
+              GetFails(ctx, script, ErrorCode::kInternal, "GET answered with path UNSPECIFIED");
+            });
+  AddClient(r, "cli/8.1/2", "PUT reply with path UNSPECIFIED is a failure (INTERNAL)",
+            {"AOBJ-DAT-031"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.faults.push_back(KindFault(Method::kPutObject, FaultKind::kPathUnspecified));
+              PutFails(ctx, script, ErrorCode::kInternal, "PUT answered with path UNSPECIFIED");
+            });
+  AddClient(r, "cli/8.1/3", "GET answered INLINE without accept_inline is a failure (INTERNAL)",
+            {"AOBJ-DAT-031", "AOBJ-EXT-007"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.capabilities = {kCapCrc32c, kCapCrc64, kCapMultiDescriptor};  // no INLINE
+              script.faults.push_back(KindFault(Method::kGetObject, FaultKind::kPathInline));
+              auto server = Serve(ctx, script);
+              const std::string content = Content(3000, 81);
+              server->AddObject(kBucket, "obj", content);
+              ClientRun run = RunClient(ctx, *server, {"get", kBucket, "obj", OutPath(ctx)});
+              for (const auto& g : OfMethod(server->Requests(), Method::kGetObject)) {
+                auto req = ParseAs<pb::GetObjectRequest>(ctx, g);
+                ctx.Require(!req.accept_inline(),
+                            Describe(g) + ": accept_inline not set (INLINE not negotiated)",
+                            "false", "true");
+              }
+              RequireFailure(ctx, run, "GET answered INLINE", ErrorCode::kInternal);
+            });
+  AddClient(r, "cli/8.7/1", "GET with bytes_transferred below the size: INCOMPLETE_TRANSFER",
+            {"AOBJ-DAT-004"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.faults.push_back(KindFault(Method::kGetObject, FaultKind::kShortTransfer));
+              GetFails(ctx, script, ErrorCode::kIncompleteTransfer,
+                       "GET reply reporting one octet less than the object");
+            });
+  AddClient(r, "cli/8.7/2", "GET that wrote half the body but claims all of it: BAD_DIGEST",
+            {"AOBJ-DAT-004"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.faults.push_back(KindFault(Method::kGetObject, FaultKind::kPartialWrite));
+              GetFails(ctx, script, ErrorCode::kBadDigest,
+                       "GET that wrote only the first half of the window");
+            });
+  AddClient(r, "cli/8.7/3", "GET reply with a wrong checksum: BAD_DIGEST", {"AOBJ-DAT-004"},
+            true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.faults.push_back(KindFault(Method::kGetObject, FaultKind::kWrongChecksum));
+              GetFails(ctx, script, ErrorCode::kBadDigest, "GET reply with a wrong checksum");
+            });
+  AddClient(r, "cli/8.7/4", "PUT reply with bytes_transferred below the size: INCOMPLETE_TRANSFER",
+            {"AOBJ-DAT-004"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.faults.push_back(KindFault(Method::kPutObject, FaultKind::kShortTransfer));
+              PutFails(ctx, script, ErrorCode::kIncompleteTransfer,
+                       "PUT reply reporting one octet less than the size");
+            });
+  AddClient(r, "cli/8.7/5", "PUT reply with a wrong checksum: BAD_DIGEST", {"AOBJ-DAT-004"}, true,
+            [](CaseContext& ctx) {
+              FakeScript script;
+              script.faults.push_back(KindFault(Method::kPutObject, FaultKind::kWrongChecksum));
+              PutFails(ctx, script, ErrorCode::kBadDigest, "PUT reply with a wrong checksum");
+            });
+
+  // ---- 9: listing ------------------------------------------------------------------------
+  AddClient(r, "cli/9.12/1", "continuation tokens go back unchanged, with the same listing",
+            {"AOBJ-OBJ-106"}, false, [](CaseContext& ctx) {
+              FakeScript script;
+              script.list_page = 2;
+              auto server = Serve(ctx, script);
+              std::vector<std::string> keys;
+              for (int i = 0; i < 5; ++i) {
+                keys.push_back(absl::StrCat("pre/k", i));
+                server->AddObject(kBucket, keys.back(), Content(100 + i, 90 + i));
+              }
+              server->AddObject(kBucket, "other/k", Content(10, 99));
+              LsOk(ctx, *server, "pre/", keys, "ls of 5 keys in pages of 2");
+              const auto lists = OfMethod(server->Requests(), Method::kListObjectsV2);
+              ctx.Require(lists.size() >= 3, "the client followed every page", ">= 3 requests",
+                          absl::StrCat(lists.size()));
+              for (const auto& q : lists) {
+                ctx.Require(absl::StartsWith(q.outcome, "OK"),
+                            Describe(q) + ": the token came back unchanged with the same bucket, "
+                                          "prefix and delimiter",
+                            "OK", q.outcome);
+              }
+            });
+
+  // ---- 10: flow control ------------------------------------------------------------------
+  AddClient(r, "cli/10/1", "at most max_in_flight (1) data requests outstanding",
+            {"AOBJ-FLO-001"}, false, [](CaseContext& ctx) {
+              FakeScript script;
+              script.limits.set_max_in_flight(1);
+              Fault slow = KindFault(Method::kCount, FaultKind::kDelay);
+              slow.nth = 0;
+              slow.delay = absl::Milliseconds(100);
+              script.faults.push_back(slow);
+              auto server = Serve(ctx, script);
+              server->AddObject(kBucket, "obj", Content(300000, 101));
+              PutOk(ctx, *server, "new", Content(300000, 102), "put");
+              GetOk(ctx, *server, "obj", Content(300000, 101), "get");
+              ctx.Require(server->max_data_in_flight() <= 1, "data requests in progress at once",
+                          "<= 1", absl::StrCat(server->max_data_in_flight()));
+              ctx.Note("each operation of the driver contract moves one object; this shows the "
+                       "limit is kept for single-object operations only");
+            });
+  AddClient(r, "cli/10/2", "TOO_MANY_TRANSFERS: a retry, if any, waits and is a new request",
+            {"AOBJ-FLO-003", "AOBJ-ERR-007"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.faults.push_back(ErrorFault(Method::kPutObject, 13,
+                                                 grpc::StatusCode::RESOURCE_EXHAUSTED, true));
+              auto server = Serve(ctx, script);
+              ClientRun run = RunClient(
+                  ctx, *server, {"put", kBucket, "obj", WriteFile(ctx, Content(70000, 103))});
+              auto puts = OfMethod(server->Requests(), Method::kPutObject);
+              ctx.Require(!puts.empty(), "the client sent the PutObject", ">= 1", "none");
+              if (puts.size() == 1) {
+                RequireFailure(ctx, run, "PUT refused with TOO_MANY_TRANSFERS, not retried",
+                               ErrorCode::kTooManyTransfers);
+                ctx.Note("the client did not retry (allowed: AOBJ-ERR-007 is a MAY)");
+                return;
+              }
+              for (size_t i = 1; i < puts.size(); ++i) {
+                ctx.Require(puts[i].auth.nonce_hex != puts[i - 1].auth.nonce_hex,
+                            Describe(puts[i]) + ": the retry has a new nonce", "new nonce",
+                            "same nonce");
+                const absl::Duration gap = puts[i].received - puts[i - 1].received;
+                ctx.Require(gap >= absl::Milliseconds(5), Describe(puts[i]) + ": waited first",
+                            ">= 5 ms after the refusal", absl::FormatDuration(gap));
+              }
+            });
+
+  // ---- 11: errors ------------------------------------------------------------------------
+  AddClient(r, "cli/11.1/1", "error code 0 is treated as an unknown code: INTERNAL, not retried",
+            {"AOBJ-ERR-009", "AOBJ-EXT-004"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.faults.push_back(ErrorFault(Method::kPutObject, 0,
+                                                 grpc::StatusCode::UNAVAILABLE, true, ""));
+              auto server = Serve(ctx, script);
+              const std::string in = WriteFile(ctx, Content(256 << 10, 111));
+              ClientRun run = RunClient(ctx, *server, {"put", kBucket, "obj", in});
+              RequireFailure(ctx, run, "PutObject failed with code 0", ErrorCode::kInternal);
+              RequireNotRetried(ctx, *server, Method::kPutObject,
+                                "code 0 is unknown, hence not retryable");
+            });
+  AddClient(r, "cli/11.3/1", "the trailer decides, not the gRPC status",
+            {"AOBJ-ERR-003"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              // gRPC says RESOURCE_EXHAUSTED (like SLOW_DOWN); the trailer says NO_SUCH_KEY.
+              script.faults.push_back(ErrorFault(Method::kCount, 21,
+                                                 grpc::StatusCode::RESOURCE_EXHAUSTED, false));
+              auto server = Serve(ctx, script);
+              server->AddObject(kBucket, "obj", Content(70000, 112));
+              ClientRun run = RunClient(ctx, *server, {"get", kBucket, "obj", OutPath(ctx)});
+              RequireFailure(ctx, run, "NO_SUCH_KEY under gRPC RESOURCE_EXHAUSTED",
+                             ErrorCode::kNoSuchKey);
+            });
+  AddClient(r, "cli/11.3/2", "a PUT failing without aobj-error-bin is never success",
+            {"AOBJ-ERR-006"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              Fault f = KindFault(Method::kPutObject, FaultKind::kErrorNoTrailer);
+              f.grpc_code = grpc::StatusCode::INTERNAL;
+              script.faults.push_back(f);
+              auto server = Serve(ctx, script);
+              ClientRun run = RunClient(
+                  ctx, *server, {"put", kBucket, "obj", WriteFile(ctx, Content(256 << 10, 113))});
+              ctx.Require(!run.timed_out && run.exit_code != 0,
+                          "the client does not report success", "non-zero exit", RunText(run));
+            });
+  AddClient(r, "cli/11.3/3", "a GET failing without aobj-error-bin is never success",
+            {"AOBJ-ERR-006"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              Fault f = KindFault(Method::kGetObject, FaultKind::kErrorNoTrailer);
+              f.grpc_code = grpc::StatusCode::UNKNOWN;
+              script.faults.push_back(f);
+              auto server = Serve(ctx, script);
+              const std::string content = Content(256 << 10, 114);
+              server->AddObject(kBucket, "obj", content);
+              const std::string out = OutPath(ctx);
+              ClientRun run = RunClient(ctx, *server, {"get", kBucket, "obj", out});
+              ctx.Require(!run.timed_out && run.exit_code != 0,
+                          "the client does not report success", "non-zero exit", RunText(run));
+            });
+  AddClient(r, "cli/11.3/4", "a request failing with a code that is not retryable is not repeated",
+            {"AOBJ-ERR-008"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.faults.push_back(ErrorFault(Method::kPutObject, 26,
+                                                 grpc::StatusCode::INVALID_ARGUMENT, false));
+              auto server = Serve(ctx, script);
+              ClientRun run = RunClient(
+                  ctx, *server, {"put", kBucket, "obj", WriteFile(ctx, Content(70000, 115))});
+              RequireFailure(ctx, run, "PUT refused with ENTITY_TOO_LARGE",
+                             ErrorCode::kEntityTooLarge);
+              RequireNotRetried(ctx, *server, Method::kPutObject, "ENTITY_TOO_LARGE");
+            });
+
+  // ---- 13: transport binding -------------------------------------------------------------
+  AddClient(r, "cli/13.1/1", "PUT by RMA: the server reads the client's whole window",
+            {"AOBJ-TRN-001", "AOBJ-TRN-005", "AOBJ-TRN-007", "AOBJ-MEM-017"}, false,
+            [](CaseContext& ctx) {
+              auto server = Serve(ctx);
+              const std::string content = Content(1 << 20, 131);
+              PutOk(ctx, *server, "obj", content, "put of 1 MiB");
+              auto puts = OfMethod(server->Requests(), Method::kPutObject);
+              ctx.Require(puts.size() == 1, "one PutObject", "1", absl::StrCat(puts.size()));
+              ctx.Require(puts[0].window_bytes >= content.size(),
+                          "the body travels by RMA (descriptors cover it)",
+                          absl::StrCat(">= ", content.size(), " octets of windows"),
+                          absl::StrCat(puts[0].window_bytes));
+              ctx.Require(puts[0].rma_whole_windows_ok,
+                          "the server's RMA read of every window, whole, succeeded",
+                          "read whole", puts[0].rma_error.empty() ? "partial" : puts[0].rma_error);
+              auto stored = server->Object(kBucket, "obj");
+              ctx.Require(stored.has_value() && stored->content == content,
+                          "the octets read are the file's", "equal", stored ? "differ" : "none");
+            });
+  AddClient(r, "cli/13.1/2", "GET by RMA: the server writes into the client's window",
+            {"AOBJ-TRN-001", "AOBJ-TRN-005", "AOBJ-TRN-007", "AOBJ-MEM-017"}, false,
+            [](CaseContext& ctx) {
+              auto server = Serve(ctx);
+              const std::string content = Content(1 << 20, 132);
+              server->AddObject(kBucket, "obj", content);
+              const std::string out = OutPath(ctx);
+              RequireSuccess(ctx, RunClient(ctx, *server, {"get", kBucket, "obj", out}),
+                             "get of 1 MiB");
+              auto gets = OfMethod(server->Requests(), Method::kGetObject);
+              ctx.Require(gets.size() == 1, "one GetObject", "1", absl::StrCat(gets.size()));
+              ctx.Require(gets[0].window_bytes >= content.size() && gets[0].rma_error.empty(),
+                          "the server's RMA write into the windows succeeded", "written",
+                          gets[0].rma_error.empty() ? absl::StrCat(gets[0].window_bytes,
+                                                                   " octets of windows")
+                                                    : gets[0].rma_error);
+              if (gets[0].rma_whole_windows_ok) {
+                ctx.Note("the windows were exactly the object's size: the write covered them whole");
+              }
+              auto file = ReadFile(out);
+              ctx.Require(file.has_value() && *file == content, "the file holds the object",
+                          "equal content", file ? "differs" : "no file");
+            });
+}
+
+}  // namespace aobj::conformance

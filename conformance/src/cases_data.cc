@@ -1,0 +1,611 @@
+// Cases for spec section 8 (data movement: paths, RMA, inline, empty bodies, checksums,
+// completion, failures) and 9.9 (byte ranges).
+#include <atomic>
+#include <thread>
+
+#include "absl/time/clock.h"
+#include "conformance/src/cases_util.h"
+
+namespace aobj::conformance {
+namespace {
+
+struct Fixture {
+  std::unique_ptr<Peer> p;
+  std::string bucket;
+};
+
+Fixture Setup(CaseContext& ctx) {
+  Fixture f;
+  f.p = ctx.Open();
+  f.bucket = ctx.NewBucket(*f.p);
+  return f;
+}
+
+pb::GetObjectRequest RmaGet(Peer& p, const std::string& bucket, const std::string& key,
+                            const RegisteredMemory& m, uint64_t len) {
+  pb::GetObjectRequest g = p.GetRequest(bucket, key, m, len);
+  g.set_accept_inline(false);
+  return g;
+}
+
+std::string PathName(pb::TransferPath p) { return pb::TransferPath_Name(p); }
+
+// Renews `session` every third of its lease while long requests run (AOBJ-SES-019: a client
+// renews during long data requests; the lease in CI is 2 s).
+class Renewer {
+ public:
+  Renewer(CaseContext& ctx, const Peer& owner)
+      : peer_(ctx, "P1.renew", ctx.target().access_key_id, ctx.target().secret) {
+    peer_.set_session_hex(owner.session_hex());
+    const auto period = absl::Milliseconds(std::max<uint64_t>(owner.session().lease_ms() / 3, 100));
+    thread_ = std::thread([this, period] {
+      while (!stop_.load()) {
+        absl::SleepFor(period);
+        if (!stop_.load()) peer_.Send(Method::kRenewSession, pb::RenewSessionRequest());
+      }
+    });
+  }
+  ~Renewer() {
+    stop_ = true;
+    thread_.join();
+    peer_.set_session_hex("");
+  }
+
+ private:
+  Peer peer_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Checks a GET reply against `expect` (the octets it should have moved).
+void CheckGetReply(CaseContext& ctx, const pb::GetObjectResponse& g, const std::string& expect,
+                   const std::string& what) {
+  ctx.Require(g.bytes_transferred() == expect.size(), what + ": bytes_transferred",
+              absl::StrCat(expect.size()), absl::StrCat(g.bytes_transferred()));
+  ctx.Require(g.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC32C, what + ": checksum_algorithm",
+              "CRC32C", pb::ChecksumAlgorithm_Name(g.checksum_algorithm()));
+  ctx.Require(g.checksum() == Crc32cOf(expect), what + ": checksum over the octets moved",
+              Hex(Crc32cOf(expect)), Hex(g.checksum()));
+}
+
+}  // namespace
+
+void RegisterDataCases(Registry& r) {
+  Add(r, "dat/8.2/1", "GET by RMA: every octet in place at the reply, which describes it", "core",
+      {"AOBJ-DAT-001", "AOBJ-DAT-003", "AOBJ-DAT-030", "AOBJ-DAT-012", "AOBJ-OBJ-009",
+       "AOBJ-TRN-001"},
+      false, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        // 80 MiB + 3: above the reference server's 64 MiB RMA piece, an odd length.
+        const size_t n = (80u << 20) + 3;
+        if (f.p->session().limits().max_transfer_bytes() < n) ctx.Unsupported("max_transfer_bytes below 80 MiB");
+        auto m = f.p->Allocate(n);
+        const std::string body = Content(n, 11);
+        std::memcpy(m->data(), body.data(), n);
+        ctx.RequireOk(f.p->Send(Method::kPutObject, f.p->PutRequest(f.bucket, "big", *m, n)),
+                      "PUT of 80 MiB + 3");
+        std::memset(m->data(), 0, n);
+        RawReply g = f.p->Send(Method::kGetObject, RmaGet(*f.p, f.bucket, "big", *m, n));
+        ctx.RequireOk(g, "GET of 80 MiB + 3");
+        auto resp = Parse<pb::GetObjectResponse>(ctx, g, "GET");
+        ctx.Require(resp.path() == pb::TRANSFER_PATH_RMA, "path", "TRANSFER_PATH_RMA", PathName(resp.path()));
+        CheckGetReply(ctx, resp, body, "GET");
+        ctx.Require(std::memcmp(m->data(), body.data(), n) == 0, "the window holds the object at the reply",
+                    "equal", "differs");
+        ctx.Require(resp.metadata().size() == n && resp.metadata().etag() == Md5Etag(body),
+                    "metadata describes the version moved", absl::StrCat(n, " ", Md5Etag(body)),
+                    absl::StrCat(resp.metadata().size(), " ", resp.metadata().etag()));
+      });
+  Add(r, "dat/8.3/1", "PUT by RMA: the reply carries what the server received", "core",
+      {"AOBJ-DAT-002", "AOBJ-DAT-003", "AOBJ-DAT-030"}, false, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        const std::string body = Content(3 << 20, 12);
+        RawReply p = f.p->Put(f.bucket, "o", body);
+        ctx.RequireOk(p, "PUT of 3 MiB");
+        auto resp = Parse<pb::PutObjectResponse>(ctx, p, "PUT");
+        ctx.Require(resp.bytes_transferred() == body.size(), "bytes_transferred",
+                    absl::StrCat(body.size()), absl::StrCat(resp.bytes_transferred()));
+        ctx.Require(resp.path() == pb::TRANSFER_PATH_RMA, "path", "TRANSFER_PATH_RMA", PathName(resp.path()));
+        ctx.Require(resp.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC32C &&
+                        resp.checksum() == Crc32cOf(body),
+                    "checksum of the octets received", Hex(Crc32cOf(body)), Hex(resp.checksum()));
+        std::string back;
+        ctx.RequireOk(f.p->Get(f.bucket, "o", &back, nullptr, 4 << 20), "GET");
+        ctx.Require(back == body, "the object is the PUT's body", "equal", "differs");
+      });
+  Add(r, "dat/8.3/2", "a PUT whose checksum differs: BAD_DIGEST, nothing committed", "checksums",
+      {"AOBJ-DAT-005", "AOBJ-OBJ-014"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        const std::string old_body = Content(50000, 1);
+        ctx.RequireOk(f.p->Put(f.bucket, "k", old_body), "PUT of the old object");
+        auto m = f.p->Allocate(60000);
+        std::memcpy(m->data(), Content(60000, 2).data(), 60000);
+        pb::PutObjectRequest put = f.p->PutRequest(f.bucket, "k", *m, 60000);
+        std::string sum = put.checksum();
+        sum[3] = static_cast<char>(sum[3] ^ 1);
+        put.set_checksum(sum);
+        ctx.RequireCode(f.p->Send(Method::kPutObject, put), ErrorCode::kBadDigest,
+                        "PUT with one checksum bit flipped");
+        std::string back;
+        ctx.RequireOk(f.p->Get(f.bucket, "k", &back), "GET");
+        ctx.Require(back == old_body, "the key still holds the old object", "old object",
+                    absl::StrCat(back.size(), " octets, not the old object"));
+        pb::PutObjectRequest fresh = f.p->PutRequest(f.bucket, "new", *m, 60000);
+        fresh.set_checksum(sum);
+        ctx.RequireCode(f.p->Send(Method::kPutObject, fresh), ErrorCode::kBadDigest, "a new key");
+        ctx.RequireCode(f.p->Head(f.bucket, "new"), ErrorCode::kNoSuchKey, "nothing committed");
+        ctx.RequireStillServes();
+      });
+  Add(r, "dat/8.4/1", "inline PUT and GET when INLINE is negotiated", "inline",
+      {"AOBJ-DAT-007", "AOBJ-DAT-014", "AOBJ-DAT-015", "AOBJ-DAT-030"}, false,
+      [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        RequireCapability(ctx, *f.p, kCapInline, "INLINE");
+        const uint64_t t = f.p->session().limits().inline_threshold();
+        if (t == 0) ctx.Unsupported("inline_threshold is 0");
+        const std::string body = Content(std::min<uint64_t>(t, 3000), 21);
+        pb::PutObjectRequest put;
+        put.set_bucket(f.bucket);
+        put.set_key("in");
+        put.set_size(body.size());
+        put.set_inline_data(body);
+        put.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        put.set_checksum(Crc32cOf(body));
+        RawReply p = f.p->Send(Method::kPutObject, put);
+        ctx.RequireOk(p, "inline PUT");
+        auto pr = Parse<pb::PutObjectResponse>(ctx, p, "PUT");
+        ctx.Require(pr.path() == pb::TRANSFER_PATH_INLINE, "PUT path", "TRANSFER_PATH_INLINE", PathName(pr.path()));
+        auto m = f.p->Allocate(8192);
+        std::memset(m->data(), 0x44, 8192);
+        pb::GetObjectRequest g = f.p->GetRequest(f.bucket, "in", *m, 8192);
+        g.set_accept_inline(true);
+        RawReply gr = f.p->Send(Method::kGetObject, g);
+        ctx.RequireOk(gr, "GET with accept_inline and a window");
+        auto resp = Parse<pb::GetObjectResponse>(ctx, gr, "GET");
+        ctx.Require(resp.path() == pb::TRANSFER_PATH_INLINE, "GET path (the window notwithstanding)",
+                    "TRANSFER_PATH_INLINE", PathName(resp.path()));
+        ctx.Require(resp.inline_data() == body, "inline_data holds exactly the object", "equal",
+                    absl::StrCat(resp.inline_data().size(), " octets"));
+        CheckGetReply(ctx, resp, body, "GET");
+        ctx.Require(m->data()[0] == 0x44 && m->data()[4095] == 0x44, "the window was not written",
+                    "unchanged", "written");
+      });
+  Add(r, "dat/8.4/2", "inline bodies only when allowed: accept_inline, INLINE, threshold", "inline",
+      {"AOBJ-DAT-008", "AOBJ-EXT-007"}, false, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        const uint64_t t = f.p->session().limits().inline_threshold();
+        const std::string small = Content(1000, 22);
+        ctx.RequireOk(f.p->Put(f.bucket, "small", small), "PUT of 1000 octets by RMA");
+        auto m = f.p->Allocate(1 << 20);
+        RawReply g = f.p->Send(Method::kGetObject, RmaGet(*f.p, f.bucket, "small", *m, 1 << 20));
+        ctx.RequireOk(g, "GET without accept_inline");
+        auto resp = Parse<pb::GetObjectResponse>(ctx, g, "GET");
+        ctx.Require(resp.path() == pb::TRANSFER_PATH_RMA && resp.inline_data().empty(),
+                    "without accept_inline the body moves by RMA", "TRANSFER_PATH_RMA",
+                    PathName(resp.path()));
+        const std::string big = Content(t + 1, 23);
+        ctx.RequireOk(f.p->Put(f.bucket, "big", big), "PUT of inline_threshold + 1 octets");
+        pb::GetObjectRequest gi = f.p->GetRequest(f.bucket, "big", *m, 1 << 20);
+        gi.set_accept_inline(true);
+        RawReply gb = f.p->Send(Method::kGetObject, gi);
+        ctx.RequireOk(gb, "GET above the threshold with accept_inline");
+        resp = Parse<pb::GetObjectResponse>(ctx, gb, "GET");
+        ctx.Require(resp.path() == pb::TRANSFER_PATH_RMA, "above the threshold: RMA", "TRANSFER_PATH_RMA",
+                    PathName(resp.path()));
+        // A session without INLINE gets no inline body even when it asks.
+        auto q = ctx.NewPeer();
+        pb::OpenSessionRequest o = q->DefaultOpen();
+        o.clear_capabilities();
+        o.add_capabilities(kCapCrc32c);
+        ctx.RequireOk(q->Open(o), "OpenSession without INLINE");
+        auto qm = q->Allocate(4096);
+        pb::GetObjectRequest gq = q->GetRequest(f.bucket, "small", *qm, 4096);
+        gq.set_accept_inline(true);
+        RawReply gr = q->Send(Method::kGetObject, gq);
+        ctx.RequireOk(gr, "GET with accept_inline in a session without INLINE");
+        resp = Parse<pb::GetObjectResponse>(ctx, gr, "GET");
+        ctx.Require(resp.path() == pb::TRANSFER_PATH_RMA, "without INLINE negotiated: RMA",
+                    "TRANSFER_PATH_RMA", PathName(resp.path()));
+      });
+  Add(r, "dat/8.4/3", "malformed inline PUTs: INVALID_ARGUMENT; above the threshold: "
+                      "ENTITY_TOO_LARGE", "inline", {"AOBJ-DAT-007"}, true,
+      [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        RequireCapability(ctx, *f.p, kCapInline, "INLINE");
+        const uint64_t t = f.p->session().limits().inline_threshold();
+        auto m = f.p->Allocate(t + 2);
+        auto make = [&](const std::string& body, uint64_t size) {
+          pb::PutObjectRequest put;
+          put.set_bucket(f.bucket);
+          put.set_key("bad-inline");
+          put.set_size(size);
+          put.set_inline_data(body);
+          put.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+          put.set_checksum(Crc32cOf(body));
+          return put;
+        };
+        ctx.RequireCode(f.p->Send(Method::kPutObject, make(Content(100), 101)),
+                        ErrorCode::kInvalidArgument, "inline_data of 100 octets, size 101");
+        pb::PutObjectRequest both = make(Content(100), 100);
+        *both.add_source() = Peer::Descriptor(*m, 0, 100);
+        ctx.RequireCode(f.p->Send(Method::kPutObject, both), ErrorCode::kInvalidArgument,
+                        "inline_data and a descriptor");
+        ctx.RequireCode(f.p->Send(Method::kPutObject, make(Content(t + 1), t + 1)),
+                        ErrorCode::kEntityTooLarge, "inline_data above inline_threshold");
+        auto q = ctx.NewPeer();
+        pb::OpenSessionRequest o = q->DefaultOpen();
+        o.clear_capabilities();
+        o.add_capabilities(kCapCrc32c);
+        ctx.RequireOk(q->Open(o), "OpenSession without INLINE");
+        ctx.RequireCode(q->Send(Method::kPutObject, make(Content(100), 100)),
+                        ErrorCode::kInvalidArgument, "inline PUT in a session without INLINE");
+        ctx.RequireCode(f.p->Head(f.bucket, "bad-inline"), ErrorCode::kNoSuchKey, "nothing committed");
+        ctx.RequireStillServes();
+      });
+  Add(r, "dat/8.5/1", "empty bodies move nothing: path NONE, 0 octets, no descriptor needed",
+      "core", {"AOBJ-DAT-011", "AOBJ-DAT-030"}, false, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        pb::PutObjectRequest put;
+        put.set_bucket(f.bucket);
+        put.set_key("empty");
+        put.set_size(0);
+        put.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        put.set_checksum(Crc32cOf(""));
+        RawReply p = f.p->Send(Method::kPutObject, put);
+        ctx.RequireOk(p, "PUT of 0 octets without a descriptor");
+        auto pr = Parse<pb::PutObjectResponse>(ctx, p, "PUT");
+        ctx.Require(pr.path() == pb::TRANSFER_PATH_NONE && pr.bytes_transferred() == 0,
+                    "PUT reply", "TRANSFER_PATH_NONE, 0", absl::StrCat(PathName(pr.path()), ", ", pr.bytes_transferred()));
+        pb::GetObjectRequest g;
+        g.set_bucket(f.bucket);
+        g.set_key("empty");
+        g.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        RawReply gr = f.p->Send(Method::kGetObject, g);
+        ctx.RequireOk(gr, "GET of the empty object without a descriptor");
+        auto resp = Parse<pb::GetObjectResponse>(ctx, gr, "GET");
+        ctx.Require(resp.path() == pb::TRANSFER_PATH_NONE && resp.bytes_transferred() == 0 &&
+                        resp.checksum() == Crc32cOf(""),
+                    "GET reply", "TRANSFER_PATH_NONE, 0, CRC32C of nothing",
+                    absl::StrCat(PathName(resp.path()), ", ", resp.bytes_transferred(), ", ", Hex(resp.checksum())));
+        auto m = f.p->Allocate(4096);
+        std::memset(m->data(), 0x66, 4096);
+        RawReply gw = f.p->Send(Method::kGetObject, RmaGet(*f.p, f.bucket, "empty", *m, 4096));
+        ctx.RequireOk(gw, "GET of the empty object with a window");
+        ctx.Require(m->data()[0] == 0x66, "the window was not touched", "unchanged", "written");
+      });
+  Add(r, "dat/8.6/1", "PUT checksum missing, of the wrong length, or of an unknown algorithm: "
+                      "INVALID_ARGUMENT",
+      "checksums", {"AOBJ-DAT-020", "AOBJ-DAT-023"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        auto m = f.p->Allocate(4096);
+        std::memset(m->data(), 9, 4096);
+        pb::PutObjectRequest put = f.p->PutRequest(f.bucket, "k", *m, 4096);
+        put.clear_checksum_algorithm();
+        put.clear_checksum();
+        ctx.RequireCode(f.p->Send(Method::kPutObject, put), ErrorCode::kInvalidArgument,
+                        "PUT without a checksum");
+        put = f.p->PutRequest(f.bucket, "k", *m, 4096);
+        put.set_checksum(put.checksum() + "x");
+        ctx.RequireCode(f.p->Send(Method::kPutObject, put), ErrorCode::kInvalidArgument,
+                        "a CRC32C of 5 octets");
+        put = f.p->PutRequest(f.bucket, "k", *m, 4096);
+        put.set_checksum_algorithm(static_cast<pb::ChecksumAlgorithm>(99));
+        ctx.RequireCode(f.p->Send(Method::kPutObject, put), ErrorCode::kInvalidArgument,
+                        "checksum_algorithm 99");
+        // CRC-64/NVME in a session that negotiated only CRC32C.
+        auto q = ctx.NewPeer();
+        pb::OpenSessionRequest o = q->DefaultOpen();
+        o.clear_capabilities();
+        o.add_capabilities(kCapCrc32c);
+        ctx.RequireOk(q->Open(o), "OpenSession with only CRC32C");
+        auto qm = q->Allocate(4096);
+        std::memset(qm->data(), 9, 4096);
+        pb::PutObjectRequest p64 = q->PutRequest(f.bucket, "k", *qm, 4096);
+        p64.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC64NVME);
+        p64.set_checksum(Crc64Of(std::string(4096, '\x09')));
+        ctx.RequireCode(q->Send(Method::kPutObject, p64), ErrorCode::kInvalidArgument,
+                        "CRC64NVME not negotiated");
+        ctx.RequireCode(f.p->Head(f.bucket, "k"), ErrorCode::kNoSuchKey, "nothing committed");
+        ctx.RequireStillServes();
+      });
+  Add(r, "dat/8.6/2", "CRC-64/NVME end to end, big-endian", "checksums",
+      {"AOBJ-DAT-021", "AOBJ-DAT-003"}, false, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        RequireCapability(ctx, *f.p, kCapCrc64, "CRC64NVME");
+        const std::string body = Content(123457, 31);
+        auto m = f.p->Allocate(body.size());
+        std::memcpy(m->data(), body.data(), body.size());
+        pb::PutObjectRequest put = f.p->PutRequest(f.bucket, "c64", *m, body.size());
+        put.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC64NVME);
+        put.set_checksum(Crc64Of(body));
+        ctx.Require(Crc64Of("123456789") == std::string("\xae\x8b\x14\x86\x0a\x79\x98\x88", 8),
+                    "the suite's CRC-64/NVME check value (Table 2)", "ae8b14860a799888",
+                    Hex(Crc64Of("123456789")));
+        RawReply p = f.p->Send(Method::kPutObject, put);
+        ctx.RequireOk(p, "PUT with CRC64NVME");
+        auto pr = Parse<pb::PutObjectResponse>(ctx, p, "PUT");
+        ctx.Require(pr.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC64NVME && pr.checksum() == Crc64Of(body),
+                    "PUT reply checksum", Hex(Crc64Of(body)), Hex(pr.checksum()));
+        pb::GetObjectRequest g = RmaGet(*f.p, f.bucket, "c64", *m, body.size());
+        g.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC64NVME);
+        RawReply gr = f.p->Send(Method::kGetObject, g);
+        ctx.RequireOk(gr, "GET with CRC64NVME");
+        auto resp = Parse<pb::GetObjectResponse>(ctx, gr, "GET");
+        ctx.Require(resp.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC64NVME &&
+                        resp.checksum() == Crc64Of(body),
+                    "GET reply checksum", Hex(Crc64Of(body)), Hex(resp.checksum()));
+        ctx.Require(Crc32cOf("123456789") == std::string("\xe3\x06\x92\x83", 4),
+                    "the suite's CRC32C check value (Table 2)", "e3069283", Hex(Crc32cOf("123456789")));
+      });
+  Add(r, "dat/8.8/1", "bodies above max_transfer_bytes: ENTITY_TOO_LARGE", "limits",
+      {"AOBJ-DAT-006"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "8k", Content(8192)), "PUT of 8 KiB");
+        auto q = ctx.NewPeer();
+        pb::OpenSessionRequest o = q->DefaultOpen();
+        o.mutable_requested_limits()->set_max_transfer_bytes(4096);
+        ctx.RequireOk(q->Open(o), "OpenSession asking for max_transfer_bytes 4096");
+        if (q->session().limits().max_transfer_bytes() != 4096) {
+          ctx.Require(false, "the smaller requested limit is effective (AOBJ-SES-006)", "4096",
+                      absl::StrCat(q->session().limits().max_transfer_bytes()));
+        }
+        auto m = q->Allocate(8192);
+        std::memset(m->data(), 1, 8192);
+        ctx.RequireCode(q->Send(Method::kPutObject, q->PutRequest(f.bucket, "big", *m, 8192)),
+                        ErrorCode::kEntityTooLarge, "PUT of 8192 with max_transfer_bytes 4096");
+        pb::GetObjectRequest g = q->GetRequest(f.bucket, "8k", *m, 8192);
+        g.set_accept_inline(false);
+        ctx.RequireCode(q->Send(Method::kGetObject, g), ErrorCode::kEntityTooLarge,
+                        "GET of an 8192-octet object with max_transfer_bytes 4096");
+        pb::GetObjectRequest gr = g;
+        gr.mutable_range()->set_kind(pb::ByteRange::KIND_FIRST_LAST);
+        gr.mutable_range()->set_first(0);
+        gr.mutable_range()->set_last(4095);
+        ctx.RequireOk(q->Send(Method::kGetObject, gr), "a ranged GET of 4096 of them (AOBJ-DAT-104)");
+        ctx.RequireStillServes();
+      });
+
+  Add(r, "dat/8.8/2", "a cancelled GET or PUT: CANCELLED, replied only after its RMA, nothing "
+                      "committed, no access afterwards",
+      "core", {"AOBJ-DAT-155", "AOBJ-DAT-156", "AOBJ-DAT-016", "AOBJ-MEM-010"}, true,
+      [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        const size_t n = 512u << 20;
+        if (f.p->session().limits().max_transfer_bytes() < n) ctx.Unsupported("max_transfer_bytes below 512 MiB");
+        Renewer renewer(ctx, *f.p);
+        auto m = f.p->Allocate(n);
+        std::memset(m->data(), 0x21, n);
+        ctx.RequireOk(f.p->Send(Method::kPutObject, f.p->PutRequest(f.bucket, "big", *m, n)),
+                      "PUT of 512 MiB");
+        // The request runs on a second peer of the same session; the first sends the cancel.
+        // Returns how long the request ran on after the server acknowledged the cancel.
+        auto run = [&](Method method, const std::string& body_text, const std::string& shown,
+                       RawReply* out) -> absl::Duration {
+          Peer q(ctx, "P1.data", ctx.target().access_key_id, ctx.target().secret);
+          q.set_session_hex(f.p->session_hex());
+          Tamper t;
+          t.nonce_hex = HexEncode(RandomBytes(16));
+          absl::Time replied;
+          std::thread worker([&] {
+            *out = q.Send(method, body_text, t, shown);
+            replied = absl::Now();
+          });
+          absl::SleepFor(absl::Milliseconds(15));
+          Tamper c;
+          c.extra_metadata = {{"aobj-cancel", t.nonce_hex}};
+          RawReply cancel = f.p->Send(Method::kRenewSession, pb::RenewSessionRequest(), c);
+          const absl::Time acked = absl::Now();
+          worker.join();
+          q.set_session_hex("");
+          ctx.RequireOk(cancel, "RenewSession carrying aobj-cancel");
+          return replied - acked;
+        };
+        bool provoked = false;
+        for (int attempt = 0; attempt < 3 && !provoked; ++attempt) {
+          std::memset(m->data(), 0, n);
+          RawReply g;
+          pb::GetObjectRequest get = f.p->GetRequest(f.bucket, "big", *m, n);
+          get.set_accept_inline(false);
+          const absl::Duration ran_on =
+              run(Method::kGetObject, get.SerializeAsString(), "GET of 512 MiB (to be cancelled)", &g);
+          if (g.grpc_status.ok()) {
+            // Finished before the cancel arrived, or the cancel was ignored: the server stops
+            // within one step (a few ms); a transfer that goes on long after the
+            // acknowledgment did not stop.
+            ctx.Require(ran_on < absl::Milliseconds(100),
+                        "a GET that succeeds despite the cancel ended within 100 ms of its "
+                        "acknowledgment (it was over before the cancel arrived)",
+                        "< 100 ms", absl::FormatDuration(ran_on));
+            continue;
+          }
+          provoked = true;
+          ctx.RequireCode(g, ErrorCode::kCancelled, "the cancelled GET");
+          // The reply promises the server is done with the window (AOBJ-DAT-155).
+          std::memset(m->data(), 0x5c, n);
+          absl::SleepFor(absl::Milliseconds(500));
+          bool untouched = true;
+          for (size_t i = 0; i < n && untouched; i += 4096) untouched = m->data()[i] == 0x5c;
+          ctx.Require(untouched, "500 ms after the CANCELLED reply the window is as the client left it",
+                      "unchanged", "written after the reply");
+        }
+        if (!provoked) ctx.Unsupported("every GET of 512 MiB finished before the cancel arrived");
+        // A cancelled PUT commits nothing.
+        std::memset(m->data(), 0x22, n);
+        for (int attempt = 0; attempt < 3; ++attempt) {
+          RawReply p;
+          run(Method::kPutObject, f.p->PutRequest(f.bucket, "cancelled-put", *m, n).SerializeAsString(),
+              "PUT of 512 MiB (to be cancelled)", &p);
+          if (p.grpc_status.ok()) {
+            ctx.RequireOk(f.p->Delete(f.bucket, "cancelled-put"), "DELETE (the PUT beat the cancel)");
+            continue;
+          }
+          ctx.RequireCode(p, ErrorCode::kCancelled, "the cancelled PUT");
+          ctx.RequireCode(f.p->Head(f.bucket, "cancelled-put"), ErrorCode::kNoSuchKey,
+                          "the cancelled PUT committed nothing");
+          break;
+        }
+        Tamper bad;
+        bad.extra_metadata = {{"aobj-cancel", "not-a-nonce"}};
+        ctx.RequireCode(f.p->Send(Method::kRenewSession, pb::RenewSessionRequest(), bad),
+                        ErrorCode::kInvalidArgument, "aobj-cancel that is not 32 hex digits");
+        Tamper none;
+        none.extra_metadata = {{"aobj-cancel", HexEncode(RandomBytes(16))}};
+        ctx.RequireOk(f.p->Send(Method::kRenewSession, pb::RenewSessionRequest(), none),
+                      "aobj-cancel naming no request in progress is ignored");
+        ctx.RequireStillServes();
+      });
+  Add(r, "dat/8.8/3", "after a GET's deadline passes the server stops writing", "core",
+      {"AOBJ-DAT-016"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        const size_t n = 256u << 20;
+        if (f.p->session().limits().max_transfer_bytes() < n) ctx.Unsupported("max_transfer_bytes below 256 MiB");
+        Renewer renewer(ctx, *f.p);
+        auto m = f.p->Allocate(n);
+        std::memset(m->data(), 0x31, n);
+        ctx.RequireOk(f.p->Send(Method::kPutObject, f.p->PutRequest(f.bucket, "big", *m, n)), "PUT of 256 MiB");
+        TargetOptions shortened = ctx.target();
+        shortened.call_timeout = absl::Milliseconds(20);
+        CaseContext sub(shortened, "dl", 0);
+        Peer q(sub, "P1.deadline", ctx.target().access_key_id, ctx.target().secret);
+        q.set_session_hex(f.p->session_hex());
+        pb::GetObjectRequest get = q.GetRequest(f.bucket, "big", *m, n);
+        get.set_accept_inline(false);
+        RawReply g = q.Send(Method::kGetObject, get);
+        q.set_session_hex("");
+        for (auto& e : sub.transcript()) ctx.Record(e);
+        if (g.grpc_status.ok()) ctx.Unsupported("the GET of 256 MiB finished within 20 ms");
+        ctx.Require(g.grpc_status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED,
+                    "the call ended at its deadline", "gRPC DEADLINE_EXCEEDED", Outcome(g));
+        // The client may not touch the window until it knows the server let go (AOBJ-MEM-014);
+        // the suite watches it instead. The whole GET takes about 100 ms here; a server that
+        // stops (AOBJ-DAT-016) at its next step never reaches the last 64 MiB.
+        const size_t tail = n - (64u << 20);
+        std::memset(m->data() + tail, 0x5d, n - tail);
+        absl::SleepFor(absl::Milliseconds(1000));
+        bool untouched = true;
+        for (size_t i = tail; i < n && untouched; i += 4096) untouched = m->data()[i] == 0x5d;
+        ctx.Require(untouched, "the last 64 MiB of the window are never written after the deadline",
+                    "unchanged", "written after the deadline");
+        ctx.RequireStillServes();
+      });
+
+  // ---- 9.9: byte ranges ------------------------------------------------------------------------
+  Add(r, "rng/9.9/1", "FIRST_LAST, FROM and SUFFIX select the right octets, described by "
+                      "content_range",
+      "ranges",
+      {"AOBJ-DAT-101", "AOBJ-DAT-103", "AOBJ-DAT-104", "AOBJ-DAT-106", "AOBJ-DAT-107"}, false,
+      [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        const std::string body = Content(100000, 41);
+        ctx.RequireOk(f.p->Put(f.bucket, "r", body), "PUT of 100000 octets");
+        struct Case {
+          int kind;
+          uint64_t first, last, suffix;
+          uint64_t from, to;  // expected octets [from, to]
+          const char* what;
+        };
+        const Case cases[] = {
+            {pb::ByteRange::KIND_FIRST_LAST, 10, 20009, 0, 10, 20009, "bytes=10-20009"},
+            {pb::ByteRange::KIND_FIRST_LAST, 99990, 200000, 0, 99990, 99999, "bytes=99990-200000 (clipped)"},
+            {pb::ByteRange::KIND_FROM, 50000, 0, 0, 50000, 99999, "bytes=50000-"},
+            {pb::ByteRange::KIND_SUFFIX, 0, 0, 777, 100000 - 777, 99999, "bytes=-777"},
+            {pb::ByteRange::KIND_SUFFIX, 0, 0, 500000, 0, 99999, "bytes=-500000 (whole object)"},
+        };
+        auto m = f.p->Allocate(100000);
+        for (const Case& c : cases) {
+          std::memset(m->data(), 0xcc, 100000);
+          pb::GetObjectRequest g = RmaGet(*f.p, f.bucket, "r", *m, 100000);
+          g.mutable_range()->set_kind(static_cast<pb::ByteRange::Kind>(c.kind));
+          if (c.kind != pb::ByteRange::KIND_SUFFIX) g.mutable_range()->set_first(c.first);
+          if (c.kind == pb::ByteRange::KIND_FIRST_LAST) g.mutable_range()->set_last(c.last);
+          if (c.kind == pb::ByteRange::KIND_SUFFIX) g.mutable_range()->set_suffix_length(c.suffix);
+          RawReply gr = f.p->Send(Method::kGetObject, g);
+          ctx.RequireOk(gr, std::string("GET ") + c.what);
+          auto resp = Parse<pb::GetObjectResponse>(ctx, gr, c.what);
+          const std::string want = body.substr(c.from, c.to - c.from + 1);
+          CheckGetReply(ctx, resp, want, c.what);
+          ctx.Require(resp.has_content_range() && resp.content_range().first() == c.from &&
+                          resp.content_range().last() == c.to &&
+                          resp.content_range().complete_length() == 100000,
+                      std::string(c.what) + ": content_range",
+                      absl::StrCat(c.from, "-", c.to, "/100000"), resp.content_range().ShortDebugString());
+          ctx.Require(std::memcmp(m->data(), want.data(), want.size()) == 0,
+                      std::string(c.what) + ": the octets at the start of the window", "equal", "differ");
+          ctx.Require(want.size() == 100000 || static_cast<uint8_t>(m->data()[want.size()]) == 0xcc,
+                      std::string(c.what) + ": nothing written after them", "unchanged", "written");
+        }
+        std::string whole;
+        pb::GetObjectResponse plain;
+        ctx.RequireOk(f.p->Get(f.bucket, "r", &whole, &plain), "GET without a range");
+        ctx.Require(!plain.has_content_range(), "no content_range without a range", "absent",
+                    plain.content_range().ShortDebugString());
+      });
+  Add(r, "rng/9.9/2", "malformed ranges: INVALID_ARGUMENT", "ranges", {"AOBJ-DAT-100"}, true,
+      [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "r", Content(1000)), "PUT");
+        auto m = f.p->Allocate(1000);
+        auto get = [&](pb::ByteRange range, const std::string& what) {
+          pb::GetObjectRequest g = RmaGet(*f.p, f.bucket, "r", *m, 1000);
+          *g.mutable_range() = range;
+          ctx.RequireCode(f.p->Send(Method::kGetObject, g), ErrorCode::kInvalidArgument, what);
+        };
+        pb::ByteRange b;
+        b.set_first(1);
+        get(b, "kind UNSPECIFIED");
+        b.set_kind(pb::ByteRange::KIND_FIRST_LAST);
+        b.set_first(10);
+        b.set_last(5);
+        get(b, "FIRST_LAST 10-5");
+        b = {};
+        b.set_kind(pb::ByteRange::KIND_FROM);
+        b.set_first(1);
+        b.set_last(5);
+        get(b, "FROM with last set");
+        b = {};
+        b.set_kind(pb::ByteRange::KIND_SUFFIX);
+        b.set_suffix_length(5);
+        b.set_first(2);
+        get(b, "SUFFIX with first set");
+        b = {};
+        b.set_kind(static_cast<pb::ByteRange::Kind>(9));
+        get(b, "kind 9");
+        ctx.RequireStillServes();
+      });
+  Add(r, "rng/9.9/3", "ranges that select nothing: INVALID_RANGE", "ranges", {"AOBJ-DAT-102"}, true,
+      [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "r", Content(1000)), "PUT of 1000");
+        ctx.RequireOk(f.p->Put(f.bucket, "empty", ""), "PUT of an empty object");
+        auto m = f.p->Allocate(1000);
+        auto get = [&](const std::string& key, pb::ByteRange range, const std::string& what) {
+          pb::GetObjectRequest g = RmaGet(*f.p, f.bucket, key, *m, 1000);
+          *g.mutable_range() = range;
+          RawReply rr = f.p->Send(Method::kGetObject, g);
+          ctx.RequireCode(rr, ErrorCode::kInvalidRange, what);
+          ctx.Require(rr.error.s3_code() == "InvalidRange", what + ": S3 name", "InvalidRange",
+                      rr.error.s3_code());
+        };
+        pb::ByteRange b;
+        b.set_kind(pb::ByteRange::KIND_FIRST_LAST);
+        b.set_first(1000);
+        b.set_last(2000);
+        get("r", b, "bytes=1000-2000 of 1000 octets");
+        b = {};
+        b.set_kind(pb::ByteRange::KIND_FROM);
+        b.set_first(5000);
+        get("r", b, "bytes=5000- of 1000 octets");
+        b = {};
+        b.set_kind(pb::ByteRange::KIND_SUFFIX);
+        b.set_suffix_length(0);
+        get("r", b, "bytes=-0");
+        b = {};
+        b.set_kind(pb::ByteRange::KIND_FIRST_LAST);
+        b.set_first(0);
+        b.set_last(0);
+        get("empty", b, "bytes=0-0 of an empty object");
+        ctx.RequireStillServes();
+      });
+}
+
+}  // namespace aobj::conformance

@@ -1,0 +1,280 @@
+// Cases for spec sections 9.11 (ListBuckets), 9.12 (ListObjectsV2) and 9.13 (DeleteObjects).
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+
+#include "conformance/src/cases_util.h"
+
+namespace aobj::conformance {
+namespace {
+
+struct Fixture {
+  std::unique_ptr<Peer> p;
+  std::string bucket;
+};
+
+Fixture Setup(CaseContext& ctx, const std::vector<std::string>& keys) {
+  Fixture f;
+  f.p = ctx.Open();
+  f.bucket = ctx.NewBucket(*f.p);
+  for (const auto& k : keys) ctx.RequireOk(f.p->Put(f.bucket, k, k), "PUT " + k);
+  return f;
+}
+
+pb::ListObjectsV2Response List(CaseContext& ctx, Peer& p, const pb::ListObjectsV2Request& req,
+                               const std::string& what) {
+  RawReply r = p.Send(Method::kListObjectsV2, req);
+  ctx.RequireOk(r, what);
+  return Parse<pb::ListObjectsV2Response>(ctx, r, what);
+}
+
+std::string Keys(const pb::ListObjectsV2Response& l) {
+  std::string s;
+  for (const auto& o : l.objects()) absl::StrAppend(&s, o.key(), " ");
+  for (const auto& c : l.common_prefixes()) absl::StrAppend(&s, "[", c, "] ");
+  if (l.is_truncated()) s += "(truncated)";
+  return s;
+}
+
+}  // namespace
+
+void RegisterListCases(Registry& r) {
+  Add(r, "list/9.11/1", "ListBuckets: sorted, prefix, paging, creation time", "list",
+      {"AOBJ-OBJ-110", "AOBJ-OBJ-111", "AOBJ-OBJ-112"}, false, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        std::vector<std::string> mine;
+        for (int i = 0; i < 3; ++i) mine.push_back(ctx.NewBucket(*p));
+        const std::string prefix = mine[0].substr(0, mine[0].rfind('-') + 1);
+        const int64_t now = absl::ToUnixMillis(absl::Now());
+        pb::ListBucketsRequest req;
+        req.set_prefix(prefix);
+        req.set_max_buckets(2);
+        std::vector<std::string> seen;
+        for (int page = 0; page < 5; ++page) {
+          RawReply rr = p->Send(Method::kListBuckets, req);
+          ctx.RequireOk(rr, "ListBuckets");
+          auto lb = Parse<pb::ListBucketsResponse>(ctx, rr, "ListBuckets");
+          ctx.Require(lb.buckets_size() <= 2, "at most max_buckets", "<= 2", absl::StrCat(lb.buckets_size()));
+          for (const auto& b : lb.buckets()) {
+            seen.push_back(b.name());
+            ctx.Require(b.name().rfind(prefix, 0) == 0, "names start with the prefix", prefix, b.name());
+            ctx.Expect(b.creation_time_ms() > now - 600000 && b.creation_time_ms() <= now + 5000,
+                       "creation_time_ms is about now (AOBJ-OBJ-111)", absl::StrCat("~", now),
+                       absl::StrCat(b.creation_time_ms()));
+          }
+          if (!lb.is_truncated()) break;
+          req.set_continuation_token(lb.next_continuation_token());
+        }
+        std::vector<std::string> sorted = mine;
+        std::sort(sorted.begin(), sorted.end());
+        ctx.Require(seen == sorted, "pages list exactly the 3 buckets, ascending", absl::StrJoin(sorted, " "),
+                    absl::StrJoin(seen, " "));
+        pb::ListBucketsRequest big;
+        big.set_max_buckets(10001);
+        ctx.RequireCode(p->Send(Method::kListBuckets, big), ErrorCode::kInvalidArgument,
+                        "max_buckets 10001");
+      });
+  Add(r, "list/9.12/1", "ListObjectsV2: octet order, prefix, start_after", "list",
+      {"AOBJ-OBJ-100"}, false, [](CaseContext& ctx) {
+        const std::vector<std::string> keys = {"b", "a/1", "a/2", "A", "a", "\xc3\xa9", "z", "a0"};
+        Fixture f = Setup(ctx, keys);
+        pb::ListObjectsV2Request req;
+        req.set_bucket(f.bucket);
+        auto l = List(ctx, *f.p, req, "list all");
+        std::vector<std::string> want = keys;
+        std::sort(want.begin(), want.end(), [](const std::string& x, const std::string& y) {
+          return std::lexicographical_compare(
+              x.begin(), x.end(), y.begin(), y.end(),
+              [](char c, char d) { return static_cast<uint8_t>(c) < static_cast<uint8_t>(d); });
+        });
+        std::string expect;
+        for (const auto& k : want) absl::StrAppend(&expect, k, " ");
+        ctx.Require(Keys(l) == expect, "keys in unsigned-octet order", expect, Keys(l));
+        req.set_prefix("a");
+        req.set_start_after("a/1");
+        l = List(ctx, *f.p, req, "prefix a, start_after a/1");
+        ctx.Require(Keys(l) == "a/2 a0 ", "keys after a/1 that start with a", "a/2 a0 ", Keys(l));
+        for (const auto& o : l.objects()) {
+          ctx.Require(o.size() == o.key().size() && o.etag() == Md5Etag(o.key()),
+                      "entries carry size and ETag", Md5Etag(o.key()), o.etag());
+        }
+      });
+  Add(r, "list/9.12/2", "delimiter: common prefixes, counted with objects in max_keys", "list",
+      {"AOBJ-OBJ-101", "AOBJ-OBJ-102"}, false, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx, {"photos/2024/a.jpg", "photos/2024/b.jpg", "photos/2025/c.jpg",
+                                "photos/index.html", "readme", "videos/x.mp4"});
+        pb::ListObjectsV2Request req;
+        req.set_bucket(f.bucket);
+        req.set_delimiter("/");
+        auto l = List(ctx, *f.p, req, "delimiter /");
+        ctx.Require(Keys(l) == "readme [photos/] [videos/] ", "top level", "readme [photos/] [videos/] ", Keys(l));
+        req.set_prefix("photos/");
+        l = List(ctx, *f.p, req, "prefix photos/, delimiter /");
+        ctx.Require(Keys(l) == "photos/index.html [photos/2024/] [photos/2025/] ", "one level down",
+                    "photos/index.html [photos/2024/] [photos/2025/] ", Keys(l));
+        req.set_max_keys(2);
+        l = List(ctx, *f.p, req, "the same with max_keys 2");
+        ctx.Require(l.objects_size() + l.common_prefixes_size() == 2 && l.is_truncated(),
+                    "two entries in all, truncated", "2 entries, truncated", Keys(l));
+      });
+  Add(r, "list/9.12/3", "paging: is_truncated exactly when more follow; every key exactly once",
+      "list", {"AOBJ-OBJ-103", "AOBJ-OBJ-109", "AOBJ-OBJ-106"}, false, [](CaseContext& ctx) {
+        std::vector<std::string> keys;
+        for (int i = 0; i < 23; ++i) keys.push_back(absl::StrCat("k", i < 10 ? "0" : "", i));
+        Fixture f = Setup(ctx, keys);
+        pb::ListObjectsV2Request req;
+        req.set_bucket(f.bucket);
+        req.set_max_keys(5);
+        std::vector<std::string> seen;
+        int pages = 0;
+        for (; pages < 10; ++pages) {
+          auto l = List(ctx, *f.p, req, absl::StrCat("page ", pages + 1));
+          for (const auto& o : l.objects()) seen.push_back(o.key());
+          const bool more = seen.size() < keys.size();
+          ctx.Require(l.is_truncated() == more, "is_truncated exactly when keys remain",
+                      more ? "true" : "false", l.is_truncated() ? "true" : "false");
+          if (!l.is_truncated()) break;
+          ctx.Require(!l.next_continuation_token().empty(), "a truncated page has a token", "non-empty", "empty");
+          req.set_continuation_token(l.next_continuation_token());
+        }
+        ctx.Require(seen == keys, "23 keys over 5 pages, each once, in order", absl::StrJoin(keys, " "),
+                    absl::StrJoin(seen, " "));
+        // A page that ends exactly at the last key is not truncated.
+        pb::ListObjectsV2Request exact;
+        exact.set_bucket(f.bucket);
+        exact.set_max_keys(23);
+        auto l = List(ctx, *f.p, exact, "max_keys 23 over 23 keys");
+        ctx.Require(!l.is_truncated() && l.next_continuation_token().empty(),
+                    "an exact last page is not truncated", "not truncated, no token", l.is_truncated() ? "truncated" : "not truncated");
+      });
+  Add(r, "list/9.12/4", "max_keys above 1000, or prefix too long or not UTF-8: INVALID_ARGUMENT",
+      "list", {"AOBJ-OBJ-104", "AOBJ-OBJ-105"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx, {"k"});
+        pb::ListObjectsV2Request req;
+        req.set_bucket(f.bucket);
+        req.set_max_keys(1001);
+        ctx.RequireCode(f.p->Send(Method::kListObjectsV2, req), ErrorCode::kInvalidArgument, "max_keys 1001");
+        req.set_max_keys(0);
+        auto l = List(ctx, *f.p, req, "max_keys 0 (the default)");
+        ctx.Require(l.objects_size() == 1, "max_keys 0 lists", "1 object", Keys(l));
+        req.set_prefix(std::string(1025, 'p'));
+        ctx.RequireCode(f.p->Send(Method::kListObjectsV2, req), ErrorCode::kInvalidArgument, "prefix of 1025 octets");
+        req.set_prefix(std::string("\xff", 1));
+        ctx.RequireCode(f.p->Send(Method::kListObjectsV2, req), ErrorCode::kInvalidArgument, "prefix not UTF-8");
+        req.clear_prefix();
+        req.set_delimiter(std::string("\xc3", 1));
+        ctx.RequireCode(f.p->Send(Method::kListObjectsV2, req), ErrorCode::kInvalidArgument, "delimiter not UTF-8");
+        req.clear_delimiter();
+        req.set_start_after(std::string(1025, 's'));
+        ctx.RequireCode(f.p->Send(Method::kListObjectsV2, req), ErrorCode::kInvalidArgument,
+                        "start_after of 1025 octets");
+        ctx.RequireStillServes();
+      });
+  Add(r, "list/9.12/5", "forged, altered or foreign continuation tokens: INVALID_CONTINUATION_TOKEN",
+      "list", {"AOBJ-OBJ-107"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx, {"a", "b", "c", "d"});
+        pb::ListObjectsV2Request req;
+        req.set_bucket(f.bucket);
+        req.set_max_keys(1);
+        auto l = List(ctx, *f.p, req, "page 1");
+        const std::string token = l.next_continuation_token();
+        ctx.Require(!token.empty(), "a token", "non-empty", "empty");
+        std::vector<std::pair<std::string, std::string>> bad = {
+            {Content(40, 5), "40 random octets"},
+            {"x", "one octet"},
+            {std::string(5000, 't'), "5000 octets"},
+        };
+        for (size_t i = 0; i < token.size(); i += std::max<size_t>(1, token.size() / 6)) {
+          std::string t = token;
+          t[i] = static_cast<char>(t[i] ^ 0x01);
+          bad.emplace_back(t, absl::StrCat("the token with octet ", i, " changed"));
+        }
+        for (const auto& [t, what] : bad) {
+          req.set_continuation_token(t);
+          ctx.RequireCode(f.p->Send(Method::kListObjectsV2, req), ErrorCode::kInvalidContinuationToken, what);
+        }
+        // The token of another bucket's listing.
+        const std::string other = ctx.NewBucket(*f.p);
+        pb::ListObjectsV2Request o;
+        o.set_bucket(other);
+        o.set_continuation_token(token);
+        ctx.RequireCode(f.p->Send(Method::kListObjectsV2, o), ErrorCode::kInvalidContinuationToken,
+                        "the token sent to another bucket");
+        ctx.RequireStillServes();
+      });
+  Add(r, "list/9.12/6", "a continuation token wins over start_after", "list", {"AOBJ-OBJ-108"},
+      false, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx, {"a", "b", "c", "d"});
+        pb::ListObjectsV2Request req;
+        req.set_bucket(f.bucket);
+        req.set_max_keys(1);
+        auto l = List(ctx, *f.p, req, "page 1");
+        req.set_continuation_token(l.next_continuation_token());
+        req.set_start_after("c");
+        l = List(ctx, *f.p, req, "page 2 with start_after c");
+        ctx.Require(Keys(l).rfind("b ", 0) == 0, "resumes after a (the token), not after c", "b ...", Keys(l));
+      });
+  Add(r, "del/9.13/1", "DeleteObjects with 0 or 1001 keys: INVALID_ARGUMENT", "core",
+      {"AOBJ-OBJ-140"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx, {"k"});
+        pb::DeleteObjectsRequest d;
+        d.set_bucket(f.bucket);
+        ctx.RequireCode(f.p->Send(Method::kDeleteObjects, d), ErrorCode::kInvalidArgument, "no keys");
+        for (int i = 0; i < 1001; ++i) d.add_keys(absl::StrCat("k", i));
+        ctx.RequireCode(f.p->Send(Method::kDeleteObjects, d), ErrorCode::kInvalidArgument, "1001 keys");
+        ctx.RequireOk(f.p->Head(f.bucket, "k"), "nothing deleted");
+        ctx.RequireStillServes();
+      });
+  Add(r, "del/9.13/2", "DeleteObjects: per-key results, missing keys deleted, failures listed, "
+                       "quiet",
+      "core", {"AOBJ-OBJ-141", "AOBJ-OBJ-142", "AOBJ-OBJ-143", "AOBJ-OBJ-144"}, true,
+      [](CaseContext& ctx) {
+        Fixture f = Setup(ctx, {"a", "b", "c"});
+        pb::DeleteObjectsRequest d;
+        d.set_bucket(f.bucket);
+        const std::string long_key = std::string(1023, 'x') + "\xc3\xa9" + std::string(500, 'y');
+        for (const std::string& k : {std::string("a"), std::string("missing"), std::string(""), long_key,
+                                     std::string("b")}) {
+          d.add_keys(k);
+        }
+        RawReply rr = f.p->Send(Method::kDeleteObjects, d);
+        ctx.RequireOk(rr, "DeleteObjects of a, missing, \"\", a 1525-octet key, b");
+        auto resp = Parse<pb::DeleteObjectsResponse>(ctx, rr, "DeleteObjects");
+        std::set<std::string> deleted(resp.deleted().begin(), resp.deleted().end());
+        ctx.Require(deleted == std::set<std::string>{"a", "missing", "b"}, "deleted lists a, missing, b",
+                    "a b missing", absl::StrJoin(deleted, " "));
+        ctx.Require(resp.errors_size() == 2, "two failures listed", "2", absl::StrCat(resp.errors_size()));
+        for (const auto& e : resp.errors()) {
+          ctx.Require(e.error().code() != 0 && !e.error().name().empty(), "each failure carries its error",
+                      "an error", e.error().ShortDebugString());
+          ctx.Require(e.key().size() <= 1024, "echoed keys are at most 1024 octets", "<= 1024",
+                      absl::StrCat(e.key().size()));
+          if (e.key().size() > 100) {
+            ctx.Require(e.key() == std::string(1023, 'x'), "the long key is cut at a UTF-8 boundary",
+                        "1023 x (before the 2-octet character)", absl::StrCat(e.key().size(), " octets"));
+          }
+        }
+        ctx.RequireCode(f.p->Head(f.bucket, "a"), ErrorCode::kNoSuchKey, "a is gone");
+        ctx.RequireOk(f.p->Head(f.bucket, "c"), "c is still there");
+        pb::DeleteObjectsRequest q;
+        q.set_bucket(f.bucket);
+        q.set_quiet(true);
+        q.add_keys("c");
+        q.add_keys("");
+        rr = f.p->Send(Method::kDeleteObjects, q);
+        ctx.RequireOk(rr, "quiet DeleteObjects");
+        resp = Parse<pb::DeleteObjectsResponse>(ctx, rr, "DeleteObjects");
+        ctx.Require(resp.deleted().empty() && resp.errors_size() == 1, "quiet: no deleted, the failure listed",
+                    "0 deleted, 1 error", absl::StrCat(resp.deleted_size(), " deleted, ", resp.errors_size(), " errors"));
+        ctx.RequireCode(f.p->Head(f.bucket, "c"), ErrorCode::kNoSuchKey, "c is gone");
+        pb::DeleteObjectsRequest nb;
+        nb.set_bucket(ctx.Unique("no-such-bucket"));
+        nb.add_keys("k");
+        ctx.RequireCode(f.p->Send(Method::kDeleteObjects, nb), MissingBucketCode(ctx), "a missing bucket");
+        ctx.RequireStillServes();
+      });
+}
+
+}  // namespace aobj::conformance

@@ -1,0 +1,467 @@
+// Cases for spec section 9.15 (multipart upload) and section 10 (flow control).
+#include <atomic>
+#include <thread>
+
+#include "absl/strings/str_join.h"
+#include "conformance/src/cases_util.h"
+
+namespace aobj::conformance {
+namespace {
+
+struct Upload {
+  std::unique_ptr<Peer> p;
+  std::string bucket, key, id;
+};
+
+Upload Create(CaseContext& ctx, const std::string& key = "mpu-object",
+              const std::string& content_type = "", bool fresh_bucket = true,
+              Upload* reuse = nullptr) {
+  Upload u;
+  if (reuse != nullptr) {
+    u.bucket = reuse->bucket;
+    u.p = ctx.Open();
+  } else {
+    u.p = ctx.Open();
+    u.bucket = ctx.NewBucket(*u.p);
+  }
+  u.key = key;
+  pb::CreateMultipartUploadRequest c;
+  c.set_bucket(u.bucket);
+  c.set_key(key);
+  c.set_content_type(content_type);
+  (*c.mutable_user_metadata())["origin"] = "conformance";
+  RawReply rr = u.p->Send(Method::kCreateMultipartUpload, c);
+  ctx.RequireOk(rr, "CreateMultipartUpload");
+  auto resp = Parse<pb::CreateMultipartUploadResponse>(ctx, rr, "CreateMultipartUpload");
+  u.id = resp.upload_id();
+  return u;
+}
+
+pb::UploadPartRequest PartRequest(const Upload& u, uint32_t number, const RegisteredMemory& m,
+                                  const std::string& body) {
+  std::memcpy(m.data(), body.data(), body.size());
+  pb::UploadPartRequest req;
+  req.set_bucket(u.bucket);
+  req.set_key(u.key);
+  req.set_upload_id(u.id);
+  req.set_part_number(number);
+  req.set_size(body.size());
+  req.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+  req.set_checksum(Crc32cOf(body));
+  if (!body.empty()) *req.add_source() = Peer::Descriptor(m, 0, body.size());
+  return req;
+}
+
+RawReply Part(Upload& u, uint32_t number, const std::string& body) {
+  auto m = u.p->Allocate(std::max<size_t>(body.size(), 1));
+  return u.p->Send(Method::kUploadPart, PartRequest(u, number, *m, body));
+}
+
+pb::CompleteMultipartUploadRequest CompleteRequest(const Upload& u) {
+  pb::CompleteMultipartUploadRequest c;
+  c.set_bucket(u.bucket);
+  c.set_key(u.key);
+  c.set_upload_id(u.id);
+  return c;
+}
+
+void AddPart(pb::CompleteMultipartUploadRequest& c, uint32_t n, const std::string& etag) {
+  auto* p = c.add_parts();
+  p->set_part_number(n);
+  p->set_etag(etag);
+}
+
+RawReply Abort(Upload& u, const std::string& id) {
+  pb::AbortMultipartUploadRequest a;
+  a.set_bucket(u.bucket);
+  a.set_key(u.key);
+  a.set_upload_id(id);
+  return u.p->Send(Method::kAbortMultipartUpload, a);
+}
+
+RawReply ListParts(Upload& u, uint32_t marker, uint32_t max) {
+  pb::ListPartsRequest l;
+  l.set_bucket(u.bucket);
+  l.set_key(u.key);
+  l.set_upload_id(u.id);
+  l.set_part_number_marker(marker);
+  l.set_max_parts(max);
+  return u.p->Send(Method::kListParts, l);
+}
+
+constexpr size_t kBigPart = 5u << 20;  // S3's minimum part size: allowed by every server
+
+}  // namespace
+
+void RegisterMultipartCases(Registry& r) {
+  Add(r, "mpu/9.15.1/1", "CreateMultipartUpload: names checked, ID format, invisible until "
+                         "complete",
+      "multipart", {"AOBJ-OBJ-200", "AOBJ-OBJ-203", "AOBJ-OBJ-204"}, true, [](CaseContext& ctx) {
+        Upload u = Create(ctx, "pending", "text/plain");
+        ctx.Require(!u.id.empty() && u.id.size() <= 128 &&
+                        u.id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
+                            std::string::npos,
+                    "upload ID: 1 to 128 of [A-Za-z0-9-_.]", "such an ID", u.id);
+        ctx.RequireOk(Part(u, 1, Content(1000, 1)), "UploadPart 1");
+        ctx.RequireCode(u.p->Head(u.bucket, "pending"), ErrorCode::kNoSuchKey, "HEAD before Complete");
+        pb::ListObjectsV2Request l;
+        l.set_bucket(u.bucket);
+        RawReply lr = u.p->Send(Method::kListObjectsV2, l);
+        ctx.RequireOk(lr, "ListObjectsV2");
+        ctx.Require(Parse<pb::ListObjectsV2Response>(ctx, lr, "list").objects().empty(),
+                    "the listing does not show the upload", "no objects", "objects listed");
+        pb::CreateMultipartUploadRequest bad;
+        bad.set_bucket(u.bucket);
+        bad.set_key(std::string(1025, 'k'));
+        ctx.RequireCode(u.p->Send(Method::kCreateMultipartUpload, bad), ErrorCode::kKeyTooLong,
+                        "a key of 1025 octets");
+        bad.set_key("");
+        ctx.RequireCode(u.p->Send(Method::kCreateMultipartUpload, bad), ErrorCode::kInvalidArgument,
+                        "an empty key");
+        bad.set_key("k");
+        bad.set_bucket(ctx.Unique("no-such-bucket"));
+        ctx.RequireCode(u.p->Send(Method::kCreateMultipartUpload, bad), MissingBucketCode(ctx),
+                        "a missing bucket");
+        bad.set_bucket("Bad_Bucket");
+        ctx.RequireCode(u.p->Send(Method::kCreateMultipartUpload, bad), InvalidBucketCode(ctx),
+                        "an invalid bucket name");
+        bad.set_bucket(u.bucket);
+        (*bad.mutable_user_metadata())["big"] = std::string(3000, 'v');
+        ctx.RequireCode(u.p->Send(Method::kCreateMultipartUpload, bad), ErrorCode::kMetadataTooLarge,
+                        "3000 octets of metadata");
+        ctx.RequireStillServes();
+      });
+  Add(r, "mpu/9.15.1/2", "upload IDs of other keys, forged or ended: NO_SUCH_UPLOAD", "multipart",
+      {"AOBJ-OBJ-201", "AOBJ-OBJ-203", "AOBJ-OBJ-220"}, true, [](CaseContext& ctx) {
+        Upload u = Create(ctx, "one");
+        Upload other = Create(ctx, "two", "", true, &u);
+        Upload wrong;
+        wrong.p = ctx.Open();
+        wrong.bucket = u.bucket;
+        wrong.key = u.key;
+        wrong.id = other.id;  // the upload of key "two" named with key "one"
+        ctx.RequireCode(Part(wrong, 1, "x"), ErrorCode::kNoSuchUpload, "UploadPart with another key's upload ID");
+        wrong.id = "forged-" + HexEncode(RandomBytes(8));
+        ctx.RequireCode(Part(wrong, 1, "x"), ErrorCode::kNoSuchUpload, "a forged upload ID");
+        wrong.id = std::string(300, 'a');
+        ctx.RequireCode(Part(wrong, 1, "x"), ErrorCode::kNoSuchUpload, "an upload ID of 300 octets");
+        wrong.id = std::string("\x01\x02", 2);
+        ctx.RequireCode(Part(wrong, 1, "x"), ErrorCode::kNoSuchUpload, "an upload ID of control characters");
+        ctx.RequireOk(Abort(u, u.id), "AbortMultipartUpload");
+        ctx.RequireCode(Part(u, 1, "x"), ErrorCode::kNoSuchUpload, "UploadPart after Abort");
+        ctx.RequireCode(Abort(u, u.id), ErrorCode::kNoSuchUpload, "Abort again");
+        ctx.RequireCode(ListParts(u, 0, 0), ErrorCode::kNoSuchUpload, "ListParts after Abort");
+        ctx.RequireOk(Part(other, 1, "still fine"), "the other upload is untouched");
+        ctx.RequireStillServes();
+      });
+  Add(r, "mpu/9.15.2/1", "part numbers 0 and 10001: INVALID_ARGUMENT and TOO_MANY_PARTS",
+      "multipart", {"AOBJ-OBJ-205"}, true, [](CaseContext& ctx) {
+        Upload u = Create(ctx);
+        ctx.RequireCode(Part(u, 0, "x"), ErrorCode::kInvalidArgument, "part number 0");
+        ctx.RequireCode(Part(u, 10001, "x"), ErrorCode::kTooManyParts, "part number 10001");
+        ctx.RequireOk(Part(u, 10000, "x"), "part number 10000");
+        ctx.RequireStillServes();
+      });
+  Add(r, "mpu/9.15.2/2", "UploadPart: the body rules of PUT, the reply of PUT, the part's MD5 ETag",
+      "multipart",
+      {"AOBJ-OBJ-206", "AOBJ-DAT-150", "AOBJ-DAT-151", "AOBJ-OBJ-207", "AOBJ-OBJ-208"}, true,
+      [](CaseContext& ctx) {
+        Upload u = Create(ctx);
+        const std::string body = Content(300000, 3);
+        RawReply pr = Part(u, 1, body);
+        ctx.RequireOk(pr, "UploadPart by RMA");
+        auto resp = Parse<pb::UploadPartResponse>(ctx, pr, "UploadPart");
+        ctx.Require(resp.bytes_transferred() == body.size() && resp.path() == pb::TRANSFER_PATH_RMA &&
+                        resp.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC32C &&
+                        resp.checksum() == Crc32cOf(body),
+                    "bytes_transferred, path, checksum", absl::StrCat(body.size(), " RMA ", Hex(Crc32cOf(body))),
+                    resp.ShortDebugString());
+        ctx.Require(resp.etag() == Md5Etag(body), "ETag is the quoted MD5", Md5Etag(body), resp.etag());
+        // A bad checksum: BAD_DIGEST and part 1 is unchanged.
+        auto m = u.p->Allocate(1000);
+        pb::UploadPartRequest bad = PartRequest(u, 1, *m, Content(1000, 4));
+        std::string sum = bad.checksum();
+        sum[0] = static_cast<char>(sum[0] ^ 0x80);
+        bad.set_checksum(sum);
+        ctx.RequireCode(u.p->Send(Method::kUploadPart, bad), ErrorCode::kBadDigest, "UploadPart with a bad checksum");
+        pb::UploadPartRequest short_window = PartRequest(u, 2, *m, Content(1000, 4));
+        short_window.mutable_source(0)->set_length(999);
+        ctx.RequireCode(u.p->Send(Method::kUploadPart, short_window), ErrorCode::kDescriptorTooSmall,
+                        "UploadPart from a window one octet short");
+        pb::UploadPartRequest garbage = PartRequest(u, 2, *m, Content(1000, 4));
+        garbage.mutable_source(0)->set_rkey(Content(m->packed_rkey().size(), 99));
+        ctx.RequireCode(u.p->Send(Method::kUploadPart, garbage), ErrorCode::kInvalidRkey,
+                        "UploadPart with a garbage rkey");
+        RawReply lp = ListParts(u, 0, 0);
+        ctx.RequireOk(lp, "ListParts");
+        auto parts = Parse<pb::ListPartsResponse>(ctx, lp, "ListParts");
+        ctx.Require(parts.parts_size() == 1 && parts.parts(0).etag() == Md5Etag(body),
+                    "part 1 is unchanged by the failures; part 2 does not exist", "one part, the first body",
+                    parts.ShortDebugString());
+        const std::string body2 = Content(2000, 5);
+        ctx.RequireOk(Part(u, 1, body2), "UploadPart 1 again");
+        lp = ListParts(u, 0, 0);
+        parts = Parse<pb::ListPartsResponse>(ctx, lp, "ListParts");
+        ctx.Require(parts.parts_size() == 1 && parts.parts(0).etag() == Md5Etag(body2) &&
+                        parts.parts(0).size() == body2.size(),
+                    "the second upload of part 1 replaced it", Md5Etag(body2), parts.ShortDebugString());
+        ctx.RequireStillServes();
+      });
+  Add(r, "mpu/9.15.3/1", "Complete: the concatenation, the multipart ETag, metadata of Create, "
+                         "whole-object checksum; the upload ends",
+      "multipart",
+      {"AOBJ-OBJ-216", "AOBJ-OBJ-217", "AOBJ-DAT-152", "AOBJ-OBJ-219", "AOBJ-OBJ-218",
+       "AOBJ-OBJ-212"},
+      false, [](CaseContext& ctx) {
+        Upload u = Create(ctx, "assembled", "application/x-assembled");
+        const std::string p1 = Content(kBigPart, 6), p2 = Content(kBigPart, 7), p3 = Content(12345, 8);
+        std::string e1, e2, e3;
+        for (auto [n, body, etag] : {std::tuple<int, const std::string*, std::string*>{1, &p1, &e1},
+                                     {2, &p2, &e2}, {3, &p3, &e3}}) {
+          RawReply rr = Part(u, n, *body);
+          ctx.RequireOk(rr, absl::StrCat("UploadPart ", n));
+          *etag = Parse<pb::UploadPartResponse>(ctx, rr, "UploadPart").etag();
+        }
+        pb::CompleteMultipartUploadRequest c = CompleteRequest(u);
+        AddPart(c, 1, e1);
+        // ETags compare without quotes and regardless of hex case.
+        std::string bare2 = e2.substr(1, e2.size() - 2);
+        for (auto& ch : bare2) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+        AddPart(c, 2, bare2);
+        AddPart(c, 3, e3);
+        RawReply cr = u.p->Send(Method::kCompleteMultipartUpload, c);
+        ctx.RequireOk(cr, "CompleteMultipartUpload (part 2's ETag unquoted, upper-case)");
+        auto md = Parse<pb::CompleteMultipartUploadResponse>(ctx, cr, "Complete").metadata();
+        const std::string all = p1 + p2 + p3;
+        const std::string want_etag =
+            Quote(absl::StrCat(HexEncode(Md5Raw(Md5Raw(p1) + Md5Raw(p2) + Md5Raw(p3))), "-3"));
+        ctx.Require(md.etag() == want_etag, "ETag: MD5 of the part MD5s, -3", want_etag, md.etag());
+        ctx.Require(md.size() == all.size(), "size", absl::StrCat(all.size()), absl::StrCat(md.size()));
+        ctx.Require(md.content_type() == "application/x-assembled" &&
+                        md.user_metadata().count("origin") == 1,
+                    "content type and metadata of Create", "application/x-assembled, origin",
+                    md.ShortDebugString());
+        ctx.Require(md.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC32C
+                        ? md.checksum() == Crc32cOf(all)
+                        : md.checksum() == Crc64Of(all),
+                    "checksum over the whole object", Hex(Crc32cOf(all)), Hex(md.checksum()));
+        std::string back;
+        ctx.RequireOk(u.p->Get(u.bucket, "assembled", &back, nullptr, all.size()), "GET");
+        ctx.Require(back == all, "content is the concatenation", "equal", "differs");
+        ctx.RequireCode(ListParts(u, 0, 0), ErrorCode::kNoSuchUpload, "the upload no longer exists");
+        ctx.RequireCode(u.p->Send(Method::kCompleteMultipartUpload, c), ErrorCode::kNoSuchUpload,
+                        "Complete again");
+      });
+  Add(r, "mpu/9.15.3/2", "bad part lists: empty, too long, unordered, unknown part, wrong ETag, "
+                         "small part",
+      "multipart",
+      {"AOBJ-OBJ-210", "AOBJ-OBJ-211", "AOBJ-OBJ-212", "AOBJ-OBJ-213", "AOBJ-OBJ-218",
+       "AOBJ-ERR-120"},
+      true, [](CaseContext& ctx) {
+        Upload u = Create(ctx, "bad-lists");
+        const std::string small = Content(100, 9), last = Content(50, 10);
+        RawReply r1 = Part(u, 1, small);
+        RawReply r2 = Part(u, 2, last);
+        ctx.RequireOk(r1, "UploadPart 1 (100 octets)");
+        ctx.RequireOk(r2, "UploadPart 2");
+        const std::string e1 = Parse<pb::UploadPartResponse>(ctx, r1, "part 1").etag();
+        const std::string e2 = Parse<pb::UploadPartResponse>(ctx, r2, "part 2").etag();
+        pb::CompleteMultipartUploadRequest c = CompleteRequest(u);
+        ctx.RequireCode(u.p->Send(Method::kCompleteMultipartUpload, c), ErrorCode::kInvalidArgument,
+                        "an empty part list");
+        for (uint32_t n = 1; n <= 10001; ++n) AddPart(c, n, e1);
+        ctx.RequireCode(u.p->Send(Method::kCompleteMultipartUpload, c), ErrorCode::kTooManyParts,
+                        "10001 parts");
+        c = CompleteRequest(u);
+        AddPart(c, 2, e2);
+        AddPart(c, 1, e1);
+        ctx.RequireCode(u.p->Send(Method::kCompleteMultipartUpload, c), ErrorCode::kInvalidPartOrder,
+                        "parts 2, 1");
+        c = CompleteRequest(u);
+        AddPart(c, 1, e1);
+        AddPart(c, 1, e1);
+        ctx.RequireCode(u.p->Send(Method::kCompleteMultipartUpload, c), ErrorCode::kInvalidPartOrder,
+                        "parts 1, 1");
+        c = CompleteRequest(u);
+        AddPart(c, 1, e1);
+        AddPart(c, 3, e2);
+        ctx.RequireCode(u.p->Send(Method::kCompleteMultipartUpload, c), ErrorCode::kInvalidPart,
+                        "a part never uploaded");
+        c = CompleteRequest(u);
+        AddPart(c, 1, e1);
+        AddPart(c, 2, Md5Etag("something else"));
+        ctx.RequireCode(u.p->Send(Method::kCompleteMultipartUpload, c), ErrorCode::kInvalidPart,
+                        "a wrong ETag");
+        c = CompleteRequest(u);
+        AddPart(c, 1, e1);
+        AddPart(c, 2, e2);
+        RawReply small_part = u.p->Send(Method::kCompleteMultipartUpload, c);
+        if (small_part.grpc_status.ok()) {
+          ctx.Note("the target's minimum part size is at most 100 octets; ENTITY_TOO_SMALL not provoked");
+          return;
+        }
+        ctx.RequireCode(small_part, ErrorCode::kEntityTooSmall, "a 100-octet part that is not the last");
+        ctx.Require(small_part.error.s3_code() == "EntityTooSmall", "S3 name", "EntityTooSmall",
+                    small_part.error.s3_code());
+        ctx.RequireCode(u.p->Head(u.bucket, "bad-lists"), ErrorCode::kNoSuchKey, "no object created");
+        ctx.RequireOk(ListParts(u, 0, 0), "the upload still exists after the failures");
+        ctx.RequireStillServes();
+      });
+  Add(r, "mpu/9.15.3/3", "Complete with a failing precondition leaves key and upload", "multipart",
+      {"AOBJ-OBJ-231", "AOBJ-OBJ-218"}, true, [](CaseContext& ctx) {
+        Upload u = Create(ctx, "guarded");
+        ctx.RequireOk(u.p->Put(u.bucket, "guarded", "existing"), "PUT of the key");
+        RawReply pr = Part(u, 1, "new content");
+        ctx.RequireOk(pr, "UploadPart");
+        pb::CompleteMultipartUploadRequest c = CompleteRequest(u);
+        AddPart(c, 1, Parse<pb::UploadPartResponse>(ctx, pr, "part").etag());
+        c.mutable_preconditions()->set_if_none_match("*");
+        ctx.RequireCode(u.p->Send(Method::kCompleteMultipartUpload, c), ErrorCode::kPreconditionFailed,
+                        "Complete with If-None-Match * on an existing key");
+        std::string back;
+        ctx.RequireOk(u.p->Get(u.bucket, "guarded", &back), "GET");
+        ctx.Require(back == "existing", "the key is unchanged", "existing", back);
+        ctx.RequireOk(ListParts(u, 0, 0), "the upload still exists");
+        c.mutable_preconditions()->set_if_none_match("");
+        c.mutable_preconditions()->set_if_match(Md5Etag("existing"));
+        ctx.RequireOk(u.p->Send(Method::kCompleteMultipartUpload, c), "Complete with If-Match the ETag");
+        ctx.RequireOk(u.p->Get(u.bucket, "guarded", &back), "GET");
+        ctx.Require(back == "new content", "the key holds the upload", "new content", back);
+      });
+  Add(r, "mpu/9.15.5/1", "ListParts and ListMultipartUploads: order, paging, fields", "multipart",
+      {"AOBJ-OBJ-221", "AOBJ-OBJ-222", "AOBJ-OBJ-223", "AOBJ-OBJ-224"}, false,
+      [](CaseContext& ctx) {
+        Upload u = Create(ctx, "b-key");
+        for (uint32_t n : {5u, 1u, 3u, 2u, 4u}) {
+          ctx.RequireOk(Part(u, n, Content(100 * n, n)), absl::StrCat("UploadPart ", n));
+        }
+        std::vector<uint32_t> seen;
+        uint32_t marker = 0;
+        for (int page = 0; page < 5; ++page) {
+          RawReply lp = ListParts(u, marker, 2);
+          ctx.RequireOk(lp, "ListParts");
+          auto l = Parse<pb::ListPartsResponse>(ctx, lp, "ListParts");
+          ctx.Require(l.parts_size() <= 2, "at most max_parts", "<= 2", absl::StrCat(l.parts_size()));
+          for (const auto& p : l.parts()) {
+            seen.push_back(p.part_number());
+            const std::string body = Content(100 * p.part_number(), p.part_number());
+            ctx.Require(p.size() == body.size() && p.etag() == Md5Etag(body) && p.last_modified_ms() > 0 &&
+                            p.checksum() == Crc32cOf(body),
+                        absl::StrCat("part ", p.part_number(), ": size, ETag, time, checksum"),
+                        absl::StrCat(body.size(), " ", Md5Etag(body)), p.ShortDebugString());
+          }
+          if (!l.is_truncated()) break;
+          marker = l.next_part_number_marker();
+        }
+        ctx.Require(seen == std::vector<uint32_t>{1, 2, 3, 4, 5}, "parts 1-5 ascending over 3 pages",
+                    "1 2 3 4 5", absl::StrJoin(seen, " "));
+        Upload a1 = Create(ctx, "a-key", "", true, &u);
+        Upload a2 = Create(ctx, "a-key", "", true, &u);
+        Upload c1 = Create(ctx, "c-key", "", true, &u);
+        pb::ListMultipartUploadsRequest lu;
+        lu.set_bucket(u.bucket);
+        lu.set_max_uploads(2);
+        std::vector<std::string> order;
+        for (int page = 0; page < 5; ++page) {
+          RawReply rr = u.p->Send(Method::kListMultipartUploads, lu);
+          ctx.RequireOk(rr, "ListMultipartUploads");
+          auto l = Parse<pb::ListMultipartUploadsResponse>(ctx, rr, "ListMultipartUploads");
+          ctx.Require(l.uploads_size() <= 2, "at most max_uploads", "<= 2", absl::StrCat(l.uploads_size()));
+          for (const auto& e : l.uploads()) order.push_back(e.upload_id());
+          if (!l.is_truncated()) break;
+          lu.set_key_marker(l.next_key_marker());
+          lu.set_upload_id_marker(l.next_upload_id_marker());
+        }
+        ctx.Require(order == std::vector<std::string>{a1.id, a2.id, u.id, c1.id},
+                    "by key, then by initiation, each once", absl::StrJoin({a1.id, a2.id, u.id, c1.id}, " "),
+                    absl::StrJoin(order, " "));
+        lu.Clear();
+        lu.set_bucket(u.bucket);
+        lu.set_prefix("c-");
+        RawReply rr = u.p->Send(Method::kListMultipartUploads, lu);
+        ctx.RequireOk(rr, "ListMultipartUploads prefix c-");
+        auto l = Parse<pb::ListMultipartUploadsResponse>(ctx, rr, "list");
+        ctx.Require(l.uploads_size() == 1 && l.uploads(0).key() == "c-key", "prefix", "c-key", l.ShortDebugString());
+      });
+  Add(r, "mpu/9.15.6/1", "a Complete and an Abort of one upload at once: exactly one applies",
+      "multipart", {"AOBJ-OBJ-225"}, true, [](CaseContext& ctx) {
+        Upload u = Create(ctx, "raced");
+        RawReply pr = Part(u, 1, Content(2 << 20, 12));
+        ctx.RequireOk(pr, "UploadPart");
+        pb::CompleteMultipartUploadRequest c = CompleteRequest(u);
+        AddPart(c, 1, Parse<pb::UploadPartResponse>(ctx, pr, "part").etag());
+        auto other = ctx.Open();
+        RawReply done, aborted;
+        std::thread t([&] { done = u.p->Send(Method::kCompleteMultipartUpload, c); });
+        pb::AbortMultipartUploadRequest a;
+        a.set_bucket(u.bucket);
+        a.set_key(u.key);
+        a.set_upload_id(u.id);
+        aborted = other->Send(Method::kAbortMultipartUpload, a);
+        t.join();
+        const bool completed = done.grpc_status.ok(), was_aborted = aborted.grpc_status.ok();
+        ctx.Require(completed != was_aborted, "exactly one of Complete and Abort succeeded", "one",
+                    absl::StrCat("Complete: ", Outcome(done), "; Abort: ", Outcome(aborted)));
+        ctx.Require(CodeOf(completed ? aborted : done) == ErrorCode::kNoSuchUpload,
+                    "the other got NO_SUCH_UPLOAD", "NO_SUCH_UPLOAD", Outcome(completed ? aborted : done));
+        RawReply h = u.p->Head(u.bucket, "raced");
+        ctx.Require(completed ? h.grpc_status.ok() : CodeOf(h) == ErrorCode::kNoSuchKey,
+                    "the key matches the winner", completed ? "the object" : "NO_SUCH_KEY", Outcome(h));
+      });
+
+  // ---- 10: flow control ------------------------------------------------------------------------
+  Add(r, "flo/10/1", "data requests beyond max_in_flight: TOO_MANY_TRANSFERS, retryable; rejected "
+                     "ones do not count",
+      "limits", {"AOBJ-SES-012", "AOBJ-FLO-005"}, true, [](CaseContext& ctx) {
+        auto p = ctx.NewPeer();
+        pb::OpenSessionRequest o = p->DefaultOpen();
+        o.mutable_requested_limits()->set_max_in_flight(1);
+        ctx.RequireOk(p->Open(o), "OpenSession with max_in_flight 1");
+        const std::string bucket = ctx.NewBucket(*p);
+        const size_t n = 32u << 20;
+        ctx.RequireOk(p->Put(bucket, "big", Content(n, 13)), "PUT of 32 MiB");
+        constexpr int kThreads = 6;
+        std::vector<std::unique_ptr<RegisteredMemory>> mem;
+        for (int i = 0; i < kThreads; ++i) mem.push_back(p->Allocate(n));
+        int rejected = 0, ok = 0, other = 0;
+        std::string others;
+        for (int round = 0; round < 4 && rejected == 0; ++round) {
+          std::vector<RawReply> replies(kThreads);
+          std::vector<std::thread> threads;
+          std::atomic<int> go{0};
+          for (int i = 0; i < kThreads; ++i) {
+            // The same session from several threads: one Peer each, all naming p's session.
+            threads.emplace_back([&, i] {
+              Peer q(ctx, absl::StrCat("P1.", i), ctx.target().access_key_id, ctx.target().secret);
+              q.set_session_hex(p->session_hex());
+              pb::GetObjectRequest g = q.GetRequest(bucket, "big", *mem[i], n);
+              ++go;
+              while (go < kThreads) std::this_thread::yield();
+              replies[i] = q.Send(Method::kGetObject, g);
+              q.set_session_hex("");  // the session is p's: q must not close it
+            });
+          }
+          for (auto& t : threads) t.join();
+          for (const auto& rr : replies) {
+            if (rr.grpc_status.ok()) ++ok;
+            else if (CodeOf(rr) == ErrorCode::kTooManyTransfers) {
+              ++rejected;
+              ctx.Require(rr.error.retryable() && rr.error.s3_code() == "SlowDown",
+                          "TOO_MANY_TRANSFERS is retryable SlowDown", "retryable SlowDown",
+                          rr.error.ShortDebugString());
+            } else {
+              ++other;
+              others += Outcome(rr) + "; ";
+            }
+          }
+        }
+        ctx.Require(other == 0, "every reply is success or TOO_MANY_TRANSFERS", "0 others", others);
+        if (rejected == 0) ctx.Unsupported("could not get two GETs of 32 MiB in flight at once");
+        ctx.Require(ok >= 1, "at least one GET succeeded", ">= 1", absl::StrCat(ok));
+        // Rejected requests left no slot taken: a GET now succeeds at once.
+        std::string back;
+        ctx.RequireOk(p->Get(bucket, "big", &back, nullptr, n), "a GET after the burst");
+      });
+}
+
+}  // namespace aobj::conformance

@@ -1,0 +1,553 @@
+// Cases for spec sections 9.2-9.8 (names, buckets, PUT/GET/HEAD/DELETE, metadata), 9.10
+// (conditional requests), 9.14 (CopyObject) and 14.8 (authorization).
+#include <atomic>
+#include <map>
+#include <thread>
+
+#include "absl/time/clock.h"
+#include "conformance/src/cases_util.h"
+
+namespace aobj::conformance {
+namespace {
+
+struct Fixture {
+  std::unique_ptr<Peer> p;
+  std::string bucket;
+};
+
+Fixture Setup(CaseContext& ctx) {
+  Fixture f;
+  f.p = ctx.Open();
+  f.bucket = ctx.NewBucket(*f.p);
+  return f;
+}
+
+// A PUT request of `content` by RMA with user metadata / content type / preconditions.
+struct PutSpec {
+  std::string content_type;
+  std::map<std::string, std::string> meta;
+  pb::Preconditions pre;
+};
+
+RawReply PutWith(Peer& p, const std::string& bucket, const std::string& key,
+                 const std::string& content, const PutSpec& s) {
+  auto m = p.Allocate(std::max<size_t>(content.size(), 1));
+  if (!content.empty()) std::memcpy(m->data(), content.data(), content.size());
+  pb::PutObjectRequest put = p.PutRequest(bucket, key, *m, content.size());
+  put.set_content_type(s.content_type);
+  for (const auto& [k, v] : s.meta) (*put.mutable_user_metadata())[k] = v;
+  *put.mutable_preconditions() = s.pre;
+  return p.Send(Method::kPutObject, put);
+}
+
+RawReply HeadWith(Peer& p, const std::string& bucket, const std::string& key,
+                  const pb::Preconditions& pre) {
+  pb::HeadObjectRequest h;
+  h.set_bucket(bucket);
+  h.set_key(key);
+  *h.mutable_preconditions() = pre;
+  return p.Send(Method::kHeadObject, h);
+}
+
+pb::HeadObjectResponse HeadOk(CaseContext& ctx, Peer& p, const std::string& bucket,
+                              const std::string& key) {
+  pb::HeadObjectResponse h;
+  ctx.RequireOk(p.Head(bucket, key, &h), "HEAD " + key);
+  return h;
+}
+
+std::string Read(CaseContext& ctx, Peer& p, const std::string& bucket, const std::string& key) {
+  std::string out;
+  ctx.RequireOk(p.Get(bucket, key, &out, nullptr, 4 << 20), "GET " + key);
+  return out;
+}
+
+}  // namespace
+
+void RegisterObjectCases(Registry& r) {
+  // ---- 9.2 names ---------------------------------------------------------------------------
+  Add(r, "obj/9.2/1", "invalid bucket names: INVALID_BUCKET_NAME", "core", {"AOBJ-OBJ-001"}, true,
+      [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        for (const char* name : {"ab", "Upper-case", "-leading-dash", "trailing-dash-",
+                                 "under_score", "192.168.1.1", "has space",
+                                 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}) {
+          ctx.RequireCode(p->CreateBucket(name), ErrorCode::kInvalidBucketName,
+                          absl::StrCat("CreateBucket \"", name, "\""));
+        }
+        ctx.RequireCode(p->Head("Bad_Name", "k"), InvalidBucketCode(ctx),
+                        "HEAD in bucket \"Bad_Name\"");
+        ctx.RequireStillServes();
+      });
+  Add(r, "obj/9.2/2", "keys: 1025 octets KEY_TOO_LONG; empty or invalid UTF-8 INVALID_ARGUMENT",
+      "core", {"AOBJ-OBJ-002"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        ctx.RequireCode(f.p->Put(f.bucket, std::string(1025, 'k'), "x"), ErrorCode::kKeyTooLong,
+                        "PUT with a key of 1025 octets");
+        ctx.RequireCode(f.p->Put(f.bucket, "", "x"), ErrorCode::kInvalidArgument, "PUT with an empty key");
+        ctx.RequireCode(f.p->Put(f.bucket, std::string("bad\xff\xfe", 5), "x"),
+                        ErrorCode::kInvalidArgument, "PUT with a key that is not UTF-8");
+        ctx.RequireCode(f.p->Head(f.bucket, std::string("\xc3", 1)), ErrorCode::kInvalidArgument,
+                        "HEAD with a truncated UTF-8 sequence");
+        RawReply ok = f.p->Put(f.bucket, std::string(1024, 'k'), "x");
+        if (CodeOf(ok) == ErrorCode::kKeyTooLong) {
+          ctx.Note("the target limits keys below 1024 octets (AOBJ-OBJ-159)");
+        } else {
+          ctx.RequireOk(ok, "PUT with a key of 1024 octets");
+        }
+        ctx.RequireStillServes();
+      });
+  Add(r, "obj/9.2/3", "keys compare as octets: no case folding, no normalization", "core",
+      {"AOBJ-OBJ-015"}, false, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        const std::string nfc = "caf\xc3\xa9", nfd = "cafe\xcc\x81";
+        ctx.RequireOk(f.p->Put(f.bucket, nfc, "nfc"), "PUT NFC key");
+        ctx.RequireOk(f.p->Put(f.bucket, nfd, "nfd"), "PUT NFD key");
+        ctx.RequireOk(f.p->Put(f.bucket, "Key", "upper"), "PUT Key");
+        ctx.RequireOk(f.p->Put(f.bucket, "key", "lower"), "PUT key");
+        ctx.Require(Read(ctx, *f.p, f.bucket, nfc) == "nfc" && Read(ctx, *f.p, f.bucket, nfd) == "nfd",
+                    "NFC and NFD keys are distinct objects", "nfc, nfd", "mixed");
+        ctx.Require(Read(ctx, *f.p, f.bucket, "Key") == "upper" && Read(ctx, *f.p, f.bucket, "key") == "lower",
+                    "Key and key are distinct objects", "upper, lower", "mixed");
+      });
+
+  // ---- 9.3 buckets ---------------------------------------------------------------------------
+  Add(r, "obj/9.3/1", "bucket lifecycle: exists twice, not empty", "core", {"AOBJ-OBJ-006"}, true,
+      [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        ctx.RequireCode(f.p->CreateBucket(f.bucket), ErrorCode::kBucketAlreadyExists, "CreateBucket again");
+        ctx.RequireOk(f.p->Put(f.bucket, "k", "x"), "PUT");
+        pb::DeleteBucketRequest d;
+        d.set_bucket(f.bucket);
+        ctx.RequireCode(f.p->Send(Method::kDeleteBucket, d), ErrorCode::kBucketNotEmpty,
+                        "DeleteBucket of a bucket with an object");
+        ctx.RequireOk(f.p->Delete(f.bucket, "k"), "DELETE the object");
+        ctx.RequireOk(f.p->Send(Method::kDeleteBucket, d), "DeleteBucket when empty");
+        pb::HeadBucketRequest hb;
+        hb.set_bucket(f.bucket);
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, hb), MissingBucketCode(ctx),
+                        "HeadBucket after DeleteBucket");
+        ctx.RequireOk(f.p->CreateBucket(f.bucket), "CreateBucket again after deletion");
+      });
+  Add(r, "obj/9.3/2", "a missing bucket: NO_SUCH_BUCKET; a missing key: NO_SUCH_KEY", "core",
+      {"AOBJ-OBJ-003", "AOBJ-OBJ-013"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        const std::string none = ctx.Unique("no-such");
+        pb::HeadBucketRequest hb;
+        hb.set_bucket(none);
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, hb), MissingBucketCode(ctx), "HeadBucket");
+        ctx.RequireCode(f.p->Put(none, "k", Content(100000)), MissingBucketCode(ctx), "PUT");
+        std::string out;
+        ctx.RequireCode(f.p->Get(none, "k", &out), MissingBucketCode(ctx), "GET");
+        ctx.RequireCode(f.p->Head(none, "k"), MissingBucketCode(ctx), "HEAD");
+        ctx.RequireCode(f.p->Delete(none, "k"), MissingBucketCode(ctx), "DELETE");
+        pb::ListObjectsV2Request l;
+        l.set_bucket(none);
+        ctx.RequireCode(f.p->Send(Method::kListObjectsV2, l), MissingBucketCode(ctx), "ListObjectsV2");
+        pb::DeleteBucketRequest d;
+        d.set_bucket(none);
+        ctx.RequireCode(f.p->Send(Method::kDeleteBucket, d), MissingBucketCode(ctx), "DeleteBucket");
+        ctx.RequireCode(f.p->Get(f.bucket, "nothing", &out), ErrorCode::kNoSuchKey, "GET missing key");
+        ctx.RequireCode(f.p->Head(f.bucket, "nothing"), ErrorCode::kNoSuchKey, "HEAD missing key");
+        ctx.RequireStillServes();
+      });
+
+  // ---- 9.4-9.6 objects ---------------------------------------------------------------------------
+  Add(r, "obj/9.4/1", "ETag is the quoted MD5; metadata is complete and exact", "core",
+      {"AOBJ-OBJ-005", "AOBJ-OBJ-012", "AOBJ-OBJ-007"}, false, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        const std::string body = Content(77777, 51);
+        PutSpec s;
+        s.content_type = "application/x-conformance; charset=binary";
+        const int64_t before = absl::ToUnixMillis(absl::Now());
+        RawReply p = PutWith(*f.p, f.bucket, "m", body, s);
+        const int64_t after = absl::ToUnixMillis(absl::Now());
+        ctx.RequireOk(p, "PUT with a content type");
+        auto pr = Parse<pb::PutObjectResponse>(ctx, p, "PUT");
+        ctx.Require(pr.metadata().etag() == Md5Etag(body), "ETag in the PUT reply", Md5Etag(body),
+                    pr.metadata().etag());
+        pb::HeadObjectResponse h = HeadOk(ctx, *f.p, f.bucket, "m");
+        const auto& md = h.metadata();
+        ctx.Require(md.size() == body.size(), "size", absl::StrCat(body.size()), absl::StrCat(md.size()));
+        ctx.Require(md.etag() == Md5Etag(body), "ETag", Md5Etag(body), md.etag());
+        ctx.Require(md.content_type() == s.content_type, "content_type unchanged", s.content_type,
+                    md.content_type());
+        ctx.Require(md.last_modified_ms() >= before - 2000 && md.last_modified_ms() <= after + 2000,
+                    "last_modified_ms is the commit time (within 2 s of the suite's clock)",
+                    absl::StrCat(before, "..", after), absl::StrCat(md.last_modified_ms()));
+        ctx.Require(md.checksum_algorithm() != pb::CHECKSUM_ALGORITHM_UNSPECIFIED &&
+                        (md.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC32C
+                             ? md.checksum() == Crc32cOf(body)
+                             : md.checksum() == Crc64Of(body)),
+                    "checksum of the full object", Hex(Crc32cOf(body)), Hex(md.checksum()));
+      });
+  Add(r, "obj/9.4/2", "a PUT replaces the previous object as a whole; readers never see a mix",
+      "core", {"AOBJ-OBJ-010"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        const std::string a = Content(2 << 20, 61), b = Content(1 << 20, 62);
+        ctx.RequireOk(f.p->Put(f.bucket, "k", a), "PUT of A (2 MiB)");
+        // A writer alternates A and B while a reader GETs: each read is A or B, whole.
+        std::atomic<bool> stop{false};
+        std::atomic<int> writes{0};
+        auto w = ctx.Open();
+        std::thread writer([&] {
+          for (int i = 0; i < 40 && !stop; ++i) {
+            w->Put(f.bucket, "k", i % 2 ? a : b);
+            ++writes;
+          }
+        });
+        int mixed = 0, reads = 0;
+        for (int i = 0; i < 40; ++i) {
+          std::string got;
+          RawReply g = f.p->Get(f.bucket, "k", &got, nullptr, 2 << 20);
+          if (!g.grpc_status.ok()) continue;
+          ++reads;
+          if (got != a && got != b) ++mixed;
+        }
+        stop = true;
+        writer.join();
+        ctx.Require(reads > 0 && mixed == 0, "every GET returned A or B whole",
+                    "0 mixed", absl::StrCat(mixed, " mixed of ", reads, " reads, ", writes.load(), " writes"));
+        ctx.Require(Read(ctx, *f.p, f.bucket, "k").size() <= a.size(), "the key holds one object", "A or B", "other");
+      });
+  Add(r, "obj/9.6/1", "DELETE of a missing key succeeds", "core", {"AOBJ-OBJ-004"}, false,
+      [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        ctx.RequireOk(f.p->Delete(f.bucket, "never-existed"), "DELETE of a key never written");
+        ctx.RequireOk(f.p->Put(f.bucket, "k", "x"), "PUT");
+        ctx.RequireOk(f.p->Delete(f.bucket, "k"), "DELETE");
+        ctx.RequireOk(f.p->Delete(f.bucket, "k"), "DELETE again");
+        ctx.RequireCode(f.p->Head(f.bucket, "k"), ErrorCode::kNoSuchKey, "HEAD after DELETE");
+      });
+
+  // ---- 9.8 user metadata ------------------------------------------------------------------------
+  Add(r, "obj/9.8/1", "user metadata: names stored lower-case, returned everywhere, replaced whole",
+      "core", {"AOBJ-OBJ-120", "AOBJ-OBJ-122"}, false, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        PutSpec s;
+        s.meta = {{"Color", "blue"}, {"x-trace", "t\tab"}, {"n", "caf\xc3\xa9"}};
+        ctx.RequireOk(PutWith(*f.p, f.bucket, "m", "body", s), "PUT with user metadata");
+        pb::HeadObjectResponse h = HeadOk(ctx, *f.p, f.bucket, "m");
+        std::map<std::string, std::string> got(h.metadata().user_metadata().begin(),
+                                               h.metadata().user_metadata().end());
+        std::map<std::string, std::string> want = {{"color", "blue"}, {"x-trace", "t\tab"}, {"n", "caf\xc3\xa9"}};
+        ctx.Require(got == want, "HEAD returns the metadata with lower-case names",
+                    "color, x-trace, n", h.metadata().ShortDebugString());
+        pb::GetObjectResponse g;
+        std::string out;
+        ctx.RequireOk(f.p->Get(f.bucket, "m", &out, &g), "GET");
+        ctx.Require(std::map<std::string, std::string>(g.metadata().user_metadata().begin(),
+                                                       g.metadata().user_metadata().end()) == want,
+                    "GET returns the same metadata", "color, x-trace, n", g.metadata().ShortDebugString());
+        PutSpec s2;
+        s2.meta = {{"other", "1"}};
+        ctx.RequireOk(PutWith(*f.p, f.bucket, "m", "body2", s2), "PUT with other metadata");
+        h = HeadOk(ctx, *f.p, f.bucket, "m");
+        ctx.Require(h.metadata().user_metadata().size() == 1 &&
+                        h.metadata().user_metadata().count("other") == 1,
+                    "the new PUT replaced the metadata as a whole", "{other}",
+                    h.metadata().ShortDebugString());
+      });
+  Add(r, "obj/9.8/2", "bad user metadata: INVALID_ARGUMENT or METADATA_TOO_LARGE, nothing stored",
+      "core", {"AOBJ-OBJ-120", "AOBJ-OBJ-121", "AOBJ-OBJ-123"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        struct Bad {
+          std::map<std::string, std::string> meta;
+          ErrorCode code;
+          const char* what;
+        };
+        const Bad bad[] = {
+            {{{"", "v"}}, ErrorCode::kInvalidArgument, "an empty name"},
+            {{{"bad name", "v"}}, ErrorCode::kInvalidArgument, "a name with a space"},
+            {{{"b\xc3\xa9", "v"}}, ErrorCode::kInvalidArgument, "a name with a non-ASCII octet"},
+            {{{"Dup", "1"}, {"dup", "2"}}, ErrorCode::kInvalidArgument, "names that differ only in case"},
+            {{{"v", "a\x01z"}}, ErrorCode::kInvalidArgument, "a value with a control character"},
+            {{{"v", std::string("\xff\xfe", 2)}}, ErrorCode::kInvalidArgument, "a value that is not UTF-8"},
+            {{{"big", std::string(2046, 'v')}}, ErrorCode::kMetadataTooLarge, "2049 octets in all"},
+            {{{"", std::string(3000, 'v')}}, ErrorCode::kMetadataTooLarge,
+             "3000 octets with an empty name (size is checked first)"},
+        };
+        for (const Bad& b : bad) {
+          PutSpec s;
+          s.meta = b.meta;
+          ctx.RequireCode(PutWith(*f.p, f.bucket, "m", "x", s), b.code, std::string("PUT with ") + b.what);
+        }
+        PutSpec ok;
+        ok.meta = {{"big", std::string(2045, 'v')}};
+        ctx.RequireOk(PutWith(*f.p, f.bucket, "m", "x", ok), "PUT with 2048 octets of metadata");
+        ctx.RequireStillServes();
+      });
+
+  // ---- 9.10 conditional requests -------------------------------------------------------------
+  Add(r, "cond/9.10/1", "GET/HEAD preconditions in RFC 9110 order", "conditional",
+      {"AOBJ-OBJ-130", "AOBJ-OBJ-132", "AOBJ-ERR-100"}, false, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "c", "conditional body"), "PUT");
+        const std::string etag = HeadOk(ctx, *f.p, f.bucket, "c").metadata().etag();
+        const int64_t lm = HeadOk(ctx, *f.p, f.bucket, "c").metadata().last_modified_ms();
+        struct Try {
+          pb::Preconditions pre;
+          ErrorCode code;  // kOk: success
+          const char* what;
+        };
+        auto pre = [](const char* im, const char* inm, int64_t ims, int64_t ius) {
+          pb::Preconditions p;
+          if (im) p.set_if_match(im);
+          if (inm) p.set_if_none_match(inm);
+          if (ims) p.set_if_modified_since_ms(ims);
+          if (ius) p.set_if_unmodified_since_ms(ius);
+          return p;
+        };
+        const std::string wrong = "\"00000000000000000000000000000000\"";
+        const Try tries[] = {
+            {pre(etag.c_str(), nullptr, 0, 0), ErrorCode::kOk, "If-Match the ETag"},
+            {pre("*", nullptr, 0, 0), ErrorCode::kOk, "If-Match *"},
+            {pre(wrong.c_str(), nullptr, 0, 0), ErrorCode::kPreconditionFailed, "If-Match another ETag"},
+            {pre(nullptr, etag.c_str(), 0, 0), ErrorCode::kNotModified, "If-None-Match the ETag"},
+            {pre(nullptr, "*", 0, 0), ErrorCode::kNotModified, "If-None-Match *"},
+            {pre(nullptr, wrong.c_str(), 0, 0), ErrorCode::kOk, "If-None-Match another ETag"},
+            {pre(nullptr, nullptr, lm + 3600000, 0), ErrorCode::kNotModified, "If-Modified-Since an hour later"},
+            {pre(nullptr, nullptr, lm - 3600000, 0), ErrorCode::kOk, "If-Modified-Since an hour earlier"},
+            {pre(nullptr, nullptr, 0, lm - 3600000), ErrorCode::kPreconditionFailed, "If-Unmodified-Since an hour earlier"},
+            {pre(etag.c_str(), nullptr, 0, lm - 3600000), ErrorCode::kOk,
+             "If-Match true wins over If-Unmodified-Since false (RFC 9110 13.2.2)"},
+            {pre(nullptr, wrong.c_str(), lm + 3600000, 0), ErrorCode::kOk,
+             "If-None-Match true: If-Modified-Since is ignored"},
+            {pre(wrong.c_str(), etag.c_str(), 0, 0), ErrorCode::kPreconditionFailed,
+             "If-Match false comes before If-None-Match"},
+        };
+        for (const Try& t : tries) {
+          RawReply h = HeadWith(*f.p, f.bucket, "c", t.pre);
+          if (t.code == ErrorCode::kOk) ctx.RequireOk(h, std::string("HEAD, ") + t.what);
+          else ctx.RequireCode(h, t.code, std::string("HEAD, ") + t.what);
+          auto m = f.p->Allocate(4096);
+          pb::GetObjectRequest g = f.p->GetRequest(f.bucket, "c", *m, 4096);
+          *g.mutable_preconditions() = t.pre;
+          RawReply gr = f.p->Send(Method::kGetObject, g);
+          if (t.code == ErrorCode::kOk) ctx.RequireOk(gr, std::string("GET, ") + t.what);
+          else ctx.RequireCode(gr, t.code, std::string("GET, ") + t.what);
+        }
+      });
+  Add(r, "cond/9.10/2", "malformed entity tags: INVALID_ARGUMENT", "conditional",
+      {"AOBJ-OBJ-131"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "c", "x"), "PUT");
+        for (const char* bad : {"\"a,b\"", "a b", "\"unterminated", "\"in\"ner\"", "\x01"}) {
+          pb::Preconditions p;
+          p.set_if_match(bad);
+          ctx.RequireCode(HeadWith(*f.p, f.bucket, "c", p), ErrorCode::kInvalidArgument,
+                          absl::StrCat("If-Match ", bad));
+        }
+        ctx.RequireStillServes();
+      });
+  Add(r, "cond/9.10/3", "a missing key is NO_SUCH_KEY whatever the preconditions; before the range",
+      "conditional", {"AOBJ-OBJ-138", "AOBJ-OBJ-137"}, false, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        pb::Preconditions p;
+        p.set_if_none_match("*");
+        ctx.RequireCode(HeadWith(*f.p, f.bucket, "none", p), ErrorCode::kNoSuchKey,
+                        "HEAD of a missing key with If-None-Match *");
+        p.Clear();
+        p.set_if_match("*");
+        ctx.RequireCode(HeadWith(*f.p, f.bucket, "none", p), ErrorCode::kNoSuchKey,
+                        "HEAD of a missing key with If-Match *");
+        ctx.RequireOk(f.p->Put(f.bucket, "r", Content(100)), "PUT of 100 octets");
+        auto m = f.p->Allocate(100);
+        pb::GetObjectRequest g = f.p->GetRequest(f.bucket, "r", *m, 100);
+        g.mutable_range()->set_kind(pb::ByteRange::KIND_FROM);
+        g.mutable_range()->set_first(500);
+        g.mutable_preconditions()->set_if_match("\"00000000000000000000000000000000\"");
+        ctx.RequireCode(f.p->Send(Method::kGetObject, g), ErrorCode::kPreconditionFailed,
+                        "failed If-Match with an unsatisfiable range");
+      });
+  Add(r, "cond/9.10/4", "write preconditions: only If-Match and If-None-Match *; atomic; no change "
+                        "on failure",
+      "conditional",
+      {"AOBJ-OBJ-133", "AOBJ-OBJ-134", "AOBJ-OBJ-135", "AOBJ-OBJ-136", "AOBJ-ERR-100"}, true,
+      [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        PutSpec bad;
+        bad.pre.set_if_modified_since_ms(1);
+        ctx.RequireCode(PutWith(*f.p, f.bucket, "w", "x", bad), ErrorCode::kInvalidArgument,
+                        "PUT with If-Modified-Since");
+        bad.pre.Clear();
+        bad.pre.set_if_none_match("\"abc\"");
+        ctx.RequireCode(PutWith(*f.p, f.bucket, "w", "x", bad), ErrorCode::kInvalidArgument,
+                        "PUT with If-None-Match of an ETag");
+        PutSpec create;
+        create.pre.set_if_none_match("*");
+        ctx.RequireOk(PutWith(*f.p, f.bucket, "w", "first", create), "create-only PUT of a new key");
+        ctx.RequireCode(PutWith(*f.p, f.bucket, "w", "second", create), ErrorCode::kPreconditionFailed,
+                        "create-only PUT of an existing key (not NOT_MODIFIED)");
+        PutSpec match;
+        match.pre.set_if_match("\"00000000000000000000000000000000\"");
+        ctx.RequireCode(PutWith(*f.p, f.bucket, "w", "third", match), ErrorCode::kPreconditionFailed,
+                        "PUT If-Match another ETag");
+        ctx.Require(Read(ctx, *f.p, f.bucket, "w") == "first", "the key is unchanged", "first", "changed");
+        match.pre.set_if_match(Md5Etag("first"));
+        ctx.RequireOk(PutWith(*f.p, f.bucket, "w", "fourth", match), "PUT If-Match the ETag");
+        ctx.Require(Read(ctx, *f.p, f.bucket, "w") == "fourth", "the key was replaced", "fourth", "other");
+        ctx.RequireStillServes();
+      });
+  Add(r, "cond/9.10/5", "eight concurrent create-only PUTs of one key: exactly one wins",
+      "conditional", {"AOBJ-OBJ-134"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        constexpr int kWriters = 8;
+        std::vector<std::unique_ptr<Peer>> peers;
+        for (int i = 0; i < kWriters; ++i) peers.push_back(ctx.Open());
+        std::vector<RawReply> replies(kWriters);
+        std::vector<std::thread> threads;
+        for (int i = 0; i < kWriters; ++i) {
+          threads.emplace_back([&, i] {
+            PutSpec s;
+            s.pre.set_if_none_match("*");
+            replies[i] = PutWith(*peers[i], f.bucket, "race", Content(200000, 100 + i), s);
+          });
+        }
+        for (auto& t : threads) t.join();
+        int ok = 0, failed = 0, winner = -1;
+        for (int i = 0; i < kWriters; ++i) {
+          if (replies[i].grpc_status.ok()) ++ok, winner = i;
+          else if (CodeOf(replies[i]) == ErrorCode::kPreconditionFailed) ++failed;
+        }
+        ctx.Require(ok == 1 && failed == kWriters - 1, "one success, seven PRECONDITION_FAILED",
+                    "1 + 7", absl::StrCat(ok, " + ", failed));
+        ctx.Require(Read(ctx, *f.p, f.bucket, "race") == Content(200000, 100 + winner),
+                    "the key holds the winner's body", "winner's body", "other");
+      });
+
+  // ---- 9.14 CopyObject -------------------------------------------------------------------------
+  Add(r, "copy/9.14/1", "CopyObject: content, ETag, new time, metadata copied or replaced", "copy",
+      {"AOBJ-OBJ-150", "AOBJ-OBJ-153", "AOBJ-OBJ-158", "AOBJ-OBJ-122"}, false, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        const std::string body = Content(300000, 71);
+        PutSpec s;
+        s.content_type = "text/x-source";
+        s.meta = {{"k1", "v1"}};
+        ctx.RequireOk(PutWith(*f.p, f.bucket, "src", body, s), "PUT of the source");
+        const auto src = HeadOk(ctx, *f.p, f.bucket, "src").metadata();
+        absl::SleepFor(absl::Milliseconds(20));
+        pb::CopyObjectRequest c;
+        c.set_source_bucket(f.bucket);
+        c.set_source_key("src");
+        c.set_bucket(f.bucket);
+        c.set_key("dst");
+        ctx.RequireOk(f.p->Send(Method::kCopyObject, c), "CopyObject (COPY)");
+        const auto dst = HeadOk(ctx, *f.p, f.bucket, "dst").metadata();
+        ctx.Require(dst.etag() == Md5Etag(body) && dst.size() == body.size(), "ETag and size",
+                    Md5Etag(body), dst.etag());
+        ctx.Require(dst.content_type() == "text/x-source" && dst.user_metadata().count("k1") == 1,
+                    "content type and metadata copied", "text/x-source, k1", dst.ShortDebugString());
+        ctx.Require(dst.last_modified_ms() >= src.last_modified_ms(), "a new last_modified_ms",
+                    absl::StrCat(">= ", src.last_modified_ms()), absl::StrCat(dst.last_modified_ms()));
+        ctx.Require(Read(ctx, *f.p, f.bucket, "dst") == body, "the content", "equal", "differs");
+        c.set_key("dst2");
+        c.set_metadata_directive(pb::METADATA_DIRECTIVE_REPLACE);
+        c.set_content_type("text/plain");
+        (*c.mutable_user_metadata())["k2"] = "v2";
+        ctx.RequireOk(f.p->Send(Method::kCopyObject, c), "CopyObject (REPLACE)");
+        const auto d2 = HeadOk(ctx, *f.p, f.bucket, "dst2").metadata();
+        ctx.Require(d2.content_type() == "text/plain" && d2.user_metadata().size() == 1 &&
+                        d2.user_metadata().count("k2") == 1,
+                    "REPLACE sets the new type and metadata as a whole", "text/plain, {k2}",
+                    d2.ShortDebugString());
+      });
+  Add(r, "copy/9.14/2", "bad CopyObject requests: same key, unknown directive, fields without "
+                        "REPLACE",
+      "copy", {"AOBJ-OBJ-151", "AOBJ-OBJ-154", "AOBJ-OBJ-003"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "src", "source"), "PUT");
+        pb::CopyObjectRequest c;
+        c.set_source_bucket(f.bucket);
+        c.set_source_key("src");
+        c.set_bucket(f.bucket);
+        c.set_key("src");
+        RawReply same = f.p->Send(Method::kCopyObject, c);
+        ctx.RequireCode(same, ErrorCode::kInvalidRequest, "copy onto itself without REPLACE");
+        c.set_metadata_directive(pb::METADATA_DIRECTIVE_REPLACE);
+        ctx.RequireOk(f.p->Send(Method::kCopyObject, c), "copy onto itself with REPLACE");
+        c.set_key("dst");
+        c.set_metadata_directive(static_cast<pb::MetadataDirective>(7));
+        ctx.RequireCode(f.p->Send(Method::kCopyObject, c), ErrorCode::kInvalidArgument, "directive 7");
+        c.set_metadata_directive(pb::METADATA_DIRECTIVE_COPY);
+        c.set_content_type("text/plain");
+        ctx.RequireCode(f.p->Send(Method::kCopyObject, c), ErrorCode::kInvalidArgument,
+                        "content_type with COPY");
+        c.clear_content_type();
+        c.set_source_key("missing");
+        ctx.RequireCode(f.p->Send(Method::kCopyObject, c), ErrorCode::kNoSuchKey, "a missing source");
+        ctx.RequireCode(f.p->Head(f.bucket, "dst"), ErrorCode::kNoSuchKey, "nothing created");
+        ctx.RequireStillServes();
+      });
+  Add(r, "copy/9.14/3", "copy preconditions: source failures are PRECONDITION_FAILED; destination "
+                        "as for PUT",
+      "copy", {"AOBJ-OBJ-152", "AOBJ-OBJ-153"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "src", "source"), "PUT source");
+        ctx.RequireOk(f.p->Put(f.bucket, "dst", "old"), "PUT destination");
+        pb::CopyObjectRequest c;
+        c.set_source_bucket(f.bucket);
+        c.set_source_key("src");
+        c.set_bucket(f.bucket);
+        c.set_key("dst");
+        c.mutable_source_preconditions()->set_if_none_match(Md5Etag("source"));
+        ctx.RequireCode(f.p->Send(Method::kCopyObject, c), ErrorCode::kPreconditionFailed,
+                        "x-amz-copy-source-if-none-match the source ETag (not NOT_MODIFIED)");
+        c.clear_source_preconditions();
+        c.mutable_source_preconditions()->set_if_match("\"00000000000000000000000000000000\"");
+        ctx.RequireCode(f.p->Send(Method::kCopyObject, c), ErrorCode::kPreconditionFailed,
+                        "x-amz-copy-source-if-match another ETag");
+        c.clear_source_preconditions();
+        c.mutable_preconditions()->set_if_none_match("*");
+        ctx.RequireCode(f.p->Send(Method::kCopyObject, c), ErrorCode::kPreconditionFailed,
+                        "destination If-None-Match * on an existing key");
+        ctx.Require(Read(ctx, *f.p, f.bucket, "dst") == "old", "the destination is unchanged", "old", "changed");
+        c.mutable_preconditions()->Clear();
+        c.mutable_preconditions()->set_if_modified_since_ms(1);
+        ctx.RequireCode(f.p->Send(Method::kCopyObject, c), ErrorCode::kInvalidArgument,
+                        "destination If-Modified-Since");
+        ctx.RequireStillServes();
+      });
+
+  // ---- 14.8 authorization ------------------------------------------------------------------------
+  Add(r, "sec/14.8/1", "owner policy: another principal cannot read, write or list a bucket",
+      "access", {"AOBJ-SEC-008", "AOBJ-SEC-009", "AOBJ-SEC-010", "AOBJ-OBJ-008"}, true,
+      [](CaseContext& ctx) {
+        if (!ctx.target().owner_policy) {
+          ctx.Unsupported("the target's authorization policy is not declared (--owner-policy)");
+        }
+        Fixture f = Setup(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "secret", "owner's data"), "the owner PUTs");
+        auto q = ctx.Open(/*second=*/true);
+        std::string out;
+        ctx.RequireCode(q->Get(f.bucket, "secret", &out), ErrorCode::kAccessDenied, "GET by another principal");
+        ctx.RequireCode(q->Head(f.bucket, "secret"), ErrorCode::kAccessDenied, "HEAD by another principal");
+        ctx.RequireCode(q->Put(f.bucket, "planted", "x"), ErrorCode::kAccessDenied, "PUT by another principal");
+        ctx.RequireCode(q->Delete(f.bucket, "secret"), ErrorCode::kAccessDenied, "DELETE by another principal");
+        pb::ListObjectsV2Request l;
+        l.set_bucket(f.bucket);
+        ctx.RequireCode(q->Send(Method::kListObjectsV2, l), ErrorCode::kAccessDenied, "list by another principal");
+        pb::CopyObjectRequest c;
+        c.set_source_bucket(f.bucket);
+        c.set_source_key("secret");
+        const std::string theirs = ctx.NewBucket(*q);
+        c.set_bucket(theirs);
+        c.set_key("stolen");
+        ctx.RequireCode(q->Send(Method::kCopyObject, c), ErrorCode::kAccessDenied,
+                        "copy out of the bucket by another principal");
+        RawReply lb = q->Send(Method::kListBuckets, pb::ListBucketsRequest());
+        ctx.RequireOk(lb, "ListBuckets by another principal");
+        auto lbr = Parse<pb::ListBucketsResponse>(ctx, lb, "ListBuckets");
+        bool listed = false;
+        for (const auto& b : lbr.buckets()) listed = listed || b.name() == f.bucket;
+        ctx.Require(!listed, "ListBuckets does not show the owner's bucket", "absent", "listed");
+        ctx.Require(Read(ctx, *f.p, f.bucket, "secret") == "owner's data", "the owner's object is intact",
+                    "unchanged", "changed");
+        ctx.RequireCode(f.p->Head(f.bucket, "planted"), ErrorCode::kNoSuchKey, "nothing planted");
+        ctx.RequireCode(q->Head(ctx.Unique("no-such-bucket"), "k"), ErrorCode::kAccessDenied,
+                        "a bucket that does not exist is refused like any other");
+        ctx.RequireStillServes();
+      });
+}
+
+}  // namespace aobj::conformance

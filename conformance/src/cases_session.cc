@@ -1,0 +1,413 @@
+// Cases for spec sections 3 (control channel), 4 (versions, capabilities, grease) and 5
+// (sessions).
+#include <dirent.h>
+
+#include <set>
+#include <thread>
+
+#include "absl/time/clock.h"
+#include "conformance/src/cases_util.h"
+
+namespace aobj::conformance {
+
+std::string Md5Raw(const std::string& s) {
+  Md5 m;
+  m.Update(s.data(), s.size());
+  Md5Digest d = m.Finish();
+  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+}
+std::string Md5Etag(const std::string& s) { return Quote(HexEncode(Md5Raw(s))); }
+
+namespace {
+
+// True when this host has an RDMA device: without one, no lane can enforce remote keys in
+// hardware.
+bool HostHasRdmaDevice() {
+  DIR* d = opendir("/sys/class/infiniband");
+  if (d == nullptr) return false;
+  bool any = false;
+  while (dirent* e = readdir(d)) any = any || e->d_name[0] != '.';
+  closedir(d);
+  return any;
+}
+
+// An unknown field (number 999, length-delimited) appended to a serialized message.
+std::string WithUnknownField(std::string body) {
+  body += std::string("\xba\x3e\x05hello", 8);  // tag (999 << 3 | 2) as varint, length 5
+  return body;
+}
+
+void OpenRefused(CaseContext& ctx, const pb::OpenSessionRequest& req, ErrorCode code,
+                 const std::string& what) {
+  auto p = ctx.NewPeer();
+  RawReply r = p->Send(Method::kOpenSession, req);
+  ctx.RequireCode(r, code, what);
+}
+
+}  // namespace
+
+void RegisterSessionCases(Registry& r) {
+  // ---- 3: control channel ----------------------------------------------------------------
+  Add(r, "ctl/3.1/1", "every method of aobj.v1.ObjectService is served", "core",
+      {"AOBJ-CTL-001"}, false, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        for (int m = 0; m < static_cast<int>(Method::kCount); ++m) {
+          // An empty request body: each method must answer with an AOBJ error or success,
+          // never gRPC UNIMPLEMENTED.
+          RawReply rr = p->Send(static_cast<Method>(m), std::string(), {}, "(empty message)");
+          ctx.Require(rr.grpc_status.error_code() != grpc::StatusCode::UNIMPLEMENTED,
+                      absl::StrCat(MethodName(static_cast<Method>(m)), " is implemented"),
+                      "not UNIMPLEMENTED", Outcome(rr));
+          if (static_cast<Method>(m) == Method::kCloseSession && rr.grpc_status.ok()) {
+            p = ctx.Open();
+          }
+        }
+      });
+  Add(r, "ctl/3.2/1", "unknown fields in requests are ignored", "core",
+      {"AOBJ-CTL-004"}, true, [](CaseContext& ctx) {
+        auto p = ctx.NewPeer();
+        RawReply o = p->Send(Method::kOpenSession,
+                             WithUnknownField(p->DefaultOpen().SerializeAsString()), {},
+                             "OpenSession with unknown field 999");
+        ctx.RequireOk(o, "OpenSession carrying an unknown field");
+        auto q = ctx.Open();
+        const std::string bucket = ctx.NewBucket(*q);
+        pb::HeadBucketRequest hb;
+        hb.set_bucket(bucket);
+        RawReply h = q->Send(Method::kHeadBucket, WithUnknownField(hb.SerializeAsString()), {},
+                             "HeadBucket with unknown field 999");
+        ctx.RequireOk(h, "HeadBucket carrying an unknown field");
+        auto mem = q->Allocate(4096);
+        std::memset(mem->data(), 'u', 4096);
+        RawReply put = q->Send(Method::kPutObject,
+                               WithUnknownField(q->PutRequest(bucket, "u", *mem, 4096).SerializeAsString()),
+                               {}, "PutObject with unknown field 999");
+        ctx.RequireOk(put, "PutObject carrying an unknown field");
+      });
+  Add(r, "ctl/3.3/1", "failures carry one aobj-error-bin trailer from the registry; successes none",
+      "core",
+      {"AOBJ-CTL-002", "AOBJ-CTL-008", "AOBJ-ERR-001", "AOBJ-ERR-004", "AOBJ-ERR-005",
+       "AOBJ-ERR-009", "AOBJ-ERR-120"},
+      true, [](CaseContext& ctx) {
+        // Peer checks the trailer rules on every reply; this case provokes one failure of each
+        // of several kinds (session, auth, object, descriptor, multipart).
+        auto p = ctx.Open();
+        const std::string bucket = ctx.NewBucket(*p);
+        ctx.RequireCode(p->Head(bucket, "missing"), ErrorCode::kNoSuchKey, "HEAD of a missing key");
+        ctx.RequireCode(p->CreateBucket(bucket), ErrorCode::kBucketAlreadyExists,
+                        "CreateBucket twice");
+        ctx.RequireCode(p->Head("no-such-bucket-" + ctx.Unique("b"), "k"),
+                        MissingBucketCode(ctx), "HEAD in a missing bucket");
+        pb::AbortMultipartUploadRequest a;
+        a.set_bucket(bucket);
+        a.set_key("k");
+        a.set_upload_id("no-such-upload");
+        RawReply nu = p->Send(Method::kAbortMultipartUpload, a);
+        ctx.RequireCode(nu, ErrorCode::kNoSuchUpload, "abort of an upload that does not exist");
+        ctx.Require(nu.error.s3_code() == "NoSuchUpload" && nu.error.name() == "NO_SUCH_UPLOAD" &&
+                        !nu.error.retryable(),
+                    "the trailer names the S3 error", "NO_SUCH_UPLOAD NoSuchUpload not retryable",
+                    nu.error.ShortDebugString());
+        Tamper t;
+        t.flip_signature = true;
+        ctx.RequireCode(p->Head(bucket, "x"), ErrorCode::kNoSuchKey, "another missing key");
+        RawReply bad = p->Send(Method::kHeadBucket, pb::HeadBucketRequest(), t);
+        ctx.RequireCode(bad, ErrorCode::kSignatureDoesNotMatch, "a bad signature");
+        ctx.RequireStillServes();
+      });
+  Add(r, "ctl/3.4/1", "a request of 4 MiB + inline_threshold is accepted; an oversized one is "
+                      "RESOURCE_EXHAUSTED",
+      "limits", {"AOBJ-CTL-005"}, true, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        const std::string bucket = ctx.NewBucket(*p);
+        const uint64_t threshold = p->session().limits().inline_threshold();
+        pb::HeadBucketRequest hb;
+        hb.set_bucket(bucket);
+        // Padding in an unknown field (ignored under AOBJ-CTL-004) brings the message to the
+        // size every server must accept.
+        std::string body = hb.SerializeAsString();
+        const uint64_t target = (4u << 20) + threshold - 16;
+        std::string pad = "\xba\x3e";  // field 999, length-delimited
+        uint64_t n = target - body.size() - 2 - 4;
+        for (int i = 0; i < 3; ++i) pad += static_cast<char>((n >> (7 * i)) & 0x7f | 0x80);
+        pad += static_cast<char>((n >> 21) & 0x7f);
+        body += pad + std::string(n, 'p');
+        RawReply ok = p->Send(Method::kHeadBucket, body, {},
+                              absl::StrCat("HeadBucket padded to ", body.size(), " octets"));
+        ctx.RequireOk(ok, "a request of 4 MiB + inline_threshold - 16 octets");
+        std::string huge = hb.SerializeAsString();
+        const uint64_t m = 48u << 20;
+        std::string pad2 = "\xba\x3e";
+        uint64_t v = m;
+        while (v >= 0x80) {
+          pad2 += static_cast<char>((v & 0x7f) | 0x80);
+          v >>= 7;
+        }
+        pad2 += static_cast<char>(v);
+        huge += pad2 + std::string(m, 'p');
+        RawReply big = p->Send(Method::kHeadBucket, huge, {}, "HeadBucket padded to 48 MiB");
+        ctx.Require(big.grpc_status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED,
+                    "a 48 MiB request fails with gRPC RESOURCE_EXHAUSTED", "RESOURCE_EXHAUSTED (8)",
+                    Outcome(big));
+        ctx.RequireStillServes();
+      });
+
+  // ---- 4 and 5.1-5.3: opening, versions, capabilities ---------------------------------------
+  Add(r, "ses/5.1/1", "a successful OpenSession carries every field", "core",
+      {"AOBJ-SES-015", "AOBJ-SES-016", "AOBJ-DAT-022", "AOBJ-TRN-001"}, false,
+      [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        const auto& s = p->session();
+        ctx.Require(s.version() == 1, "version", "1", absl::StrCat(s.version()));
+        ctx.Require(s.session_id().size() == 16, "session_id is 16 octets", "16",
+                    absl::StrCat(s.session_id().size()));
+        ctx.Require(s.lease_ms() > 0, "lease_ms", "> 0", absl::StrCat(s.lease_ms()));
+        ctx.Require(s.has_limits() && s.limits().max_transfer_bytes() > 0 &&
+                        s.limits().max_in_flight() > 0 && s.limits().max_descriptors() > 0 &&
+                        s.limits().max_rkey_bytes() > 0,
+                    "limits are present and non-zero", "all non-zero",
+                    s.limits().ShortDebugString());
+        ctx.Require(s.memory_protection() != pb::MEMORY_PROTECTION_UNSPECIFIED,
+                    "memory_protection", "HARDWARE or EMULATED",
+                    pb::MemoryProtection_Name(s.memory_protection()));
+        ctx.Require(s.has_supported_versions() && s.supported_versions().min() >= 1 &&
+                        s.supported_versions().min() <= 1 && s.supported_versions().max() >= 1,
+                    "supported_versions contains 1", "min <= 1 <= max",
+                    s.supported_versions().ShortDebugString());
+        ctx.Require(p->Negotiated(kCapCrc32c), "the server implements CRC32C (capability 2)",
+                    "2 in capabilities", s.ShortDebugString());
+        // The session works: one call that needs it.
+        ctx.NewBucket(*p);
+      });
+  Add(r, "ses/5.1/2", "a request naming no session is refused", "core",
+      {"AOBJ-SES-001", "AOBJ-AUTH-001"}, true, [](CaseContext& ctx) {
+        auto p = ctx.NewPeer();
+        pb::ListBucketsRequest lb;
+        RawReply rr = p->Send(Method::kListBuckets, lb);  // no OpenSession, no session id
+        ctx.RequireCode(rr, ErrorCode::kMissingAuthentication, "ListBuckets without a session id");
+        auto q = ctx.Open();
+        Tamper t;
+        t.omit_session = true;
+        ctx.RequireCode(q->Send(Method::kListBuckets, lb, t), ErrorCode::kMissingAuthentication,
+                        "ListBuckets of an open session without its session id");
+        ctx.RequireStillServes();
+      });
+  Add(r, "ses/5.2/1", "versions absent, min 0, or min > max: INVALID_ARGUMENT", "core",
+      {"AOBJ-SES-004"}, true, [](CaseContext& ctx) {
+        auto p = ctx.NewPeer();
+        pb::OpenSessionRequest req = p->DefaultOpen();
+        req.clear_versions();
+        OpenRefused(ctx, req, ErrorCode::kInvalidArgument, "no versions");
+        req = p->DefaultOpen();
+        req.mutable_versions()->set_min(0);
+        OpenRefused(ctx, req, ErrorCode::kInvalidArgument, "versions.min 0");
+        req = p->DefaultOpen();
+        req.mutable_versions()->set_min(3);
+        req.mutable_versions()->set_max(2);
+        OpenRefused(ctx, req, ErrorCode::kInvalidArgument, "min 3 > max 2");
+        ctx.RequireStillServes();
+      });
+  Add(r, "ses/5.2/2", "the highest common version is selected; a max above every version works",
+      "core", {"AOBJ-SES-002", "AOBJ-EXT-003"}, false, [](CaseContext& ctx) {
+        auto p = ctx.NewPeer();
+        pb::OpenSessionRequest req = p->DefaultOpen();
+        req.mutable_versions()->set_max(0x7fffffff);
+        RawReply rr = p->Open(req);
+        ctx.RequireOk(rr, "OpenSession offering 1..2^31-1");
+        const auto& s = p->session();
+        const uint32_t expect = std::min<uint32_t>(0x7fffffff, s.supported_versions().max());
+        ctx.Require(s.version() == expect, "the highest version in both ranges",
+                    absl::StrCat(expect), absl::StrCat(s.version()));
+      });
+  Add(r, "ses/5.2/3", "disjoint version ranges: UNSUPPORTED_VERSION with supported_versions",
+      "core", {"AOBJ-SES-003"}, true, [](CaseContext& ctx) {
+        auto p = ctx.NewPeer();
+        pb::OpenSessionRequest req = p->DefaultOpen();
+        req.mutable_versions()->set_min(1000000);
+        req.mutable_versions()->set_max(2000000);
+        RawReply rr = p->Send(Method::kOpenSession, req);
+        ctx.RequireCode(rr, ErrorCode::kUnsupportedVersion, "OpenSession offering 1000000..2000000");
+        ctx.Require(rr.error.has_supported_versions() && rr.error.supported_versions().min() >= 1 &&
+                        rr.error.supported_versions().min() <= rr.error.supported_versions().max(),
+                    "the error carries the server's supported range", "a range with min >= 1",
+                    rr.error.ShortDebugString());
+        ctx.RequireStillServes();
+      });
+  Add(r, "ses/5.3/1", "capabilities: the intersection, grease and unknown IDs ignored", "core",
+      {"AOBJ-SES-005", "AOBJ-EXT-001"}, true, [](CaseContext& ctx) {
+        auto p = ctx.NewPeer();
+        pb::OpenSessionRequest req = p->DefaultOpen();
+        req.clear_capabilities();
+        // CRC32C, two grease values, an unassigned ID and a private-use one.
+        for (uint32_t c : {2u, 0x1A2A3A4Au, 0xFAFAFAFAu, 0x00ABCDEFu, 0xF0000001u}) {
+          req.add_capabilities(c);
+        }
+        ctx.RequireOk(p->Open(req), "OpenSession offering CRC32C, grease and unknown IDs");
+        std::set<uint32_t> got(p->session().capabilities().begin(),
+                               p->session().capabilities().end());
+        std::string list;
+        for (uint32_t c : got) absl::StrAppend(&list, c, " ");
+        ctx.Require(got == std::set<uint32_t>{2u}, "the answer is exactly {2}",
+                    "2", list.empty() ? "(none)" : list);
+        auto q = ctx.NewPeer();
+        pb::OpenSessionRequest none = q->DefaultOpen();
+        none.clear_capabilities();
+        ctx.RequireOk(q->Open(none), "OpenSession offering no capability");
+        ctx.Require(q->session().capabilities().empty(), "no capability that was not offered",
+                    "(none)", q->session().ShortDebugString());
+      });
+  Add(r, "ses/5.4/1", "effective limits: the smaller of requested and server values", "limits",
+      {"AOBJ-SES-006"}, false, [](CaseContext& ctx) {
+        auto base = ctx.Open();
+        const pb::Limits server = base->session().limits();
+        auto p = ctx.NewPeer();
+        pb::OpenSessionRequest req = p->DefaultOpen();
+        pb::Limits* want = req.mutable_requested_limits();
+        want->set_max_transfer_bytes(std::max<uint64_t>(server.max_transfer_bytes() / 2, 1));
+        want->set_max_in_flight(1);
+        want->set_inline_threshold(server.inline_threshold() > 1 ? server.inline_threshold() / 2 : 0);
+        want->set_max_descriptors(server.max_descriptors() * 2 + 1);  // larger: server's value
+        ctx.RequireOk(p->Open(req), "OpenSession with requested limits");
+        const pb::Limits& got = p->session().limits();
+        ctx.Require(got.max_transfer_bytes() == want->max_transfer_bytes(),
+                    "max_transfer_bytes is the smaller request", absl::StrCat(want->max_transfer_bytes()),
+                    absl::StrCat(got.max_transfer_bytes()));
+        ctx.Require(got.max_in_flight() == 1, "max_in_flight is the smaller request", "1",
+                    absl::StrCat(got.max_in_flight()));
+        if (want->inline_threshold() > 0) {
+          ctx.Require(got.inline_threshold() == want->inline_threshold(),
+                      "inline_threshold is the smaller request",
+                      absl::StrCat(want->inline_threshold()), absl::StrCat(got.inline_threshold()));
+        }
+        ctx.Require(got.max_descriptors() == server.max_descriptors(),
+                    "max_descriptors: a larger request gets the server's value",
+                    absl::StrCat(server.max_descriptors()), absl::StrCat(got.max_descriptors()));
+        ctx.Require(got.max_rkey_bytes() == server.max_rkey_bytes(),
+                    "max_rkey_bytes: a zero request gets the server's value",
+                    absl::StrCat(server.max_rkey_bytes()), absl::StrCat(got.max_rkey_bytes()));
+      });
+  Add(r, "ses/5.5/1", "session IDs: 16 random octets, 32 lower-case hex in metadata, distinct",
+      "core", {"AOBJ-SES-007"}, false, [](CaseContext& ctx) {
+        std::set<std::string> ids;
+        for (int i = 0; i < 16; ++i) {
+          auto p = ctx.Open();
+          const std::string& hex = p->session_hex();
+          ctx.Require(hex.size() == 32 && hex.find_first_not_of("0123456789abcdef") == std::string::npos,
+                      "the ID as metadata", "32 lower-case hex characters", hex);
+          ids.insert(p->session().session_id());
+          p->Close();
+        }
+        ctx.Require(ids.size() == 16, "16 sessions have 16 different IDs", "16",
+                    absl::StrCat(ids.size()));
+      });
+  Add(r, "ses/5.6/1", "worker_address empty, or above 8192 octets: INVALID_ARGUMENT", "core",
+      {"AOBJ-SES-011"}, true, [](CaseContext& ctx) {
+        auto p = ctx.NewPeer();
+        pb::OpenSessionRequest req = p->DefaultOpen();
+        req.clear_worker_address();
+        OpenRefused(ctx, req, ErrorCode::kInvalidArgument, "empty worker_address");
+        req.set_worker_address(std::string(8193, 'w'));
+        OpenRefused(ctx, req, ErrorCode::kInvalidArgument, "worker_address of 8193 octets");
+        req.set_worker_address(Content(200, 7));
+        RawReply g = p->Send(Method::kOpenSession, req);
+        ctx.Require(CodeOf(g) == ErrorCode::kDataChannelUnavailable ||
+                        CodeOf(g) == ErrorCode::kInvalidArgument,
+                    "a garbage worker_address of 200 octets",
+                    "DATA_CHANNEL_UNAVAILABLE or INVALID_ARGUMENT", Outcome(g));
+        ctx.RequireStillServes();
+      });
+  Add(r, "ses/5.7/1", "memory_protection is EMULATED when no lane can enforce keys in hardware",
+      "core", {"AOBJ-SES-013", "AOBJ-SEC-002"}, false, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        if (HostHasRdmaDevice()) {
+          ctx.Note("this host has an RDMA device; the case only checks hosts without one");
+          ctx.Require(p->session().memory_protection() != pb::MEMORY_PROTECTION_UNSPECIFIED,
+                      "memory_protection is set", "HARDWARE or EMULATED",
+                      pb::MemoryProtection_Name(p->session().memory_protection()));
+          return;
+        }
+        ctx.Require(p->session().memory_protection() == pb::MEMORY_PROTECTION_EMULATED,
+                    "no RDMA device on the suite's host: the session cannot be HARDWARE",
+                    "MEMORY_PROTECTION_EMULATED",
+                    pb::MemoryProtection_Name(p->session().memory_protection()));
+      });
+  Add(r, "ses/5.7/2", "require_hardware_protection on an EMULATED channel: ACCESS_DENIED", "core",
+      {"AOBJ-SES-014"}, true, [](CaseContext& ctx) {
+        auto probe = ctx.Open();
+        if (probe->session().memory_protection() != pb::MEMORY_PROTECTION_EMULATED) {
+          ctx.Unsupported("the target's data channel is HARDWARE here");
+        }
+        auto p = ctx.NewPeer();
+        pb::OpenSessionRequest req = p->DefaultOpen();
+        req.set_require_hardware_protection(true);
+        OpenRefused(ctx, req, ErrorCode::kAccessDenied, "require_hardware_protection");
+        ctx.RequireStillServes();
+      });
+
+  // ---- 5.8-5.9: lease, close, expiry ---------------------------------------------------------
+  Add(r, "ses/5.8/1", "requests renew the lease; RenewSession works", "core",
+      {"AOBJ-SES-008", "AOBJ-SES-018"}, false, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        const uint64_t lease = p->session().lease_ms();
+        if (lease > 10000) {
+          ctx.Unsupported(absl::StrCat("lease_ms is ", lease, "; the case needs at most 10000 "
+                                       "(start the target with a short lease)"));
+        }
+        const std::string bucket = ctx.NewBucket(*p);
+        // Three times 0.6 lease: alive only if every request renewed the lease.
+        for (int i = 0; i < 3; ++i) {
+          absl::SleepFor(absl::Milliseconds(lease * 6 / 10));
+          pb::HeadBucketRequest hb;
+          hb.set_bucket(bucket);
+          ctx.RequireOk(p->Send(Method::kHeadBucket, hb),
+                        absl::StrCat("HeadBucket ", (i + 1) * 6, "/10 lease after the last request"));
+        }
+        absl::SleepFor(absl::Milliseconds(lease * 6 / 10));
+        RawReply rn = p->Send(Method::kRenewSession, pb::RenewSessionRequest());
+        ctx.RequireOk(rn, "RenewSession 0.6 lease after the last request");
+      });
+  Add(r, "ses/5.9/1", "after CloseSession the session is NO_SUCH_SESSION", "core",
+      {"AOBJ-SES-010"}, true, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        Tamper closed;
+        closed.session_hex = p->session_hex();
+        ctx.RequireOk(p->Close(), "CloseSession");
+        ctx.RequireCode(p->Send(Method::kListBuckets, pb::ListBucketsRequest(), closed),
+                        ErrorCode::kNoSuchSession, "ListBuckets naming the closed session");
+        ctx.RequireCode(p->Send(Method::kCloseSession, pb::CloseSessionRequest(), closed),
+                        ErrorCode::kNoSuchSession, "CloseSession again");
+        ctx.RequireStillServes();
+      });
+  Add(r, "ses/5.9/2", "after the lease expires the session is SESSION_EXPIRED", "core",
+      {"AOBJ-SES-009"}, true, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        const uint64_t lease = p->session().lease_ms();
+        if (lease > 10000) {
+          ctx.Unsupported(absl::StrCat("lease_ms is ", lease, "; the case needs at most 10000"));
+        }
+        // The server may expire later than the lease (AOBJ-SES-018): if the session still
+        // lives after 1.5 leases (that request renewed it), wait 3 more without any request.
+        absl::SleepFor(absl::Milliseconds(lease * 3 / 2));
+        RawReply last = p->Send(Method::kListBuckets, pb::ListBucketsRequest());
+        if (last.grpc_status.ok()) {
+          ctx.Note("the session was still alive 1.5 leases after its last request");
+          absl::SleepFor(absl::Milliseconds(lease * 3));
+          last = p->Send(Method::kListBuckets, pb::ListBucketsRequest());
+        }
+        ctx.RequireCode(last, ErrorCode::kSessionExpired, "a request after the lease expired");
+        ctx.RequireCode(p->Send(Method::kRenewSession, pb::RenewSessionRequest()),
+                        ErrorCode::kSessionExpired, "RenewSession of the expired session");
+        ctx.RequireStillServes();
+      });
+  Add(r, "ses/5.9/3", "a session ID the server never issued: NO_SUCH_SESSION", "core",
+      {"AOBJ-SES-010"}, true, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        Tamper t;
+        t.session_hex = HexEncode(RandomBytes(16));
+        ctx.RequireCode(p->Send(Method::kListBuckets, pb::ListBucketsRequest(), t),
+                        ErrorCode::kNoSuchSession, "a random session id");
+        ctx.RequireStillServes();
+      });
+}
+
+}  // namespace aobj::conformance

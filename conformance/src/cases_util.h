@@ -1,0 +1,100 @@
+// Helpers shared by the case files of the conformance suite.
+#ifndef AOBJ_CONFORMANCE_CASES_UTIL_H_
+#define AOBJ_CONFORMANCE_CASES_UTIL_H_
+
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "conformance/src/peer.h"
+#include "conformance/src/suite.h"
+#include "wire/checksum.h"
+#include "wire/crypto.h"
+
+namespace aobj::conformance {
+
+inline void Add(Registry& r, std::string id, std::string title, std::string profile,
+                std::vector<std::string> requirements, bool hostile,
+                std::function<void(CaseContext&)> run) {
+  CaseDef c;
+  c.id = std::move(id);
+  c.title = std::move(title);
+  c.profile = std::move(profile);
+  c.requirements = std::move(requirements);
+  c.hostile = hostile;
+  c.run = std::move(run);
+  r.Add(std::move(c));
+}
+
+// Deterministic content of `n` octets that differs with `seed`.
+inline std::string Content(size_t n, uint32_t seed = 1) {
+  std::string s(n, '\0');
+  uint32_t x = seed * 2654435761u + 12345;
+  for (size_t i = 0; i < n; ++i) {
+    x = x * 1103515245u + 12345u;
+    s[i] = static_cast<char>(x >> 24);
+  }
+  return s;
+}
+
+inline std::string Crc32cOf(const std::string& s) {
+  Checksummer c(ChecksumAlgorithm::kCrc32c);
+  c.Update(s.data(), s.size());
+  return c.Finish();
+}
+
+inline std::string Crc64Of(const std::string& s) {
+  Checksummer c(ChecksumAlgorithm::kCrc64Nvme);
+  c.Update(s.data(), s.size());
+  return c.Finish();
+}
+
+// The quoted lower-case hex MD5 of `s` (AOBJ-OBJ-005).
+std::string Md5Etag(const std::string& s);
+std::string Md5Raw(const std::string& s);
+
+inline std::string Quote(const std::string& s) { return absl::StrCat("\"", s, "\""); }
+
+// Parses a reply body into M, failing the case when it does not parse.
+template <class M>
+M Parse(CaseContext& ctx, const RawReply& r, const std::string& what) {
+  M m;
+  ctx.Require(m.ParseFromString(r.body), what + ": the reply parses", "a parsable message",
+              absl::StrCat(r.body.size(), " unparsable octets"));
+  return m;
+}
+
+inline ErrorCode CodeOf(const RawReply& r) {
+  return static_cast<ErrorCode>(static_cast<uint32_t>(r.error.code()));
+}
+
+// What a bucket that does not exist answers: NO_SUCH_BUCKET, or ACCESS_DENIED from a target that
+// restricts buckets (AOBJ-SEC-008: refused whether or not the bucket exists).
+inline ErrorCode MissingBucketCode(const CaseContext& ctx) {
+  return ctx.target().owner_policy ? ErrorCode::kAccessDenied : ErrorCode::kNoSuchBucket;
+}
+
+// What a request other than CreateBucket that names an invalid bucket answers: the name is
+// checked (INVALID_BUCKET_NAME), unless the target checks access to the bucket first
+// (AOBJ-SEC-008, before any other processing).
+inline ErrorCode InvalidBucketCode(const CaseContext& ctx) {
+  return ctx.target().owner_policy ? ErrorCode::kAccessDenied : ErrorCode::kInvalidBucketName;
+}
+
+// Capability IDs (spec 4.2).
+inline constexpr uint32_t kCapInline = 1;
+inline constexpr uint32_t kCapCrc32c = 2;
+inline constexpr uint32_t kCapCrc64 = 3;
+inline constexpr uint32_t kCapMultiDescriptor = 4;
+
+inline void RequireCapability(CaseContext& ctx, const Peer& p, uint32_t cap, const char* name) {
+  if (!p.Negotiated(cap)) {
+    ctx.Unsupported(absl::StrCat("the target did not negotiate capability ", cap, " (", name, ")"));
+  }
+}
+
+}  // namespace aobj::conformance
+
+#endif  // AOBJ_CONFORMANCE_CASES_UTIL_H_

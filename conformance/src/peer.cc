@@ -1,0 +1,344 @@
+#include "conformance/src/peer.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "control/tls.h"
+#include "wire/checksum.h"
+#include "wire/crypto.h"
+#include "wire/error_registry.h"
+#include "wire/signing.h"
+
+namespace aobj::conformance {
+namespace {
+
+std::shared_ptr<grpc::Channel> ChannelFor(const TargetOptions& t) {
+  // A large send bound: hostile cases send oversized messages on purpose.
+  auto ch = MakeChannel(t.endpoint, t.tls, 64 << 20);
+  if (!ch.ok()) return grpc::CreateChannel(t.endpoint, grpc::InsecureChannelCredentials());
+  return *ch;
+}
+
+std::string Clip(std::string s, size_t n = 600) {
+  if (s.size() > n) s = s.substr(0, n) + absl::StrCat("... (", s.size(), " chars)");
+  return s;
+}
+
+}  // namespace
+
+std::string CodeName(ErrorCode code) {
+  ErrorInfo info = GetErrorInfo(code);
+  if (info.code != code || static_cast<uint32_t>(code) == 0) {
+    return absl::StrCat("code ", static_cast<int64_t>(static_cast<int32_t>(code)));
+  }
+  return std::string(info.name);
+}
+
+std::string Outcome(const RawReply& r) {
+  if (r.grpc_status.ok()) return "OK";
+  std::string s = r.error_trailers > 0 ? r.error.name() : "(no aobj-error-bin trailer)";
+  absl::StrAppend(&s, " (gRPC ", static_cast<int>(r.grpc_status.error_code()), ")");
+  if (!r.error.message().empty()) absl::StrAppend(&s, ": ", r.error.message());
+  else if (!r.grpc_status.error_message().empty()) absl::StrAppend(&s, ": ", r.grpc_status.error_message());
+  return s;
+}
+
+std::string Hex(const std::string& bytes) { return HexEncode(bytes); }
+
+Peer::Peer(CaseContext& ctx, std::string label, std::string access_key, std::string secret)
+    : ctx_(ctx),
+      label_(std::move(label)),
+      channel_(ChannelFor(ctx.target())) {
+  last_auth_.access_key_id = access_key;
+  signing_key_ = DeriveSigningKey(secret);
+  auto c = UcxContext::Create(ctx.target().data_channel);
+  if (!c.ok()) {
+    ctx_.Require(false, "create the suite's UCP context", "OK", c.status().ToString());
+  }
+  context_ = std::move(*c);
+  auto w = UcxWorker::Create(*context_, "conformance-" + label_);
+  if (!w.ok()) ctx_.Require(false, "create the suite's UCP worker", "OK", w.status().ToString());
+  worker_ = std::move(*w);
+  worker_address_ = worker_->address();
+}
+
+Peer::~Peer() {
+  // Leave no session behind for the lease to collect (not part of any verdict).
+  if (session_hex_.empty()) return;
+  RequestAuth auth;
+  auth.access_key_id = last_auth_.access_key_id;
+  auth.timestamp = std::to_string(absl::ToUnixMillis(absl::Now()));
+  auth.nonce_hex = HexEncode(RandomBytes(kNonceBytes));
+  auth.session_hex = session_hex_;
+  const std::string body = pb::CloseSessionRequest().SerializeAsString();
+  auth.signature_hex = SignRequest(signing_key_, MethodPath(Method::kCloseSession), auth, body);
+  channel_.Call(MethodPath(Method::kCloseSession), body,
+                {{kMetaAccessKeyId, auth.access_key_id},
+                 {kMetaTimestamp, auth.timestamp},
+                 {kMetaNonce, auth.nonce_hex},
+                 {kMetaSignature, auth.signature_hex},
+                 {kMetaSessionId, auth.session_hex}},
+                absl::Seconds(5));
+}
+
+RawReply Peer::Send(Method method, const std::string& body, const Tamper& t,
+                    const std::string& shown) {
+  std::string session;
+  if (t.session_hex == "-") session = "";
+  else if (!t.session_hex.empty()) session = t.session_hex;
+  else if (method != Method::kOpenSession) session = session_hex_;
+  RequestAuth auth;
+  auth.access_key_id = last_auth_.access_key_id;
+  auth.timestamp = std::to_string(absl::ToUnixMillis(absl::Now()) + t.clock_offset_ms);
+  auth.nonce_hex = t.nonce_hex.empty() ? HexEncode(RandomBytes(kNonceBytes)) : t.nonce_hex;
+  auth.session_hex = session;
+  auth.signature_hex = SignRequest(signing_key_, MethodPath(method), auth, body);
+  std::string tampering;
+  if (t.flip_signature) {
+    auth.signature_hex[0] = auth.signature_hex[0] == 'a' ? 'b' : 'a';
+    tampering += " [signature altered]";
+  }
+  if (!t.timestamp.empty()) {
+    auth.timestamp = t.timestamp;
+    tampering += " [timestamp " + t.timestamp + "]";
+  }
+  if (t.clock_offset_ms != 0) tampering += absl::StrCat(" [clock ", t.clock_offset_ms, " ms]");
+  std::vector<std::pair<std::string, std::string>> md;
+  md.emplace_back(kMetaAccessKeyId, auth.access_key_id);
+  if (!t.omit_timestamp) md.emplace_back(kMetaTimestamp, auth.timestamp);
+  if (!t.omit_nonce) md.emplace_back(kMetaNonce, auth.nonce_hex);
+  if (t.duplicate_nonce_entry) md.emplace_back(kMetaNonce, HexEncode(RandomBytes(kNonceBytes)));
+  if (!t.omit_signature) md.emplace_back(kMetaSignature, auth.signature_hex);
+  if (t.session_hex == "-" && method == Method::kOpenSession) {
+    md.emplace_back(kMetaSessionId, HexEncode(RandomBytes(kSessionIdBytes)));
+    tampering += " [session id on OpenSession]";
+  } else if (!session.empty() && !t.omit_session) {
+    md.emplace_back(kMetaSessionId, session);
+  }
+  for (const auto& [k, v] : t.extra_metadata) {
+    md.emplace_back(k, v);
+    tampering += " [" + k + ": " + v + "]";
+  }
+  if (t.omit_signature) tampering += " [no signature]";
+  if (t.omit_timestamp) tampering += " [no timestamp]";
+  if (t.omit_nonce) tampering += " [no nonce]";
+  if (t.omit_session) tampering += " [no session id]";
+  if (t.duplicate_nonce_entry) tampering += " [nonce entry twice]";
+  if (!t.body_suffix.empty()) tampering += absl::StrCat(" [", t.body_suffix.size(), " octets appended after signing]");
+  if (!t.raw_body.empty()) tampering += absl::StrCat(" [raw body of ", t.raw_body.size(), " octets]");
+  last_auth_ = auth;
+  last_md_ = md;
+  last_body_ = body + t.body_suffix;
+  last_method_ = method;
+  last_shown_ = shown;
+  RawReply r = channel_.Call(MethodPath(method), last_body_, md, ctx_.target().call_timeout);
+  return Finish(method, shown, tampering, std::move(r));
+}
+
+RawReply Peer::Resend() {
+  RawReply r =
+      channel_.Call(MethodPath(last_method_), last_body_, last_md_, ctx_.target().call_timeout);
+  return Finish(last_method_, last_shown_, " [replay of the previous request, byte for byte]",
+                std::move(r));
+}
+
+RawReply Peer::Finish(Method method, const std::string& shown, const std::string& tampering,
+                      RawReply r) {
+  Exchange e;
+  e.peer = label_;
+  e.method = MethodName(method);
+  e.request = Clip(shown) + tampering;
+  e.outcome = Outcome(r);
+  if (r.grpc_status.ok() && !r.body.empty()) {
+    // Parse for display only; cases parse what they need themselves.
+    std::unique_ptr<google::protobuf::Message> m;
+    switch (method) {
+      case Method::kOpenSession: m = std::make_unique<pb::OpenSessionResponse>(); break;
+      case Method::kPutObject: m = std::make_unique<pb::PutObjectResponse>(); break;
+      case Method::kGetObject: m = std::make_unique<pb::GetObjectResponse>(); break;
+      case Method::kHeadObject: m = std::make_unique<pb::HeadObjectResponse>(); break;
+      case Method::kListObjectsV2: m = std::make_unique<pb::ListObjectsV2Response>(); break;
+      case Method::kUploadPart: m = std::make_unique<pb::UploadPartResponse>(); break;
+      case Method::kCompleteMultipartUpload:
+        m = std::make_unique<pb::CompleteMultipartUploadResponse>();
+        break;
+      case Method::kCreateMultipartUpload:
+        m = std::make_unique<pb::CreateMultipartUploadResponse>();
+        break;
+      default: break;
+    }
+    if (m && m->ParseFromString(r.body)) {
+      if (method == Method::kGetObject) {
+        auto* g = static_cast<pb::GetObjectResponse*>(m.get());
+        if (g->inline_data().size() > 64) {
+          g->set_inline_data(absl::StrCat("<", g->inline_data().size(), " octets>"));
+        }
+      }
+      e.response = Clip(m->ShortDebugString());
+    } else {
+      e.response = absl::StrCat(r.body.size(), " octets");
+    }
+  }
+  ctx_.Record(std::move(e));
+  // The error-trailer rules hold for every reply (Section 3.3 and 11.1); only a broken rule is
+  // recorded as a check (it ends the case).
+  auto rule = [&](bool ok, std::string what, std::string expected, std::string actual) {
+    if (!ok) ctx_.Require(false, std::move(what), std::move(expected), std::move(actual));
+  };
+  const std::string what = absl::StrCat(MethodName(method), " reply");
+  if (r.grpc_status.ok()) {
+    rule(r.error_trailers == 0, what + ": no aobj-error-bin on success (AOBJ-CTL-008)",
+                 "0 trailers", absl::StrCat(r.error_trailers));
+  } else if (r.grpc_status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED &&
+             r.grpc_status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+             r.grpc_status.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED) {
+    // (gRPC itself ends calls with these three without the server's involvement.)
+    rule(r.error_trailers == 1,
+                 what + ": exactly one aobj-error-bin trailer on failure (AOBJ-CTL-002, AOBJ-ERR-001)",
+                 "1 trailer", absl::StrCat(r.error_trailers, " trailers; ", Outcome(r)));
+    pb::Error parsed;
+    const bool parses = parsed.ParseFromString(r.error_trailer);
+    rule(parses, what + ": the trailer parses as aobj.v1.Error (AOBJ-CTL-002)",
+                 "parsable", parses ? "parsable" : "unparsable");
+    const auto code = static_cast<ErrorCode>(static_cast<uint32_t>(parsed.code()));
+    rule(parsed.code() != 0, what + ": code is not UNSPECIFIED (AOBJ-ERR-009)",
+                 "non-zero code", absl::StrCat(parsed.code()));
+    ErrorInfo info = GetErrorInfo(code);
+    if (info.code == code) {
+      rule(parsed.name() == info.name && parsed.s3_code() == info.s3_code &&
+                       parsed.retryable() == info.retryable,
+                   what + ": name, s3_code and retryable from the registry row (AOBJ-ERR-004)",
+                   absl::StrCat(std::string(info.name), " ", std::string(info.s3_code), " retryable=", info.retryable),
+                   absl::StrCat(parsed.name(), " ", parsed.s3_code(),
+                                " retryable=", parsed.retryable()));
+      rule(static_cast<int>(r.grpc_status.error_code()) == static_cast<int>(info.canonical),
+                   what + ": gRPC status from the registry row (AOBJ-ERR-005)",
+                   absl::StrCat(static_cast<int>(info.canonical)),
+                   absl::StrCat(static_cast<int>(r.grpc_status.error_code())));
+    }
+  }
+  return r;
+}
+
+pb::OpenSessionRequest Peer::DefaultOpen() const {
+  pb::OpenSessionRequest req;
+  req.mutable_versions()->set_min(1);
+  req.mutable_versions()->set_max(1);
+  for (uint32_t c : {1u, 2u, 3u, 4u}) req.add_capabilities(c);
+  req.set_worker_address(worker_address_);
+  return req;
+}
+
+RawReply Peer::Open(const pb::OpenSessionRequest& req) {
+  RawReply r = Send(Method::kOpenSession, req);
+  if (r.status.ok()) {
+    open_.ParseFromString(r.body);
+    session_hex_ = HexEncode(open_.session_id());
+  }
+  return r;
+}
+
+bool Peer::Negotiated(uint32_t capability) const {
+  for (uint32_t c : open_.capabilities()) {
+    if (c == capability) return true;
+  }
+  return false;
+}
+
+std::unique_ptr<RegisteredMemory> Peer::Allocate(size_t size) {
+  auto m = RegisteredMemory::Allocate(*context_, size);
+  if (!m.ok()) ctx_.Require(false, "register memory in the suite", "OK", m.status().ToString());
+  return std::move(*m);
+}
+
+void Peer::DropDataChannel() { worker_.reset(); }
+
+pb::MemoryDescriptor Peer::Descriptor(const RegisteredMemory& mem, uint64_t offset,
+                                      uint64_t length) {
+  pb::MemoryDescriptor d;
+  d.set_address(reinterpret_cast<uint64_t>(mem.data()) + offset);
+  d.set_length(length);
+  d.set_rkey(mem.packed_rkey());
+  d.set_memory_type(pb::MEMORY_TYPE_HOST);
+  return d;
+}
+
+pb::PutObjectRequest Peer::PutRequest(const std::string& bucket, const std::string& key,
+                                      const RegisteredMemory& mem, uint64_t size) const {
+  pb::PutObjectRequest req;
+  req.set_bucket(bucket);
+  req.set_key(key);
+  req.set_size(size);
+  req.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+  Checksummer sum(ChecksumAlgorithm::kCrc32c);
+  sum.Update(mem.data(), size);
+  req.set_checksum(sum.Finish());
+  if (size > 0) *req.add_source() = Descriptor(mem, 0, size);
+  return req;
+}
+
+pb::GetObjectRequest Peer::GetRequest(const std::string& bucket, const std::string& key,
+                                      const RegisteredMemory& mem, uint64_t length) const {
+  pb::GetObjectRequest req;
+  req.set_bucket(bucket);
+  req.set_key(key);
+  req.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+  *req.add_destination() = Descriptor(mem, 0, length);
+  return req;
+}
+
+RawReply Peer::Put(const std::string& bucket, const std::string& key, const std::string& content) {
+  auto mem = Allocate(std::max<size_t>(content.size(), 1));
+  if (!content.empty()) std::memcpy(mem->data(), content.data(), content.size());
+  return Send(Method::kPutObject, PutRequest(bucket, key, *mem, content.size()));
+}
+
+RawReply Peer::Get(const std::string& bucket, const std::string& key, std::string* content,
+                   pb::GetObjectResponse* resp, uint64_t window) {
+  if (window == 0) window = 1 << 20;
+  auto mem = Allocate(window);
+  RawReply r = Send(Method::kGetObject, GetRequest(bucket, key, *mem, window));
+  pb::GetObjectResponse local;
+  if (resp == nullptr) resp = &local;
+  if (r.status.ok() && resp->ParseFromString(r.body) && content != nullptr) {
+    if (resp->path() == pb::TRANSFER_PATH_INLINE) {
+      *content = resp->inline_data();
+    } else {
+      content->assign(reinterpret_cast<const char*>(mem->data()),
+                      std::min<uint64_t>(resp->bytes_transferred(), window));
+    }
+  }
+  return r;
+}
+
+RawReply Peer::Head(const std::string& bucket, const std::string& key,
+                    pb::HeadObjectResponse* resp) {
+  pb::HeadObjectRequest req;
+  req.set_bucket(bucket);
+  req.set_key(key);
+  RawReply r = Send(Method::kHeadObject, req);
+  if (resp != nullptr && r.status.ok()) resp->ParseFromString(r.body);
+  return r;
+}
+
+RawReply Peer::Delete(const std::string& bucket, const std::string& key) {
+  pb::DeleteObjectRequest req;
+  req.set_bucket(bucket);
+  req.set_key(key);
+  return Send(Method::kDeleteObject, req);
+}
+
+RawReply Peer::CreateBucket(const std::string& bucket) {
+  pb::CreateBucketRequest req;
+  req.set_bucket(bucket);
+  return Send(Method::kCreateBucket, req);
+}
+
+RawReply Peer::Close() {
+  pb::CloseSessionRequest req;
+  RawReply r = Send(Method::kCloseSession, req);
+  if (r.grpc_status.ok()) session_hex_.clear();
+  return r;
+}
+
+}  // namespace aobj::conformance

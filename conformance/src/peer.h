@@ -1,0 +1,120 @@
+// A hand-driven AOBJ/1 client for the conformance suite: it signs what it sends (AOBJ-AUTH-002),
+// can tamper with any part of a request, owns a UCX worker (the data channel) and registered
+// memory, and records every exchange in the case's transcript. It checks the error-trailer rules
+// (AOBJ-CTL-002, AOBJ-CTL-008, AOBJ-ERR-001/004/005/009) on every reply it receives.
+//
+// Threading: one thread at a time per Peer, except SendConcurrently.
+#ifndef AOBJ_CONFORMANCE_PEER_H_
+#define AOBJ_CONFORMANCE_PEER_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "aobj/v1/aobj.pb.h"
+#include "conformance/src/suite.h"
+#include "control/raw_call.h"
+#include "control/rpc.h"
+#include "session/signer.h"
+#include "transport/ucx_context.h"
+#include "transport/ucx_memory.h"
+#include "transport/ucx_worker.h"
+
+namespace aobj::conformance {
+
+namespace pb = aobj::v1;
+
+// Everything a case may change about one request.
+struct Tamper {
+  bool flip_signature = false;
+  bool omit_signature = false;
+  bool omit_timestamp = false;
+  bool omit_nonce = false;
+  bool omit_session = false;
+  bool duplicate_nonce_entry = false;  // the nonce entry twice (AOBJ-AUTH-014)
+  std::string timestamp;               // replaces the timestamp text (after signing)
+  std::string nonce_hex;               // signs with this nonce instead of a fresh one
+  int64_t clock_offset_ms = 0;
+  std::string session_hex;             // overrides the session id; "-" sends one on OpenSession
+  std::string body_suffix;             // appended after signing
+  std::string raw_body;                // when non-empty: sent instead of the message, signed
+  std::vector<std::pair<std::string, std::string>> extra_metadata;  // e.g. aobj-cancel
+};
+
+class Peer {
+ public:
+  Peer(CaseContext& ctx, std::string label, std::string access_key, std::string secret);
+  ~Peer();
+
+  RawReply Send(Method method, const std::string& body, const Tamper& t = {},
+                const std::string& shown = "");
+  template <class M>
+  RawReply Send(Method method, const M& message, const Tamper& t = {}) {
+    return Send(method, t.raw_body.empty() ? message.SerializeAsString() : t.raw_body, t,
+                message.ShortDebugString());
+  }
+  // Sends the previous request again, byte for byte, same metadata (a replay).
+  RawReply Resend();
+
+  pb::OpenSessionRequest DefaultOpen() const;
+  RawReply Open(const pb::OpenSessionRequest& req);
+  RawReply Open() { return Open(DefaultOpen()); }
+  bool has_session() const { return !session_hex_.empty(); }
+  const std::string& session_hex() const { return session_hex_; }
+  void set_session_hex(std::string s) { session_hex_ = std::move(s); }
+  const pb::OpenSessionResponse& session() const { return open_; }
+  bool Negotiated(uint32_t capability) const;
+
+  std::unique_ptr<RegisteredMemory> Allocate(size_t size);
+  const std::string& worker_address() const { return worker_address_; }
+  void DropDataChannel();  // destroys the UCX worker while the control channel lives on
+
+  // Request builders (CRC32C over the body, one descriptor covering it).
+  pb::PutObjectRequest PutRequest(const std::string& bucket, const std::string& key,
+                                  const RegisteredMemory& mem, uint64_t size) const;
+  pb::GetObjectRequest GetRequest(const std::string& bucket, const std::string& key,
+                                  const RegisteredMemory& mem, uint64_t length) const;
+  static pb::MemoryDescriptor Descriptor(const RegisteredMemory& mem, uint64_t offset,
+                                         uint64_t length);
+
+  // Convenience calls that record and return the reply.
+  RawReply Put(const std::string& bucket, const std::string& key, const std::string& content);
+  RawReply Get(const std::string& bucket, const std::string& key, std::string* content,
+               pb::GetObjectResponse* resp = nullptr, uint64_t window = 0);
+  RawReply Head(const std::string& bucket, const std::string& key,
+                pb::HeadObjectResponse* resp = nullptr);
+  RawReply Delete(const std::string& bucket, const std::string& key);
+  RawReply CreateBucket(const std::string& bucket);
+  RawReply Close();
+
+  std::string label() const { return label_; }
+
+ private:
+  RawReply Finish(Method method, const std::string& shown, const std::string& tampering,
+                  RawReply reply);
+  CaseContext& ctx_;
+  std::string label_;
+  RawChannel channel_;
+  std::string signing_key_;
+  std::unique_ptr<UcxContext> context_;
+  std::unique_ptr<UcxWorker> worker_;
+  std::string worker_address_;
+  std::string session_hex_;
+  pb::OpenSessionResponse open_;
+  RequestAuth last_auth_;
+  std::vector<std::pair<std::string, std::string>> last_md_;
+  std::string last_body_;
+  Method last_method_ = Method::kOpenSession;
+  std::string last_shown_;
+};
+
+// Short text forms for transcripts and messages.
+std::string CodeName(ErrorCode code);
+std::string Outcome(const RawReply& r);
+std::string Hex(const std::string& bytes);
+
+}  // namespace aobj::conformance
+
+#endif  // AOBJ_CONFORMANCE_PEER_H_

@@ -1,0 +1,348 @@
+#include "conformance/src/suite.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "conformance/src/peer.h"
+#include "wire/crypto.h"
+
+namespace aobj::conformance {
+
+std::string_view VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kPass: return "PASS";
+    case Verdict::kFail: return "FAIL";
+    case Verdict::kNonStrict: return "NON-STRICT";
+    case Verdict::kUnsupported: return "UNSUPPORTED";
+    case Verdict::kInformational: return "INFORMATIONAL";
+  }
+  return "?";
+}
+
+const Requirement* FindRequirement(std::string_view id) {
+  for (const auto& r : Requirements()) {
+    if (id == r.id) return &r;
+  }
+  return nullptr;
+}
+
+bool IsMustLevel(std::string_view level) { return level == "MUST" || level == "MUST NOT"; }
+bool IsShouldLevel(std::string_view level) {
+  return level == "SHOULD" || level == "SHOULD NOT";
+}
+
+const std::vector<Unobservable>& UnobservableRequirements() {
+  static const auto* kList = new std::vector<Unobservable>{
+      {"AOBJ-CTL-013", "the client driver contract is plaintext; tests/integration/tls_test.cc "
+                       "checks that the reference client refuses a certificate it cannot verify"},
+      {"AOBJ-CTL-014", "how a client library reports to its own caller; tests/client checks the "
+                       "reference client"},
+      {"AOBJ-MEM-014", "needs a client request that ends without a reply; the driver contract "
+                       "gives the client no deadline"},
+      {"AOBJ-MEM-025", "what a client relies on inside its own process"},
+      {"AOBJ-OBJ-159", "depends on the limits a target configured; obj/9.2/2 and list/9.12/4 "
+                       "check the defaults"},
+      {"AOBJ-DAT-105", "a ranged GET is outside the client driver contract's operations"},
+      {"AOBJ-OBJ-202", "multipart is outside the client driver contract's operations"},
+      {"AOBJ-DAT-154", "multipart is outside the client driver contract's operations"},
+      {"AOBJ-OBJ-209", "needs a part above the target's maximum part size (5 GiB in S3)"},
+      {"AOBJ-FLO-002", "the order of checks inside the server; flo/10/1 checks admission"},
+      {"AOBJ-ERR-010", "the registry assigns no code at or above 0x80000000 and a target's "
+                       "private codes cannot be provoked from the wire"},
+      {"AOBJ-CTL-003", "a rule for revisions of the .proto file, not for a running peer"},
+      {"AOBJ-EXT-006", "a rule for revisions of the protocol"},
+      {"AOBJ-EXT-008", "a rule for the registries"},
+      {"AOBJ-EXT-009", "a rule for private-use assignments"},
+      {"AOBJ-EXT-010", "a rule for the registries (the value is never sent by a conforming peer; "
+                       "the suite cannot make a peer send it)"},
+      {"AOBJ-AUTH-012", "how the server hashes the octets; indistinguishable on the wire from a "
+                        "server that re-serializes identically (case auth/6.3/2 checks the "
+                        "observable half: appended unknown octets are signed over as sent)"},
+      {"AOBJ-MEM-012", "a check inside the server's address space on shared-memory transports"},
+      {"AOBJ-TRN-002", "the server never sends remote keys in AOBJ/1 messages at all; nothing to "
+                       "observe"},
+      {"AOBJ-TRN-006", "how a peer creates its UCP context"},
+      {"AOBJ-TRN-008", "which endpoint a server uses internally (case mem/7.4/9 checks that a "
+                       "descriptor of one session is not usable from another)"},
+      {"AOBJ-TRN-003", "how a peer detects failures internally; the observable part (lease "
+                       "expiry) is ses/5.8/*"},
+      {"AOBJ-SEC-003", "a rule for a client's choice of servers"},
+      {"AOBJ-SEC-005", "a rule for deployments"},
+      {"AOBJ-SEC-007", "what an implementation logs"},
+      {"AOBJ-SEC-004", "what an implementation logs"},
+      {"AOBJ-SEC-001", "bounds checks on EMULATED channels are the mem/7.2 and mem/7.4 cases; the "
+                       "deployment half is not observable"},
+      {"AOBJ-OBJ-011", "needs a server crash; the reference server's process-fault tests "
+                       "(tests/integration/process_faults_test.cc) check it"},
+      {"AOBJ-OBJ-226", "needs a server crash (tests/integration/process_faults_test.cc)"},
+      {"AOBJ-OBJ-227", "needs a server restart (tests/integration/process_faults_test.cc)"},
+      {"AOBJ-SEC-011", "needs a server restart (tests/integration/authz_test.cc)"},
+      {"AOBJ-SES-020", "needs the server to repeat a 128-bit random value; case ses/5.5/1 checks "
+                       "format and that 64 IDs differ"},
+      {"AOBJ-DAT-153", "needs a part corrupted on the server's storage "
+                       "(tests/store/multipart_test.cc)"},
+      {"AOBJ-OBJ-157", "needs an object corrupted on the server's storage (tests/store)"},
+      {"AOBJ-OBJ-230", "needs objects above 4 GiB (tests/integration/multipart_test.cc, "
+                       "slow-tier)"},
+      {"AOBJ-OBJ-214", "needs a server whose maximum object size is small enough to reach"},
+      {"AOBJ-OBJ-228", "needs a server with a configured upload limit"},
+      {"AOBJ-DAT-009", "needs the server's side of the data channel to fail "
+                       "(tests/integration/channel_loss_test.cc)"},
+      {"AOBJ-DAT-010", "needs an RMA failure in the middle of a transfer "
+                       "(tests/integration/channel_loss_test.cc)"},
+      {"AOBJ-SES-023", "endpoint release inside the server on refusal"},
+      {"AOBJ-SES-017", "the state table as a whole; its rows are the ses/5.9 and ses/5.8 cases"},
+      {"AOBJ-CTL-011", "a server start-up rule (tests/integration/tls_test.cc)"},
+      {"AOBJ-CTL-012", "needs a server configured with a client CA (tests/integration/tls_test.cc)"},
+  };
+  return *kList;
+}
+
+// ---- CaseContext --------------------------------------------------------------------------
+
+CaseContext::CaseContext(const TargetOptions& target, std::string run_id, int case_index)
+    : target_(target), run_id_(std::move(run_id)), case_index_(case_index) {}
+
+CaseContext::~CaseContext() {
+  try {
+    Cleanup();
+  } catch (...) {
+  }
+}
+
+std::string CaseContext::Unique(std::string_view stem) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return absl::StrCat(std::string(stem), "-", run_id_, "-", case_index_, "-", ++counter_);
+}
+
+std::unique_ptr<Peer> CaseContext::NewPeer(bool second) {
+  if (second) {
+    if (target_.second_access_key_id.empty()) {
+      Unsupported("no second principal given (--second-access-key, --second-secret)");
+    }
+    return std::make_unique<Peer>(*this, "P2", target_.second_access_key_id,
+                                  target_.second_secret);
+  }
+  return std::make_unique<Peer>(*this, "P1", target_.access_key_id, target_.secret);
+}
+
+std::unique_ptr<Peer> CaseContext::Open(bool second) {
+  auto p = NewPeer(second);
+  RawReply r = p->Open();
+  RequireOk(r, "OpenSession");
+  return p;
+}
+
+std::string CaseContext::NewBucket(Peer& peer) {
+  std::string name = Unique(target_.bucket_prefix);
+  // Bucket names are at most 63 characters (AOBJ-OBJ-001).
+  if (name.size() > 63) name = name.substr(name.size() - 63);
+  while (!name.empty() && !std::isalnum(static_cast<unsigned char>(name[0]))) name.erase(0, 1);
+  RequireOk(peer.CreateBucket(name), "CreateBucket " + name);
+  buckets_.push_back(name);
+  return name;
+}
+
+void CaseContext::Cleanup() {
+  if (buckets_.empty()) return;
+  // A separate session; the case's own may be closed. Cleanup is not part of the verdict.
+  std::vector<Exchange> saved = std::move(transcript_);
+  std::vector<Check> saved_checks = std::move(checks_);
+  transcript_.clear();
+  checks_.clear();
+  try {
+    Peer p(*this, "cleanup", target_.access_key_id, target_.secret);
+    if (p.Open().status.ok()) {
+      for (const auto& b : buckets_) {
+        for (int round = 0; round < 20; ++round) {
+          pb::ListMultipartUploadsRequest lu;
+          lu.set_bucket(b);
+          RawReply r = p.Send(Method::kListMultipartUploads, lu);
+          pb::ListMultipartUploadsResponse lur;
+          if (!r.status.ok() || !lur.ParseFromString(r.body) || lur.uploads().empty()) break;
+          for (const auto& u : lur.uploads()) {
+            pb::AbortMultipartUploadRequest a;
+            a.set_bucket(b);
+            a.set_key(u.key());
+            a.set_upload_id(u.upload_id());
+            p.Send(Method::kAbortMultipartUpload, a);
+          }
+        }
+        for (int round = 0; round < 50; ++round) {
+          pb::ListObjectsV2Request l;
+          l.set_bucket(b);
+          RawReply r = p.Send(Method::kListObjectsV2, l);
+          pb::ListObjectsV2Response lr;
+          if (!r.status.ok() || !lr.ParseFromString(r.body) || lr.objects().empty()) break;
+          pb::DeleteObjectsRequest d;
+          d.set_bucket(b);
+          d.set_quiet(true);
+          for (const auto& o : lr.objects()) d.add_keys(o.key());
+          p.Send(Method::kDeleteObjects, d);
+        }
+        pb::DeleteBucketRequest db;
+        db.set_bucket(b);
+        p.Send(Method::kDeleteBucket, db);
+      }
+      p.Close();
+    }
+  } catch (...) {
+  }
+  transcript_ = std::move(saved);
+  checks_ = std::move(saved_checks);
+  buckets_.clear();
+}
+
+void CaseContext::Record(Exchange e) {
+  std::lock_guard<std::mutex> lock(mu_);
+  transcript_.push_back(std::move(e));
+}
+
+bool CaseContext::Expect(bool ok, std::string what, std::string expected, std::string actual) {
+  std::lock_guard<std::mutex> lock(mu_);
+  checks_.push_back({std::move(what), std::move(expected), std::move(actual), ok});
+  return ok;
+}
+
+void CaseContext::Require(bool ok, std::string what, std::string expected, std::string actual) {
+  if (!Expect(ok, std::move(what), std::move(expected), std::move(actual))) throw CaseFailure{};
+}
+
+void CaseContext::RequireOk(const RawReply& r, std::string what) {
+  Require(r.grpc_status.ok(), std::move(what), "OK", Outcome(r));
+}
+
+bool CaseContext::ExpectCode(const RawReply& r, ErrorCode code, std::string what) {
+  const bool ok = !r.grpc_status.ok() && r.error_trailers > 0 &&
+                  static_cast<uint32_t>(r.error.code()) == static_cast<uint32_t>(code);
+  return Expect(ok, std::move(what), CodeName(code), Outcome(r));
+}
+
+void CaseContext::RequireCode(const RawReply& r, ErrorCode code, std::string what) {
+  if (!ExpectCode(r, code, std::move(what))) throw CaseFailure{};
+}
+
+void CaseContext::RequireStillServes() {
+  auto p = NewPeer();
+  RawReply o = p->Open();
+  Require(o.grpc_status.ok(), "afterwards, a new session opens (the target still serves)", "OK",
+          Outcome(o));
+  const std::string bucket = NewBucket(*p);
+  std::string content(65536, '\0');
+  for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 7 + 3);
+  RawReply put = p->Put(bucket, "still-serving", content);
+  Require(put.grpc_status.ok(), "afterwards, a PUT of 64 KiB succeeds", "OK", Outcome(put));
+  std::string back;
+  RawReply get = p->Get(bucket, "still-serving", &back);
+  Require(get.grpc_status.ok() && back == content,
+          "afterwards, the GET returns the same 64 KiB", "equal content",
+          get.grpc_status.ok() ? absl::StrCat(back.size(), " octets, differ") : Outcome(get));
+  p->Close();
+}
+
+void CaseContext::Unsupported(std::string why) {
+  notes_.push_back(std::move(why));
+  throw CaseUnsupported{};
+}
+
+void CaseContext::Note(std::string text) { notes_.push_back(std::move(text)); }
+
+// ---- registry and runner ------------------------------------------------------------------
+
+const Registry& AllCases() {
+  static const Registry* kRegistry = [] {
+    auto* r = new Registry;
+    RegisterSessionCases(*r);
+    RegisterAuthCases(*r);
+    RegisterMemoryCases(*r);
+    RegisterDataCases(*r);
+    RegisterObjectCases(*r);
+    RegisterListCases(*r);
+    RegisterMultipartCases(*r);
+    RegisterClientCases(*r);
+    return r;
+  }();
+  return *kRegistry;
+}
+
+std::string CaseLevel(const CaseDef& def) {
+  int best = 0;  // 3 MUST, 2 SHOULD, 1 MAY
+  for (const auto& id : def.requirements) {
+    const Requirement* r = FindRequirement(id);
+    if (r == nullptr) continue;
+    int v = IsMustLevel(r->level) ? 3 : IsShouldLevel(r->level) ? 2 : 1;
+    best = std::max(best, v);
+  }
+  return best == 3 ? "MUST" : best == 2 ? "SHOULD" : best == 1 ? "MAY" : "";
+}
+
+std::vector<const CaseDef*> Select(const RunOptions& options) {
+  std::vector<const CaseDef*> out;
+  for (const auto& c : AllCases().cases()) {
+    if (c.role != options.role) continue;
+    if (!options.profiles.empty() &&
+        std::find(options.profiles.begin(), options.profiles.end(), c.profile) ==
+            options.profiles.end() &&
+        !(c.hostile && std::find(options.profiles.begin(), options.profiles.end(), "hostile") !=
+                           options.profiles.end())) {
+      continue;
+    }
+    if (!options.only.empty()) {
+      bool match = false;
+      for (const auto& o : options.only) match = match || absl::StartsWith(c.id, o);
+      if (!match) continue;
+    }
+    out.push_back(&c);
+  }
+  return out;
+}
+
+CaseResult RunCase(const CaseDef& def, const TargetOptions& target, const std::string& run_id,
+                   int index, bool strict) {
+  CaseResult res;
+  res.def = &def;
+  res.level = CaseLevel(def);
+  const auto start = std::chrono::steady_clock::now();
+  bool failed = false, unsupported = false;
+  {
+    CaseContext ctx(target, run_id, index);
+    try {
+      def.run(ctx);
+    } catch (const CaseFailure&) {
+      failed = true;
+    } catch (const CaseUnsupported&) {
+      unsupported = true;
+    } catch (const std::exception& e) {
+      ctx.Expect(false, "the case ran to its end", "no exception", e.what());
+      failed = true;
+    }
+    for (const auto& c : ctx.checks()) {
+      if (!c.ok) {
+        failed = true;
+        if (res.reason.empty()) {
+          res.reason = absl::StrCat(c.what, ": expected ", c.expected, ", got ", c.actual);
+        }
+      }
+    }
+    res.checks = ctx.checks();
+    res.transcript = std::move(ctx.transcript());
+    res.notes = ctx.notes();
+  }
+  if (unsupported) {
+    res.verdict = Verdict::kUnsupported;
+    if (!res.notes.empty()) res.reason = res.notes.back();
+  } else if (failed) {
+    if (res.level == "MUST") res.verdict = Verdict::kFail;
+    else if (res.level == "SHOULD") res.verdict = strict ? Verdict::kFail : Verdict::kNonStrict;
+    else res.verdict = Verdict::kInformational;
+  } else {
+    res.verdict = res.level == "MAY" ? Verdict::kInformational : Verdict::kPass;
+  }
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return res;
+}
+
+}  // namespace aobj::conformance

@@ -16,6 +16,14 @@
 #include "transport/ucx_context.h"
 #include "transport/ucx_worker.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define AOBJ_HAS_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AOBJ_HAS_LSAN 1
+#endif
+#endif
+
 namespace aobj {
 namespace {
 
@@ -334,6 +342,13 @@ TEST_F(AddressCheckTest, UnparsableLocalAddressIsUnavailable) {
 // Accepted single-octet changes of a real address reach ucp_ep_create for real: none may abort
 // the process (the next thing after structure is what UCX does with odd values).
 TEST_F(AddressCheckTest, AcceptedMutationsDoNotAbortUcx) {
+#ifdef AOBJ_HAS_LSAN
+  // UCX 1.13.1 loses about 260 octets (libuct/libucs allocations, on its own threads' stacks)
+  // for some of these addresses when the endpoint fails to connect (found by the CI sanitizer
+  // stage; docs/security.md). This test is about aborts and runs in the normal stage; under
+  // LeakSanitizer those UCX leaks would fail it.
+  GTEST_SKIP() << "UCX leaks on failed connects; this test runs in the non-sanitizer stage";
+#endif
   size_t tried = 0;
   for (const Real& r : real_) {
     if (r.name == "self" || r.name == "tcp-self") continue;  // self is the default's first

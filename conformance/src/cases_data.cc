@@ -9,18 +9,6 @@
 namespace aobj::conformance {
 namespace {
 
-struct Fixture {
-  std::unique_ptr<Peer> p;
-  std::string bucket;
-};
-
-Fixture Setup(CaseContext& ctx) {
-  Fixture f;
-  f.p = ctx.Open();
-  f.bucket = ctx.NewBucket(*f.p);
-  return f;
-}
-
 pb::GetObjectRequest RmaGet(Peer& p, const std::string& bucket, const std::string& key,
                             const RegisteredMemory& m, uint64_t len) {
   pb::GetObjectRequest g = p.GetRequest(bucket, key, m, len);
@@ -75,7 +63,7 @@ void RegisterDataCases(Registry& r) {
       {"AOBJ-DAT-001", "AOBJ-DAT-003", "AOBJ-DAT-030", "AOBJ-DAT-012", "AOBJ-OBJ-009",
        "AOBJ-TRN-001"},
       false, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         // 80 MiB + 3: above the reference server's 64 MiB RMA piece, an odd length.
         const size_t n = (80u << 20) + 3;
         if (f.p->session().limits().max_transfer_bytes() < n) ctx.Unsupported("max_transfer_bytes below 80 MiB");
@@ -98,7 +86,7 @@ void RegisterDataCases(Registry& r) {
       });
   Add(r, "dat/8.3/1", "PUT by RMA: the reply carries what the server received", "core",
       {"AOBJ-DAT-002", "AOBJ-DAT-003", "AOBJ-DAT-030"}, false, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         const std::string body = Content(3 << 20, 12);
         RawReply p = f.p->Put(f.bucket, "o", body);
         ctx.RequireOk(p, "PUT of 3 MiB");
@@ -115,7 +103,7 @@ void RegisterDataCases(Registry& r) {
       });
   Add(r, "dat/8.3/2", "a PUT whose checksum differs: BAD_DIGEST, nothing committed", "checksums",
       {"AOBJ-DAT-005", "AOBJ-OBJ-014"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         const std::string old_body = Content(50000, 1);
         ctx.RequireOk(f.p->Put(f.bucket, "k", old_body), "PUT of the old object");
         auto m = f.p->Allocate(60000);
@@ -139,7 +127,7 @@ void RegisterDataCases(Registry& r) {
   Add(r, "dat/8.4/1", "inline PUT and GET when INLINE is negotiated", "inline",
       {"AOBJ-DAT-007", "AOBJ-DAT-014", "AOBJ-DAT-015", "AOBJ-DAT-030"}, false,
       [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         RequireCapability(ctx, *f.p, kCapInline, "INLINE");
         const uint64_t t = f.p->session().limits().inline_threshold();
         if (t == 0) ctx.Unsupported("inline_threshold is 0");
@@ -172,7 +160,7 @@ void RegisterDataCases(Registry& r) {
       });
   Add(r, "dat/8.4/2", "inline bodies only when allowed: accept_inline, INLINE, threshold", "inline",
       {"AOBJ-DAT-008", "AOBJ-EXT-007"}, false, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         const uint64_t t = f.p->session().limits().inline_threshold();
         const std::string small = Content(1000, 22);
         ctx.RequireOk(f.p->Put(f.bucket, "small", small), "PUT of 1000 octets by RMA");
@@ -210,7 +198,7 @@ void RegisterDataCases(Registry& r) {
   Add(r, "dat/8.4/3", "malformed inline PUTs: INVALID_ARGUMENT; above the threshold: "
                       "ENTITY_TOO_LARGE", "inline", {"AOBJ-DAT-007"}, true,
       [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         RequireCapability(ctx, *f.p, kCapInline, "INLINE");
         const uint64_t t = f.p->session().limits().inline_threshold();
         auto m = f.p->Allocate(t + 2);
@@ -244,7 +232,7 @@ void RegisterDataCases(Registry& r) {
       });
   Add(r, "dat/8.5/1", "empty bodies move nothing: path NONE, 0 octets, no descriptor needed",
       "core", {"AOBJ-DAT-011", "AOBJ-DAT-030"}, false, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         pb::PutObjectRequest put;
         put.set_bucket(f.bucket);
         put.set_key("empty");
@@ -276,7 +264,7 @@ void RegisterDataCases(Registry& r) {
   Add(r, "dat/8.6/1", "PUT checksum missing, of the wrong length, or of an unknown algorithm: "
                       "INVALID_ARGUMENT",
       "checksums", {"AOBJ-DAT-020", "AOBJ-DAT-023"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         auto m = f.p->Allocate(4096);
         std::memset(m->data(), 9, 4096);
         pb::PutObjectRequest put = f.p->PutRequest(f.bucket, "k", *m, 4096);
@@ -310,7 +298,7 @@ void RegisterDataCases(Registry& r) {
       });
   Add(r, "dat/8.6/2", "CRC-64/NVME end to end, big-endian", "checksums",
       {"AOBJ-DAT-021", "AOBJ-DAT-003"}, false, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         RequireCapability(ctx, *f.p, kCapCrc64, "CRC64NVME");
         const std::string body = Content(123457, 31);
         auto m = f.p->Allocate(body.size());
@@ -339,7 +327,7 @@ void RegisterDataCases(Registry& r) {
       });
   Add(r, "dat/8.8/1", "bodies above max_transfer_bytes: ENTITY_TOO_LARGE", "limits",
       {"AOBJ-DAT-006"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         ctx.RequireOk(f.p->Put(f.bucket, "8k", Content(8192)), "PUT of 8 KiB");
         auto q = ctx.NewPeer();
         pb::OpenSessionRequest o = q->DefaultOpen();
@@ -369,7 +357,7 @@ void RegisterDataCases(Registry& r) {
                       "committed, no access afterwards",
       "core", {"AOBJ-DAT-155", "AOBJ-DAT-156", "AOBJ-DAT-016", "AOBJ-MEM-010"}, true,
       [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         const size_t n = 512u << 20;
         if (f.p->session().limits().max_transfer_bytes() < n) ctx.Unsupported("max_transfer_bytes below 512 MiB");
         Renewer renewer(ctx, *f.p);
@@ -456,7 +444,7 @@ void RegisterDataCases(Registry& r) {
       });
   Add(r, "dat/8.8/3", "after a GET's deadline passes the server stops writing", "core",
       {"AOBJ-DAT-016"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         const size_t n = 256u << 20;
         if (f.p->session().limits().max_transfer_bytes() < n) ctx.Unsupported("max_transfer_bytes below 256 MiB");
         Renewer renewer(ctx, *f.p);
@@ -495,7 +483,7 @@ void RegisterDataCases(Registry& r) {
       "ranges",
       {"AOBJ-DAT-101", "AOBJ-DAT-103", "AOBJ-DAT-104", "AOBJ-DAT-106", "AOBJ-DAT-107"}, false,
       [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         const std::string body = Content(100000, 41);
         ctx.RequireOk(f.p->Put(f.bucket, "r", body), "PUT of 100000 octets");
         struct Case {
@@ -542,7 +530,7 @@ void RegisterDataCases(Registry& r) {
       });
   Add(r, "rng/9.9/2", "malformed ranges: INVALID_ARGUMENT", "ranges", {"AOBJ-DAT-100"}, true,
       [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         ctx.RequireOk(f.p->Put(f.bucket, "r", Content(1000)), "PUT");
         auto m = f.p->Allocate(1000);
         auto get = [&](pb::ByteRange range, const std::string& what) {
@@ -574,7 +562,7 @@ void RegisterDataCases(Registry& r) {
       });
   Add(r, "rng/9.9/3", "ranges that select nothing: INVALID_RANGE", "ranges", {"AOBJ-DAT-102"}, true,
       [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         ctx.RequireOk(f.p->Put(f.bucket, "r", Content(1000)), "PUT of 1000");
         ctx.RequireOk(f.p->Put(f.bucket, "empty", ""), "PUT of an empty object");
         auto m = f.p->Allocate(1000);

@@ -10,15 +10,8 @@
 namespace aobj::conformance {
 namespace {
 
-struct Fixture {
-  std::unique_ptr<Peer> p;
-  std::string bucket;
-};
-
-Fixture Setup(CaseContext& ctx, const std::vector<std::string>& keys) {
-  Fixture f;
-  f.p = ctx.Open();
-  f.bucket = ctx.NewBucket(*f.p);
+BucketFixture Setup(CaseContext& ctx, const std::vector<std::string>& keys) {
+  BucketFixture f = OpenBucket(ctx);
   for (const auto& k : keys) ctx.RequireOk(f.p->Put(f.bucket, k, k), "PUT " + k);
   return f;
 }
@@ -79,7 +72,7 @@ void RegisterListCases(Registry& r) {
   Add(r, "list/9.12/1", "ListObjectsV2: octet order, prefix, start_after", "list",
       {"AOBJ-OBJ-100"}, false, [](CaseContext& ctx) {
         const std::vector<std::string> keys = {"b", "a/1", "a/2", "A", "a", "\xc3\xa9", "z", "a0"};
-        Fixture f = Setup(ctx, keys);
+        BucketFixture f = Setup(ctx, keys);
         pb::ListObjectsV2Request req;
         req.set_bucket(f.bucket);
         auto l = List(ctx, *f.p, req, "list all");
@@ -103,7 +96,7 @@ void RegisterListCases(Registry& r) {
       });
   Add(r, "list/9.12/2", "delimiter: common prefixes, counted with objects in max_keys", "list",
       {"AOBJ-OBJ-101", "AOBJ-OBJ-102"}, false, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx, {"photos/2024/a.jpg", "photos/2024/b.jpg", "photos/2025/c.jpg",
+        BucketFixture f = Setup(ctx, {"photos/2024/a.jpg", "photos/2024/b.jpg", "photos/2025/c.jpg",
                                 "photos/index.html", "readme", "videos/x.mp4"});
         pb::ListObjectsV2Request req;
         req.set_bucket(f.bucket);
@@ -123,7 +116,7 @@ void RegisterListCases(Registry& r) {
       "list", {"AOBJ-OBJ-103", "AOBJ-OBJ-109", "AOBJ-OBJ-106"}, false, [](CaseContext& ctx) {
         std::vector<std::string> keys;
         for (int i = 0; i < 23; ++i) keys.push_back(absl::StrCat("k", i < 10 ? "0" : "", i));
-        Fixture f = Setup(ctx, keys);
+        BucketFixture f = Setup(ctx, keys);
         pb::ListObjectsV2Request req;
         req.set_bucket(f.bucket);
         req.set_max_keys(5);
@@ -151,7 +144,7 @@ void RegisterListCases(Registry& r) {
       });
   Add(r, "list/9.12/4", "max_keys above 1000, or prefix too long or not UTF-8: INVALID_ARGUMENT",
       "list", {"AOBJ-OBJ-104", "AOBJ-OBJ-105"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx, {"k"});
+        BucketFixture f = Setup(ctx, {"k"});
         pb::ListObjectsV2Request req;
         req.set_bucket(f.bucket);
         req.set_max_keys(1001);
@@ -174,7 +167,7 @@ void RegisterListCases(Registry& r) {
       });
   Add(r, "list/9.12/5", "forged, altered or foreign continuation tokens: INVALID_CONTINUATION_TOKEN",
       "list", {"AOBJ-OBJ-107"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx, {"a", "b", "c", "d"});
+        BucketFixture f = Setup(ctx, {"a", "b", "c", "d"});
         pb::ListObjectsV2Request req;
         req.set_bucket(f.bucket);
         req.set_max_keys(1);
@@ -206,7 +199,7 @@ void RegisterListCases(Registry& r) {
       });
   Add(r, "list/9.12/6", "a continuation token wins over start_after", "list", {"AOBJ-OBJ-108"},
       false, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx, {"a", "b", "c", "d"});
+        BucketFixture f = Setup(ctx, {"a", "b", "c", "d"});
         pb::ListObjectsV2Request req;
         req.set_bucket(f.bucket);
         req.set_max_keys(1);
@@ -218,7 +211,7 @@ void RegisterListCases(Registry& r) {
       });
   Add(r, "del/9.13/1", "DeleteObjects with 0 or 1001 keys: INVALID_ARGUMENT", "core",
       {"AOBJ-OBJ-140"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx, {"k"});
+        BucketFixture f = Setup(ctx, {"k"});
         pb::DeleteObjectsRequest d;
         d.set_bucket(f.bucket);
         ctx.RequireCode(f.p->Send(Method::kDeleteObjects, d), ErrorCode::kInvalidArgument, "no keys");
@@ -231,7 +224,7 @@ void RegisterListCases(Registry& r) {
                        "quiet",
       "core", {"AOBJ-OBJ-141", "AOBJ-OBJ-142", "AOBJ-OBJ-143", "AOBJ-OBJ-144"}, true,
       [](CaseContext& ctx) {
-        Fixture f = Setup(ctx, {"a", "b", "c"});
+        BucketFixture f = Setup(ctx, {"a", "b", "c"});
         pb::DeleteObjectsRequest d;
         d.set_bucket(f.bucket);
         const std::string long_key = std::string(1023, 'x') + "\xc3\xa9" + std::string(500, 'y');

@@ -11,18 +11,6 @@
 namespace aobj::conformance {
 namespace {
 
-struct Fixture {
-  std::unique_ptr<Peer> p;
-  std::string bucket;
-};
-
-Fixture Setup(CaseContext& ctx) {
-  Fixture f;
-  f.p = ctx.Open();
-  f.bucket = ctx.NewBucket(*f.p);
-  return f;
-}
-
 // The key must not exist (a refused PUT commits nothing).
 void RequireAbsent(CaseContext& ctx, Peer& p, const std::string& bucket, const std::string& key) {
   ctx.RequireCode(p.Head(bucket, key), ErrorCode::kNoSuchKey, "the refused PUT committed nothing");
@@ -75,7 +63,7 @@ long Attached(int id) {
 void RegisterMemoryCases(Registry& r) {
   Add(r, "mem/7.2/1", "a descriptor of length 0, or one that wraps around: INVALID_DESCRIPTOR",
       "core", {"AOBJ-MEM-001", "AOBJ-MEM-002"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         auto m = f.p->Allocate(4096);
         pb::PutObjectRequest put = f.p->PutRequest(f.bucket, "k", *m, 4096);
         put.mutable_source(0)->set_length(0);
@@ -95,7 +83,7 @@ void RegisterMemoryCases(Registry& r) {
       });
   Add(r, "mem/7.2/2", "an empty, oversized or garbage rkey: INVALID_RKEY", "core",
       {"AOBJ-MEM-003", "AOBJ-MEM-004"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         auto m = f.p->Allocate(8192);
         std::memset(m->data(), 'r', 8192);
         const uint32_t max_rkey = f.p->session().limits().max_rkey_bytes();
@@ -127,7 +115,7 @@ void RegisterMemoryCases(Registry& r) {
       });
   Add(r, "mem/7.2/3", "more descriptors than allowed: INVALID_DESCRIPTOR", "core",
       {"AOBJ-MEM-005", "AOBJ-MEM-015"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         auto m = f.p->Allocate(1 << 20);
         const uint32_t max = f.p->session().limits().max_descriptors();
         if (max < 100000) {
@@ -155,7 +143,7 @@ void RegisterMemoryCases(Registry& r) {
       });
   Add(r, "mem/7.2/4", "memory types: CUDA unsupported, UNSPECIFIED invalid, unknown unsupported",
       "core", {"AOBJ-MEM-006", "AOBJ-MEM-019"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         auto m = f.p->Allocate(4096);
         std::memset(m->data(), 'c', 4096);
         struct Try {
@@ -182,7 +170,7 @@ void RegisterMemoryCases(Registry& r) {
       });
   Add(r, "mem/7.2/5", "every descriptor is validated before the first RMA", "core",
       {"AOBJ-MEM-020"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         auto probe = ctx.Open();
         if (!probe->Negotiated(kCapMultiDescriptor)) ctx.Unsupported("MULTI_DESCRIPTOR not negotiated");
         ctx.RequireOk(f.p->Put(f.bucket, "obj", Content(8192, 3)), "PUT of 8 KiB");
@@ -207,7 +195,7 @@ void RegisterMemoryCases(Registry& r) {
       });
   Add(r, "mem/7.3/1", "PUT: no body source, or windows smaller than size", "core",
       {"AOBJ-MEM-022", "AOBJ-MEM-008"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         auto m = f.p->Allocate(8192);
         pb::PutObjectRequest put = f.p->PutRequest(f.bucket, "k", *m, 8192);
         put.clear_source();
@@ -222,7 +210,7 @@ void RegisterMemoryCases(Registry& r) {
       });
   Add(r, "mem/7.3/2", "GET: a window smaller than the object is refused without a write", "core",
       {"AOBJ-MEM-007"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         const uint64_t inline_max = f.p->session().limits().inline_threshold();
         const size_t n = std::max<uint64_t>(inline_max + 1, 100000);
         ctx.RequireOk(f.p->Put(f.bucket, "big", Content(n)), "PUT");
@@ -235,7 +223,7 @@ void RegisterMemoryCases(Registry& r) {
       });
   Add(r, "mem/7.3/3", "GET: octets after the body keep their contents", "core",
       {"AOBJ-MEM-016", "AOBJ-DAT-013"}, false, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         const std::string body = Content(70000, 5);
         ctx.RequireOk(f.p->Put(f.bucket, "o", body), "PUT of 70000 octets");
         auto m = f.p->Allocate(100000);
@@ -251,7 +239,7 @@ void RegisterMemoryCases(Registry& r) {
       });
   Add(r, "mem/7.3/4", "ordered fill across several windows, both directions", "core",
       {"AOBJ-MEM-008", "AOBJ-MEM-016"}, false, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         if (!f.p->Negotiated(kCapMultiDescriptor)) ctx.Unsupported("MULTI_DESCRIPTOR not negotiated");
         const std::string body = Content(60000, 6);
         auto src = f.p->Allocate(90000);
@@ -282,7 +270,7 @@ void RegisterMemoryCases(Registry& r) {
       });
   Add(r, "mem/7.4/1", "a window outside the client's registered memory is never accessed", "core",
       {"AOBJ-MEM-009", "AOBJ-MEM-021"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         const bool emulated = f.p->session().memory_protection() == pb::MEMORY_PROTECTION_EMULATED;
         auto small = f.p->Allocate(65536);
         ctx.RequireOk(f.p->Put(f.bucket, "s", Content(65536)), "PUT of 64 KiB");
@@ -316,7 +304,7 @@ void RegisterMemoryCases(Registry& r) {
       });
   Add(r, "mem/7.4/2", "the server does not touch a window after its reply", "core",
       {"AOBJ-MEM-010"}, false, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         const std::string body = Content(1 << 20, 8);
         ctx.RequireOk(f.p->Put(f.bucket, "o", body), "PUT of 1 MiB");
         auto m = f.p->Allocate(1 << 20);
@@ -340,7 +328,7 @@ void RegisterMemoryCases(Registry& r) {
       {"AOBJ-MEM-023", "AOBJ-SES-010"}, false, [](CaseContext& ctx) {
         // Observable on shared-memory transports: a server that maps the client's segment
         // attaches it; once the session is closed it must have let go (shm_nattch back to 1).
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         auto m = f.p->Allocate(1 << 20);
         const int id = SegmentOf(m->data());
         if (id < 0) ctx.Unsupported("the suite's registered memory is not a System V segment here");
@@ -367,7 +355,7 @@ void RegisterMemoryCases(Registry& r) {
         // Observable part: many sessions, each with its own registrations, open, use and close;
         // the target keeps serving (a server that kept keys of closed sessions would grow
         // without bound; the reference server's metrics show it, the wire does not).
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         for (int i = 0; i < 24; ++i) {
           auto p = ctx.Open();
           ctx.RequireOk(p->Put(f.bucket, absl::StrCat("k", i), Content(20000, i)), "PUT");

@@ -10,18 +10,6 @@
 namespace aobj::conformance {
 namespace {
 
-struct Fixture {
-  std::unique_ptr<Peer> p;
-  std::string bucket;
-};
-
-Fixture Setup(CaseContext& ctx) {
-  Fixture f;
-  f.p = ctx.Open();
-  f.bucket = ctx.NewBucket(*f.p);
-  return f;
-}
-
 // A PUT request of `content` by RMA with user metadata / content type / preconditions.
 struct PutSpec {
   std::string content_type;
@@ -81,7 +69,7 @@ void RegisterObjectCases(Registry& r) {
       });
   Add(r, "obj/9.2/2", "keys: 1025 octets KEY_TOO_LONG; empty or invalid UTF-8 INVALID_ARGUMENT",
       "core", {"AOBJ-OBJ-002"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         ctx.RequireCode(f.p->Put(f.bucket, std::string(1025, 'k'), "x"), ErrorCode::kKeyTooLong,
                         "PUT with a key of 1025 octets");
         ctx.RequireCode(f.p->Put(f.bucket, "", "x"), ErrorCode::kInvalidArgument, "PUT with an empty key");
@@ -99,7 +87,7 @@ void RegisterObjectCases(Registry& r) {
       });
   Add(r, "obj/9.2/3", "keys compare as octets: no case folding, no normalization", "core",
       {"AOBJ-OBJ-015"}, false, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         const std::string nfc = "caf\xc3\xa9", nfd = "cafe\xcc\x81";
         ctx.RequireOk(f.p->Put(f.bucket, nfc, "nfc"), "PUT NFC key");
         ctx.RequireOk(f.p->Put(f.bucket, nfd, "nfd"), "PUT NFD key");
@@ -114,7 +102,7 @@ void RegisterObjectCases(Registry& r) {
   // ---- 9.3 buckets ---------------------------------------------------------------------------
   Add(r, "obj/9.3/1", "bucket lifecycle: exists twice, not empty", "core", {"AOBJ-OBJ-006"}, true,
       [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         ctx.RequireCode(f.p->CreateBucket(f.bucket), ErrorCode::kBucketAlreadyExists, "CreateBucket again");
         ctx.RequireOk(f.p->Put(f.bucket, "k", "x"), "PUT");
         pb::DeleteBucketRequest d;
@@ -131,7 +119,7 @@ void RegisterObjectCases(Registry& r) {
       });
   Add(r, "obj/9.3/2", "a missing bucket: NO_SUCH_BUCKET; a missing key: NO_SUCH_KEY", "core",
       {"AOBJ-OBJ-003", "AOBJ-OBJ-013"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         const std::string none = ctx.Unique("no-such");
         pb::HeadBucketRequest hb;
         hb.set_bucket(none);
@@ -155,7 +143,7 @@ void RegisterObjectCases(Registry& r) {
   // ---- 9.4-9.6 objects ---------------------------------------------------------------------------
   Add(r, "obj/9.4/1", "ETag is the quoted MD5; metadata is complete and exact", "core",
       {"AOBJ-OBJ-005", "AOBJ-OBJ-012", "AOBJ-OBJ-007"}, false, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         const std::string body = Content(77777, 51);
         PutSpec s;
         s.content_type = "application/x-conformance; charset=binary";
@@ -183,7 +171,7 @@ void RegisterObjectCases(Registry& r) {
       });
   Add(r, "obj/9.4/2", "a PUT replaces the previous object as a whole; readers never see a mix",
       "core", {"AOBJ-OBJ-010"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         const std::string a = Content(2 << 20, 61), b = Content(1 << 20, 62);
         ctx.RequireOk(f.p->Put(f.bucket, "k", a), "PUT of A (2 MiB)");
         // A writer alternates A and B while a reader GETs: each read is A or B, whole.
@@ -212,7 +200,7 @@ void RegisterObjectCases(Registry& r) {
       });
   Add(r, "obj/9.6/1", "DELETE of a missing key succeeds", "core", {"AOBJ-OBJ-004"}, false,
       [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         ctx.RequireOk(f.p->Delete(f.bucket, "never-existed"), "DELETE of a key never written");
         ctx.RequireOk(f.p->Put(f.bucket, "k", "x"), "PUT");
         ctx.RequireOk(f.p->Delete(f.bucket, "k"), "DELETE");
@@ -223,7 +211,7 @@ void RegisterObjectCases(Registry& r) {
   // ---- 9.8 user metadata ------------------------------------------------------------------------
   Add(r, "obj/9.8/1", "user metadata: names stored lower-case, returned everywhere, replaced whole",
       "core", {"AOBJ-OBJ-120", "AOBJ-OBJ-122"}, false, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         PutSpec s;
         s.meta = {{"Color", "blue"}, {"x-trace", "t\tab"}, {"n", "caf\xc3\xa9"}};
         ctx.RequireOk(PutWith(*f.p, f.bucket, "m", "body", s), "PUT with user metadata");
@@ -250,7 +238,7 @@ void RegisterObjectCases(Registry& r) {
       });
   Add(r, "obj/9.8/2", "bad user metadata: INVALID_ARGUMENT or METADATA_TOO_LARGE, nothing stored",
       "core", {"AOBJ-OBJ-120", "AOBJ-OBJ-121", "AOBJ-OBJ-123"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         struct Bad {
           std::map<std::string, std::string> meta;
           ErrorCode code;
@@ -281,7 +269,7 @@ void RegisterObjectCases(Registry& r) {
   // ---- 9.10 conditional requests -------------------------------------------------------------
   Add(r, "cond/9.10/1", "GET/HEAD preconditions in RFC 9110 order", "conditional",
       {"AOBJ-OBJ-130", "AOBJ-OBJ-132", "AOBJ-ERR-100"}, false, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         ctx.RequireOk(f.p->Put(f.bucket, "c", "conditional body"), "PUT");
         const std::string etag = HeadOk(ctx, *f.p, f.bucket, "c").metadata().etag();
         const int64_t lm = HeadOk(ctx, *f.p, f.bucket, "c").metadata().last_modified_ms();
@@ -330,7 +318,7 @@ void RegisterObjectCases(Registry& r) {
       });
   Add(r, "cond/9.10/2", "malformed entity tags: INVALID_ARGUMENT", "conditional",
       {"AOBJ-OBJ-131"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         ctx.RequireOk(f.p->Put(f.bucket, "c", "x"), "PUT");
         for (const char* bad : {"\"a,b\"", "a b", "\"unterminated", "\"in\"ner\"", "\x01"}) {
           pb::Preconditions p;
@@ -342,7 +330,7 @@ void RegisterObjectCases(Registry& r) {
       });
   Add(r, "cond/9.10/3", "a missing key is NO_SUCH_KEY whatever the preconditions; before the range",
       "conditional", {"AOBJ-OBJ-138", "AOBJ-OBJ-137"}, false, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         pb::Preconditions p;
         p.set_if_none_match("*");
         ctx.RequireCode(HeadWith(*f.p, f.bucket, "none", p), ErrorCode::kNoSuchKey,
@@ -365,7 +353,7 @@ void RegisterObjectCases(Registry& r) {
       "conditional",
       {"AOBJ-OBJ-133", "AOBJ-OBJ-134", "AOBJ-OBJ-135", "AOBJ-OBJ-136", "AOBJ-ERR-100"}, true,
       [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         PutSpec bad;
         bad.pre.set_if_modified_since_ms(1);
         ctx.RequireCode(PutWith(*f.p, f.bucket, "w", "x", bad), ErrorCode::kInvalidArgument,
@@ -391,7 +379,7 @@ void RegisterObjectCases(Registry& r) {
       });
   Add(r, "cond/9.10/5", "eight concurrent create-only PUTs of one key: exactly one wins",
       "conditional", {"AOBJ-OBJ-134"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         constexpr int kWriters = 8;
         std::vector<std::unique_ptr<Peer>> peers;
         for (int i = 0; i < kWriters; ++i) peers.push_back(ctx.Open());
@@ -419,7 +407,7 @@ void RegisterObjectCases(Registry& r) {
   // ---- 9.14 CopyObject -------------------------------------------------------------------------
   Add(r, "copy/9.14/1", "CopyObject: content, ETag, new time, metadata copied or replaced", "copy",
       {"AOBJ-OBJ-150", "AOBJ-OBJ-153", "AOBJ-OBJ-158", "AOBJ-OBJ-122"}, false, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         const std::string body = Content(300000, 71);
         PutSpec s;
         s.content_type = "text/x-source";
@@ -455,7 +443,7 @@ void RegisterObjectCases(Registry& r) {
   Add(r, "copy/9.14/2", "bad CopyObject requests: same key, unknown directive, fields without "
                         "REPLACE",
       "copy", {"AOBJ-OBJ-151", "AOBJ-OBJ-154", "AOBJ-OBJ-003"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         ctx.RequireOk(f.p->Put(f.bucket, "src", "source"), "PUT");
         pb::CopyObjectRequest c;
         c.set_source_bucket(f.bucket);
@@ -482,7 +470,7 @@ void RegisterObjectCases(Registry& r) {
   Add(r, "copy/9.14/3", "copy preconditions: source failures are PRECONDITION_FAILED; destination "
                         "as for PUT",
       "copy", {"AOBJ-OBJ-152", "AOBJ-OBJ-153"}, true, [](CaseContext& ctx) {
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         ctx.RequireOk(f.p->Put(f.bucket, "src", "source"), "PUT source");
         ctx.RequireOk(f.p->Put(f.bucket, "dst", "old"), "PUT destination");
         pb::CopyObjectRequest c;
@@ -516,7 +504,7 @@ void RegisterObjectCases(Registry& r) {
         if (!ctx.target().owner_policy) {
           ctx.Unsupported("the target's authorization policy is not declared (--owner-policy)");
         }
-        Fixture f = Setup(ctx);
+        BucketFixture f = OpenBucket(ctx);
         ctx.RequireOk(f.p->Put(f.bucket, "secret", "owner's data"), "the owner PUTs");
         auto q = ctx.Open(/*second=*/true);
         std::string out;

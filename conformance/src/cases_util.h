@@ -28,6 +28,19 @@ inline void Add(Registry& r, std::string id, std::string title, std::string prof
   r.Add(std::move(c));
 }
 
+// A session of the first principal and a fresh bucket of its own (removed when the case ends).
+struct BucketFixture {
+  std::unique_ptr<Peer> p;
+  std::string bucket;
+};
+
+inline BucketFixture OpenBucket(CaseContext& ctx) {
+  BucketFixture f;
+  f.p = ctx.Open();
+  f.bucket = ctx.NewBucket(*f.p);
+  return f;
+}
+
 // Deterministic content of `n` octets that differs with `seed`.
 inline std::string Content(size_t n, uint32_t seed = 1) {
   std::string s(n, '\0');

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -63,8 +64,43 @@ inline std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// Removes every directory TestDir() handed out once its test has ended (after the fixture's
+// destructor, so servers have stopped and mounts are gone). Stores of several hundred MiB per
+// test would otherwise pile up in /tmp run after run until the disk is full (they did: CI failed
+// with "no space left on device"). AOBJ_KEEP_TEST_DIRS=1 keeps them for debugging.
+class TestDirCleaner : public ::testing::EmptyTestEventListener {
+ public:
+  static TestDirCleaner& Instance() {
+    static TestDirCleaner* cleaner = [] {
+      auto* c = new TestDirCleaner;
+      ::testing::UnitTest::GetInstance()->listeners().Append(c);  // gtest owns it
+      return c;
+    }();
+    return *cleaner;
+  }
+  void Add(const std::string& dir) { dirs_.push_back(dir); }
+  void OnTestEnd(const ::testing::TestInfo&) override {
+    const char* keep = std::getenv("AOBJ_KEEP_TEST_DIRS");
+    for (const std::string& dir : dirs_) {
+      if (keep != nullptr && std::string(keep) == "1") {
+        std::fprintf(stderr, "AOBJ_KEEP_TEST_DIRS=1: kept %s\n", dir.c_str());
+        continue;
+      }
+      const std::string cmd = "rm -rf '" + dir + "'";
+      if (std::system(cmd.c_str()) != 0) {
+        std::fprintf(stderr, "could not remove the test directory %s\n", dir.c_str());
+      }
+    }
+    dirs_.clear();
+  }
+
+ private:
+  TestDirCleaner() = default;
+  std::vector<std::string> dirs_;
+};
+
 // A fresh directory for the running test: TempDir()/aobj-<suite>-<test>, with the '/' of
-// parameterised names replaced.
+// parameterised names replaced. It is removed when the test ends (TestDirCleaner).
 inline std::string TestDir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = std::string(info->test_suite_name()) + "-" + info->name();
@@ -75,6 +111,7 @@ inline std::string TestDir() {
   std::string dir = ::testing::TempDir() + "aobj-" + name + "-" + std::to_string(getpid());
   std::string cmd = "rm -rf '" + dir + "'";
   if (std::system(cmd.c_str()) != 0) return dir;
+  TestDirCleaner::Instance().Add(dir);
   return dir;
 }
 

@@ -40,7 +40,11 @@ openssl x509 -req -in rogue.csr -CA other-ca.pem -CAkey other-ca.key -CAcreatese
                             EscapeQuotes(script) + "'";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl failed";
   }
-  static void TearDownTestSuite() { delete dir_; }
+  static void TearDownTestSuite() {
+    const std::string cmd = "rm -rf '" + *dir_ + "'";
+    if (std::system(cmd.c_str()) != 0) ADD_FAILURE() << "could not remove " << *dir_;
+    delete dir_;
+  }
   static std::string EscapeQuotes(const std::string& s) {
     std::string out;
     for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -122,9 +126,11 @@ TEST_F(TlsTest, MutualTlsRequiresAClientCertificateFromTheCa) {
 }
 
 TEST_F(TlsTest, ServerRefusesToStartWithoutTlsOrPlaintext) {
+  const std::string log = F("refuse.log");
   pid_t pid = testing::Spawn({AOBJ_SERVER_BINARY, "--store", "memory", "--listen", "127.0.0.1:0"},
-                             ::testing::TempDir() + "aobj-tls-refuse.log");
+                             log);
   int status = testing::WaitFor(pid, std::chrono::seconds(10));
+  EXPECT_NE(testing::ReadFile(log).find("plaintext"), std::string::npos) << testing::ReadFile(log);
   ASSERT_GE(status, 0);
   EXPECT_EQ(WEXITSTATUS(status), 2);
 }

@@ -65,6 +65,8 @@ Reports:
                             every check, the transcript of the exchange
   --html FILE               a self-contained HTML matrix
   --timeout-ms N            deadline of every control call (default: 30000)
+  --net-devices LIST        UCX_NET_DEVICES of the suite's data channel (and of the client
+                            under test) unless set in the environment (default: lo)
   --verbose                 print every case as it ends, with its checks
 
 Verdicts: PASS, FAIL (a MUST not met), NON-STRICT (a SHOULD not met; FAIL with --strict),
@@ -89,7 +91,7 @@ int main(int argc, char** argv) {
       "target",        "tls-ca",   "tls-cert",   "tls-key",   "tls-server-name", "access-key",
       "secret",        "credentials", "second-access-key", "second-secret", "bucket-prefix",
       "profile",       "only",     "client-exec", "work-dir", "junit",           "json",
-      "html",          "timeout-ms"};
+      "html",          "timeout-ms",  "net-devices"};
   const std::vector<std::string> bool_flags = {"plaintext", "owner-policy", "strict", "list",
                                                "coverage",  "verbose",      "help"};
   absl::Status parsed = aobj::tools::ParseArgs(argc, argv, 1, flags, bool_flags, &args);
@@ -132,6 +134,7 @@ int main(int argc, char** argv) {
   }
 
   TargetOptions target;
+  target.data_channel.net_devices = args.Get("net-devices", "lo");
   const char* env_endpoint = std::getenv("AOBJ_ENDPOINT");
   target.endpoint = args.Get("target", env_endpoint ? env_endpoint : "127.0.0.1:7878");
   if (args.Has("tls-ca")) {
@@ -215,8 +218,12 @@ int main(int argc, char** argv) {
                    r.seconds);
       if (run.verbose) {
         for (const auto& ch : r.checks) {
-          std::fprintf(stderr, "        %s %s: expected %s, got %s\n", ch.ok ? "ok  " : "FAIL",
-                       ch.what.c_str(), ch.expected.c_str(), ch.actual.c_str());
+          if (ch.ok) {
+            std::fprintf(stderr, "        ok   %s: %s\n", ch.what.c_str(), ch.expected.c_str());
+          } else {
+            std::fprintf(stderr, "        FAIL %s: expected %s, got %s\n", ch.what.c_str(),
+                         ch.expected.c_str(), ch.actual.c_str());
+          }
         }
       }
     } else if (isatty(2)) {

@@ -3,11 +3,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -75,6 +77,10 @@ Flags:
   --no-inline             always use the RMA data channel, even for small bodies
   --require-hardware-protection   refuse servers whose data channel is emulated
   --net-devices LIST      UCX_NET_DEVICES unless set in the environment (default: lo)
+  --timeout SECONDS       deadline of each request (default 120; fractions allowed): past it
+                          the request fails DEADLINE_EXCEEDED; a data request that ends so
+                          shuts the data channel (spec 7.5), and later ones in the same
+                          command fail DATA_CHANNEL_UNAVAILABLE
   --quiet                 print nothing on success
   --help                  this text
 
@@ -151,7 +157,7 @@ int main(int argc, char** argv) {
   absl::Status st = aobj::tools::ParseArgs(
       argc, argv, 1, {"endpoint", "credentials", "checksum", "content-type", "net-devices", "tls-ca", "tls-cert",
        "tls-key", "tls-server-name", "metadata", "metadata-directive", "range", "if-match",
-       "if-none-match", "chunk-size", "multipart-threshold", "part-size"},
+       "if-none-match", "chunk-size", "multipart-threshold", "part-size", "timeout"},
       {"no-inline", "require-hardware-protection", "quiet", "recursive", "force", "summarize",
        "no-progress"},
       &args);
@@ -174,6 +180,13 @@ int main(int argc, char** argv) {
   options.allow_inline = !args.Has("no-inline");
   options.require_hardware_protection = args.Has("require-hardware-protection");
   options.data_channel.net_devices = args.Get("net-devices", "lo");
+  if (args.Has("timeout")) {
+    double seconds = 0;
+    if (!absl::SimpleAtod(args.Get("timeout"), &seconds) || !(seconds > 0) || seconds > 86400) {
+      return Usage("--timeout takes a number of seconds above 0 (at most 86400)");
+    }
+    options.timeout_ms = std::max<int64_t>(1, static_cast<int64_t>(seconds * 1000));
+  }
   const std::string checksum = args.Get("checksum", "crc32c");
   if (checksum == "crc32c") {
     options.checksum = aobj::ChecksumAlgorithm::kCrc32c;

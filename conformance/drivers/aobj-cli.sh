@@ -35,6 +35,25 @@ case "$op" in
     rc=$?
     # `aobj ls --recursive` prints "DATE TIME SIZE KEY"; keys with spaces are not supported here.
     [ $rc -eq 0 ] && printf '%s\n' "$out" | awk 'NF > 0 { print $NF }' ;;
+  get-range)   # get-range BUCKET KEY FIRST LAST FILE: octets FIRST..LAST (inclusive)
+    [ $# -eq 5 ] || { echo "usage: get-range BUCKET KEY FIRST LAST FILE" >&2; exit 2; }
+    "$AOBJ" --quiet --range "bytes=$3-$4" cp "aobj://$1/$2" "$5" 2>"$errfile"
+    rc=$? ;;
+  put-multipart)   # put-multipart BUCKET KEY FILE PART_SIZE
+    [ $# -eq 4 ] || { echo "usage: put-multipart BUCKET KEY FILE PART_SIZE" >&2; exit 2; }
+    "$AOBJ" --quiet --multipart-threshold 1 --part-size "$4" cp "$3" "aobj://$1/$2" 2>"$errfile"
+    rc=$? ;;
+  get-all)   # get-all TIMEOUT_MS BUCKET PREFIX DIR: one client; a line per key
+    [ $# -eq 4 ] || { echo "usage: get-all TIMEOUT_MS BUCKET PREFIX DIR" >&2; exit 2; }
+    secs=$(awk -v ms="$1" 'BEGIN { printf "%.3f", ms / 1000 }')
+    out=$("$AOBJ" --timeout "$secs" --recursive cp "aobj://$2/$3" "$4" 2>"$errfile")
+    rc=$?
+    # The CLI prints "download: aobj://B/K to PATH" for each object it wrote and
+    # "aobj: download aobj://B/K to PATH: NAME (S3Code): message" for each one it did not.
+    printf '%s\n' "$out" | sed -n "s|^download: aobj://$2/\([^ ]*\) to .*|\1 ok|p"
+    sed -n "s|^aobj: download aobj://$2/\([^ ]*\) to [^:]*: \([A-Z][A-Z0-9_]*\) (.*|\1 error: \2|p" "$errfile"
+    cat "$errfile" >&2
+    exit $rc ;;
   *)
     echo "error: UNSUPPORTED_OPERATION ($op)" >&2
     exit 3 ;;

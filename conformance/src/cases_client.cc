@@ -1,7 +1,12 @@
 // Client cases: the suite plays the server (fake_server.h), runs the client under test through
 // its driver (conformance/CLIENT-DRIVER.md) and checks what the client sent and what it
 // reported. Every case starts its own fake server, with a fresh principal.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -294,6 +299,97 @@ void PutFails(CaseContext& ctx, FakeScript script, ErrorCode code, const std::st
   const std::string in = WriteFile(ctx, Content(256 << 10, 8));
   ClientRun run = RunClient(ctx, *server, {"put", kBucket, "obj", in});
   RequireFailure(ctx, run, what, code);
+}
+
+// Every line "KEY ok" or "KEY error: NAME" of a get-all run: key -> "ok" or NAME.
+std::map<std::string, std::string> KeyOutcomes(const std::string& out) {
+  std::map<std::string, std::string> m;
+  for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (f.size() == 2 && f[1] == "ok") m.emplace(f[0], "ok");
+    if (f.size() == 3 && f[1] == "error:") m.emplace(f[0], f[2]);
+  }
+  return m;
+}
+
+// get-range 1000-300999 of a 1 MiB object under `script`: the client must fail with INTERNAL
+// (AOBJ-DAT-105) and leave no file claiming to be the range.
+void RangeFails(CaseContext& ctx, FakeScript script, const std::string& what) {
+  auto server = Serve(ctx, std::move(script));
+  server->AddObject(kBucket, "obj", Content(1 << 20, 152));
+  const std::string out = OutPath(ctx);
+  ClientRun run = RunClient(ctx, *server, {"get-range", kBucket, "obj", "1000", "300999", out});
+  RequireFailure(ctx, run, "ranged GET answered with " + what, ErrorCode::kInternal);
+}
+
+// Every multipart request names an upload ID the server issued, exactly (AOBJ-OBJ-202).
+void CheckUploadIds(CaseContext& ctx, FakeServer& server) {
+  std::set<std::string> issued;
+  for (const auto& u : server.Uploads()) issued.insert(u.upload_id);
+  for (const auto& q : server.Requests()) {
+    std::string id;
+    if (q.method == Method::kUploadPart) {
+      id = ParseAs<pb::UploadPartRequest>(ctx, q).upload_id();
+    } else if (q.method == Method::kCompleteMultipartUpload) {
+      id = ParseAs<pb::CompleteMultipartUploadRequest>(ctx, q).upload_id();
+    } else if (q.method == Method::kAbortMultipartUpload) {
+      id = ParseAs<pb::AbortMultipartUploadRequest>(ctx, q).upload_id();
+    } else {
+      continue;
+    }
+    ctx.Require(issued.count(id) > 0,
+                Describe(q) + " names the upload ID as issued, unchanged (AOBJ-OBJ-202)",
+                "an issued ID", "'" + id + "'");
+  }
+}
+
+// put-multipart of 600 KiB in parts of 256 KiB, the second UploadPart answered with `kind`:
+// the client must not list that part in a CompleteMultipartUpload before a reply for it has
+// verified (AOBJ-DAT-154), and must fail with `code` unless it uploaded the part again.
+std::unique_ptr<FakeServer> PartFails(CaseContext& ctx, FaultKind kind, ErrorCode code) {
+  FakeScript script;
+  Fault f = KindFault(Method::kUploadPart, kind);
+  f.nth = 2;
+  script.faults.push_back(f);
+  auto server = Serve(ctx, std::move(script));
+  const std::string content = Content(600 << 10, 162);
+  ClientRun run = RunClient(ctx, *server,
+                            {"put-multipart", kBucket, "obj", WriteFile(ctx, content),
+                             std::to_string(256 << 10)});
+  ctx.Require(server->WaitAnswered(absl::Seconds(30)), "the fake server answered every request",
+              "answered", "still busy");
+  CheckUploadIds(ctx, *server);
+  const auto reqs = server->Requests();
+  const auto parts = OfMethod(reqs, Method::kUploadPart);
+  ctx.Require(parts.size() >= 2, "the client sent at least two UploadPart", ">= 2",
+              absl::StrCat(parts.size()));
+  // For each part number, whether the latest UploadPart reply for it so far was the bad one.
+  std::map<uint32_t, bool> unverified;
+  for (const auto& q : reqs) {
+    if (q.method == Method::kUploadPart) {
+      unverified[ParseAs<pb::UploadPartRequest>(ctx, q).part_number()] =
+          q.index == parts[1].index;
+    } else if (q.method == Method::kCompleteMultipartUpload) {
+      const auto complete = ParseAs<pb::CompleteMultipartUploadRequest>(ctx, q);
+      for (const auto& p : complete.parts()) {
+        ctx.Require(!unverified[p.part_number()],
+                    absl::StrCat(Describe(q), " does not list part ", p.part_number(),
+                                 " whose only reply failed verification (AOBJ-DAT-154)"),
+                    "not listed", "listed");
+      }
+    }
+  }
+  if (run.ok()) {
+    auto stored = server->Object(kBucket, "obj");
+    ctx.Require(stored.has_value() && stored->content == content,
+                "the client reports success after uploading the part again: the server holds "
+                "the file",
+                "equal content", stored ? "differs" : "no object");
+    ctx.Note("the client uploaded the part again");
+  } else {
+    RequireFailure(ctx, run, "the upload with a bad UploadPart reply", code);
+  }
+  return server;
 }
 
 }  // namespace
@@ -630,6 +726,78 @@ void RegisterClientCases(Registry& r) {
                           "the object stored is the file", "equal", stored ? "differs" : "none");
             });
 
+  AddClient(r, "cli/7.5/2",
+            "a GET that ends without a reply: DEADLINE_EXCEEDED, and its windows are not reused "
+            "on that worker",
+            {"AOBJ-MEM-014", "AOBJ-CTL-014"}, true, [](CaseContext& ctx) {
+              // The first GetObject is held 1.5 s, then served (the fake server writes into its
+              // windows then, as a slow server would); the client's deadline is 400 ms.
+              FakeScript script;
+              Fault late = KindFault(Method::kGetObject, FaultKind::kDelay);
+              late.delay = absl::Milliseconds(1500);
+              script.faults.push_back(late);
+              auto server = Serve(ctx, script);
+              std::map<std::string, std::string> objects;
+              for (int i = 0; i < 3; ++i) {
+                const std::string key = absl::StrCat("late/k", i);
+                objects[key] = Content(1 << 20, 140 + i);
+                server->AddObject(kBucket, key, objects[key]);
+              }
+              const std::string dir = ctx.target().work_dir + "/" + ctx.Unique("dir");
+              ctx.Require(mkdir(dir.c_str(), 0700) == 0, "make the directory " + dir, "made",
+                          std::strerror(errno));
+              ClientRun run = RunClient(ctx, *server, {"get-all", "400", kBucket, "late/", dir});
+              ctx.Require(!run.timed_out, "the client ends within the time limit", "ends",
+                          RunText(run));
+              ctx.Require(server->WaitAnswered(absl::Seconds(30)),
+                          "the fake server answered every request", "answered", "still busy");
+              const std::map<std::string, std::string> outcome = KeyOutcomes(run.out);
+              for (const auto& [key, content] : objects) {
+                auto it = outcome.find(key);
+                ctx.Require(it != outcome.end(), "the driver reports an outcome for " + key,
+                            "a line '" + key + " ok' or '" + key + " error: NAME'", "none");
+                if (it->second != "ok") continue;
+                auto file = ReadFile(dir + "/" + key.substr(5));
+                ctx.Require(file.has_value() && *file == content,
+                            key + " reported downloaded: the file holds the object",
+                            "equal content", file ? "differs" : "no file");
+              }
+              auto gets = OfMethod(server->Requests(), Method::kGetObject);
+              ctx.Require(!gets.empty() && !gets[0].windows.empty(),
+                          "the first GetObject named windows (RMA)", "descriptors",
+                          gets.empty() ? "no GetObject" : "none");
+              const ReceivedRequest& first = gets[0];
+              const std::string first_key = ParseAs<pb::GetObjectRequest>(ctx, first).key();
+              ctx.Require(outcome.at(first_key) == "DEADLINE_EXCEEDED",
+                          "the GET held past the deadline is reported DEADLINE_EXCEEDED "
+                          "(AOBJ-CTL-014), never success",
+                          "DEADLINE_EXCEEDED", outcome.at(first_key));
+              int same_worker = 0;
+              int other_worker = 0;
+              for (const auto& q : server->Requests()) {
+                if (q.index <= first.index || q.windows.empty()) continue;
+                if (q.endpoint != first.endpoint) {
+                  ++other_worker;
+                  continue;
+                }
+                ++same_worker;
+                for (const auto& [a, n] : q.windows) {
+                  for (const auto& [fa, fn] : first.windows) {
+                    ctx.Require(a + n <= fa || fa + fn <= a,
+                                Describe(q) + " on the same worker does not reuse a window of " +
+                                    Describe(first) + " (AOBJ-MEM-014)",
+                                "disjoint windows",
+                                absl::StrCat("[", a, ", +", n, ") overlaps [", fa, ", +", fn,
+                                             ")"));
+                  }
+                }
+              }
+              ctx.Note(absl::StrCat(same_worker, " later data request(s) on the same worker, ",
+                                    other_worker,
+                                    " on another worker (a new session after the old worker was "
+                                    "destroyed)"));
+            });
+
   // ---- 8: data movement ------------------------------------------------------------------
   AddClient(r, "cli/8.1/1", "GET reply with path UNSPECIFIED is a failure (INTERNAL)",
             {"AOBJ-DAT-031"}, true, [](CaseContext& ctx) {
@@ -716,6 +884,111 @@ void RegisterClientCases(Registry& r) {
                                           "prefix and delimiter",
                             "OK", q.outcome);
               }
+            });
+
+  // ---- 9.9: byte ranges -------------------------------------------------------------------
+  AddClient(r, "cli/9.9/1", "a ranged GET: the file holds exactly the octets asked for",
+            {"AOBJ-DAT-100", "AOBJ-DAT-105"}, false, [](CaseContext& ctx) {
+              auto server = Serve(ctx);
+              const std::string content = Content(1 << 20, 151);
+              server->AddObject(kBucket, "obj", content);
+              const std::string out = OutPath(ctx);
+              RequireSuccess(ctx,
+                             RunClient(ctx, *server,
+                                       {"get-range", kBucket, "obj", "1000", "300999", out}),
+                             "get-range 1000-300999 of 1 MiB");
+              auto file = ReadFile(out);
+              ctx.Require(file.has_value() && *file == content.substr(1000, 300000),
+                          "the file holds octets 1000..300999", "300000 equal octets",
+                          file ? absl::StrCat(file->size(), " octets, differ") : "no file");
+              bool ranged = false;
+              for (const auto& q : OfMethod(server->Requests(), Method::kGetObject)) {
+                ranged = ranged || ParseAs<pb::GetObjectRequest>(ctx, q).has_range();
+              }
+              ctx.Require(ranged, "the client asked for a range", "a GetObject with range",
+                          "none");
+            });
+  AddClient(r, "cli/9.9/2",
+            "a ranged GET answered with other offsets than the range asked for: INTERNAL, never "
+            "success",
+            {"AOBJ-DAT-105"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.faults.push_back(
+                  KindFault(Method::kGetObject, FaultKind::kShiftedContentRange));
+              RangeFails(ctx, std::move(script), "content_range one octet later than asked");
+            });
+  AddClient(r, "cli/9.9/3",
+            "a ranged GET answered with a complete_length that is not the object's size: "
+            "INTERNAL, never success",
+            {"AOBJ-DAT-105"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.faults.push_back(
+                  KindFault(Method::kGetObject, FaultKind::kWrongCompleteLength));
+              RangeFails(ctx, std::move(script), "complete_length of size + 1");
+            });
+
+  // ---- 9.15: multipart uploads ---------------------------------------------------------------
+  AddClient(r, "cli/9.15/1",
+            "a multipart upload: the upload ID comes back unchanged, parts are listed ascending "
+            "with the ETags answered",
+            {"AOBJ-OBJ-202", "AOBJ-DAT-154"}, false, [](CaseContext& ctx) {
+              auto server = Serve(ctx);
+              const std::string content = Content(600 << 10, 161);
+              RequireSuccess(ctx,
+                             RunClient(ctx, *server,
+                                       {"put-multipart", kBucket, "obj", WriteFile(ctx, content),
+                                        std::to_string(256 << 10)}),
+                             "put-multipart of 600 KiB in parts of 256 KiB");
+              auto stored = server->Object(kBucket, "obj");
+              ctx.Require(stored.has_value() && stored->content == content,
+                          "the server holds the file (the success is real)", "equal content",
+                          stored ? "differs" : "no object");
+              const auto uploads = server->Uploads();
+              ctx.Require(uploads.size() == 1 && uploads[0].completed,
+                          "one upload, created and completed", "1 completed",
+                          absl::StrCat(uploads.size(), " upload(s)"));
+              CheckUploadIds(ctx, *server);
+              auto completes = OfMethod(server->Requests(), Method::kCompleteMultipartUpload);
+              ctx.Require(completes.size() == 1, "one CompleteMultipartUpload", "1",
+                          absl::StrCat(completes.size()));
+              auto c = ParseAs<pb::CompleteMultipartUploadRequest>(ctx, completes[0]);
+              ctx.Require(c.parts_size() == 3, "three parts listed", "3",
+                          absl::StrCat(c.parts_size()));
+              for (int i = 0; i < c.parts_size(); ++i) {
+                const uint32_t n = c.parts(i).part_number();
+                auto part = uploads[0].parts.find(n);
+                std::string etag = c.parts(i).etag();
+                if (etag.empty() || etag.front() != '"') etag = "\"" + etag + "\"";
+                ctx.Require(n == static_cast<uint32_t>(i + 1) && part != uploads[0].parts.end() &&
+                                part->second.etag == etag,
+                            absl::StrCat("entry ", i, " is part ", i + 1, " with its ETag"),
+                            absl::StrCat("part ", i + 1), absl::StrCat("part ", n, " ", etag));
+              }
+            });
+  AddClient(r, "cli/9.15/2",
+            "an UploadPart reply with a wrong checksum: BAD_DIGEST, the part is never listed "
+            "unverified",
+            {"AOBJ-DAT-154", "AOBJ-DAT-004"}, true, [](CaseContext& ctx) {
+              PartFails(ctx, FaultKind::kWrongChecksum, ErrorCode::kBadDigest);
+            });
+  AddClient(r, "cli/9.15/3",
+            "an UploadPart reply one octet short: INCOMPLETE_TRANSFER, the part is never listed "
+            "unverified",
+            {"AOBJ-DAT-154", "AOBJ-DAT-004"}, true, [](CaseContext& ctx) {
+              PartFails(ctx, FaultKind::kShortTransfer, ErrorCode::kIncompleteTransfer);
+            });
+  AddClient(r, "cli/9.15/4", "an upload the client abandons is aborted", {"AOBJ-OBJ-229"}, true,
+            [](CaseContext& ctx) {
+              auto server = PartFails(ctx, FaultKind::kWrongChecksum, ErrorCode::kBadDigest);
+              const auto uploads = server->Uploads();
+              ctx.Require(uploads.size() == 1, "one upload created", "1",
+                          absl::StrCat(uploads.size()));
+              if (uploads[0].completed) {
+                ctx.Note("the client uploaded the part again and completed the upload");
+                return;
+              }
+              ctx.Require(uploads[0].aborted, "the abandoned upload was aborted",
+                          "AbortMultipartUpload", "left in progress");
             });
 
   // ---- 10: flow control ------------------------------------------------------------------

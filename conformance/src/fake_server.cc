@@ -25,6 +25,7 @@
 #include "transport/ucx_worker.h"
 #include "wire/checksum.h"
 #include "wire/crypto.h"
+#include "wire/range.h"
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/byte_buffer.h>
 
@@ -272,6 +273,25 @@ std::optional<StoredObject> FakeServer::Object(const std::string& bucket, const 
 std::vector<FakeServer::IssuedToken> FakeServer::Tokens() {
   absl::MutexLock l(&mu_);
   return tokens_;
+}
+
+std::vector<UploadRecord> FakeServer::Uploads() {
+  absl::MutexLock l(&mu_);
+  return uploads_;
+}
+
+bool FakeServer::WaitAnswered(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  for (;;) {
+    {
+      absl::MutexLock l(&mu_);
+      bool all = true;
+      for (const ReceivedRequest& r : requests_) all = all && !r.outcome.empty();
+      if (all) return true;
+    }
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
 }
 
 std::vector<std::string> FakeServer::SessionIds() {
@@ -522,6 +542,16 @@ FakeServer::Answer FakeServer::Process(ReceivedRequest& rec) {
     case Method::kListObjectsV2:
       a = List(rec, session);
       break;
+    case Method::kCreateMultipartUpload:
+      a = CreateUpload(rec);
+      break;
+    case Method::kCompleteMultipartUpload:
+      a = CompleteUpload(rec);
+      break;
+    case Method::kAbortMultipartUpload:
+      a = AbortUpload(rec);
+      break;
+    case Method::kUploadPart:
     case Method::kPutObject:
     case Method::kGetObject: {
       {
@@ -533,8 +563,9 @@ FakeServer::Answer FakeServer::Process(ReceivedRequest& rec) {
         ++data_in_flight_;
         max_data_in_flight_ = std::max(max_data_in_flight_, data_in_flight_);
       }
-      a = rec.method == Method::kPutObject ? PutObject(rec, session, fault)
-                                           : GetObject(rec, session, fault);
+      a = rec.method == Method::kPutObject   ? PutObject(rec, session, fault)
+          : rec.method == Method::kGetObject ? GetObject(rec, session, fault)
+                                             : UploadPart(rec, session, fault);
       absl::MutexLock l(&mu_);
       --data_in_flight_;
       break;
@@ -663,6 +694,70 @@ std::vector<RmaOp> OrderedFill(const std::vector<RemoteWindow>& windows, uint8_t
 
 }  // namespace
 
+std::optional<FakeServer::Answer> FakeServer::ReceiveBody(
+    ReceivedRequest& rec, const Session& s, uint64_t size,
+    const google::protobuf::RepeatedPtrField<pb::MemoryDescriptor>& source,
+    const std::string& inline_data, std::string* body, pb::TransferPath* path) {
+  if (!inline_data.empty()) {
+    // AOBJ-DAT-007
+    if (s.capabilities.count(1) == 0 || !source.empty() || inline_data.size() != size) {
+      return Error(ErrorCode::kInvalidArgument, "inline_data not allowed here (AOBJ-DAT-007)");
+    }
+    if (size > s.limits.inline_threshold()) {
+      return Error(ErrorCode::kEntityTooLarge, "inline body above inline_threshold");
+    }
+    *body = inline_data;
+    *path = pb::TRANSFER_PATH_INLINE;
+    return std::nullopt;
+  }
+  if (size == 0) return std::nullopt;
+  if (source.empty()) return Error(ErrorCode::kInvalidDescriptor, "no descriptor");
+  std::vector<RemoteWindow> windows;
+  auto total = Windows(source, s.limits, s.capabilities.count(4) > 0, &windows);
+  if (!total.ok()) return Error(ErrorCodeOf(total.status()), std::string(total.status().message()));
+  NoteWindows(rec, s, windows);
+  rec.window_bytes = *total;
+  if (*total < size) return Error(ErrorCode::kDescriptorTooSmall, "windows below size");
+  // AOBJ-MEM-017: read every window whole (remote read access over all of it), unless the
+  // windows are far larger than the body.
+  const uint64_t read = *total <= size + kMaxExtraWindow ? *total : size;
+  std::string local(read, '\0');
+  RmaBatch batch;
+  batch.direction = RmaDirection::kRead;
+  batch.windows = windows;
+  batch.max_rkey_bytes = s.limits.max_rkey_bytes();
+  batch.ops = OrderedFill(windows, reinterpret_cast<uint8_t*>(local.data()), read);
+  absl::Status st = worker_->Execute(s.endpoint, batch, absl::Seconds(20));
+  rec.rma_end = absl::Now();
+  if (!st.ok()) {
+    rec.rma_error = std::string(st.message());
+    return Error(ErrorCodeOf(st), absl::StrCat("RMA read failed: ", st.message()));
+  }
+  rec.rma_whole_windows_ok = read == *total;
+  *body = local.substr(0, size);
+  if (script_.reread_put_after > absl::ZeroDuration()) {
+    // AOBJ-MEM-011: the window must still hold the body until the reply.
+    absl::SleepFor(script_.reread_put_after);
+    std::string again(size, '\0');
+    batch.ops = OrderedFill(windows, reinterpret_cast<uint8_t*>(again.data()), size);
+    st = worker_->Execute(s.endpoint, batch, absl::Seconds(20));
+    rec.rma_end = absl::Now();
+    if (!st.ok()) {
+      rec.rma_error = absl::StrCat("second read failed: ", st.message());
+      return Error(ErrorCode::kTransferFailed, rec.rma_error);
+    }
+    if (again != *body) rec.rma_error = "the window changed before the reply (AOBJ-MEM-011)";
+  }
+  *path = pb::TRANSFER_PATH_RMA;
+  return std::nullopt;
+}
+
+void FakeServer::NoteWindows(ReceivedRequest& rec, const Session& s,
+                             const std::vector<RemoteWindow>& windows) {
+  rec.endpoint = s.endpoint;
+  for (const RemoteWindow& w : windows) rec.windows.emplace_back(w.address, w.length);
+}
+
 FakeServer::Answer FakeServer::PutObject(ReceivedRequest& rec, const Session& s,
                                          const Fault* fault) {
   pb::PutObjectRequest req;
@@ -684,53 +779,9 @@ FakeServer::Answer FakeServer::PutObject(ReceivedRequest& rec, const Session& s,
   }
   std::string body;
   pb::TransferPath path = pb::TRANSFER_PATH_NONE;
-  if (!req.inline_data().empty()) {
-    // AOBJ-DAT-007
-    if (s.capabilities.count(1) == 0 || req.source_size() > 0 ||
-        req.inline_data().size() != req.size()) {
-      return Error(ErrorCode::kInvalidArgument, "inline_data not allowed here (AOBJ-DAT-007)");
-    }
-    if (req.size() > s.limits.inline_threshold()) {
-      return Error(ErrorCode::kEntityTooLarge, "inline body above inline_threshold");
-    }
-    body = req.inline_data();
-    path = pb::TRANSFER_PATH_INLINE;
-  } else if (req.size() > 0) {
-    if (req.source_size() == 0) return Error(ErrorCode::kInvalidDescriptor, "no descriptor");
-    std::vector<RemoteWindow> windows;
-    auto total = Windows(req.source(), s.limits, s.capabilities.count(4) > 0, &windows);
-    if (!total.ok()) return Error(ErrorCodeOf(total.status()), std::string(total.status().message()));
-    rec.window_bytes = *total;
-    if (*total < req.size()) return Error(ErrorCode::kDescriptorTooSmall, "windows below size");
-    // AOBJ-MEM-017: read every window whole (remote read access over all of it), unless the
-    // windows are far larger than the body.
-    const uint64_t read = *total <= req.size() + kMaxExtraWindow ? *total : req.size();
-    std::string local(read, '\0');
-    RmaBatch batch;
-    batch.direction = RmaDirection::kRead;
-    batch.windows = windows;
-    batch.max_rkey_bytes = s.limits.max_rkey_bytes();
-    batch.ops = OrderedFill(windows, reinterpret_cast<uint8_t*>(local.data()), read);
-    absl::Status st = worker_->Execute(s.endpoint, batch, absl::Seconds(20));
-    if (!st.ok()) {
-      rec.rma_error = std::string(st.message());
-      return Error(ErrorCodeOf(st), absl::StrCat("RMA read failed: ", st.message()));
-    }
-    rec.rma_whole_windows_ok = read == *total;
-    body = local.substr(0, req.size());
-    if (script_.reread_put_after > absl::ZeroDuration()) {
-      // AOBJ-MEM-011: the window must still hold the body until the reply.
-      absl::SleepFor(script_.reread_put_after);
-      std::string again(req.size(), '\0');
-      batch.ops = OrderedFill(windows, reinterpret_cast<uint8_t*>(again.data()), req.size());
-      st = worker_->Execute(s.endpoint, batch, absl::Seconds(20));
-      if (!st.ok()) {
-        rec.rma_error = absl::StrCat("second read failed: ", st.message());
-        return Error(ErrorCode::kTransferFailed, rec.rma_error);
-      }
-      if (again != body) rec.rma_error = "the window changed before the reply (AOBJ-MEM-011)";
-    }
-    path = pb::TRANSFER_PATH_RMA;
+  if (std::optional<Answer> failed =
+          ReceiveBody(rec, s, req.size(), req.source(), req.inline_data(), &body, &path)) {
+    return *failed;
   }
   const std::string sum = ChecksumOf(algo, body);
   if (sum != req.checksum()) return Error(ErrorCode::kBadDigest, "checksum mismatch");
@@ -785,8 +836,16 @@ FakeServer::Answer FakeServer::GetObject(ReceivedRequest& rec, const Session& s,
     if (it == objects_.end()) return Error(ErrorCode::kNoSuchKey, "no such key");
     obj = it->second;
   }
+  // Section 9.9: a range selects the octets moved; metadata stays the whole object's.
+  std::optional<ResolvedRange> range;
   if (req.has_range()) {
-    return Error(ErrorCode::kInvalidRequest, "the suite's fake server does not serve ranges");
+    auto spec = RangeFromProto(req.range());
+    if (!spec.ok()) return Error(ErrorCode::kInvalidArgument, std::string(spec.status().message()));
+    auto resolved = ResolveRange(*spec, obj->content.size());
+    if (!resolved.ok()) {
+      return Error(ErrorCodeOf(resolved.status()), std::string(resolved.status().message()));
+    }
+    range = *resolved;
   }
   pb::ChecksumAlgorithm wire_algo = req.checksum_algorithm();
   if (wire_algo == pb::CHECKSUM_ALGORITHM_UNSPECIFIED) wire_algo = pb::CHECKSUM_ALGORITHM_CRC32C;
@@ -796,8 +855,9 @@ FakeServer::Answer FakeServer::GetObject(ReceivedRequest& rec, const Session& s,
   }
   const auto algo = wire_algo == pb::CHECKSUM_ALGORITHM_CRC64NVME ? ChecksumAlgorithm::kCrc64Nvme
                                                                   : ChecksumAlgorithm::kCrc32c;
-  const std::string& content = obj->content;
-  const uint64_t size = content.size();
+  const std::string content =
+      range ? obj->content.substr(range->first, range->length) : obj->content;
+  const uint64_t size = content.size();  // the octets to move
   if (size > s.limits.max_transfer_bytes()) {
     return Error(ErrorCode::kEntityTooLarge, "object above max_transfer_bytes");
   }
@@ -818,6 +878,7 @@ FakeServer::Answer FakeServer::GetObject(ReceivedRequest& rec, const Session& s,
     auto total = Windows(req.destination(), s.limits, s.capabilities.count(4) > 0, &windows);
     if (!total.ok()) return Error(ErrorCodeOf(total.status()), std::string(total.status().message()));
     rec.window_bytes = *total;
+    NoteWindows(rec, s, windows);
     if (*total < size) return Error(ErrorCode::kDescriptorTooSmall, "windows below the size");
     uint64_t write = moved;
     if (is_fault && kind == FaultKind::kPartialWrite) write = size / 2;
@@ -828,6 +889,7 @@ FakeServer::Answer FakeServer::GetObject(ReceivedRequest& rec, const Session& s,
     batch.max_rkey_bytes = s.limits.max_rkey_bytes();
     batch.ops = OrderedFill(windows, reinterpret_cast<uint8_t*>(local.data()), write);
     absl::Status st = worker_->Execute(s.endpoint, batch, absl::Seconds(20));
+    rec.rma_end = absl::Now();
     if (!st.ok()) {
       rec.rma_error = std::string(st.message());
       return Error(ErrorCodeOf(st), absl::StrCat("RMA write failed: ", st.message()));
@@ -840,11 +902,25 @@ FakeServer::Answer FakeServer::GetObject(ReceivedRequest& rec, const Session& s,
   resp.set_checksum_algorithm(wire_algo);
   resp.set_checksum(ChecksumOf(algo, content));
   auto* m = resp.mutable_metadata();
-  m->set_size(size);
+  m->set_size(obj->content.size());
   m->set_etag(obj->etag);
   m->set_last_modified_ms(obj->last_modified_ms);
   m->set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
-  m->set_checksum(ChecksumOf(ChecksumAlgorithm::kCrc32c, content));
+  m->set_checksum(ChecksumOf(ChecksumAlgorithm::kCrc32c, obj->content));
+  if (range) {
+    pb::ContentRange* cr = resp.mutable_content_range();
+    cr->set_first(range->first);
+    cr->set_last(range->last());
+    cr->set_complete_length(obj->content.size());
+    if (is_fault && kind == FaultKind::kShiftedContentRange) {
+      // The same length, one octet later: offsets that are not the resolution of the range.
+      cr->set_first(range->first + 1);
+      cr->set_last(range->last() + 1);
+    }
+    if (is_fault && kind == FaultKind::kWrongCompleteLength) {
+      cr->set_complete_length(obj->content.size() + 1);
+    }
+  }
   if (is_fault && kind == FaultKind::kWrongChecksum) {
     std::string c = resp.checksum();
     if (!c.empty()) c[0] = static_cast<char>(c[0] ^ 0x5a);
@@ -858,6 +934,158 @@ FakeServer::Answer FakeServer::GetObject(ReceivedRequest& rec, const Session& s,
     a.shown = Clip(shown.ShortDebugString());
   }
   return a;
+}
+
+// ---- multipart (Section 9.15) ---------------------------------------------------------------
+
+FakeServer::Answer FakeServer::CreateUpload(ReceivedRequest& rec) {
+  pb::CreateMultipartUploadRequest req;
+  if (!req.ParseFromString(rec.body)) {
+    return Error(ErrorCode::kInvalidArgument, "the request message does not parse");
+  }
+  absl::MutexLock l(&mu_);
+  if (buckets_.count(req.bucket()) == 0) return Error(ErrorCode::kNoSuchBucket, "no such bucket");
+  UploadRecord u;
+  // AOBJ-OBJ-203's form, and nothing a client could derive from the key or the clock
+  // (AOBJ-OBJ-202: the client treats it as opaque).
+  u.upload_id = HexEncode(RandomBytes(16));
+  u.bucket = req.bucket();
+  u.key = req.key();
+  uploads_.push_back(u);
+  pb::CreateMultipartUploadResponse resp;
+  resp.set_bucket(u.bucket);
+  resp.set_key(u.key);
+  resp.set_upload_id(u.upload_id);
+  return Ok(resp);
+}
+
+FakeServer::Answer FakeServer::UploadPart(ReceivedRequest& rec, const Session& s,
+                                          const Fault* fault) {
+  pb::UploadPartRequest req;
+  if (!req.ParseFromString(rec.body)) {
+    return Error(ErrorCode::kInvalidArgument, "the request message does not parse");
+  }
+  auto find = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> UploadRecord* {
+    for (UploadRecord& u : uploads_) {
+      if (u.upload_id == req.upload_id() && u.bucket == req.bucket() && u.key == req.key() &&
+          !u.completed && !u.aborted) {
+        return &u;
+      }
+    }
+    return nullptr;
+  };
+  {
+    absl::MutexLock l(&mu_);
+    if (find() == nullptr) return Error(ErrorCode::kNoSuchUpload, "no such upload in progress");
+  }
+  if (req.part_number() < 1 || req.part_number() > 10000) {
+    return Error(ErrorCode::kInvalidArgument, "part_number outside 1..10000");
+  }
+  const bool crc64 = req.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC64NVME;
+  if (!(req.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC32C && s.capabilities.count(2)) &&
+      !(crc64 && s.capabilities.count(3))) {
+    return Error(ErrorCode::kInvalidArgument, "checksum algorithm not negotiated (AOBJ-DAT-023)");
+  }
+  if (req.size() > s.limits.max_transfer_bytes()) {
+    return Error(ErrorCode::kEntityTooLarge, "size above max_transfer_bytes");
+  }
+  std::string body;
+  pb::TransferPath path = pb::TRANSFER_PATH_NONE;
+  if (std::optional<Answer> failed =
+          ReceiveBody(rec, s, req.size(), req.source(), req.inline_data(), &body, &path)) {
+    return *failed;
+  }
+  const std::string sum =
+      ChecksumOf(crc64 ? ChecksumAlgorithm::kCrc64Nvme : ChecksumAlgorithm::kCrc32c, body);
+  if (sum != req.checksum()) return Error(ErrorCode::kBadDigest, "checksum mismatch");
+  const std::string etag = absl::StrCat("\"", Md5Hex(body), "\"");
+  {
+    absl::MutexLock l(&mu_);
+    UploadRecord* u = find();
+    if (u == nullptr) return Error(ErrorCode::kNoSuchUpload, "the upload ended meanwhile");
+    u->parts[req.part_number()] = UploadRecord::Part{body, etag};
+  }
+  pb::UploadPartResponse resp;
+  resp.set_bytes_transferred(body.size());
+  resp.set_checksum_algorithm(req.checksum_algorithm());
+  resp.set_checksum(sum);
+  resp.set_path(path);
+  resp.set_etag(etag);
+  if (fault != nullptr && fault->kind == FaultKind::kWrongChecksum && !sum.empty()) {
+    std::string c = sum;
+    c[0] = static_cast<char>(c[0] ^ 0x5a);
+    resp.set_checksum(c);
+  }
+  if (fault != nullptr && fault->kind == FaultKind::kShortTransfer && !body.empty()) {
+    resp.set_bytes_transferred(body.size() - 1);
+  }
+  return Ok(resp);
+}
+
+FakeServer::Answer FakeServer::CompleteUpload(ReceivedRequest& rec) {
+  pb::CompleteMultipartUploadRequest req;
+  if (!req.ParseFromString(rec.body)) {
+    return Error(ErrorCode::kInvalidArgument, "the request message does not parse");
+  }
+  absl::MutexLock l(&mu_);
+  UploadRecord* u = nullptr;
+  for (UploadRecord& x : uploads_) {
+    if (x.upload_id == req.upload_id() && x.bucket == req.bucket() && x.key == req.key() &&
+        !x.completed && !x.aborted) {
+      u = &x;
+    }
+  }
+  if (u == nullptr) return Error(ErrorCode::kNoSuchUpload, "no such upload in progress");
+  if (req.parts().empty()) return Error(ErrorCode::kInvalidArgument, "no parts listed");
+  std::string content;
+  Md5 md5s;
+  uint32_t previous = 0;
+  for (const pb::CompletedPart& p : req.parts()) {
+    if (p.part_number() <= previous) {
+      return Error(ErrorCode::kInvalidPartOrder, "part numbers not ascending");
+    }
+    previous = p.part_number();
+    auto it = u->parts.find(p.part_number());
+    std::string etag = p.etag();
+    if (etag.size() < 2 || etag.front() != '"') etag = absl::StrCat("\"", etag, "\"");
+    if (it == u->parts.end() || it->second.etag != etag) {
+      return Error(ErrorCode::kInvalidPart,
+                   absl::StrCat("part ", p.part_number(), " was not uploaded with that ETag"));
+    }
+    content += it->second.content;
+    std::string raw;
+    HexDecode(it->second.etag.substr(1, it->second.etag.size() - 2), &raw);
+    md5s.Update(raw.data(), raw.size());
+  }
+  u->completed = true;
+  const std::string etag =
+      absl::StrCat("\"", HexEncode(md5s.Finish()), "-", req.parts_size(), "\"");
+  StoredObject obj{content, etag, absl::ToUnixMillis(absl::Now())};
+  objects_[{req.bucket(), req.key()}] = obj;
+  pb::CompleteMultipartUploadResponse resp;
+  auto* m = resp.mutable_metadata();
+  m->set_size(content.size());
+  m->set_etag(etag);
+  m->set_last_modified_ms(obj.last_modified_ms);
+  m->set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+  m->set_checksum(ChecksumOf(ChecksumAlgorithm::kCrc32c, content));
+  return Ok(resp);
+}
+
+FakeServer::Answer FakeServer::AbortUpload(ReceivedRequest& rec) {
+  pb::AbortMultipartUploadRequest req;
+  if (!req.ParseFromString(rec.body)) {
+    return Error(ErrorCode::kInvalidArgument, "the request message does not parse");
+  }
+  absl::MutexLock l(&mu_);
+  for (UploadRecord& u : uploads_) {
+    if (u.upload_id == req.upload_id() && u.bucket == req.bucket() && u.key == req.key() &&
+        !u.completed && !u.aborted) {
+      u.aborted = true;
+      return Ok(pb::AbortMultipartUploadResponse());
+    }
+  }
+  return Error(ErrorCode::kNoSuchUpload, "no such upload in progress");
 }
 
 FakeServer::Answer FakeServer::List(ReceivedRequest& rec, const Session& s) {
@@ -980,7 +1208,10 @@ ClientRun RunClient(CaseContext& ctx, const FakeServer& server,
     has_net_devices = has_net_devices || absl::StartsWith(entry, "UCX_NET_DEVICES=");
     env.push_back(entry);
   }
-  if (!has_net_devices) env.push_back("UCX_NET_DEVICES=lo");  // the loopback rule
+  if (!has_net_devices) {  // the loopback rule, or --net-devices
+    const std::string& devices = ctx.target().data_channel.net_devices;
+    env.push_back("UCX_NET_DEVICES=" + (devices.empty() ? std::string("lo") : devices));
+  }
   env.push_back("AOBJ_ENDPOINT=" + server.endpoint());
   env.push_back("AOBJ_ACCESS_KEY_ID=" + server.access_key_id());
   env.push_back("AOBJ_SECRET_ACCESS_KEY=" + server.secret());

@@ -43,6 +43,7 @@ class Server;
 namespace aobj {
 class UcxContext;
 class UcxWorker;
+struct RemoteWindow;
 }  // namespace aobj
 
 namespace aobj::conformance {
@@ -67,6 +68,23 @@ struct ReceivedRequest {
   uint64_t window_bytes = 0;      // sum of the descriptors' lengths
   bool rma_whole_windows_ok = false;  // every window was read (PUT) or written (GET) through
   std::string rma_error;          // the transfer's failure, if any
+  // Data requests whose descriptors passed the checks: the session's data-channel endpoint
+  // (one per worker address the client sent) and each window as (address, length).
+  uint64_t endpoint = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> windows;
+  absl::Time rma_end = absl::InfinitePast();  // when the server's last RMA for it ended
+};
+
+// A multipart upload as the fake server saw it (Section 9.15).
+struct UploadRecord {
+  std::string upload_id, bucket, key;
+  struct Part {
+    std::string content;
+    std::string etag;  // quoted hex MD5, as answered
+  };
+  std::map<uint32_t, Part> parts;
+  bool completed = false;
+  bool aborted = false;
 };
 
 // A fault for one request. `method` kCount matches any method but OpenSession.
@@ -81,7 +99,10 @@ enum class FaultKind {
   kPathInline,       // GET reply with path INLINE and the body in inline_data, whatever
                      // accept_inline said
   kPadResponse,      // a successful reply padded with an unknown field to `pad_to` octets
-  kDelay,            // wait `delay`, then answer normally
+  kDelay,            // wait `delay`, then answer normally (a GET's RMA happens after the wait)
+  kShiftedContentRange,  // ranged GET reply whose content_range is one octet later than the
+                         // resolution of the range asked for (same length)
+  kWrongCompleteLength,  // ranged GET reply whose content_range.complete_length is size + 1
 };
 
 struct Fault {
@@ -147,6 +168,11 @@ class FakeServer {
     std::string token, bucket, prefix, delimiter, next_key;
   };
   std::vector<IssuedToken> Tokens();
+  // Every multipart upload created, in order.
+  std::vector<UploadRecord> Uploads();
+  // Waits until every request received so far has been answered (a scripted delay may still
+  // hold one after the client has exited); false after `timeout`.
+  bool WaitAnswered(absl::Duration timeout);
   // The session IDs issued (lower-case hex), in order.
   std::vector<std::string> SessionIds();
   // How many data-channel endpoints the server created to the client's workers (one per
@@ -185,6 +211,18 @@ class FakeServer {
   Answer PutObject(ReceivedRequest& rec, const Session& s, const Fault* fault);
   Answer GetObject(ReceivedRequest& rec, const Session& s, const Fault* fault);
   Answer List(ReceivedRequest& rec, const Session& s);
+  Answer CreateUpload(ReceivedRequest& rec);
+  Answer UploadPart(ReceivedRequest& rec, const Session& s, const Fault* fault);
+  Answer CompleteUpload(ReceivedRequest& rec);
+  Answer AbortUpload(ReceivedRequest& rec);
+  // Receives a PutObject or UploadPart body, inline or by RMA read of `source`; the error to
+  // answer, or nullopt with *body and *path set.
+  std::optional<Answer> ReceiveBody(
+      ReceivedRequest& rec, const Session& s, uint64_t size,
+      const google::protobuf::RepeatedPtrField<pb::MemoryDescriptor>& source,
+      const std::string& inline_data, std::string* body, pb::TransferPath* path);
+  static void NoteWindows(ReceivedRequest& rec, const Session& s,
+                          const std::vector<RemoteWindow>& windows);
   const Fault* MatchFault(Method method) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static Answer Error(ErrorCode code, const std::string& message);
   static Answer Ok(const google::protobuf::Message& m);
@@ -206,6 +244,7 @@ class FakeServer {
   std::set<std::string> buckets_ ABSL_GUARDED_BY(mu_);
   std::map<std::pair<std::string, std::string>, StoredObject> objects_ ABSL_GUARDED_BY(mu_);
   std::vector<IssuedToken> tokens_ ABSL_GUARDED_BY(mu_);
+  std::vector<UploadRecord> uploads_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> session_ids_ ABSL_GUARDED_BY(mu_);
   std::map<int, int> fault_hits_ ABSL_GUARDED_BY(mu_);  // fault index -> matching requests
   int endpoints_ ABSL_GUARDED_BY(mu_) = 0;

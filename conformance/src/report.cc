@@ -167,8 +167,9 @@ std::string JsonReport(const RunSummary& s) {
     for (size_t j = 0; j < r.checks.size(); ++j) {
       const auto& c = r.checks[j];
       absl::StrAppend(&out, j ? ",\n       " : "\n       ", "{\"what\": ", JsonString(c.what),
-                      ", \"expected\": ", JsonString(c.expected), ", \"actual\": ",
-                      JsonString(c.actual), ", \"ok\": ", c.ok ? "true" : "false", "}");
+                      ", \"expected\": ", JsonString(c.expected),
+                      c.ok ? "" : absl::StrCat(", \"actual\": ", JsonString(c.actual)),
+                      ", \"ok\": ", c.ok ? "true" : "false", "}");
     }
     absl::StrAppend(&out, "],\n     \"notes\": [");
     for (size_t j = 0; j < r.notes.size(); ++j) {
@@ -232,7 +233,7 @@ th{background:#eee;text-align:left}.pass{background:#d9f2d9}.fail{background:#f7
     std::string detail;
     for (const auto& c : r.checks) {
       absl::StrAppend(&detail, c.ok ? "ok   " : "FAIL ", c.what, "\n     expected ", c.expected,
-                      "\n     actual   ", c.actual, "\n");
+                      c.ok ? "" : absl::StrCat("\n     actual   ", c.actual), "\n");
     }
     for (const auto& n : r.notes) absl::StrAppend(&detail, "note ", n, "\n");
     absl::StrAppend(&detail, "\n");

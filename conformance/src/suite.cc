@@ -38,16 +38,9 @@ const std::vector<Unobservable>& UnobservableRequirements() {
   static const auto* kList = new std::vector<Unobservable>{
       {"AOBJ-CTL-013", "the client driver contract is plaintext; tests/integration/tls_test.cc "
                        "checks that the reference client refuses a certificate it cannot verify"},
-      {"AOBJ-CTL-014", "how a client library reports to its own caller; tests/client checks the "
-                       "reference client"},
-      {"AOBJ-MEM-014", "needs a client request that ends without a reply; the driver contract "
-                       "gives the client no deadline"},
       {"AOBJ-MEM-025", "what a client relies on inside its own process"},
       {"AOBJ-OBJ-159", "depends on the limits a target configured; obj/9.2/2 and list/9.12/4 "
                        "check the defaults"},
-      {"AOBJ-DAT-105", "a ranged GET is outside the client driver contract's operations"},
-      {"AOBJ-OBJ-202", "multipart is outside the client driver contract's operations"},
-      {"AOBJ-DAT-154", "multipart is outside the client driver contract's operations"},
       {"AOBJ-OBJ-209", "needs a part above the target's maximum part size (5 GiB in S3)"},
       {"AOBJ-FLO-002", "the order of checks inside the server; flo/10/1 checks admission"},
       {"AOBJ-ERR-010", "the registry assigns no code at or above 0x80000000 and a target's "

@@ -87,6 +87,8 @@ struct Exchange {
 struct Check {
   std::string what;
   std::string expected;
+  // What was observed. Cases often describe only the failure here, so reports show it for
+  // failed checks only (JSON omits it when ok is true).
   std::string actual;
   bool ok = true;
 };

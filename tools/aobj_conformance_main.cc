@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -57,7 +58,8 @@ Selection:
 Client mode:
   --client-exec CMD         the driver of the client under test (a shell command line); see
                             conformance/CLIENT-DRIVER.md for the contract
-  --work-dir DIR            files of client-mode cases (default: a new directory under /tmp)
+  --work-dir DIR            files of client-mode cases (default: a new directory under /tmp,
+                            removed at the end unless a case failed)
 
 Reports:
   --junit FILE              JUnit XML
@@ -188,11 +190,13 @@ int main(int argc, char** argv) {
                  "--credentials FILE, or AOBJ_ACCESS_KEY_ID and AOBJ_SECRET_ACCESS_KEY\n";
     return 2;
   }
+  bool own_work_dir = false;
   if (args.Has("work-dir")) {
     target.work_dir = args.Get("work-dir");
   } else {
     char tmpl[] = "/tmp/aobj-conformance-XXXXXX";
     if (mkdtemp(tmpl) != nullptr) target.work_dir = tmpl;
+    own_work_dir = !target.work_dir.empty();
   }
   if (selected.empty()) {
     std::cerr << "aobj-conformance: no case matches the selection (see --list)\n";
@@ -241,5 +245,15 @@ int main(int argc, char** argv) {
     std::cerr << "aobj-conformance: could not write a report file\n";
     return 2;
   }
-  return RunFailed(summary) ? 1 : 0;
+  const bool failed = RunFailed(summary);
+  if (own_work_dir) {
+    // The directory this run made under /tmp: kept for a look when something failed.
+    std::error_code ec;
+    if (failed) {
+      std::cerr << "aobj-conformance: the client runs' files are in " << target.work_dir << "\n";
+    } else {
+      std::filesystem::remove_all(target.work_dir, ec);
+    }
+  }
+  return failed ? 1 : 0;
 }

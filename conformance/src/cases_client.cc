@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -301,6 +303,79 @@ void PutFails(CaseContext& ctx, FakeScript script, ErrorCode code, const std::st
   RequireFailure(ctx, run, what, code);
 }
 
+// Test certificates for the TLS cases, made once per run in the work directory with the
+// openssl command (UNSUPPORTED without it): a CA and a server certificate it signed for
+// 127.0.0.1, a second CA with a server certificate for 127.0.0.1, and one from the first CA
+// for another name only.
+struct TlsFiles {
+  std::string dir;
+  std::string F(const std::string& name) const { return dir + "/" + name; }
+};
+const TlsFiles& MakeTlsFiles(CaseContext& ctx) {
+  static std::mutex mu;
+  static std::map<std::string, TlsFiles> made;  // by work directory
+  std::lock_guard<std::mutex> lock(mu);
+  const std::string dir = ctx.target().work_dir + "/tls";
+  if (made.count(dir) > 0) return made[dir];
+  if (std::system("command -v openssl >/dev/null 2>&1") != 0) {
+    ctx.Unsupported("the TLS cases make their certificates with the openssl command, not found");
+  }
+  const std::string script = R"(set -e
+ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+for ca in ca other-ca; do
+  openssl req -x509 $ec -keyout $ca.key -out $ca.pem -days 2 -subj /CN=aobj-conformance-$ca 2>/dev/null
+done
+printf 'subjectAltName=IP:127.0.0.1
+' > ip.ext
+printf 'subjectAltName=DNS:not-this-server.invalid
+' > name.ext
+sign() {  # sign NAME CA EXT
+  openssl req $ec -keyout $1.key -out $1.csr -subj /CN=$1 2>/dev/null
+  openssl x509 -req -in $1.csr -CA $2.pem -CAkey $2.key -CAcreateserial -out $1.pem -days 2 -extfile $3 2>/dev/null
+}
+sign server ca ip.ext
+sign rogue other-ca ip.ext
+sign misnamed ca name.ext
+)";
+  const std::string path = ctx.target().work_dir + "/make-tls.sh";
+  {
+    std::ofstream f(path);
+    f << script;
+  }
+  const std::string cmd = "mkdir -p '" + dir + "' && cd '" + dir + "' && sh '" + path + "'";
+  ctx.Require(std::system(cmd.c_str()) == 0, "make test certificates with openssl in " + dir,
+              "made", "openssl failed");
+  made[dir] = TlsFiles{dir};
+  return made[dir];
+}
+
+// A fake server on TLS with the certificate `name` (server, rogue or misnamed); the client is
+// told to trust ca.pem.
+std::unique_ptr<FakeServer> ServeTls(CaseContext& ctx, const std::string& name) {
+  const TlsFiles& tls = MakeTlsFiles(ctx);
+  FakeScript script;
+  script.tls_cert_file = tls.F(name + ".pem");
+  script.tls_key_file = tls.F(name + ".key");
+  script.tls_ca_file = tls.F("ca.pem");
+  return Serve(ctx, std::move(script));
+}
+
+// The client must refuse a server whose certificate it cannot verify, before any request.
+void TlsRefused(CaseContext& ctx, const std::string& name, const std::string& what) {
+  auto server = ServeTls(ctx, name);
+  server->AddObject(kBucket, "obj", Content(70000, 171));
+  const std::string out = OutPath(ctx);
+  ClientRun run = RunClient(ctx, *server, {"get", kBucket, "obj", out});
+  ctx.Require(!run.timed_out && run.exit_code != 0,
+              what + ": the client does not report success", "non-zero exit", RunText(run));
+  const auto reqs = server->Requests();
+  ctx.Require(reqs.empty(),
+              what + ": no request reached the server (AOBJ-CTL-013: verify before sending)",
+              "no request", absl::StrCat(reqs.size(), " request(s), the first ",
+                                         reqs.empty() ? "" : reqs[0].method_name));
+  ctx.Require(!ReadFile(out).has_value(), what + ": no file written", "no file", "a file");
+}
+
 // Every line "KEY ok" or "KEY error: NAME" of a get-all run: key -> "ok" or NAME.
 std::map<std::string, std::string> KeyOutcomes(const std::string& out) {
   std::map<std::string, std::string> m;
@@ -441,6 +516,23 @@ void RegisterClientCases(Registry& r) {
                 ctx.Require(q.has_deadline, Describe(q) + " carries a deadline", "grpc-timeout",
                             "no deadline");
               }
+            });
+
+  AddClient(r, "cli/3.6/1", "TLS: the client verifies the server's certificate and works over it",
+            {"AOBJ-CTL-013"}, false, [](CaseContext& ctx) {
+              auto server = ServeTls(ctx, "server");
+              server->AddObject(kBucket, "obj", Content(70000, 172));
+              GetOk(ctx, *server, "obj", Content(70000, 172), "get over TLS");
+            });
+  AddClient(r, "cli/3.6/2",
+            "TLS: a server certificate from a CA the client does not trust is refused before "
+            "any request",
+            {"AOBJ-CTL-013"}, true,
+            [](CaseContext& ctx) { TlsRefused(ctx, "rogue", "certificate from another CA"); });
+  AddClient(r, "cli/3.6/3",
+            "TLS: a server certificate for another name is refused before any request",
+            {"AOBJ-CTL-013"}, true, [](CaseContext& ctx) {
+              TlsRefused(ctx, "misnamed", "certificate for not-this-server.invalid only");
             });
 
   // ---- 4: versions, capabilities, grease -------------------------------------------------
@@ -1004,10 +1096,28 @@ void RegisterClientCases(Registry& r) {
               server->AddObject(kBucket, "obj", Content(300000, 101));
               PutOk(ctx, *server, "new", Content(300000, 102), "put");
               GetOk(ctx, *server, "obj", Content(300000, 101), "get");
+              // Several objects with one client, which may pipeline them.
+              for (int i = 0; i < 4; ++i) {
+                server->AddObject(kBucket, absl::StrCat("many/k", i), Content(300000, 104 + i));
+              }
+              const std::string dir = ctx.target().work_dir + "/" + ctx.Unique("dir");
+              ctx.Require(mkdir(dir.c_str(), 0700) == 0, "make the directory " + dir, "made",
+                          std::strerror(errno));
+              ClientRun many = RunClient(ctx, *server, {"get-all", "20000", kBucket, "many/", dir});
+              RequireSuccess(ctx, many, "get-all of 4 objects with one client");
+              const auto outcome = KeyOutcomes(many.out);
+              for (int i = 0; i < 4; ++i) {
+                const std::string key = absl::StrCat("many/k", i);
+                ctx.Require(outcome.count(key) > 0 && outcome.at(key) == "ok",
+                            key + " reported downloaded", "ok",
+                            outcome.count(key) > 0 ? outcome.at(key) : "no line");
+                auto file = ReadFile(dir + "/k" + std::to_string(i));
+                ctx.Require(file.has_value() && *file == Content(300000, 104 + i),
+                            key + ": the file holds the object", "equal content",
+                            file ? "differs" : "no file");
+              }
               ctx.Require(server->max_data_in_flight() <= 1, "data requests in progress at once",
                           "<= 1", absl::StrCat(server->max_data_in_flight()));
-              ctx.Note("each operation of the driver contract moves one object; this shows the "
-                       "limit is kept for single-object operations only");
             });
   AddClient(r, "cli/10/2", "TOO_MANY_TRANSFERS: a retry, if any, waits and is a new request",
             {"AOBJ-FLO-003", "AOBJ-ERR-007"}, true, [](CaseContext& ctx) {

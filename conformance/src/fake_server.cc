@@ -232,7 +232,20 @@ absl::Status FakeServer::Start() {
   worker_ = std::move(*worker);
   service_ = std::make_unique<RawService>(this);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!script_.tls_cert_file.empty()) {
+    grpc::SslServerCredentialsOptions ssl;
+    std::ifstream cert(script_.tls_cert_file), key(script_.tls_key_file);
+    std::stringstream cert_pem, key_pem;
+    cert_pem << cert.rdbuf();
+    key_pem << key.rdbuf();
+    if (cert_pem.str().empty() || key_pem.str().empty()) {
+      return MakeError(ErrorCode::kInternal, "cannot read the fake server's TLS certificate");
+    }
+    ssl.pem_key_cert_pairs.push_back({key_pem.str(), cert_pem.str()});
+    creds = grpc::SslServerCredentials(ssl);
+  }
+  builder.AddListeningPort("127.0.0.1:0", creds, &port_);
   builder.RegisterService(service_.get());
   // Large bounds: the suite wants to see an oversized request (AOBJ-CTL-006), not have gRPC
   // refuse it, and to send padded replies (AOBJ-CTL-007).
@@ -1213,6 +1226,7 @@ ClientRun RunClient(CaseContext& ctx, const FakeServer& server,
     env.push_back("UCX_NET_DEVICES=" + (devices.empty() ? std::string("lo") : devices));
   }
   env.push_back("AOBJ_ENDPOINT=" + server.endpoint());
+  if (!server.tls_ca_file().empty()) env.push_back("AOBJ_TLS_CA=" + server.tls_ca_file());
   env.push_back("AOBJ_ACCESS_KEY_ID=" + server.access_key_id());
   env.push_back("AOBJ_SECRET_ACCESS_KEY=" + server.secret());
   std::vector<char*> envp;

@@ -134,6 +134,9 @@ struct FakeScript {
   // Every reply waits this long first.
   absl::Duration reply_delay = absl::ZeroDuration();
   std::vector<Fault> faults;
+  // TLS on the control channel (Section 3.6) when tls_cert_file is set: the server's PEM
+  // certificate chain and key; the client under test is given tls_ca_file as AOBJ_TLS_CA.
+  std::string tls_cert_file, tls_key_file, tls_ca_file;
   FakeScript();
 };
 
@@ -181,6 +184,7 @@ class FakeServer {
   // The most data requests ever in progress together (AOBJ-FLO-001).
   int max_data_in_flight();
 
+  const std::string& tls_ca_file() const { return script_.tls_ca_file; }
   const std::string& access_key_id() const { return access_key_id_; }
   const std::string& secret() const { return secret_; }
 

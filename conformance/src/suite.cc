@@ -36,8 +36,6 @@ bool IsShouldLevel(std::string_view level) {
 
 const std::vector<Unobservable>& UnobservableRequirements() {
   static const auto* kList = new std::vector<Unobservable>{
-      {"AOBJ-CTL-013", "the client driver contract is plaintext; tests/integration/tls_test.cc "
-                       "checks that the reference client refuses a certificate it cannot verify"},
       {"AOBJ-MEM-025", "what a client relies on inside its own process"},
       {"AOBJ-OBJ-159", "depends on the limits a target configured; obj/9.2/2 and list/9.12/4 "
                        "check the defaults"},

@@ -380,7 +380,7 @@ void RegisterDataCases(Registry& r) {
           });
           absl::SleepFor(absl::Milliseconds(15));
           Tamper c;
-          c.extra_metadata = {{"aobj-cancel", t.nonce_hex}};
+          c.extra_metadata = {{kMetaCancel, t.nonce_hex}};
           RawReply cancel = f.p->Send(Method::kRenewSession, pb::RenewSessionRequest(), c);
           const absl::Time acked = absl::Now();
           worker.join();
@@ -433,11 +433,11 @@ void RegisterDataCases(Registry& r) {
           break;
         }
         Tamper bad;
-        bad.extra_metadata = {{"aobj-cancel", "not-a-nonce"}};
+        bad.extra_metadata = {{kMetaCancel, "not-a-nonce"}};
         ctx.RequireCode(f.p->Send(Method::kRenewSession, pb::RenewSessionRequest(), bad),
                         ErrorCode::kInvalidArgument, "aobj-cancel that is not 32 hex digits");
         Tamper none;
-        none.extra_metadata = {{"aobj-cancel", HexEncode(RandomBytes(16))}};
+        none.extra_metadata = {{kMetaCancel, HexEncode(RandomBytes(16))}};
         ctx.RequireOk(f.p->Send(Method::kRenewSession, pb::RenewSessionRequest(), none),
                       "aobj-cancel naming no request in progress is ignored");
         ctx.RequireStillServes();

@@ -726,37 +726,23 @@ std::optional<FakeServer::Answer> FakeServer::ReceiveBody(
   if (size == 0) return std::nullopt;
   if (source.empty()) return Error(ErrorCode::kInvalidDescriptor, "no descriptor");
   std::vector<RemoteWindow> windows;
-  auto total = Windows(source, s.limits, s.capabilities.count(4) > 0, &windows);
-  if (!total.ok()) return Error(ErrorCodeOf(total.status()), std::string(total.status().message()));
-  NoteWindows(rec, s, windows);
-  rec.window_bytes = *total;
-  if (*total < size) return Error(ErrorCode::kDescriptorTooSmall, "windows below size");
+  if (std::optional<Answer> bad = TakeWindows(rec, s, source, size, &windows)) return bad;
   // AOBJ-MEM-017: read every window whole (remote read access over all of it), unless the
   // windows are far larger than the body.
-  const uint64_t read = *total <= size + kMaxExtraWindow ? *total : size;
+  const uint64_t total = rec.window_bytes;
+  const uint64_t read = total <= size + kMaxExtraWindow ? total : size;
   std::string local(read, '\0');
-  RmaBatch batch;
-  batch.direction = RmaDirection::kRead;
-  batch.windows = windows;
-  batch.max_rkey_bytes = s.limits.max_rkey_bytes();
-  batch.ops = OrderedFill(windows, reinterpret_cast<uint8_t*>(local.data()), read);
-  absl::Status st = worker_->Execute(s.endpoint, batch, absl::Seconds(20));
-  rec.rma_end = absl::Now();
-  if (!st.ok()) {
-    rec.rma_error = std::string(st.message());
-    return Error(ErrorCodeOf(st), absl::StrCat("RMA read failed: ", st.message()));
+  if (std::optional<Answer> failed = Move(rec, s, windows, RmaDirection::kRead, local.data(), read)) {
+    return failed;
   }
-  rec.rma_whole_windows_ok = read == *total;
+  rec.rma_whole_windows_ok = read == total;
   *body = local.substr(0, size);
   if (script_.reread_put_after > absl::ZeroDuration()) {
     // AOBJ-MEM-011: the window must still hold the body until the reply.
     absl::SleepFor(script_.reread_put_after);
     std::string again(size, '\0');
-    batch.ops = OrderedFill(windows, reinterpret_cast<uint8_t*>(again.data()), size);
-    st = worker_->Execute(s.endpoint, batch, absl::Seconds(20));
-    rec.rma_end = absl::Now();
-    if (!st.ok()) {
-      rec.rma_error = absl::StrCat("second read failed: ", st.message());
+    if (Move(rec, s, windows, RmaDirection::kRead, again.data(), size)) {
+      rec.rma_error = absl::StrCat("second read failed: ", rec.rma_error);
       return Error(ErrorCode::kTransferFailed, rec.rma_error);
     }
     if (again != *body) rec.rma_error = "the window changed before the reply (AOBJ-MEM-011)";
@@ -765,10 +751,35 @@ std::optional<FakeServer::Answer> FakeServer::ReceiveBody(
   return std::nullopt;
 }
 
-void FakeServer::NoteWindows(ReceivedRequest& rec, const Session& s,
-                             const std::vector<RemoteWindow>& windows) {
+std::optional<FakeServer::Answer> FakeServer::TakeWindows(
+    ReceivedRequest& rec, const Session& s,
+    const google::protobuf::RepeatedPtrField<pb::MemoryDescriptor>& descriptors, uint64_t size,
+    std::vector<RemoteWindow>* windows) {
+  auto total = Windows(descriptors, s.limits, s.capabilities.count(4) > 0, windows);
+  if (!total.ok()) return Error(ErrorCodeOf(total.status()), std::string(total.status().message()));
+  rec.window_bytes = *total;
   rec.endpoint = s.endpoint;
-  for (const RemoteWindow& w : windows) rec.windows.emplace_back(w.address, w.length);
+  for (const RemoteWindow& w : *windows) rec.windows.emplace_back(w.address, w.length);
+  if (*total < size) return Error(ErrorCode::kDescriptorTooSmall, "windows below the size");
+  return std::nullopt;
+}
+
+std::optional<FakeServer::Answer> FakeServer::Move(ReceivedRequest& rec, const Session& s,
+                                                   const std::vector<RemoteWindow>& windows,
+                                                   RmaDirection direction, char* local,
+                                                   uint64_t n) {
+  RmaBatch batch;
+  batch.direction = direction;
+  batch.windows = windows;
+  batch.max_rkey_bytes = s.limits.max_rkey_bytes();
+  batch.ops = OrderedFill(windows, reinterpret_cast<uint8_t*>(local), n);
+  absl::Status st = worker_->Execute(s.endpoint, batch, absl::Seconds(20));
+  rec.rma_end = absl::Now();
+  if (st.ok()) return std::nullopt;
+  rec.rma_error = std::string(st.message());
+  return Error(ErrorCodeOf(st), absl::StrCat("RMA ",
+                                             direction == RmaDirection::kRead ? "read" : "write",
+                                             " failed: ", st.message()));
 }
 
 FakeServer::Answer FakeServer::PutObject(ReceivedRequest& rec, const Session& s,
@@ -888,27 +899,18 @@ FakeServer::Answer FakeServer::GetObject(ReceivedRequest& rec, const Session& s,
     resp.set_path(pb::TRANSFER_PATH_NONE);
   } else {
     std::vector<RemoteWindow> windows;
-    auto total = Windows(req.destination(), s.limits, s.capabilities.count(4) > 0, &windows);
-    if (!total.ok()) return Error(ErrorCodeOf(total.status()), std::string(total.status().message()));
-    rec.window_bytes = *total;
-    NoteWindows(rec, s, windows);
-    if (*total < size) return Error(ErrorCode::kDescriptorTooSmall, "windows below the size");
+    if (std::optional<Answer> bad = TakeWindows(rec, s, req.destination(), size, &windows)) {
+      return *bad;
+    }
     uint64_t write = moved;
     if (is_fault && kind == FaultKind::kPartialWrite) write = size / 2;
     std::string local = content;
-    RmaBatch batch;
-    batch.direction = RmaDirection::kWrite;
-    batch.windows = windows;
-    batch.max_rkey_bytes = s.limits.max_rkey_bytes();
-    batch.ops = OrderedFill(windows, reinterpret_cast<uint8_t*>(local.data()), write);
-    absl::Status st = worker_->Execute(s.endpoint, batch, absl::Seconds(20));
-    rec.rma_end = absl::Now();
-    if (!st.ok()) {
-      rec.rma_error = std::string(st.message());
-      return Error(ErrorCodeOf(st), absl::StrCat("RMA write failed: ", st.message()));
+    if (std::optional<Answer> failed =
+            Move(rec, s, windows, RmaDirection::kWrite, local.data(), write)) {
+      return *failed;
     }
     // AOBJ-MEM-017: the whole window was written when the body fills it.
-    rec.rma_whole_windows_ok = write == *total;
+    rec.rma_whole_windows_ok = write == rec.window_bytes;
     resp.set_path(pb::TRANSFER_PATH_RMA);
   }
   resp.set_bytes_transferred(moved);

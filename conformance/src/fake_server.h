@@ -44,6 +44,7 @@ namespace aobj {
 class UcxContext;
 class UcxWorker;
 struct RemoteWindow;
+enum class RmaDirection;
 }  // namespace aobj
 
 namespace aobj::conformance {
@@ -225,8 +226,17 @@ class FakeServer {
       ReceivedRequest& rec, const Session& s, uint64_t size,
       const google::protobuf::RepeatedPtrField<pb::MemoryDescriptor>& source,
       const std::string& inline_data, std::string* body, pb::TransferPath* path);
-  static void NoteWindows(ReceivedRequest& rec, const Session& s,
-                          const std::vector<RemoteWindow>& windows);
+  // Checks a data request's descriptors (Section 7.2) into *windows and records them in `rec`;
+  // the error to answer, or nullopt.
+  std::optional<Answer> TakeWindows(
+      ReceivedRequest& rec, const Session& s,
+      const google::protobuf::RepeatedPtrField<pb::MemoryDescriptor>& descriptors, uint64_t size,
+      std::vector<RemoteWindow>* windows);
+  // Moves the first `n` octets of `local` to (kWrite) or from (kRead) the windows, in ordered
+  // fill; records the end and any failure in `rec`; the error to answer, or nullopt.
+  std::optional<Answer> Move(ReceivedRequest& rec, const Session& s,
+                             const std::vector<RemoteWindow>& windows, RmaDirection direction,
+                             char* local, uint64_t n);
   const Fault* MatchFault(Method method) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static Answer Error(ErrorCode code, const std::string& message);
   static Answer Ok(const google::protobuf::Message& m);

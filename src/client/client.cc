@@ -43,10 +43,6 @@ using client_internal::ScopedDeadline;
 using client_internal::tls_deadline;
 using client_internal::tls_op;
 
-// AOBJ-DAT-156: the nonce of a data request to cancel, on a RenewSession call (spec section
-// 12.8). Kept beside the server's copy in src/server/server.cc.
-constexpr char kMetaCancel[] = "aobj-cancel";
-
 // A Buffer: registered for its whole life, or (ClientOptions::register_per_request, caller
 // memory only) just a region that each request registers for itself (RequestRegistrations).
 class BufferImpl final : public Buffer {

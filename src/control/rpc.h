@@ -51,6 +51,9 @@ const char* MethodName(Method method);
 Method MethodFromName(const std::string& name);
 
 inline constexpr char kErrorTrailer[] = "aobj-error-bin";
+// RenewSession metadata naming a running data request of the session to stop, by its
+// `aobj-nonce` (32 lower-case hex characters; AOBJ-DAT-156). Outside the signature.
+inline constexpr char kMetaCancel[] = "aobj-cancel";
 
 // Server edge: the grpc::Status for `status`, with the Error detail serialized into
 // `*trailer_value` (to be sent as the kErrorTrailer trailing metadata). `supported` is set for

@@ -79,10 +79,6 @@ class ThreadPool {
   std::vector<std::thread> threads_;
 };
 
-// AOBJ-DAT-156: the nonce of a data request to cancel, on a RenewSession call (spec section
-// 12.8). Kept beside the client's copy in src/client/client.cc.
-constexpr char kMetaCancel[] = "aobj-cancel";
-
 // The call's deadline; gRPC reports "none" as the largest time_point, which does not convert.
 absl::Time DeadlineOf(const grpc::ServerContextBase& ctx) {
   const auto deadline = ctx.deadline();

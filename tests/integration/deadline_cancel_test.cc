@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <functional>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -80,6 +81,36 @@ bool AllBytesAre(const uint8_t* p, size_t n, uint8_t v) {
   }
   return true;
 }
+
+// A Client of its own with an asynchronous GET of the kBig-octet object "big" into caller memory
+// (emulated RMA, slow). Members are destroyed operation first, Client last.
+struct BigGet {
+  std::unique_ptr<Client> client;
+  std::unique_ptr<Mapping> memory;
+  std::unique_ptr<Buffer> dst;
+  std::shared_ptr<Operation<TransferResult>> op;
+
+  // Fatal failures: call through ASSERT_NO_FATAL_FAILURE.
+  void Start(const ClientOptions& o,
+             std::function<void(const absl::StatusOr<TransferResult>&)> done = nullptr) {
+    auto c = Client::Connect(o);
+    ASSERT_TRUE(c.ok()) << c.status();
+    client = std::move(*c);
+    memory = std::make_unique<Mapping>(kBig);
+    ASSERT_NE(memory->data(), nullptr);
+    auto d = client->RegisterBuffer(memory->data(), kBig);
+    ASSERT_TRUE(d.ok()) << d.status();
+    dst = std::move(*d);
+    op = client->GetAsync("test-bucket", "big", *dst, {}, std::move(done));
+  }
+  // Until some octets of the object landed in the buffer (or the GET ended).
+  void WaitUntilMoving() {
+    const absl::Time until = absl::Now() + absl::Seconds(20);
+    while (memory->data()[0] != kObjectByte && !op->done() && absl::Now() < until) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  }
+};
 
 class DeadlineCancelTest : public ::testing::Test {
  protected:
@@ -183,21 +214,13 @@ TEST_F(DeadlineCancelTest, PassedDeadlineFailsEveryCallWithoutSendingIt) {
 // the acknowledgment is the server's CANCELLED reply, so the data channel stays usable.
 TEST_F(DeadlineCancelTest, CancelledGetNeverTouchesTheBufferAgain) {
   PutBig("big");
-  auto reader = Client::Connect(Options(*server_));
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  Mapping memory(kBig);  // caller memory: emulated RMA, slow
-  ASSERT_NE(memory.data(), nullptr);
-  auto dst = (*reader)->RegisterBuffer(memory.data(), kBig);
-  ASSERT_TRUE(dst.ok()) << dst.status();
-
   std::atomic<int> callbacks{0};
-  auto op = (*reader)->GetAsync("test-bucket", "big", **dst, {},
-                                [&](const absl::StatusOr<TransferResult>&) { ++callbacks; });
-  // Let the transfer start: some octets of the object land in the buffer.
-  const absl::Time until = absl::Now() + absl::Seconds(20);
-  while (memory.data()[0] != kObjectByte && !op->done() && absl::Now() < until) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
+  BigGet get;
+  ASSERT_NO_FATAL_FAILURE(get.Start(Options(*server_),
+                                    [&](const absl::StatusOr<TransferResult>&) { ++callbacks; }));
+  get.WaitUntilMoving();  // let the transfer start
+  const auto& op = get.op;
+  const Mapping& memory = *get.memory;
   ASSERT_FALSE(op->done()) << "the GET finished before it could be cancelled";
   op->Cancel();
   ASSERT_TRUE(op->done());
@@ -213,7 +236,7 @@ TEST_F(DeadlineCancelTest, CancelledGetNeverTouchesTheBufferAgain) {
   EXPECT_TRUE(LogHasLine(*server_, {"event=request_failed", "method=GetObject", "code=CANCELLED"}))
       << server_->log();
   // The acknowledgment was a reply, not the AOBJ-MEM-014 fallback: data still moves.
-  auto whole = (*reader)->Get("test-bucket", "big", **dst);
+  auto whole = get.client->Get("test-bucket", "big", *get.dst);
   ASSERT_TRUE(whole.ok()) << whole.status();
   EXPECT_TRUE(AllBytesAre(memory.data(), kBig, kObjectByte));
   const absl::Time cb_until = absl::Now() + absl::Seconds(5);
@@ -234,15 +257,12 @@ TEST(DeadlineCancelSingleThreadTest, CancelReachesARequestHoldingEveryServerThre
     std::memset((*src)->data(), kObjectByte, kBig);
     ASSERT_TRUE((*c)->Put("test-bucket", "big", **src, kBig).ok());
   }
-  Mapping memory(kBig);
-  ASSERT_NE(memory.data(), nullptr);
-  auto dst = (*c)->RegisterBuffer(memory.data(), kBig);
-  ASSERT_TRUE(dst.ok()) << dst.status();
-  auto op = (*c)->GetAsync("test-bucket", "big", **dst);
-  const absl::Time until = absl::Now() + absl::Seconds(20);
-  while (memory.data()[0] != kObjectByte && !op->done() && absl::Now() < until) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
+  c->reset();
+  BigGet get;
+  ASSERT_NO_FATAL_FAILURE(get.Start(Options(server)));
+  get.WaitUntilMoving();
+  const auto& op = get.op;
+  const Mapping& memory = *get.memory;
   ASSERT_FALSE(op->done()) << "the GET finished before it could be cancelled";
   op->Cancel();
   EXPECT_EQ(ErrorCodeOf(op->Wait().status()), ErrorCode::kCancelled) << op->Wait().status();
@@ -257,43 +277,41 @@ TEST_F(DeadlineCancelTest, OperationsRunConcurrentlyOnOneClient) {
   PutBig("big");
   ClientOptions o = Options(*server_);
   o.async_threads = 4;
-  auto c = Client::Connect(o);
-  ASSERT_TRUE(c.ok()) << c.status();
-  Mapping memory(kBig);
-  ASSERT_NE(memory.data(), nullptr);
-  auto dst = (*c)->RegisterBuffer(memory.data(), kBig);
-  ASSERT_TRUE(dst.ok()) << dst.status();
-  auto big = (*c)->GetAsync("test-bucket", "big", **dst);
+  BigGet get;
+  ASSERT_NO_FATAL_FAILURE(get.Start(o));
+  Client* c = get.client.get();
+  const auto& big = get.op;
+  const Mapping& memory = *get.memory;
 
   constexpr int kSmall = 3;
   constexpr size_t kSize = 64 << 10;
   std::vector<std::unique_ptr<Buffer>> bufs;
   std::vector<std::shared_ptr<Operation<TransferResult>>> puts;
   for (int i = 0; i < kSmall; ++i) {
-    auto b = (*c)->AllocateBuffer(kSize);
+    auto b = c->AllocateBuffer(kSize);
     ASSERT_TRUE(b.ok());
     std::memset((*b)->data(), 'a' + i, kSize);
-    puts.push_back((*c)->PutAsync("test-bucket", "small-" + std::to_string(i), **b, kSize));
+    puts.push_back(c->PutAsync("test-bucket", "small-" + std::to_string(i), **b, kSize));
     bufs.push_back(std::move(*b));
   }
   for (auto& p : puts) ASSERT_TRUE(p->Wait().ok()) << p->Wait().status();
   std::atomic<bool> head_cb{false};
-  auto head = (*c)->HeadAsync("test-bucket", "small-1", {}, {},
+  auto head = c->HeadAsync("test-bucket", "small-1", {}, {},
                               [&](const absl::StatusOr<ObjectInfo>& r) { head_cb = r.ok(); });
   ASSERT_TRUE(head->Wait().ok()) << head->Wait().status();
   EXPECT_EQ(head->Wait()->size, kSize);
   // The small operations overtook the large GET: they did not wait for it.
   EXPECT_FALSE(big->done()) << "the 256 MiB GET ended before three PUTs and a HEAD";
-  auto del = (*c)->DeleteAsync("test-bucket", "small-2");
+  auto del = c->DeleteAsync("test-bucket", "small-2");
   ASSERT_TRUE(del->Wait().ok()) << del->Wait().status();
-  EXPECT_EQ(ErrorCodeOf((*c)->Head("test-bucket", "small-2").status()), ErrorCode::kNoSuchKey);
+  EXPECT_EQ(ErrorCodeOf(c->Head("test-bucket", "small-2").status()), ErrorCode::kNoSuchKey);
 
   ASSERT_TRUE(big->WaitFor(absl::Seconds(120)));
   ASSERT_TRUE(big->Wait().ok()) << big->Wait().status();
   EXPECT_EQ(big->Wait()->bytes_transferred, kBig);
   EXPECT_TRUE(AllBytesAre(memory.data(), kBig, kObjectByte));
   for (int i = 0; i < kSmall; ++i) {
-    auto got = (*c)->Get("test-bucket", "small-" + std::to_string(i), *bufs[i]);
+    auto got = c->Get("test-bucket", "small-" + std::to_string(i), *bufs[i]);
     if (i == 2) {
       EXPECT_EQ(ErrorCodeOf(got.status()), ErrorCode::kNoSuchKey);
     } else {
@@ -311,22 +329,19 @@ TEST_F(DeadlineCancelTest, QueuedOperationIsCancelledWithoutBeingSent) {
   PutBig("big");
   ClientOptions o = Options(*server_);
   o.async_threads = 1;
-  auto c = Client::Connect(o);
-  ASSERT_TRUE(c.ok()) << c.status();
-  Mapping memory(kBig);
-  ASSERT_NE(memory.data(), nullptr);
-  auto dst = (*c)->RegisterBuffer(memory.data(), kBig);
-  ASSERT_TRUE(dst.ok()) << dst.status();
-  auto big = (*c)->GetAsync("test-bucket", "big", **dst);  // holds the only async thread
-  auto small = (*c)->AllocateBuffer(4096);
+  BigGet get;
+  ASSERT_NO_FATAL_FAILURE(get.Start(o));  // the GET holds the only async thread
+  Client* c = get.client.get();
+  const auto& big = get.op;
+  auto small = c->AllocateBuffer(4096);
   ASSERT_TRUE(small.ok());
-  auto queued = (*c)->PutAsync("test-bucket", "never-stored", **small, 4096);
+  auto queued = c->PutAsync("test-bucket", "never-stored", **small, 4096);
   queued->Cancel();
   ASSERT_TRUE(queued->done());
   EXPECT_EQ(ErrorCodeOf(queued->Wait().status()), ErrorCode::kCancelled);
   big->Cancel();
   ASSERT_TRUE(big->done());
-  EXPECT_EQ(ErrorCodeOf((*c)->Head("test-bucket", "never-stored").status()), ErrorCode::kNoSuchKey);
+  EXPECT_EQ(ErrorCodeOf(c->Head("test-bucket", "never-stored").status()), ErrorCode::kNoSuchKey);
 }
 
 // Destroying a Client completes its queued operations with CANCELLED and waits for the running

@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "integration/raw_session.h"
 #include "integration/server_process.h"
+#include "integration/still_serves.h"
 
 namespace aobj {
 namespace {
@@ -35,23 +36,7 @@ class HostileTest : public ::testing::Test {
   }
 
   // A well-behaved client still gets full service.
-  void ExpectStillServes() {
-    ClientOptions o;
-    o.endpoint = server_->endpoint();
-    o.access_key_id = kAccessKey;
-    o.secret = kSecret;
-    auto c = Client::Connect(o);
-    ASSERT_TRUE(c.ok()) << c.status() << "\n" << server_->log();
-    auto buf = (*c)->AllocateBuffer(100000);
-    ASSERT_TRUE(buf.ok());
-    std::memset((*buf)->data(), 0x42, 100000);
-    auto put = (*c)->Put("test-bucket", "still-serving", **buf, 100000);
-    ASSERT_TRUE(put.ok()) << put.status();
-    std::memset((*buf)->data(), 0, 100000);
-    auto get = (*c)->Get("test-bucket", "still-serving", **buf);
-    ASSERT_TRUE(get.ok()) << get.status();
-    EXPECT_EQ((*buf)->data()[99999], 0x42);
-  }
+  void ExpectStillServes() { testing::ExpectStillServes(*server_, "still-serving", 0x42); }
 
   static ErrorCode Code(const RawReply& r) { return ErrorCodeOf(r.status); }
 

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "integration/raw_session.h"
 #include "integration/server_process.h"
+#include "integration/still_serves.h"
 
 namespace aobj {
 namespace {
@@ -42,24 +43,7 @@ class WorkerAddressTest : public ::testing::Test {
     return ErrorCodeOf(r.status);
   }
 
-  void ExpectStillServes() {
-    ASSERT_TRUE(server_->Alive()) << server_->log();
-    ClientOptions o;
-    o.endpoint = server_->endpoint();
-    o.access_key_id = kAccessKey;
-    o.secret = kSecret;
-    auto c = Client::Connect(o);
-    ASSERT_TRUE(c.ok()) << c.status() << "\n" << server_->log();
-    auto buf = (*c)->AllocateBuffer(100000);
-    ASSERT_TRUE(buf.ok());
-    std::memset((*buf)->data(), 0x5a, 100000);
-    auto put = (*c)->Put("test-bucket", "after-bad-address", **buf, 100000);
-    ASSERT_TRUE(put.ok()) << put.status();
-    std::memset((*buf)->data(), 0, 100000);
-    auto get = (*c)->Get("test-bucket", "after-bad-address", **buf);
-    ASSERT_TRUE(get.ok()) << get.status();
-    EXPECT_EQ((*buf)->data()[99999], 0x5a);
-  }
+  void ExpectStillServes() { testing::ExpectStillServes(*server_, "after-bad-address", 0x5a); }
 
   std::unique_ptr<ServerProcess> server_;
   std::unique_ptr<RawSession> raw_;

@@ -22,6 +22,7 @@
 #include "aobj/status.h"
 #include "tool_util.h"
 #include "wire/error_registry.h"
+#include "client/range_spec.h"
 #include "wire/range.h"
 
 namespace aobj::cli {
@@ -67,17 +68,6 @@ std::string BaseName(const std::string& s) {
 std::string AsDirectory(std::string prefix) {
   if (!prefix.empty() && prefix.back() != '/') prefix.push_back('/');
   return prefix;
-}
-
-RangeSpec ToSpec(const ByteRange& r) {
-  RangeSpec spec;
-  spec.kind = r.kind == ByteRange::Kind::kFirstLast ? RangeSpec::Kind::kFirstLast
-              : r.kind == ByteRange::Kind::kFrom    ? RangeSpec::Kind::kFrom
-                                                    : RangeSpec::Kind::kSuffix;
-  spec.first = r.first;
-  spec.last = r.last;
-  spec.suffix_length = r.suffix_length;
-  return spec;
 }
 
 absl::Status WriteAt(int fd, const uint8_t* data, uint64_t n, uint64_t offset, bool sequential,

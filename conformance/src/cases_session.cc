@@ -129,7 +129,7 @@ void RegisterSessionCases(Registry& r) {
         const uint64_t target = (4u << 20) + threshold - 16;
         std::string pad = "\xba\x3e";  // field 999, length-delimited
         uint64_t n = target - body.size() - 2 - 4;
-        for (int i = 0; i < 3; ++i) pad += static_cast<char>((n >> (7 * i)) & 0x7f | 0x80);
+        for (int i = 0; i < 3; ++i) pad += static_cast<char>(((n >> (7 * i)) & 0x7f) | 0x80);
         pad += static_cast<char>((n >> 21) & 0x7f);
         body += pad + std::string(n, 'p');
         RawReply ok = p->Send(Method::kHeadBucket, body, {},

@@ -37,6 +37,9 @@ bool IsShouldLevel(std::string_view level) {
 const std::vector<Unobservable>& UnobservableRequirements() {
   static const auto* kList = new std::vector<Unobservable>{
       {"AOBJ-MEM-025", "what a client relies on inside its own process"},
+      {"AOBJ-MEM-026", "what memory a client's descriptor names is not visible on EMULATED "
+                       "channels; tests/integration/device_staging_test.cc checks the reference "
+                       "client's refusal and staging"},
       {"AOBJ-OBJ-159", "depends on the limits a target configured; obj/9.2/2 and list/9.12/4 "
                        "check the defaults"},
       {"AOBJ-OBJ-209", "needs a part above the target's maximum part size (5 GiB in S3)"},

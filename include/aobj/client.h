@@ -62,6 +62,10 @@ struct ClientOptions {
   // rkey unpack per request. Unmapping stops a server only where the NIC enforces
   // registrations (HARDWARE sessions); on EMULATED ones it does not (AOBJ-MEM-025).
   bool register_per_request = false;
+  // How RegisterBuffer tells host memory from device memory, which it refuses
+  // (UNSUPPORTED_MEMORY_TYPE; AOBJ-MEM-026; stage it with DeviceStager, aobj/device.h). Empty:
+  // ClassifyMemory (the CUDA driver's answer). Set it for another accelerator runtime.
+  std::function<MemoryKind(const void* data, size_t size)> classify_memory;
   // Threads that run asynchronous operations (PutAsync and the like), started on first use.
   // At most this many operations of one Client are in flight at once; later ones queue.
   int async_threads = 4;
@@ -258,7 +262,9 @@ class Client {
 
   // A buffer of `size` bytes allocated and registered by UCX (the fast path).
   virtual absl::StatusOr<std::unique_ptr<Buffer>> AllocateBuffer(size_t size) = 0;
-  // Registers caller memory; the caller keeps it alive longer than the Buffer.
+  // Registers caller memory; the caller keeps it alive longer than the Buffer. Host memory only:
+  // UNSUPPORTED_MEMORY_TYPE for CUDA device or managed memory (ClientOptions::classify_memory),
+  // which DeviceStager (aobj/device.h) moves through host memory instead.
   virtual absl::StatusOr<std::unique_ptr<Buffer>> RegisterBuffer(void* data, size_t size) = 0;
 
   // Stores buffer.data()[0, size) under bucket/key. The buffer must not change until return.

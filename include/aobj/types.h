@@ -44,6 +44,13 @@ struct Limits {
   uint32_t max_rkey_bytes = 0;
 };
 
+// What memory a pointer points at (aobj/device.h, ClassifyMemory).
+enum class MemoryKind {
+  kHost,         // ordinary or page-locked host memory (or no CUDA driver in the process)
+  kCudaDevice,   // cudaMalloc and the like: not addressable by the CPU
+  kCudaManaged,  // cudaMallocManaged: migrates between host and device on access
+};
+
 // UCX data-channel settings. The environment (UCX_NET_DEVICES, UCX_TLS) overrides them.
 struct DataChannelOptions {
   std::string net_devices = "lo";  // loopback only unless told otherwise

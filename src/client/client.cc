@@ -9,9 +9,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "aobj/device.h"
 #include "aobj/status.h"
 #include "client/async.h"
 #include "control/raw_call.h"
+#include "client/range_spec.h"
 #include "control/rpc.h"
 #include "control/tls.h"
 #include "session/signer.h"
@@ -159,6 +161,16 @@ class ClientImpl final : public Client, public CancelSender {
   }
 
   absl::StatusOr<std::unique_ptr<Buffer>> RegisterBuffer(void* data, size_t size) override {
+    // AOBJ-MEM-026: UCX without CUDA support would take device memory for host memory.
+    const MemoryKind kind = options_.classify_memory ? options_.classify_memory(data, size)
+                                                     : ClassifyMemory(data);
+    if (kind != MemoryKind::kHost) {
+      return MakeError(ErrorCode::kUnsupportedMemoryType,
+                       absl::StrCat("the buffer is CUDA ",
+                                    kind == MemoryKind::kCudaDevice ? "device" : "managed",
+                                    " memory, which this client's UCX cannot register; move it "
+                                    "through host memory with aobj::DeviceStager (aobj/device.h)"));
+    }
     if (options_.register_per_request) {
       if (data == nullptr || size == 0) {
         return MakeError(ErrorCode::kInvalidArgument, "no memory to register");
@@ -865,16 +877,6 @@ class ClientImpl final : public Client, public CancelSender {
   template <class Req>
   static void SetPreconditions(const Preconditions& c, Req* req) {
     if (!IsEmpty(c)) ToProto(c, req->mutable_preconditions());
-  }
-  static RangeSpec ToSpec(const ByteRange& r) {
-    RangeSpec spec;
-    spec.kind = r.kind == ByteRange::Kind::kFirstLast ? RangeSpec::Kind::kFirstLast
-                : r.kind == ByteRange::Kind::kFrom    ? RangeSpec::Kind::kFrom
-                                                      : RangeSpec::Kind::kSuffix;
-    spec.first = r.first;
-    spec.last = r.last;
-    spec.suffix_length = r.suffix_length;
-    return spec;
   }
   // AOBJ-DAT-105: the reply's content_range is present exactly for a ranged request, is
   // consistent with the object's size, and is the range the request asked for.

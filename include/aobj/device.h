@@ -13,11 +13,19 @@
 //        ETag that HEAD saw), each into one of `depth` staging buffers while the previous chunk
 //        is copied host-to-device on a CUDA stream of its own.
 //   PUT: an object of at most `chunk_bytes` is copied device-to-host and sent with one
-//        PutObject; a larger one becomes a multipart upload of `chunk_bytes` parts (at least
-//        the server's minimum part size, 5 MiB for S3), the copy of part i+1 overlapping the
-//        upload of part i.
+//        PutObject; a larger one becomes a multipart upload of `chunk_bytes` parts, the copy of
+//        part i+1 overlapping the upload of part i (two staging buffers). Keep chunk_bytes at or
+//        above the server's minimum part size (5 MiB in S3 and by default in aobj-server,
+//        --min-part-size), else CompleteMultipartUpload fails ENTITY_TOO_SMALL.
 // Staging memory: depth x chunk_bytes, allocated by the client (AllocateBuffer) and page-locked
-// for CUDA (cudaHostRegister).
+// for CUDA (cudaHostRegister, portable).
+//
+// Ordering with the caller's GPU work: the copies run on streams of their own that are ordered
+// after work on the legacy default stream, and nothing else. Work on other streams (or on a
+// per-thread default stream) that writes the memory a Put reads, or reads the memory a Get
+// writes, must be complete before the call (cudaStreamSynchronize); every copy has completed
+// when the call returns, whatever its result.
+// Deadlines: options.call bounds the whole call (HEAD, every chunk or part, Complete).
 //
 // The CUDA runtime is loaded when first needed (dlopen of libcudart), so neither the library
 // nor its users need the CUDA toolkit to build, and a process without CUDA loads nothing.

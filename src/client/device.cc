@@ -16,12 +16,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "aobj/status.h"
 #include "client/range_spec.h"
 #include "wire/range.h"
 
 namespace aobj {
 namespace {
+
+static_assert(sizeof(void*) == 8, "the CUDA declarations below assume a 64-bit ABI");
 
 // ---- CUDA driver: what a pointer is ----------------------------------------------------------
 
@@ -57,15 +60,19 @@ struct CudaRuntime {
 };
 constexpr int kCudaMemcpyHostToDevice = 1;
 constexpr int kCudaMemcpyDeviceToHost = 2;
-constexpr unsigned kCudaStreamNonBlocking = 1;
-constexpr unsigned kCudaHostRegisterDefault = 0;
+// Flags 0 (cudaStreamDefault): the copy streams wait for work queued earlier on the legacy
+// default stream, and it waits for them (not cudaStreamNonBlocking).
+constexpr unsigned kCudaStreamDefault = 0;
+constexpr unsigned kCudaHostRegisterPortable = 1;  // pinned for every CUDA context
 
 // The runtime the application already uses if it loaded one (its state is per library copy),
 // else the first that loads; null when none does.
 const CudaRuntime* Runtime() {
   static const CudaRuntime* rt = []() -> const CudaRuntime* {
-    const char* names[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12",
-                           "libcudart.so.11.0"};
+    // Versioned names first: the unversioned one is the toolkit's development link and may be
+    // newer than the installed driver.
+    const char* names[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
+                           "libcudart.so"};
     void* lib = nullptr;
     for (int mode : {RTLD_NOW | RTLD_NOLOAD, RTLD_NOW | RTLD_LOCAL}) {
       for (const char* n : names) {
@@ -106,7 +113,7 @@ class CudaCopier final : public DeviceCopier {
   }
   int slots() const override { return static_cast<int>(streams_.size()); }
   absl::Status Pin(void* p, size_t size) override {
-    return Check(rt_.host_register(p, size, kCudaHostRegisterDefault), "cudaHostRegister");
+    return Check(rt_.host_register(p, size, kCudaHostRegisterPortable), "cudaHostRegister");
   }
   void Unpin(void* p) override { rt_.host_unregister(p); }
   absl::Status Start(int slot, Direction direction, void* dst, const void* src,
@@ -160,7 +167,9 @@ class Stager final : public DeviceStager {
                                      void* device, size_t capacity,
                                      const GetOptions& options) override {
     absl::MutexLock lock(&mu_);
-    absl::StatusOr<ObjectInfo> head = client_.Head(bucket, key, options.conditions);
+    const CallOptions whole = WholeCall(options.call);
+    std::unique_ptr<Client> client = client_.WithCallOptions(whole);
+    absl::StatusOr<ObjectInfo> head = client->Head(bucket, key, options.conditions);
     if (!head.ok()) return head.status();
     TransferResult result;
     result.info = *head;
@@ -180,7 +189,7 @@ class Stager final : public DeviceStager {
     }
     GetOptions chunk_options;
     chunk_options.conditions.if_match = head->etag;  // every chunk from the version HEAD saw
-    chunk_options.call = options.call;
+    chunk_options.call = whole;
     const uint64_t chunk = options_.chunk_bytes;
     auto* dst = static_cast<uint8_t*>(device);
     InFlight copies(*copier_);
@@ -191,7 +200,7 @@ class Stager final : public DeviceStager {
       if (absl::Status s = copies.Finish(slot); !s.ok()) return s;
       chunk_options.range = ByteRange::FirstLast(first + off, first + off + n - 1);
       absl::StatusOr<TransferResult> got =
-          client_.Get(bucket, key, {{staging_[slot].get(), 0, n}}, chunk_options);
+          client->Get(bucket, key, {{staging_[slot].get(), 0, n}}, chunk_options);
       if (!got.ok()) return got.status();
       if (got->bytes_transferred != n) {
         return MakeError(ErrorCode::kIncompleteTransfer,
@@ -215,17 +224,20 @@ class Stager final : public DeviceStager {
                                  const void* device, size_t size,
                                  const PutOptions& options) override {
     absl::MutexLock lock(&mu_);
+    std::unique_ptr<Client> client = client_.WithCallOptions(WholeCall(options.call));
     const auto* src = static_cast<const uint8_t*>(device);
     const uint64_t chunk = options_.chunk_bytes;
     InFlight copies(*copier_);
     if (size <= chunk) {
-      if (absl::Status s = copies.Start(0, DeviceCopier::Direction::kToHost,
-                                        staging_[0]->data(), src, size);
-          !s.ok()) {
-        return s;
+      if (size > 0) {
+        if (absl::Status s = copies.Start(0, DeviceCopier::Direction::kToHost,
+                                          staging_[0]->data(), src, size);
+            !s.ok()) {
+          return s;
+        }
+        if (absl::Status s = copies.FinishAll(); !s.ok()) return s;
       }
-      if (absl::Status s = copies.FinishAll(); !s.ok()) return s;
-      absl::StatusOr<TransferResult> put = client_.Put(bucket, key, *staging_[0], size, options);
+      absl::StatusOr<TransferResult> put = client->Put(bucket, key, *staging_[0], size, options);
       if (!put.ok()) return put.status();
       return put->info;
     }
@@ -235,11 +247,11 @@ class Stager final : public DeviceStager {
                        absl::StrCat(size, " octets in parts of ", chunk, " need ", count,
                                     " parts; at most 10000 (raise chunk_bytes)"));
     }
-    absl::StatusOr<UploadInfo> upload = client_.CreateMultipartUpload(bucket, key, options);
+    absl::StatusOr<UploadInfo> upload = client->CreateMultipartUpload(bucket, key, options);
     if (!upload.ok()) return upload.status();
     auto fail = [&](absl::Status s) -> absl::Status {
       copies.FinishAll().IgnoreError();  // no copy may still run into staging memory
-      client_.AbortMultipartUpload(bucket, key, upload->upload_id).IgnoreError();
+      client_.AbortMultipartUpload(bucket, key, upload->upload_id).IgnoreError();  // no deadline
       return s;
     };
     auto part_size = [&](uint64_t i) { return std::min<uint64_t>(chunk, size - i * chunk); };
@@ -258,18 +270,29 @@ class Stager final : public DeviceStager {
         if (absl::Status s = start_copy(i + 1); !s.ok()) return fail(s);
       }
       absl::StatusOr<UploadPartResult> part =
-          client_.UploadPart(bucket, key, upload->upload_id, static_cast<uint32_t>(i + 1),
+          client->UploadPart(bucket, key, upload->upload_id, static_cast<uint32_t>(i + 1),
                              *staging_[slot], 0, part_size(i));
       if (!part.ok()) return fail(part.status());
       parts.push_back({static_cast<uint32_t>(i + 1), part->etag});
     }
-    absl::StatusOr<ObjectInfo> info = client_.CompleteMultipartUpload(
+    absl::StatusOr<ObjectInfo> info = client->CompleteMultipartUpload(
         bucket, key, upload->upload_id, parts, options.conditions);
     if (!info.ok()) return fail(info.status());
     return info;
   }
 
  private:
+  // `call` as one absolute deadline for the whole staged transfer (a relative timeout counts
+  // from now, not from each chunk's request).
+  static CallOptions WholeCall(const CallOptions& call) {
+    CallOptions whole;
+    whole.deadline = call.deadline;
+    if (call.timeout > absl::ZeroDuration()) {
+      whole.deadline = std::min(whole.deadline, absl::Now() + call.timeout);
+    }
+    return whole;
+  }
+
   // The copies started and not yet finished, per slot; the destructor waits for the rest, so
   // that no copy outlives the call that started it (the caller may free the device memory).
   class InFlight {
@@ -330,13 +353,17 @@ absl::StatusOr<std::unique_ptr<DeviceCopier>> CudaRuntimeCopier(int slots) {
                      "no CUDA runtime (libcudart) could be loaded: device memory is unavailable");
   }
   int devices = 0;
-  if (rt->get_device_count(&devices) != 0 || devices == 0) {
-    return MakeError(ErrorCode::kUnsupportedMemoryType, "the CUDA runtime finds no device");
+  if (int err = rt->get_device_count(&devices); err != 0 || devices == 0) {
+    return MakeError(ErrorCode::kUnsupportedMemoryType,
+                     absl::StrCat("the CUDA runtime finds no device",
+                                  err != 0 ? absl::StrCat(": ", rt->get_error_string(err), " (",
+                                                          err, ")")
+                                           : std::string()));
   }
   std::vector<void*> streams;
   for (int i = 0; i < slots; ++i) {
     void* s = nullptr;
-    if (int err = rt->stream_create_with_flags(&s, kCudaStreamNonBlocking); err != 0) {
+    if (int err = rt->stream_create_with_flags(&s, kCudaStreamDefault); err != 0) {
       for (void* t : streams) rt->stream_destroy(t);
       return MakeError(ErrorCode::kInternal, absl::StrCat("cudaStreamCreateWithFlags failed: ",
                                                           rt->get_error_string(err)));

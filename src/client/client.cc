@@ -199,9 +199,7 @@ class ClientImpl final : public Client, public CancelSender {
     absl::StatusOr<uint64_t> total = CheckSlices(source);
     if (!total.ok()) return total.status();
     const uint64_t size = *total;
-    Checksummer sum(options_.checksum);
-    ForEachSpan(source, size, [&](uint8_t* p, size_t n) { sum.Update(p, n); });
-    const std::string checksum = sum.Finish();
+    const std::string checksum = ChecksumOf(options_.checksum, source, size);
     pb::PutObjectRequest req;
     req.set_bucket(bucket);
     req.set_key(key);
@@ -312,9 +310,7 @@ class ClientImpl final : public Client, public CancelSender {
     if (algo != options_.checksum) {
       return MakeError(ErrorCode::kBadDigest, "server answered with another checksum algorithm");
     }
-    Checksummer sum(algo);
-    ForEachSpan(destination, size, [&](uint8_t* p, size_t n) { sum.Update(p, n); });
-    if (sum.Finish() != resp.checksum()) {
+    if (ChecksumOf(algo, destination, size) != resp.checksum()) {
       return MakeError(ErrorCode::kBadDigest,
                        absl::StrCat(ChecksumName(algo),
                                     " of the received bytes does not match the server's"));
@@ -490,9 +486,8 @@ class ClientImpl final : public Client, public CancelSender {
     }
     const auto& buf = static_cast<const BufferImpl&>(buffer);
     const uint8_t* data = buf.data() + offset;
-    Checksummer sum(options_.checksum);
-    sum.Update(data, size);
-    const std::string checksum = sum.Finish();
+    const std::string checksum =
+        ChecksumOf(options_.checksum, {{&buffer, offset, size}}, size);
     pb::UploadPartRequest req;
     req.set_bucket(bucket);
     req.set_key(key);
@@ -855,12 +850,49 @@ class ClientImpl final : public Client, public CancelSender {
   // Calls fn(pointer, length) over the first `n` octets of the windows, in order.
   template <class Fn>
   static void ForEachSpan(const std::vector<BufferSlice>& slices, uint64_t n, Fn fn) {
+    ForEachSpanIn(slices, 0, n, fn);
+  }
+  // The same for octets [from, from + n) of the slices' concatenation.
+  template <class Fn>
+  static void ForEachSpanIn(const std::vector<BufferSlice>& slices, uint64_t from, uint64_t n,
+                            Fn fn) {
     for (const BufferSlice& s : slices) {
       if (n == 0) break;
-      const uint64_t take = std::min(n, s.length);
-      if (take > 0) fn(s.buffer->data() + s.offset, static_cast<size_t>(take));
+      if (from >= s.length) {
+        from -= s.length;
+        continue;
+      }
+      const uint64_t take = std::min(n, s.length - from);
+      if (take > 0) fn(s.buffer->data() + s.offset + from, static_cast<size_t>(take));
+      from = 0;
       n -= take;
     }
+  }
+  // The end-to-end checksum of the first `size` octets of `slices` (AOBJ-DAT-004). A large body
+  // is checksummed in pieces of at least kParallelChecksumPiece on up to four threads, one per
+  // core, and the pieces combined (Checksummer::Append): after a GET this pass over the body
+  // is most of the client's time (docs/benchmarks.md), and the server is idle by then.
+  static constexpr uint64_t kParallelChecksumPiece = uint64_t{8} << 20;
+  static std::string ChecksumOf(ChecksumAlgorithm algo, const std::vector<BufferSlice>& slices,
+                                uint64_t size) {
+    static const uint64_t cores = std::max(1u, std::thread::hardware_concurrency());
+    const uint64_t pieces = std::min<uint64_t>({cores, 4, size / kParallelChecksumPiece});
+    std::vector<Checksummer> sums(std::max<uint64_t>(pieces, 1), Checksummer(algo));
+    auto bound = [&](uint64_t k) { return size / sums.size() * k; };
+    auto run = [&](uint64_t k) {
+      const uint64_t from = bound(k);
+      const uint64_t to = k + 1 == sums.size() ? size : bound(k + 1);
+      ForEachSpanIn(slices, from, to - from, [&](uint8_t* p, size_t n) { sums[k].Update(p, n); });
+    };
+    std::vector<std::thread> threads;
+    for (uint64_t k = 1; k < sums.size(); ++k) threads.emplace_back(run, k);
+    run(0);
+    for (std::thread& t : threads) t.join();
+    for (uint64_t k = 1; k < sums.size(); ++k) {
+      const uint64_t to = k + 1 == sums.size() ? size : bound(k + 1);
+      sums[0].Append(sums[k], to - bound(k));
+    }
+    return sums[0].Finish();
   }
   static bool IsEmpty(const Preconditions& c) {
     return c.if_match.empty() && c.if_none_match.empty() && !c.if_modified_since_ms &&

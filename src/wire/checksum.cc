@@ -204,6 +204,75 @@ uint64_t Crc64Nvme(uint64_t crc, const void* data, size_t size) {
   return ~SliceBy8<uint64_t>(kCrc64NvmeTables, ~crc, static_cast<const uint8_t*>(data), size);
 }
 
+namespace {
+
+// zlib's crc32_combine, for any width: `mat` is the operator "one zero bit" (or a power of it)
+// as DIM column vectors.
+template <class T>
+T Gf2Times(const T* mat, T vec) {
+  T sum = 0;
+  for (int i = 0; vec != 0; ++i, vec >>= 1) {
+    if (vec & 1) sum ^= mat[i];
+  }
+  return sum;
+}
+
+template <class T>
+void Gf2Square(T* square, const T* mat) {
+  constexpr int kDim = 8 * sizeof(T);
+  for (int n = 0; n < kDim; ++n) square[n] = Gf2Times(mat, mat[n]);
+}
+
+template <class T>
+T CrcCombine(T crc_a, T crc_b, uint64_t size_b, T reflected_poly) {
+  constexpr int kDim = 8 * sizeof(T);
+  if (size_b == 0) return crc_a;
+  T even[kDim];
+  T odd[kDim];
+  odd[0] = reflected_poly;  // the operator for one zero bit
+  T row = 1;
+  for (int n = 1; n < kDim; ++n) {
+    odd[n] = row;
+    row <<= 1;
+  }
+  Gf2Square(even, odd);  // two zero bits
+  Gf2Square(odd, even);  // four zero bits
+  do {
+    Gf2Square(even, odd);  // 8, 32, 128, ... zero bits: one octet first
+    if (size_b & 1) crc_a = Gf2Times(even, crc_a);
+    size_b >>= 1;
+    if (size_b == 0) break;
+    Gf2Square(odd, even);
+    if (size_b & 1) crc_a = Gf2Times(odd, crc_a);
+    size_b >>= 1;
+  } while (size_b != 0);
+  return crc_a ^ crc_b;
+}
+
+}  // namespace
+
+uint32_t Crc32cCombine(uint32_t crc_a, uint32_t crc_b, uint64_t size_b) {
+  return CrcCombine<uint32_t>(crc_a, crc_b, size_b, kCrc32cPoly);
+}
+
+uint64_t Crc64NvmeCombine(uint64_t crc_a, uint64_t crc_b, uint64_t size_b) {
+  return CrcCombine<uint64_t>(crc_a, crc_b, size_b, kCrc64NvmePoly);
+}
+
+void Checksummer::Append(const Checksummer& next, uint64_t next_size) {
+  switch (algorithm_) {
+    case ChecksumAlgorithm::kCrc32c:
+      state_ = Crc32cCombine(static_cast<uint32_t>(state_), static_cast<uint32_t>(next.state_),
+                             next_size);
+      break;
+    case ChecksumAlgorithm::kCrc64Nvme:
+      state_ = Crc64NvmeCombine(state_, next.state_, next_size);
+      break;
+    default:
+      break;
+  }
+}
+
 void Checksummer::Update(const void* data, size_t size) {
   switch (algorithm_) {
     case ChecksumAlgorithm::kCrc32c:

@@ -218,5 +218,37 @@ TEST(ChecksumTest, UnknownAlgorithmHasNoEncoding) {
   EXPECT_EQ(summer.Finish(), "");
 }
 
+// Checksumming pieces on several threads: combining the pieces' CRCs gives the CRC of the
+// whole, for every split point (empty pieces included) and both algorithms.
+TEST(ChecksumTest, CombinedPiecesEqualTheWhole) {
+  std::mt19937 rng(7);
+  std::string data(70000, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  for (size_t split : {size_t{0}, size_t{1}, size_t{7}, size_t{4096}, size_t{65535},
+                       size_t{69999}, size_t{70000}}) {
+    const std::string_view a(data.data(), split);
+    const std::string_view b(data.data() + split, data.size() - split);
+    EXPECT_EQ(Crc32cCombine(Crc32c(0, a.data(), a.size()), Crc32c(0, b.data(), b.size()),
+                            b.size()),
+              Crc32c(0, data.data(), data.size()))
+        << "split at " << split;
+    EXPECT_EQ(Crc64NvmeCombine(Crc64Nvme(0, a.data(), a.size()),
+                               Crc64Nvme(0, b.data(), b.size()), b.size()),
+              Crc64Nvme(0, data.data(), data.size()))
+        << "split at " << split;
+    for (auto algo : {ChecksumAlgorithm::kCrc32c, ChecksumAlgorithm::kCrc64Nvme}) {
+      Checksummer whole(algo), first(algo), second(algo);
+      whole.Update(data.data(), data.size());
+      first.Update(a.data(), a.size());
+      second.Update(b.data(), b.size());
+      first.Append(second, b.size());
+      EXPECT_EQ(first.Finish(), whole.Finish()) << ChecksumName(algo) << " split at " << split;
+    }
+  }
+  // A length past 4 GiB exercises the high bits of the operator's exponent.
+  const uint32_t a = Crc32c(0, "abc", 3);
+  EXPECT_NE(Crc32cCombine(a, 0, uint64_t{5} << 32), Crc32cCombine(a, 0, uint64_t{4} << 32));
+}
+
 }  // namespace
 }  // namespace aobj

@@ -238,10 +238,13 @@ absl::Status Bench::StartVariants(std::vector<Variant>* out, int threads, uint64
     for (const std::string& b : buffers) {
       for (int p : processes) {
         for (const std::string& t : transports) {
+         for (uint64_t split : small ? std::vector<uint64_t>{0} : f_.split_get) {
           AobjVariant v;
           v.name = absl::StrCat("aobj-", s->name, b == "caller" ? "-caller" : "",
                                 p > 1 ? absl::StrCat("-", p, "p") : "",
-                                t == "default" ? "" : "-" + t, allow_inline ? "" : "-rma");
+                                t == "default" ? "" : "-" + t, allow_inline ? "" : "-rma",
+                                split > 0 ? absl::StrCat("-split", SizeLabel(split)) : "");
+          v.split_get = split;
           v.endpoint = s->endpoint;
           v.credentials_file = credentials_file_;
           v.bucket = f_.bucket;
@@ -255,6 +258,7 @@ absl::Status Bench::StartVariants(std::vector<Variant>* out, int threads, uint64
           auto w = AobjWorkers::Start(v);
           if (!w.ok()) return w.status();
           out->push_back(Variant{s.get(), t, std::move(*w)});
+         }
         }
       }
     }

@@ -66,12 +66,6 @@ struct ClientOptions {
   // (UNSUPPORTED_MEMORY_TYPE; AOBJ-MEM-026; stage it with DeviceStager, aobj/device.h). Empty:
   // ClassifyMemory (the CUDA driver's answer). Set it for another accelerator runtime.
   std::function<MemoryKind(const void* data, size_t size)> classify_memory;
-  // GETs of a whole object into windows of at least twice this size are split into ranged
-  // GETs of this size: the first alone (it tells the size and ETag), the rest pinned to that
-  // ETag with If-Match and two in flight, so that checksumming one piece overlaps the transfer
-  // of the next (docs/benchmarks.md). Each piece is verified like any GET. Needs the session's
-  // max_in_flight >= 2. 0: one GetObject per Get.
-  uint64_t split_get_bytes = 0;
   // Threads that run asynchronous operations (PutAsync and the like), started on first use.
   // At most this many operations of one Client are in flight at once; later ones queue.
   int async_threads = 4;

@@ -54,22 +54,17 @@ class OpControl {
  public:
   // Called by Call() after signing, before sending: false when the operation was cancelled
   // (then nothing is sent); otherwise records the nonce for Cancel().
-  // An operation may have calls in flight on two threads (ClientOptions::split_get_bytes).
   bool Sending(const std::string& nonce) {
     absl::MutexLock l(&mu_);
     if (cancel_requested_) return false;
-    nonces_.push_back(nonce);
-    if (nonces_.size() > kKeptNonces) nonces_.erase(nonces_.begin());
+    nonce_ = nonce;
     return true;
   }
 
  protected:
-  // The last calls' nonces: the ones in flight are among them; the server ignores a
-  // cancellation of a request that is no longer running (AOBJ-DAT-156).
-  static constexpr size_t kKeptNonces = 4;
   mutable absl::Mutex mu_;
   bool cancel_requested_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<std::string> nonces_ ABSL_GUARDED_BY(mu_);  // empty before the first call
+  std::string nonce_ ABSL_GUARDED_BY(mu_);  // of the call in flight, empty before the first
 };
 
 // The operation this thread is running (set on async threads only).
@@ -147,14 +142,14 @@ class OperationImpl final : public Operation<T>, public OpControl {
   OperationImpl(CancelSender* client, Callback done) : client_(client), done_cb_(std::move(done)) {}
 
   void Cancel() override {
-    std::vector<std::string> nonces;
+    std::string nonce;
     bool started;
     {
       absl::MutexLock l(&mu_);
       if (done_) return;
       cancel_requested_ = true;
       started = started_;
-      nonces = nonces_;
+      nonce = nonce_;
     }
     if (!started) {
       // Never sent, and Sending() refuses from now on: nothing to acknowledge.
@@ -163,7 +158,7 @@ class OperationImpl final : public Operation<T>, public OpControl {
     }
     // AOBJ-DAT-156: ask the server to stop; its reply to the request is the acknowledgment
     // (AOBJ-DAT-155). Without a nonce the call was not sent yet and will not be (Sending()).
-    for (const std::string& nonce : nonces) client_->SendCancel(nonce);
+    if (!nonce.empty()) client_->SendCancel(nonce);
     Wait();
   }
   bool done() const override {

@@ -261,93 +261,6 @@ class ClientImpl final : public Client, public CancelSender {
     ScopedDeadline scope(options.call);
     absl::StatusOr<uint64_t> capacity = CheckSlices(destination);
     if (!capacity.ok()) return capacity.status();
-    const uint64_t piece = options_.split_get_bytes;
-    if (piece > 0 && !options.range.has_value() && *capacity >= 2 * piece &&
-        info_.limits.max_in_flight >= 2) {
-      return GetInPieces(bucket, key, destination, *capacity, options, piece);
-    }
-    return GetOnce(bucket, key, destination, *capacity, options);
-  }
-
- private:
-  // ClientOptions::split_get_bytes: the first piece alone (it tells the object's size and ETag),
-  // then the rest as ranged GETs pinned to that ETag (If-Match), two in flight: this thread's
-  // and a helper thread's, which runs as part of the same operation (deadline, cancellation).
-  // Every piece is verified like any ranged GET (AOBJ-DAT-004, AOBJ-DAT-105).
-  absl::StatusOr<TransferResult> GetInPieces(const std::string& bucket, const std::string& key,
-                                             const std::vector<BufferSlice>& destination,
-                                             uint64_t capacity, const GetOptions& options,
-                                             uint64_t piece) {
-    auto get_piece = [&](uint64_t first, uint64_t n, const Preconditions& conditions) {
-      GetOptions o;
-      o.range = ByteRange::FirstLast(first, first + n - 1);
-      o.conditions = conditions;
-      return GetOnce(bucket, key, SubSlices(destination, first, n), n, o);
-    };
-    absl::StatusOr<TransferResult> first = get_piece(0, piece, options.conditions);
-    if (!first.ok()) {
-      // A ranged GET of an empty object is INVALID_RANGE: the plain GET answers it properly.
-      if (ErrorCodeOf(first.status()) == ErrorCode::kInvalidRange) {
-        return GetOnce(bucket, key, destination, capacity, options);
-      }
-      return first.status();
-    }
-    const uint64_t size = first->info.size;
-    TransferResult result{first->info, std::min(size, piece), first->path};
-    if (size <= piece) return result;
-    // Too large for the windows: the plain GET gives the usual DESCRIPTOR_TOO_SMALL.
-    if (size > capacity) return GetOnce(bucket, key, destination, capacity, options);
-    Preconditions pinned;
-    pinned.if_match = first->info.etag;
-    OpControl* const op = tls_op;
-    const absl::Time deadline = tls_deadline;
-    for (uint64_t at = piece; at < size;) {
-      const uint64_t n = std::min(piece, size - at);
-      const uint64_t next = at + n;
-      const uint64_t m = next < size ? std::min(piece, size - next) : 0;
-      absl::StatusOr<TransferResult> other = TransferResult();
-      std::thread helper;
-      if (m > 0) {
-        helper = std::thread([&, op, deadline] {
-          tls_op = op;
-          ScopedDeadline scope(deadline);
-          other = get_piece(next, m, pinned);
-          tls_op = nullptr;
-        });
-      }
-      absl::StatusOr<TransferResult> mine = get_piece(at, n, pinned);
-      if (helper.joinable()) helper.join();
-      for (auto* r : {&mine, &other}) {
-        if (!r->ok()) return r->status();
-      }
-      result.bytes_transferred += n + m;
-      at = next + m;
-    }
-    return result;
-  }
-
-  // The slices' octets [first, first + n), as slices.
-  static std::vector<BufferSlice> SubSlices(const std::vector<BufferSlice>& slices,
-                                            uint64_t first, uint64_t n) {
-    std::vector<BufferSlice> out;
-    for (const BufferSlice& s : slices) {
-      if (n == 0) break;
-      if (first >= s.length) {
-        first -= s.length;
-        continue;
-      }
-      const uint64_t take = std::min(n, s.length - first);
-      out.push_back({s.buffer, s.offset + first, take});
-      first = 0;
-      n -= take;
-    }
-    return out;
-  }
-
-  absl::StatusOr<TransferResult> GetOnce(const std::string& bucket, const std::string& key,
-                                         const std::vector<BufferSlice>& destination,
-                                         uint64_t capacity_value, const GetOptions& options) {
-    const absl::StatusOr<uint64_t> capacity = capacity_value;
     pb::GetObjectRequest req;
     req.set_bucket(bucket);
     req.set_key(key);
@@ -407,7 +320,6 @@ class ClientImpl final : public Client, public CancelSender {
     return result;
   }
 
- public:
   absl::StatusOr<ObjectInfo> Head(const std::string& bucket, const std::string& key) override {
     return Head(bucket, key, Preconditions{});
   }

@@ -64,13 +64,12 @@ class S3SemanticsTest : public ::testing::TestWithParam<std::string> {
     }
   }
 
-  std::unique_ptr<Client> Connect(bool allow_inline = true, uint64_t split_get_bytes = 0) {
+  std::unique_ptr<Client> Connect(bool allow_inline = true) {
     ClientOptions o;
     o.endpoint = server_->endpoint();
     o.access_key_id = kAccessKey;
     o.secret = kSecret;
     o.allow_inline = allow_inline;
-    o.split_get_bytes = split_get_bytes;
     auto c = Client::Connect(o);
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? std::move(*c) : nullptr;
@@ -686,52 +685,6 @@ TEST_P(S3SemanticsTest, LargeScatterGatherBodiesVerifyAcrossWindows) {
     joined.append(reinterpret_cast<char*>(w.buffer->data()) + w.offset, w.length);
   }
   EXPECT_TRUE(joined == content);
-}
-
-// ClientOptions::split_get_bytes: a whole-object GET into large windows becomes ranged GETs
-// pinned to one ETag; the result is the same as one GetObject, for objects of every size
-// relative to the piece (empty, under one piece, exact multiples, a remainder), into one buffer
-// and across windows; too small windows still give DESCRIPTOR_TOO_SMALL.
-TEST_P(S3SemanticsTest, SplitGetEqualsOneGet) {
-  constexpr uint64_t kPiece = 64 << 10;
-  auto c = Connect(/*allow_inline=*/false, kPiece);
-  auto buf = c->AllocateBuffer(10 * kPiece);
-  auto other = c->AllocateBuffer(3 * kPiece);
-  ASSERT_TRUE(buf.ok() && other.ok());
-  for (uint64_t size : {uint64_t{0}, uint64_t{1}, kPiece - 1, kPiece, kPiece + 1, 2 * kPiece,
-                        5 * kPiece + 17, 10 * kPiece}) {
-    SCOPED_TRACE(size);
-    const std::string content = Pattern(size + 3, size);
-    ASSERT_TRUE(PutString("split", content, {}, c.get()).ok());
-    std::memset((*buf)->data(), 0xEE, 10 * kPiece);
-    auto got = c->Get(kBucket, "split", **buf);
-    ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_EQ(got->bytes_transferred, size);
-    EXPECT_EQ(got->info.size, size);
-    EXPECT_FALSE(got->range.has_value());
-    EXPECT_EQ(std::string(reinterpret_cast<char*>((*buf)->data()), size), content);
-    if (size < 10 * kPiece) EXPECT_EQ((*buf)->data()[size], 0xEE) << "past the body: untouched";
-    if (size <= 9 * kPiece) {
-      // Across two windows of two buffers.
-      auto across = c->Get(kBucket, "split", {{other->get(), 0, kPiece + 5}, {buf->get(), 0, 9 * kPiece}},
-                           GetOptions{});
-      ASSERT_TRUE(across.ok()) << across.status();
-      std::string joined(reinterpret_cast<char*>((*other)->data()), std::min(size, kPiece + 5));
-      if (size > kPiece + 5) {
-        joined.append(reinterpret_cast<char*>((*buf)->data()), size - kPiece - 5);
-      }
-      EXPECT_EQ(joined, content);
-    }
-  }
-  ASSERT_TRUE(PutString("split-big", Pattern(4, 11 * kPiece), {}, c.get()).ok());
-  EXPECT_CODE(c->Get(kBucket, "split-big", **buf).status(), ErrorCode::kDescriptorTooSmall);
-  // Conditions apply: NOT_MODIFIED for the current ETag.
-  auto head = c->Head(kBucket, "split-big");
-  ASSERT_TRUE(head.ok());
-  ASSERT_TRUE(PutString("split", Pattern(5, 3 * kPiece), {}, c.get()).ok());
-  GetOptions o;
-  o.conditions.if_none_match = c->Head(kBucket, "split")->etag;
-  EXPECT_CODE(c->Get(kBucket, "split", **buf, o).status(), ErrorCode::kNotModified);
 }
 
 // ---- conditional requests (AOBJ-OBJ-130..137) ----------------------------------------------

@@ -76,8 +76,7 @@ absl::StatusOr<std::unique_ptr<AobjWorkers>> AobjWorkers::Start(const AobjVarian
               "--proc-index",  absl::StrCat(i),
               "--checksum",    v.checksum,
               "--transports",  v.transports.empty() ? "default" : v.transports,
-              "--inline",      v.allow_inline ? "1" : "0",
-              "--split-get",   absl::StrCat(v.split_get)};
+              "--inline",      v.allow_inline ? "1" : "0"};
     c.pipe_stdio = true;
     auto p = ChildProcess::Start(c);
     if (!p.ok()) return p.status();
@@ -189,8 +188,7 @@ int WorkerMain(int argc, char** argv) {
   tools::ParsedArgs args;
   absl::Status st = tools::ParseArgs(argc, argv, 2,
                                      {"endpoint", "credentials", "bucket", "buffers", "threads",
-                                      "max-size", "proc-index", "checksum", "transports", "inline",
-                                      "split-get"},
+                                      "max-size", "proc-index", "checksum", "transports", "inline"},
                                      {}, &args);
   if (!st.ok()) {
     EmitError(st);
@@ -207,12 +205,6 @@ int WorkerMain(int argc, char** argv) {
   options.secret = creds->begin()->second;
   options.client_name = "aobj-bench/0.1";
   options.allow_inline = args.Get("inline", "1") == "1";
-  int64_t split = 0;
-  if (!(st = args.GetInt("split-get", 0, &split)).ok() || split < 0) {
-    EmitError(st.ok() ? absl::InvalidArgumentError("--split-get below 0") : st);
-    return 2;
-  }
-  options.split_get_bytes = static_cast<uint64_t>(split);
   options.checksum = args.Get("checksum", "crc32c") == "crc64nvme" ? ChecksumAlgorithm::kCrc64Nvme
                                                                    : ChecksumAlgorithm::kCrc32c;
   const std::string transports = args.Get("transports", "default");

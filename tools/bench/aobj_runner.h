@@ -64,7 +64,6 @@ struct AobjVariant {
   bool allow_inline = true;
   std::string checksum = "crc32c";
   uint64_t max_size = 0;  // largest object of the run (buffer size)
-  uint64_t split_get = 0;  // ClientOptions::split_get_bytes
 };
 
 class AobjWorkers {

@@ -56,9 +56,6 @@ Workload:
                           with caller, raw UCX also runs on registered heap memory ("ucx-caller")
   --checksum ALGO         crc32c | crc64nvme end-to-end checksum (default crc32c; the client
                           library always verifies one)
-  --split-get LIST        ClientOptions::split_get_bytes variants of the aobj GET lines, e.g.
-                          0,16M (default 0: one GetObject per GET); a variant above 0 is named
-                          aobj-<store>-split<SIZE>
   --no-inline             aobj lines always use RMA, also for bodies under the inline threshold
                           (16 KiB by default; the small-request mode always runs both)
   --transports LIST       UCX_TLS variants for the client and raw UCX lines: "default" (UCX's
@@ -142,8 +139,7 @@ absl::Status ParseFlags(int argc, char** argv, Flags* f) {
                                                      "small-inflight",
                                                      "idle-seconds",
                                                      "json",
-                                                     "svg",
-                                                     "split-get"},
+                                                     "svg"},
                                      {"no-inline", "ucx-rkey-per-op"}, &a);
   if (!st.ok()) return st;
   f->no_inline = a.Has("no-inline");
@@ -155,12 +151,6 @@ absl::Status ParseFlags(int argc, char** argv, Flags* f) {
     auto v = ParseSize(s);
     if (!v.ok()) return v.status();
     f->sizes.push_back(*v);
-  }
-  f->split_get.clear();
-  for (const std::string& s : List(a.Get("split-get", "0"))) {
-    auto v = s == "0" ? absl::StatusOr<uint64_t>(0) : ParseSize(s);
-    if (!v.ok()) return v.status();
-    f->split_get.push_back(*v);
   }
   for (const std::string& s : List(a.Get("ops", "get,put"))) {
     if (s == "get") {

@@ -238,13 +238,10 @@ absl::Status Bench::StartVariants(std::vector<Variant>* out, int threads, uint64
     for (const std::string& b : buffers) {
       for (int p : processes) {
         for (const std::string& t : transports) {
-         for (uint64_t split : small ? std::vector<uint64_t>{0} : f_.split_get) {
           AobjVariant v;
           v.name = absl::StrCat("aobj-", s->name, b == "caller" ? "-caller" : "",
                                 p > 1 ? absl::StrCat("-", p, "p") : "",
-                                t == "default" ? "" : "-" + t, allow_inline ? "" : "-rma",
-                                split > 0 ? absl::StrCat("-split", SizeLabel(split)) : "");
-          v.split_get = split;
+                                t == "default" ? "" : "-" + t, allow_inline ? "" : "-rma");
           v.endpoint = s->endpoint;
           v.credentials_file = credentials_file_;
           v.bucket = f_.bucket;
@@ -258,7 +255,6 @@ absl::Status Bench::StartVariants(std::vector<Variant>* out, int threads, uint64
           auto w = AobjWorkers::Start(v);
           if (!w.ok()) return w.status();
           out->push_back(Variant{s.get(), t, std::move(*w)});
-         }
         }
       }
     }

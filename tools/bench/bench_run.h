@@ -36,7 +36,6 @@ struct Flags {
   double idle_seconds = 5;
   std::string json, svg;
   bool no_inline = false;
-  std::vector<uint64_t> split_get = {0};  // ClientOptions::split_get_bytes variants
   bool ucx_rkey_per_op = false;
 };
 

@@ -198,8 +198,13 @@ int main(int argc, char** argv) {
     if (mkdtemp(tmpl) != nullptr) target.work_dir = tmpl;
     own_work_dir = !target.work_dir.empty();
   }
+  auto drop_work_dir = [&] {
+    std::error_code ec;
+    if (own_work_dir) std::filesystem::remove_all(target.work_dir, ec);
+  };
   if (selected.empty()) {
     std::cerr << "aobj-conformance: no case matches the selection (see --list)\n";
+    drop_work_dir();
     return 2;
   }
 
@@ -241,19 +246,16 @@ int main(int argc, char** argv) {
   if (args.Has("junit")) wrote &= WriteFile(args.Get("junit"), JunitXml(summary));
   if (args.Has("json")) wrote &= WriteFile(args.Get("json"), JsonReport(summary));
   if (args.Has("html")) wrote &= WriteFile(args.Get("html"), HtmlReport(summary));
+  const bool failed = RunFailed(summary);
+  // The directory this run made under /tmp: kept for a look when a client case failed.
+  if (failed && own_work_dir && run.role == Role::kClient) {
+    std::cerr << "aobj-conformance: the client runs' files are in " << target.work_dir << "\n";
+  } else {
+    drop_work_dir();
+  }
   if (!wrote) {
     std::cerr << "aobj-conformance: could not write a report file\n";
     return 2;
-  }
-  const bool failed = RunFailed(summary);
-  if (own_work_dir) {
-    // The directory this run made under /tmp: kept for a look when something failed.
-    std::error_code ec;
-    if (failed) {
-      std::cerr << "aobj-conformance: the client runs' files are in " << target.work_dir << "\n";
-    } else {
-      std::filesystem::remove_all(target.work_dir, ec);
-    }
   }
   return failed ? 1 : 0;
 }

@@ -50,8 +50,10 @@ case "$op" in
     rc=$?
     # The CLI prints "download: aobj://B/K to PATH" for each object it wrote and
     # "aobj: download aobj://B/K to PATH: NAME (S3Code): message" for each one it did not.
+    # (A code the CLI does not know is "UNKNOWN (InternalError)": reported as INTERNAL, as below.)
     printf '%s\n' "$out" | sed -n "s|^download: aobj://$2/\([^ ]*\) to .*|\1 ok|p"
-    sed -n "s|^aobj: download aobj://$2/\([^ ]*\) to [^:]*: \([A-Z][A-Z0-9_]*\) (.*|\1 error: \2|p" "$errfile"
+    sed -n "s|^aobj: download aobj://$2/\([^ ]*\) to .*: \([A-Z][A-Z0-9_]*\) ([A-Za-z]*): .*|\1 error: \2|p" \
+        "$errfile" | sed 's/ error: UNKNOWN$/ error: INTERNAL/'
     cat "$errfile" >&2
     exit $rc ;;
   *)

@@ -395,6 +395,8 @@ void RangeFails(CaseContext& ctx, FakeScript script, const std::string& what) {
   const std::string out = OutPath(ctx);
   ClientRun run = RunClient(ctx, *server, {"get-range", kBucket, "obj", "1000", "300999", out});
   RequireFailure(ctx, run, "ranged GET answered with " + what, ErrorCode::kInternal);
+  ctx.Require(!ReadFile(out).has_value(), "no file claims to be the range", "no file",
+              "a file was written");
 }
 
 // Every multipart request names an upload ID the server issued, exactly (AOBJ-OBJ-202).
@@ -438,12 +440,16 @@ std::unique_ptr<FakeServer> PartFails(CaseContext& ctx, FaultKind kind, ErrorCod
   const auto parts = OfMethod(reqs, Method::kUploadPart);
   ctx.Require(parts.size() >= 2, "the client sent at least two UploadPart", ">= 2",
               absl::StrCat(parts.size()));
+  int faulty = -1;  // the request whose reply carried the fault
+  for (const auto& q : parts) {
+    if (q.fault_applied) faulty = q.index;
+  }
+  ctx.Require(faulty >= 0, "one UploadPart reply carried the scripted fault", "one", "none");
   // For each part number, whether the latest UploadPart reply for it so far was the bad one.
   std::map<uint32_t, bool> unverified;
   for (const auto& q : reqs) {
     if (q.method == Method::kUploadPart) {
-      unverified[ParseAs<pb::UploadPartRequest>(ctx, q).part_number()] =
-          q.index == parts[1].index;
+      unverified[ParseAs<pb::UploadPartRequest>(ctx, q).part_number()] = q.index == faulty;
     } else if (q.method == Method::kCompleteMultipartUpload) {
       const auto complete = ParseAs<pb::CompleteMultipartUploadRequest>(ctx, q);
       for (const auto& p : complete.parts()) {
@@ -822,11 +828,12 @@ void RegisterClientCases(Registry& r) {
             "a GET that ends without a reply: DEADLINE_EXCEEDED, and its windows are not reused "
             "on that worker",
             {"AOBJ-MEM-014", "AOBJ-CTL-014"}, true, [](CaseContext& ctx) {
-              // The first GetObject is held 1.5 s, then served (the fake server writes into its
-              // windows then, as a slow server would); the client's deadline is 400 ms.
+              // The first GetObject is held 6 s, then served (the fake server writes into its
+              // windows then, as a slow server would); the client's deadline is 2 s (every call
+              // has it, OpenSession and the listing too, so it leaves room for a busy machine).
               FakeScript script;
               Fault late = KindFault(Method::kGetObject, FaultKind::kDelay);
-              late.delay = absl::Milliseconds(1500);
+              late.delay = absl::Seconds(6);
               script.faults.push_back(late);
               auto server = Serve(ctx, script);
               std::map<std::string, std::string> objects;
@@ -838,7 +845,7 @@ void RegisterClientCases(Registry& r) {
               const std::string dir = ctx.target().work_dir + "/" + ctx.Unique("dir");
               ctx.Require(mkdir(dir.c_str(), 0700) == 0, "make the directory " + dir, "made",
                           std::strerror(errno));
-              ClientRun run = RunClient(ctx, *server, {"get-all", "400", kBucket, "late/", dir});
+              ClientRun run = RunClient(ctx, *server, {"get-all", "2000", kBucket, "late/", dir});
               ctx.Require(!run.timed_out, "the client ends within the time limit", "ends",
                           RunText(run));
               ctx.Require(server->WaitAnswered(absl::Seconds(30)),

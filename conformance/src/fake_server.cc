@@ -443,6 +443,7 @@ FakeServer::Answer FakeServer::Process(ReceivedRequest& rec) {
       return Error(it->second.dead_code, "the session is no longer open");
     }
     fault = MatchFault(rec.method);
+    rec.fault_applied = fault != nullptr;
     if (fault != nullptr && fault->kind == FaultKind::kError &&
         (fault->code == static_cast<uint32_t>(ErrorCode::kSessionExpired) ||
          fault->code == static_cast<uint32_t>(ErrorCode::kNoSuchSession))) {

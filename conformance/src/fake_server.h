@@ -74,6 +74,7 @@ struct ReceivedRequest {
   uint64_t endpoint = 0;
   std::vector<std::pair<uint64_t, uint64_t>> windows;
   absl::Time rma_end = absl::InfinitePast();  // when the server's last RMA for it ended
+  bool fault_applied = false;  // a scripted Fault matched this request
 };
 
 // A multipart upload as the fake server saw it (Section 9.15).

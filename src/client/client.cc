@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 #include <deque>
+#include <system_error>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -885,7 +886,12 @@ class ClientImpl final : public Client, public CancelSender {
       ForEachSpanIn(slices, from, to - from, [&](uint8_t* p, size_t n) { sums[k].Update(p, n); });
     };
     std::vector<std::thread> threads;
-    for (uint64_t k = 1; k < sums.size(); ++k) threads.emplace_back(run, k);
+    uint64_t k = 1;
+    try {
+      for (; k < sums.size(); ++k) threads.emplace_back(run, k);
+    } catch (const std::system_error&) {
+      for (; k < sums.size(); ++k) run(k);  // no thread to be had: this one does the rest
+    }
     run(0);
     for (std::thread& t : threads) t.join();
     for (uint64_t k = 1; k < sums.size(); ++k) {

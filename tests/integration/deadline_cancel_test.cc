@@ -90,6 +90,10 @@ struct BigGet {
   std::unique_ptr<Buffer> dst;
   std::shared_ptr<Operation<TransferResult>> op;
 
+  // A test that fails early must not free the buffer under a GET still running.
+  ~BigGet() {
+    if (op && !op->done()) op->Cancel();
+  }
   // Fatal failures: call through ASSERT_NO_FATAL_FAILURE.
   void Start(const ClientOptions& o,
              std::function<void(const absl::StatusOr<TransferResult>&)> done = nullptr) {

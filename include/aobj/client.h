@@ -213,7 +213,8 @@ struct CopyOptions {
   Preconditions conditions;         // on the destination, as for Put
 };
 
-// One asynchronous operation of a Client (PutAsync, GetAsync, HeadAsync, DeleteAsync).
+// One asynchronous operation of a Client (PutAsync, GetAsync, HeadAsync, DeleteAsync,
+// ListObjectsAsync, UploadPartAsync, UploadMultipartAsync).
 //
 // The operation runs on one of the Client's async threads; several run at once
 // (ClientOptions::async_threads). Its result is set exactly once, then done() turns true, Wait()
@@ -386,6 +387,24 @@ class Client {
   virtual std::shared_ptr<Operation<std::monostate>> DeleteAsync(
       const std::string& bucket, const std::string& key, const CallOptions& call = {},
       Operation<std::monostate>::Callback done = nullptr) = 0;
+  // One page of ListObjectsV2, asynchronously.
+  virtual std::shared_ptr<Operation<ObjectListing>> ListObjectsAsync(
+      const std::string& bucket, const ListObjectsOptions& options, const CallOptions& call = {},
+      Operation<ObjectListing>::Callback done = nullptr) = 0;
+  // UploadPart, asynchronously: the window must stay unchanged and alive until it is done.
+  // Several parts of one upload may be in flight (up to the session's max_in_flight).
+  virtual std::shared_ptr<Operation<UploadPartResult>> UploadPartAsync(
+      const std::string& bucket, const std::string& key, const std::string& upload_id,
+      uint32_t part_number, const Buffer& buffer, uint64_t offset, uint64_t size,
+      const CallOptions& call = {}, Operation<UploadPartResult>::Callback done = nullptr) = 0;
+  // UploadMultipart (the whole upload: create, parts, complete; aborted on failure),
+  // asynchronously; the buffer must stay unchanged and alive until it is done. Cancel(): no
+  // part is sent afterwards, the parts in flight finish or are stopped, the upload is aborted,
+  // and Cancel() returns once no part can touch the buffer any more.
+  virtual std::shared_ptr<Operation<ObjectInfo>> UploadMultipartAsync(
+      const std::string& bucket, const std::string& key, const Buffer& buffer, uint64_t size,
+      uint64_t part_size, const PutOptions& put = {}, const MultipartUploadOptions& options = {},
+      Operation<ObjectInfo>::Callback done = nullptr) = 0;
 
   // Renews the lease now (the client also renews in the background at a third of the lease).
   virtual absl::Status Renew() = 0;

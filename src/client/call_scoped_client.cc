@@ -171,6 +171,28 @@ class CallScopedClient final : public Client {
     ScopedDeadline scope(call_);
     return base_->DeleteAsync(bucket, key, call, std::move(done));
   }
+  std::shared_ptr<Operation<ObjectListing>> ListObjectsAsync(
+      const std::string& bucket, const ListObjectsOptions& options, const CallOptions& call,
+      Operation<ObjectListing>::Callback done) override {
+    ScopedDeadline scope(call_);
+    return base_->ListObjectsAsync(bucket, options, call, std::move(done));
+  }
+  std::shared_ptr<Operation<UploadPartResult>> UploadPartAsync(
+      const std::string& bucket, const std::string& key, const std::string& upload_id,
+      uint32_t part_number, const Buffer& buffer, uint64_t offset, uint64_t size,
+      const CallOptions& call, Operation<UploadPartResult>::Callback done) override {
+    ScopedDeadline scope(call_);
+    return base_->UploadPartAsync(bucket, key, upload_id, part_number, buffer, offset, size,
+                                  call, std::move(done));
+  }
+  std::shared_ptr<Operation<ObjectInfo>> UploadMultipartAsync(
+      const std::string& bucket, const std::string& key, const Buffer& buffer, uint64_t size,
+      uint64_t part_size, const PutOptions& put, const MultipartUploadOptions& options,
+      Operation<ObjectInfo>::Callback done) override {
+    ScopedDeadline scope(call_);
+    return base_->UploadMultipartAsync(bucket, key, buffer, size, part_size, put, options,
+                                       std::move(done));
+  }
   absl::Status Renew() override {
     ScopedDeadline scope(call_);
     return base_->Renew();

@@ -642,8 +642,14 @@ class ClientImpl final : public Client, public CancelSender {
     uint64_t done_bytes = 0;      // guarded by mu
     absl::Status first_error;     // guarded by mu
     const absl::Time deadline = tls_deadline;  // the caller's, for every lane
+    OpControl* const op = tls_op;  // an UploadMultipartAsync: its cancellation reaches every lane
     auto lane = [&] {
       ScopedDeadline scope(deadline);
+      struct RestoreOp {
+        OpControl* saved;
+        ~RestoreOp() { tls_op = saved; }
+      } restore{tls_op};
+      tls_op = op;
       for (;;) {
         uint64_t i;
         {
@@ -680,7 +686,7 @@ class ClientImpl final : public Client, public CancelSender {
     lane();
     for (auto& t : threads) t.join();
     if (!first_error.ok()) {
-      AbortMultipartUpload(bucket, key, id).IgnoreError();  // AOBJ-OBJ-229
+      AbortOutsideOperation(bucket, key, id).IgnoreError();  // AOBJ-OBJ-229
       return first_error;
     }
     std::vector<CompletedPart> parts(count);
@@ -690,7 +696,7 @@ class ClientImpl final : public Client, public CancelSender {
     if (completed.ok()) return completed;
     // The outcome may be unknown (no reply): an abort that finds no upload means the upload
     // was completed, and the object then carries the ETag we expect (AOBJ-ERR-121).
-    absl::Status aborted = AbortMultipartUpload(bucket, key, id);
+    absl::Status aborted = AbortOutsideOperation(bucket, key, id);
     if (ErrorCodeOf(aborted) == ErrorCode::kNoSuchUpload) {
       auto expected = MultipartEtag(etags);
       auto head = Head(bucket, key);
@@ -700,6 +706,21 @@ class ClientImpl final : public Client, public CancelSender {
   }
 
   std::unique_ptr<Client> WithCallOptions(const CallOptions& call) override;
+
+  // The abort of an upload that failed because its operation was cancelled or ran out of time
+  // must still be sent: outside the operation (not refused by its cancellation) and with only
+  // ClientOptions::timeout_ms as its deadline.
+  absl::Status AbortOutsideOperation(const std::string& bucket, const std::string& key,
+                                     const std::string& upload_id) {
+    OpControl* const op = tls_op;
+    const absl::Time deadline = tls_deadline;
+    tls_op = nullptr;
+    tls_deadline = absl::InfiniteFuture();
+    absl::Status s = AbortMultipartUpload(bucket, key, upload_id);
+    tls_op = op;
+    tls_deadline = deadline;
+    return s;
+  }
 
   std::shared_ptr<Operation<TransferResult>> PutAsync(
       const std::string& bucket, const std::string& key, const Buffer& buffer, uint64_t size,
@@ -737,6 +758,40 @@ class ClientImpl final : public Client, public CancelSender {
           ScopedDeadline scope(call);
           if (absl::Status s = Delete(bucket, key); !s.ok()) return s;
           return std::monostate();
+        },
+        std::move(done));
+  }
+
+  std::shared_ptr<Operation<ObjectListing>> ListObjectsAsync(
+      const std::string& bucket, const ListObjectsOptions& options, const CallOptions& call,
+      Operation<ObjectListing>::Callback done) override {
+    return Submit<ObjectListing>(
+        [this, bucket, options, call] {
+          ScopedDeadline scope(call);
+          return ListObjects(bucket, options);
+        },
+        std::move(done));
+  }
+  std::shared_ptr<Operation<UploadPartResult>> UploadPartAsync(
+      const std::string& bucket, const std::string& key, const std::string& upload_id,
+      uint32_t part_number, const Buffer& buffer, uint64_t offset, uint64_t size,
+      const CallOptions& call, Operation<UploadPartResult>::Callback done) override {
+    const Buffer* b = &buffer;
+    return Submit<UploadPartResult>(
+        [this, bucket, key, upload_id, part_number, b, offset, size, call] {
+          ScopedDeadline scope(call);
+          return UploadPart(bucket, key, upload_id, part_number, *b, offset, size);
+        },
+        std::move(done));
+  }
+  std::shared_ptr<Operation<ObjectInfo>> UploadMultipartAsync(
+      const std::string& bucket, const std::string& key, const Buffer& buffer, uint64_t size,
+      uint64_t part_size, const PutOptions& put, const MultipartUploadOptions& options,
+      Operation<ObjectInfo>::Callback done) override {
+    const Buffer* b = &buffer;
+    return Submit<ObjectInfo>(
+        [this, bucket, key, b, size, part_size, put, options] {
+          return UploadMultipart(bucket, key, *b, size, part_size, put, options);
         },
         std::move(done));
   }

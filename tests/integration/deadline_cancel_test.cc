@@ -350,6 +350,87 @@ TEST_F(DeadlineCancelTest, QueuedOperationIsCancelledWithoutBeingSent) {
 
 // Destroying a Client completes its queued operations with CANCELLED and waits for the running
 // one; every handle is done afterwards.
+// The asynchronous listing and multipart calls: results equal to the blocking ones, several
+// parts in flight at once, and callbacks.
+TEST_F(DeadlineCancelTest, ListingAndMultipartRunAsynchronously) {
+  ClientOptions o = Options(*server_);
+  auto c = Client::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  constexpr size_t kPart = 5 << 20;  // the server's default minimum part size
+  auto buf = (*c)->AllocateBuffer(3 * kPart + 7);
+  ASSERT_TRUE(buf.ok()) << buf.status();
+  for (size_t i = 0; i < 3 * kPart + 7; ++i) (*buf)->data()[i] = static_cast<uint8_t>(i * 13);
+
+  // Parts of one upload in flight together.
+  auto upload = (*c)->CreateMultipartUpload("test-bucket", "async-parts");
+  ASSERT_TRUE(upload.ok()) << upload.status();
+  std::vector<std::shared_ptr<Operation<UploadPartResult>>> parts;
+  for (uint32_t i = 0; i < 4; ++i) {  // as UploadMultipart will cut it: 3 x 5 MiB and 7 octets
+    const uint64_t len = i < 3 ? kPart : 7;
+    parts.push_back((*c)->UploadPartAsync("test-bucket", "async-parts", upload->upload_id, i + 1,
+                                          **buf, i * kPart, len));
+  }
+  std::vector<CompletedPart> done;
+  for (uint32_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE(parts[i]->Wait().ok()) << parts[i]->Wait().status();
+    done.push_back({i + 1, parts[i]->Wait()->etag});
+  }
+  auto completed =
+      (*c)->CompleteMultipartUpload("test-bucket", "async-parts", upload->upload_id, done);
+  ASSERT_TRUE(completed.ok()) << completed.status();
+  EXPECT_EQ(completed->size, 3 * kPart + 7);
+
+  // The whole upload in the background, with a callback.
+  std::atomic<int> callbacks{0};
+  auto whole = (*c)->UploadMultipartAsync(
+      "test-bucket", "async-whole", **buf, 3 * kPart + 7, kPart, {}, {},
+      [&](const absl::StatusOr<ObjectInfo>& r) { callbacks += r.ok() ? 1 : 100; });
+  ASSERT_TRUE(whole->Wait().ok()) << whole->Wait().status();
+  EXPECT_EQ(whole->Wait()->etag, completed->etag) << "same content, same parts: same ETag";
+
+  // A listing page.
+  ListObjectsOptions lo;
+  lo.prefix = "async-";
+  auto page = (*c)->ListObjectsAsync("test-bucket", lo);
+  ASSERT_TRUE(page->Wait().ok()) << page->Wait().status();
+  ASSERT_EQ(page->Wait()->objects.size(), 2u);
+  EXPECT_EQ(page->Wait()->objects[0].key, "async-parts");
+  EXPECT_EQ(page->Wait()->objects[1].key, "async-whole");
+  const absl::Time until = absl::Now() + absl::Seconds(5);
+  while (callbacks.load() == 0 && absl::Now() < until) absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_EQ(callbacks.load(), 1);
+}
+
+// Cancelling a background multipart upload: it ends CANCELLED, the upload is aborted (nothing
+// left in progress, no object), and the buffer is the caller's again when Cancel() returns.
+TEST_F(DeadlineCancelTest, CancelledMultipartUploadIsAborted) {
+  auto c = Client::Connect(Options(*server_));
+  ASSERT_TRUE(c.ok()) << c.status();
+  constexpr size_t kPart = 8 << 20;
+  constexpr size_t kSize = 40 * kPart;  // 320 MiB: still running when cancelled
+  auto buf = (*c)->AllocateBuffer(kSize);
+  ASSERT_TRUE(buf.ok()) << buf.status();
+  std::memset((*buf)->data(), 0x33, kSize);
+  std::atomic<uint64_t> progress{0};
+  MultipartUploadOptions mo;
+  mo.progress = [&](uint64_t done, uint64_t) { progress = done; };
+  auto op = (*c)->UploadMultipartAsync("test-bucket", "cancelled-mpu", **buf, kSize, kPart, {}, mo);
+  const absl::Time until = absl::Now() + absl::Seconds(30);
+  while (progress.load() == 0 && !op->done() && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_FALSE(op->done()) << "the upload finished before it could be cancelled";
+  op->Cancel();
+  ASSERT_TRUE(op->done());
+  EXPECT_EQ(ErrorCodeOf(op->Wait().status()), ErrorCode::kCancelled) << op->Wait().status();
+  EXPECT_LT(progress.load(), kSize);
+  auto uploads = (*c)->ListMultipartUploads("test-bucket");
+  ASSERT_TRUE(uploads.ok()) << uploads.status();
+  EXPECT_TRUE(uploads->uploads.empty()) << "the cancelled upload was left in progress";
+  EXPECT_EQ(ErrorCodeOf((*c)->Head("test-bucket", "cancelled-mpu").status()),
+            ErrorCode::kNoSuchKey);
+}
+
 TEST_F(DeadlineCancelTest, DestroyingTheClientCompletesEveryOperation) {
   ClientOptions o = Options(*server_);
   o.async_threads = 1;

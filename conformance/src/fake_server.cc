@@ -954,6 +954,16 @@ FakeServer::Answer FakeServer::GetObject(ReceivedRequest& rec, const Session& s,
 
 // ---- multipart (Section 9.15) ---------------------------------------------------------------
 
+UploadRecord* FakeServer::FindUpload(const std::string& id, const std::string& bucket,
+                                     const std::string& key) {
+  for (UploadRecord& u : uploads_) {
+    if (u.upload_id == id && u.bucket == bucket && u.key == key && !u.completed && !u.aborted) {
+      return &u;
+    }
+  }
+  return nullptr;
+}
+
 FakeServer::Answer FakeServer::CreateUpload(ReceivedRequest& rec) {
   pb::CreateMultipartUploadRequest req;
   if (!req.ParseFromString(rec.body)) {
@@ -981,14 +991,8 @@ FakeServer::Answer FakeServer::UploadPart(ReceivedRequest& rec, const Session& s
   if (!req.ParseFromString(rec.body)) {
     return Error(ErrorCode::kInvalidArgument, "the request message does not parse");
   }
-  auto find = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> UploadRecord* {
-    for (UploadRecord& u : uploads_) {
-      if (u.upload_id == req.upload_id() && u.bucket == req.bucket() && u.key == req.key() &&
-          !u.completed && !u.aborted) {
-        return &u;
-      }
-    }
-    return nullptr;
+  auto find = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return FindUpload(req.upload_id(), req.bucket(), req.key());
   };
   {
     absl::MutexLock l(&mu_);
@@ -1044,13 +1048,7 @@ FakeServer::Answer FakeServer::CompleteUpload(ReceivedRequest& rec) {
     return Error(ErrorCode::kInvalidArgument, "the request message does not parse");
   }
   absl::MutexLock l(&mu_);
-  UploadRecord* u = nullptr;
-  for (UploadRecord& x : uploads_) {
-    if (x.upload_id == req.upload_id() && x.bucket == req.bucket() && x.key == req.key() &&
-        !x.completed && !x.aborted) {
-      u = &x;
-    }
-  }
+  UploadRecord* u = FindUpload(req.upload_id(), req.bucket(), req.key());
   if (u == nullptr) return Error(ErrorCode::kNoSuchUpload, "no such upload in progress");
   if (req.parts().empty()) return Error(ErrorCode::kInvalidArgument, "no parts listed");
   std::string content;
@@ -1094,14 +1092,10 @@ FakeServer::Answer FakeServer::AbortUpload(ReceivedRequest& rec) {
     return Error(ErrorCode::kInvalidArgument, "the request message does not parse");
   }
   absl::MutexLock l(&mu_);
-  for (UploadRecord& u : uploads_) {
-    if (u.upload_id == req.upload_id() && u.bucket == req.bucket() && u.key == req.key() &&
-        !u.completed && !u.aborted) {
-      u.aborted = true;
-      return Ok(pb::AbortMultipartUploadResponse());
-    }
-  }
-  return Error(ErrorCode::kNoSuchUpload, "no such upload in progress");
+  UploadRecord* u = FindUpload(req.upload_id(), req.bucket(), req.key());
+  if (u == nullptr) return Error(ErrorCode::kNoSuchUpload, "no such upload in progress");
+  u->aborted = true;
+  return Ok(pb::AbortMultipartUploadResponse());
 }
 
 FakeServer::Answer FakeServer::List(ReceivedRequest& rec, const Session& s) {

@@ -221,6 +221,9 @@ class FakeServer {
   Answer UploadPart(ReceivedRequest& rec, const Session& s, const Fault* fault);
   Answer CompleteUpload(ReceivedRequest& rec);
   Answer AbortUpload(ReceivedRequest& rec);
+  // The upload `id` of bucket/key while in progress (not completed or aborted), or null.
+  UploadRecord* FindUpload(const std::string& id, const std::string& bucket,
+                           const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Receives a PutObject or UploadPart body, inline or by RMA read of `source`; the error to
   // answer, or nullopt with *body and *path set.
   std::optional<Answer> ReceiveBody(

@@ -58,6 +58,7 @@
 #include "store/multipart.h"
 #include "wire/checksum.h"
 #include "wire/crypto.h"
+#include "wire/etag.h"
 
 namespace {
 
@@ -143,6 +144,7 @@ struct SessionModel {
   bool closed = false;       // CloseSession succeeded
   bool release_due = false;  // its endpoint must be released by now
   bool in_flight = false;    // a data request of it is being handled (nested steps)
+  bool opaque_etag = false;  // OPAQUE_ETAG negotiated (AOBJ-OBJ-016)
 };
 
 struct UploadModel {
@@ -180,7 +182,7 @@ class Harness {
     multipart_ = std::move(*mp);
     aobj::HandlerConfig config;
     config.capabilities = {aobj::kCapInline, aobj::kCapCrc32c, aobj::kCapCrc64Nvme,
-                           aobj::kCapMultiDescriptor};
+                           aobj::kCapMultiDescriptor, aobj::kCapOpaqueEtag};
     config.staging_bytes = 512u << setup.staging;
     config.max_rma_piece = setup.rma_piece == 0 ? (64u << 20) : (256u << setup.rma_piece);
     handler_ = std::make_unique<aobj::RequestHandler>(config, store_, &channel_, &auth_, &sessions_,
@@ -347,6 +349,7 @@ class Harness {
     if (s.caps & 1) req.add_capabilities(aobj::kCapInline);
     if (s.caps & 2) req.add_capabilities(aobj::kCapMultiDescriptor);
     if (s.caps & 4) req.add_capabilities(aobj::kCapCrc64Nvme);
+    if (s.caps & 8) req.add_capabilities(aobj::kCapOpaqueEtag);
     req.set_worker_address("fake-worker-" + std::to_string(all_sessions_.size()));
     if (s.inline_threshold == 1) req.mutable_requested_limits()->set_inline_threshold(64);
     if (s.inline_threshold == 2) req.mutable_requested_limits()->set_inline_threshold(4096);
@@ -375,6 +378,8 @@ class Harness {
     m.principal = static_cast<int>(s.access_key);
     m.endpoint = channel_.last_connected;
     m.last_signed = m.last_ok = now_;
+    for (uint32_t c : resp.capabilities()) m.opaque_etag |= c == aobj::kCapOpaqueEtag;
+    AOBJ_FUZZ_CHECK(m.opaque_etag == ((s.caps & 8) != 0));  // AOBJ-SES-005
     for (const SessionModel& o : all_sessions_) AOBJ_FUZZ_CHECK(o.id_hex != m.id_hex);
     all_sessions_.push_back(m);
     slots_[s.session] = static_cast<int>(all_sessions_.size()) - 1;
@@ -587,6 +592,7 @@ class Harness {
     const std::string body = Body(s.seed, BodyLength(s));
     SessionModel* m = SessionOf(s.session);
     const int index = m ? slots_[s.session] : -1;
+    const bool opaque_etag = m != nullptr && m->opaque_etag;
     pb::PutObjectRequest req;
     req.set_bucket(kBucket);
     req.set_key(key);
@@ -625,7 +631,13 @@ class Harness {
     AOBJ_FUZZ_CHECK(resp.ParseFromString(*result));
     AOBJ_FUZZ_CHECK(resp.bytes_transferred() == body.size());
     AOBJ_FUZZ_CHECK(resp.metadata().size() == body.size());
-    AOBJ_FUZZ_CHECK(resp.metadata().etag() == QuotedMd5(body));  // AOBJ-OBJ-005
+    if (opaque_etag) {
+      // AOBJ-OBJ-016: opaque, and not the ETag the key had before.
+      AOBJ_FUZZ_CHECK(aobj::IsOpaqueEtag(resp.metadata().etag()));
+      AOBJ_FUZZ_CHECK(current == objects_.end() || current->second.etag != resp.metadata().etag());
+    } else {
+      AOBJ_FUZZ_CHECK(resp.metadata().etag() == QuotedMd5(body));  // AOBJ-OBJ-005
+    }
     AOBJ_FUZZ_CHECK(resp.checksum() == Checksum(Algorithm(s), body));
     objects_[key] = Obj{body, resp.metadata().etag()};
   }

@@ -198,6 +198,62 @@ void RegisterObjectCases(Registry& r) {
                     "0 mixed", absl::StrCat(mixed, " mixed of ", reads, " reads, ", writes.load(), " writes"));
         ctx.Require(Read(ctx, *f.p, f.bucket, "k").size() <= a.size(), "the key holds one object", "A or B", "other");
       });
+  Add(r, "obj/9.4/3",
+      "OPAQUE_ETAG: a PUT's ETag is opaque, new on every write, kept by the object and usable in "
+      "conditions; without it the MD5 as before", "opaque-etag", {"AOBJ-OBJ-016", "AOBJ-OBJ-005"},
+      false, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        auto q = ctx.NewPeer();
+        pb::OpenSessionRequest o = q->DefaultOpen();
+        o.add_capabilities(kCapOpaqueEtag);
+        ctx.RequireOk(q->Open(o), "OpenSession offering OPAQUE_ETAG");
+        RequireCapability(ctx, *q, kCapOpaqueEtag, "OPAQUE_ETAG");
+        auto opaque = [](const std::string& e) {
+          if (e.size() != 36 || e.front() != '"' || e.back() != '"' || e.substr(33, 2) != "-0") {
+            return false;
+          }
+          for (char c : e.substr(1, 32)) {
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+          }
+          return true;
+        };
+        // A body of several server chunks and a small one.
+        for (const size_t n : {size_t{3} << 20, size_t{100}}) {
+          const std::string body = Content(n, 71);
+          const std::string key = absl::StrCat("opaque-", n);
+          RawReply p1 = PutWith(*q, f.bucket, key, body, PutSpec{});
+          ctx.RequireOk(p1, absl::StrCat("PUT of ", n, " octets with OPAQUE_ETAG"));
+          const std::string e1 = Parse<pb::PutObjectResponse>(ctx, p1, "PUT").metadata().etag();
+          ctx.Require(opaque(e1), "the ETag is a quoted 32-digit lower-case hex value and -0",
+                      "\"<32 hex>-0\"", e1);
+          // The same content again: still a new ETag (it identifies the write, not the bytes).
+          RawReply p2 = PutWith(*q, f.bucket, key, body, PutSpec{});
+          ctx.RequireOk(p2, "the same PUT again");
+          const std::string e2 = Parse<pb::PutObjectResponse>(ctx, p2, "PUT").metadata().etag();
+          ctx.Require(opaque(e2) && e2 != e1, "a second write of the key gets another ETag",
+                      absl::StrCat("not ", e1), e2);
+          // The object keeps it: a session without OPAQUE_ETAG sees the same ETag and the bytes.
+          const std::string seen = HeadOk(ctx, *f.p, f.bucket, key).metadata().etag();
+          ctx.Require(seen == e2,
+                      "HEAD from a session without OPAQUE_ETAG reports the object's ETag", e2, seen);
+          ctx.Require(Read(ctx, *f.p, f.bucket, key) == body, "GET returns the content", "equal",
+                      "different");
+          // Conditions compare it like any strong ETag (AOBJ-OBJ-130).
+          pb::Preconditions stale, current;
+          stale.set_if_match(e1);
+          current.set_if_match(e2);
+          ctx.RequireCode(HeadWith(*f.p, f.bucket, key, stale), ErrorCode::kPreconditionFailed,
+                          "HEAD If-Match the overwritten ETag");
+          ctx.RequireOk(HeadWith(*f.p, f.bucket, key, current), "HEAD If-Match the current ETag");
+        }
+        // The session without OPAQUE_ETAG still gets MD5 ETags (AOBJ-OBJ-005).
+        const std::string body = Content(5000, 72);
+        RawReply pm = PutWith(*f.p, f.bucket, "md5", body, PutSpec{});
+        ctx.RequireOk(pm, "PUT without OPAQUE_ETAG");
+        ctx.Require(Parse<pb::PutObjectResponse>(ctx, pm, "PUT").metadata().etag() == Md5Etag(body),
+                    "without OPAQUE_ETAG the ETag is the MD5", Md5Etag(body),
+                    Parse<pb::PutObjectResponse>(ctx, pm, "PUT").metadata().etag());
+      });
   Add(r, "obj/9.6/1", "DELETE of a missing key succeeds", "core", {"AOBJ-OBJ-004"}, false,
       [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);

@@ -101,6 +101,7 @@ inline constexpr uint32_t kCapInline = 1;
 inline constexpr uint32_t kCapCrc32c = 2;
 inline constexpr uint32_t kCapCrc64 = 3;
 inline constexpr uint32_t kCapMultiDescriptor = 4;
+inline constexpr uint32_t kCapOpaqueEtag = 5;
 
 inline void RequireCapability(CaseContext& ctx, const Peer& p, uint32_t cap, const char* name) {
   if (!p.Negotiated(cap)) {

@@ -49,6 +49,11 @@ struct ClientOptions {
   std::string secret;                        // used to derive the signing key; never sent
   ChecksumAlgorithm checksum = ChecksumAlgorithm::kCrc32c;
   bool allow_inline = true;                  // small bodies inside control messages
+  // Offer OPAQUE_ETAG (spec AOBJ-OBJ-016): objects this client PUTs get an opaque version ETag
+  // ("<32 hex digits>-0") instead of the MD5 of their content, and the server skips its MD5
+  // pass, which bounds a large PUT at about 0.7 GB/s per core (docs/benchmarks.md). Leave it
+  // off where something compares ETags with MD5 digests of local files.
+  bool opaque_etags = false;
   bool require_hardware_protection = false;  // AOBJ-SES-014
   Limits requested_limits;                   // zero fields: the server's
   DataChannelOptions data_channel;

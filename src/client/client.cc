@@ -118,6 +118,7 @@ class ClientImpl final : public Client, public CancelSender {
     for (uint32_t c : {kCapInline, kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor}) {
       req.add_capabilities(c);
     }
+    if (options_.opaque_etags) req.add_capabilities(kCapOpaqueEtag);
     if (options_.grease) req.add_capabilities(0x1A2A3A4A);  // AOBJ-EXT-002
     req.set_worker_address(worker_->address());
     auto* l = req.mutable_requested_limits();

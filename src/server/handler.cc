@@ -320,6 +320,7 @@ absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s,
   const BodyRequest upload = BodyRequest::Of(req);
   auto plan = PlanBody(s, upload);
   if (!plan.ok()) return plan.status();
+  plan->opaque_etag = s.HasCapability(kCapOpaqueEtag);  // AOBJ-OBJ-016 (PutObject only)
   auto slot = sessions_->Admit(s.id_hex);  // AOBJ-SES-012
   if (!slot.ok()) return slot.status();
 
@@ -330,7 +331,7 @@ absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s,
   if (!got.ok()) return got.status();
   ObjectInfo info;
   info.size = req.size();
-  info.etag = got->etag;  // AOBJ-OBJ-005
+  info.etag = got->etag;  // AOBJ-OBJ-005, AOBJ-OBJ-016
   info.content_type = req.content_type();
   info.crc32c = got->crc32c;
   auto committed = (*writer)->Commit(info);  // AOBJ-OBJ-010

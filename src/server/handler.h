@@ -90,12 +90,14 @@ struct BodyPlan {
   ChecksumAlgorithm algo = ChecksumAlgorithm::kCrc32c;
   aobj::v1::TransferPath path = aobj::v1::TRANSFER_PATH_UNSPECIFIED;
   std::vector<TransferPiece> pieces;  // RMA path only
+  bool opaque_etag = false;  // AOBJ-OBJ-016: no MD5 pass; ReceivedBody::etag is an opaque ETag
 };
 
 // What RequestHandler::ReceiveBody received and verified.
 struct ReceivedBody {
   std::string checksum;  // in the request's algorithm, wire encoding; equals the request's
-  std::string etag;      // quoted lower-case hex MD5 of the body (AOBJ-OBJ-005)
+  std::string etag;      // quoted lower-case hex MD5 of the body (AOBJ-OBJ-005), or opaque
+                         // (AOBJ-OBJ-016) when the plan said so
   uint32_t crc32c = 0;   // CRC32C of the body, whatever the request's algorithm
 };
 

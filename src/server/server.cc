@@ -222,7 +222,8 @@ class ServerImpl final : public Server {
     if (l.max_descriptors) hc.limits.max_descriptors = l.max_descriptors;
     if (l.max_rkey_bytes) hc.limits.max_rkey_bytes = l.max_rkey_bytes;
     // AOBJ-DAT-022: CRC32C is always supported.
-    hc.capabilities = {kCapInline, kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor};
+    hc.capabilities = {kCapInline, kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor,
+                       kCapOpaqueEtag};
     hc.server_name = options_.server_name;
     hc.max_sessions = options_.max_sessions;
     hc.max_sessions_per_principal = options_.max_sessions_per_principal;

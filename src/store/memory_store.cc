@@ -23,10 +23,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <map>
 #include <memory>
 #include <new>
+#include <sys/mman.h>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,10 +49,95 @@
 namespace aobj {
 namespace {
 
+// Asks for transparent huge pages over the 2 MiB-aligned interior of a large object buffer: the
+// first write into a fresh 64 MiB buffer then takes 32 page faults instead of 16 384 (about 3 us
+// each on this VM, docs/benchmarks.md section 10.2). Advice only: where THP is off or the
+// kernel refuses, the buffer works as before.
+void AdviseHugePages(uint8_t* p, size_t n) {
+  constexpr uintptr_t kHuge = 2u << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
+// Buffers of objects that are gone (overwritten or deleted, and no reader left), kept for the
+// next object of exactly the same size, so that a steady stream of same-sized PUTs reuses
+// faulted-in memory instead of having the kernel zero fresh pages for each (39 % of the server's
+// CPU in a 64 MiB PUT loop before this; docs/benchmarks.md). Only buffers of at least
+// kMinBytes; at most kMaxHeldBytes held, the oldest freed first. A recycled buffer still holds
+// the bytes of the object it belonged to: a writer overwrites every byte before its Commit
+// (Append checks it; DirectBuffer users promise it), and an uncommitted buffer is never read.
+// Thread-safe.
+class Recycler {
+ public:
+  static constexpr size_t kMinBytes = 1 << 20;
+  static constexpr size_t kMaxHeldBytes = 256 << 20;
+
+  ~Recycler() {
+    for (auto& [size, p] : free_) delete[] p;
+  }
+
+  // A recycled buffer of exactly `size` octets, or a new one (null when out of memory).
+  uint8_t* Take(size_t size) {
+    if (size >= kMinBytes) {
+      absl::MutexLock lock(&mu_);
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        if (it->first == size) {
+          uint8_t* p = it->second;
+          held_ -= size;
+          free_.erase(it);
+          return p;
+        }
+      }
+    }
+    auto* p = new (std::nothrow) uint8_t[size];
+    if (p != nullptr && size >= kMinBytes) AdviseHugePages(p, size);
+    return p;
+  }
+
+  void Give(uint8_t* p, size_t size) {
+    if (size < kMinBytes || size > kMaxHeldBytes) {
+      delete[] p;
+      return;
+    }
+    std::vector<uint8_t*> drop;
+    {
+      absl::MutexLock lock(&mu_);
+      free_.emplace_back(size, p);
+      held_ += size;
+      while (held_ > kMaxHeldBytes) {
+        held_ -= free_.front().first;
+        drop.push_back(free_.front().second);
+        free_.pop_front();
+      }
+    }
+    for (uint8_t* d : drop) delete[] d;  // munmap outside the lock
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::deque<std::pair<size_t, uint8_t*>> free_ ABSL_GUARDED_BY(mu_);  // oldest first
+  size_t held_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Returns an object buffer to its Recycler (or frees it when there is none).
+struct BufferDeleter {
+  std::shared_ptr<Recycler> recycler;
+  size_t size = 0;
+  void operator()(uint8_t* p) const {
+    if (recycler) {
+      recycler->Give(p, size);
+    } else {
+      delete[] p;
+    }
+  }
+};
+using Buffer = std::unique_ptr<uint8_t[], BufferDeleter>;
+
 // One committed, immutable object version.
 struct Object {
   ObjectInfo info;
-  std::unique_ptr<uint8_t[]> data;  // info.size bytes; non-null even for size 0
+  Buffer data;  // info.size bytes; non-null even for size 0
 };
 
 // `objects` is guarded by MemoryState::mu (a member of another object, so not annotated).
@@ -66,6 +153,7 @@ absl::string_view AbslView(std::string_view s) { return absl::string_view(s.data
 // Store state shared by the store and its writers. Thread-safe.
 class MemoryState {
  public:
+  const std::shared_ptr<Recycler> recycler = std::make_shared<Recycler>();
   absl::Mutex mu;
   absl::flat_hash_map<std::string, std::shared_ptr<Bucket>> buckets ABSL_GUARDED_BY(mu);
 
@@ -118,7 +206,7 @@ class MemoryWriter final : public ObjectWriter {
  public:
   MemoryWriter(std::shared_ptr<MemoryState> state, std::shared_ptr<Bucket> bucket,
                std::string bucket_name, std::string key, uint64_t size, WriteOptions options,
-               std::unique_ptr<uint8_t[]> buffer)
+               Buffer buffer)
       : state_(std::move(state)),
         bucket_(std::move(bucket)),
         bucket_name_(std::move(bucket_name)),
@@ -209,7 +297,7 @@ class MemoryWriter final : public ObjectWriter {
   const std::string key_;
   const uint64_t size_;
   const WriteOptions options_;
-  std::unique_ptr<uint8_t[]> buffer_;  // size_ bytes until Commit moves it
+  Buffer buffer_;  // size_ bytes until Commit moves it
   uint64_t offset_ = 0;
   bool direct_used_ = false;
   bool committed_ = false;
@@ -293,7 +381,8 @@ class MemoryStore final : public ObjectStore {
     }
     // Not zero-filled: every byte is overwritten by Append or by the DirectBuffer user.
     // nothrow, so that a huge size is an error rather than an exception.
-    std::unique_ptr<uint8_t[]> buffer(new (std::nothrow) uint8_t[static_cast<size_t>(size)]);
+    const auto n = static_cast<size_t>(size);
+    Buffer buffer(state_->recycler->Take(n), BufferDeleter{state_->recycler, n});
     if (buffer == nullptr) {
       return MakeError(ErrorCode::kStorageError,
                        absl::StrCat("cannot allocate ", size, " bytes for the object"));

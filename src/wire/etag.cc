@@ -7,6 +7,19 @@
 
 namespace aobj {
 
+std::string OpaqueEtag() {
+  return absl::StrCat("\"", HexEncode(RandomBytes(16)), "-0\"");
+}
+
+bool IsOpaqueEtag(absl::string_view etag) {
+  if (etag.size() != 36 || etag.front() != '"' || etag.back() != '"') return false;
+  if (etag.substr(33, 2) != "-0") return false;
+  for (char c : etag.substr(1, 32)) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
 std::string BareMd5Etag(absl::string_view etag) {
   if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
     etag = etag.substr(1, etag.size() - 2);

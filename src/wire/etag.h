@@ -20,6 +20,14 @@ std::string BareMd5Etag(absl::string_view etag);
 // "\"c19e6e1ab4bd4b5b36d0dcc2e9b5fe2f-3\"". INVALID_ARGUMENT when a part ETag is not an MD5.
 absl::StatusOr<std::string> MultipartEtag(const std::vector<std::string>& part_etags);
 
+// An opaque ETag (AOBJ-OBJ-016, capability OPAQUE_ETAG): 128 bits from the system's secure
+// random source as 32 lower-case hex digits, then "-0", in double quotes, e.g.
+// "\"3f0c9d2e8a1b4c5d6e7f8091a2b3c4d5-0\"". Costs nothing per octet of the body.
+std::string OpaqueEtag();
+
+// Whether `etag` has the form of an opaque ETag (quotes included).
+bool IsOpaqueEtag(absl::string_view etag);
+
 }  // namespace aobj
 
 #endif  // AOBJ_WIRE_ETAG_H_

@@ -19,6 +19,7 @@ enum Capability : uint32_t {
   kCapCrc32c = 2,
   kCapCrc64Nvme = 3,
   kCapMultiDescriptor = 4,
+  kCapOpaqueEtag = 5,
 };
 
 // AOBJ-EXT-001 / AOBJ-EXT-004: the grease pattern for capabilities and error codes.

@@ -364,6 +364,36 @@ TEST_F(HostileTest, WindowSmallerThanBodyIsTooSmall) {
 
 // ---- bodies ---------------------------------------------------------------------------------
 
+// A body of several server chunks (the server checksums chunk k while chunk k+1 travels) with a
+// wrong checksum stores nothing; the memory store then recycles the failed writer's buffer, and
+// the next PUT of that size must overwrite every octet of it.
+TEST_F(HostileTest, LargeBadChecksumStoresNothingAndRecycledBuffersAreOverwritten) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  const size_t n = (size_t{20} << 20) + 3;
+  auto mem = raw_->Allocate(n);
+  auto put_all = [&](char c, bool good) {
+    std::memset(mem->data(), c, n);
+    pb::PutObjectRequest put = raw_->PutRequest("digest-big", *mem, n);
+    if (!good) put.set_checksum(std::string("\0\0\0\0", 4));
+    return raw_->Send(Method::kPutObject, put);
+  };
+  auto expect_all = [&](char c) {
+    auto out = raw_->Allocate(n);
+    ASSERT_TRUE(raw_->Send(Method::kGetObject, raw_->GetRequest("digest-big", *out, n)).status.ok());
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; ++i) wrong += out->data()[i] != static_cast<uint8_t>(c);
+    EXPECT_EQ(wrong, 0u) << "octets that are not '" << c << "'";
+  };
+  ASSERT_TRUE(put_all('x', true).status.ok());
+  EXPECT_EQ(Code(put_all('y', false)), ErrorCode::kBadDigest);  // AOBJ-DAT-005
+  expect_all('x');                                              // AOBJ-OBJ-014
+  ASSERT_TRUE(put_all('z', true).status.ok());
+  expect_all('z');
+  ASSERT_TRUE(put_all('w', true).status.ok());  // reuses the buffer 'x' or 'y' was in
+  expect_all('w');
+  ExpectStillServes();
+}
+
 TEST_F(HostileTest, BadChecksumStoresNothing) {
   ASSERT_TRUE(raw_->Open().status.ok());
   auto mem = raw_->Allocate(200000);

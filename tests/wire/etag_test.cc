@@ -27,5 +27,21 @@ TEST(EtagTest, MultipartEtagGoldenValue) {
   EXPECT_EQ(ErrorCodeOf(MultipartEtag({"\"abc\""}).status()), ErrorCode::kInvalidArgument);
 }
 
+// AOBJ-OBJ-016
+TEST(EtagTest, OpaqueEtagFormAndFreshness) {
+  const std::string a = OpaqueEtag(), b = OpaqueEtag();
+  EXPECT_TRUE(IsOpaqueEtag(a)) << a;
+  EXPECT_TRUE(IsOpaqueEtag(b)) << b;
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a.size(), 36u);
+  EXPECT_EQ(BareMd5Etag(a), "");  // never mistaken for an MD5
+  EXPECT_TRUE(IsOpaqueEtag("\"0123456789abcdef0123456789abcdef-0\""));
+  EXPECT_FALSE(IsOpaqueEtag("\"0123456789ABCDEF0123456789abcdef-0\""));
+  EXPECT_FALSE(IsOpaqueEtag("\"0123456789abcdef0123456789abcdef-1\""));
+  EXPECT_FALSE(IsOpaqueEtag("0123456789abcdef0123456789abcdef-0"));
+  EXPECT_FALSE(IsOpaqueEtag("\"0123456789abcdef0123456789abcdef\""));
+  EXPECT_FALSE(IsOpaqueEtag("\"0123456789abcdef0123456789abcdeg-0\""));
+}
+
 }  // namespace
 }  // namespace aobj

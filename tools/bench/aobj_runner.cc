@@ -76,7 +76,8 @@ absl::StatusOr<std::unique_ptr<AobjWorkers>> AobjWorkers::Start(const AobjVarian
               "--proc-index",  absl::StrCat(i),
               "--checksum",    v.checksum,
               "--transports",  v.transports.empty() ? "default" : v.transports,
-              "--inline",      v.allow_inline ? "1" : "0"};
+              "--inline",      v.allow_inline ? "1" : "0",
+              "--opaque-etags", v.opaque_etags ? "1" : "0"};
     c.pipe_stdio = true;
     auto p = ChildProcess::Start(c);
     if (!p.ok()) return p.status();
@@ -188,7 +189,8 @@ int WorkerMain(int argc, char** argv) {
   tools::ParsedArgs args;
   absl::Status st = tools::ParseArgs(argc, argv, 2,
                                      {"endpoint", "credentials", "bucket", "buffers", "threads",
-                                      "max-size", "proc-index", "checksum", "transports", "inline"},
+                                      "max-size", "proc-index", "checksum", "transports", "inline",
+                                      "opaque-etags"},
                                      {}, &args);
   if (!st.ok()) {
     EmitError(st);
@@ -205,6 +207,7 @@ int WorkerMain(int argc, char** argv) {
   options.secret = creds->begin()->second;
   options.client_name = "aobj-bench/0.1";
   options.allow_inline = args.Get("inline", "1") == "1";
+  options.opaque_etags = args.Get("opaque-etags", "0") == "1";
   options.checksum = args.Get("checksum", "crc32c") == "crc64nvme" ? ChecksumAlgorithm::kCrc64Nvme
                                                                    : ChecksumAlgorithm::kCrc32c;
   const std::string transports = args.Get("transports", "default");

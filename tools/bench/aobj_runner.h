@@ -63,6 +63,7 @@ struct AobjVariant {
   std::string transports;  // UCX_TLS for the client ("" = UCX's choice)
   bool allow_inline = true;
   std::string checksum = "crc32c";
+  bool opaque_etags = false;  // offer OPAQUE_ETAG (AOBJ-OBJ-016)
   uint64_t max_size = 0;  // largest object of the run (buffer size)
 };
 

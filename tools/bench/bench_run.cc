@@ -93,6 +93,7 @@ std::vector<std::pair<std::string, std::string>> MachineInfo(const Flags& f) {
   const char* tls = std::getenv("UCX_TLS");
   m.emplace_back("UCX_TLS", tls ? tls : "");
   m.emplace_back("checksum", f.checksum);
+  m.emplace_back("etags", absl::StrJoin(f.etags, ","));
   return m;
 }
 
@@ -238,10 +239,13 @@ absl::Status Bench::StartVariants(std::vector<Variant>* out, int threads, uint64
     for (const std::string& b : buffers) {
       for (int p : processes) {
         for (const std::string& t : transports) {
+         for (const std::string& e : f_.etags) {
           AobjVariant v;
           v.name = absl::StrCat("aobj-", s->name, b == "caller" ? "-caller" : "",
                                 p > 1 ? absl::StrCat("-", p, "p") : "",
-                                t == "default" ? "" : "-" + t, allow_inline ? "" : "-rma");
+                                t == "default" ? "" : "-" + t, e == "opaque" ? "-opaque" : "",
+                                allow_inline ? "" : "-rma");
+          v.opaque_etags = e == "opaque";
           v.endpoint = s->endpoint;
           v.credentials_file = credentials_file_;
           v.bucket = f_.bucket;
@@ -255,6 +259,7 @@ absl::Status Bench::StartVariants(std::vector<Variant>* out, int threads, uint64
           auto w = AobjWorkers::Start(v);
           if (!w.ok()) return w.status();
           out->push_back(Variant{s.get(), t, std::move(*w)});
+         }
         }
       }
     }

@@ -26,6 +26,7 @@ struct Flags {
   int64_t min_ops = -1;
   int64_t warmup = -1;
   std::vector<std::string> buffers, stores, transports, compare;
+  std::vector<std::string> etags = {"md5"};
   std::string checksum = "crc32c";
   std::string endpoint, credentials, bucket = "bench", server_binary;
   pid_t server_pid = -1;

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "aobj/server.h"
@@ -90,6 +91,10 @@ SIGINT or SIGTERM: it finishes requests in progress and closes every endpoint.
 
 int main(int argc, char** argv) {
   using aobj::tools::ParsedArgs;
+  // Debian's Abseil checks every mutex acquisition for lock-order cycles (GraphCycles), a cost
+  // on every request (docs/benchmarks.md section 10.3). The tests keep the check on; the
+  // server binary turns it off.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
       std::cout << kUsage;

@@ -2,13 +2,13 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include "absl/strings/string_view.h"
 #include <utility>
@@ -72,22 +72,42 @@ Sha256Digest Sha256(absl::string_view data) {
 }
 
 Sha256Digest HmacSha256(absl::string_view key, absl::string_view data) {
-  // An empty string_view may have a null data(); HMAC with an empty key or message is valid,
-  // so hand OpenSSL a real pointer rather than relying on how each release treats null.
-  static const unsigned char kNoBytes = 0;
-  const void* key_ptr = key.empty() ? static_cast<const void*>(&kNoBytes) : key.data();
-  const unsigned char* data_ptr =
-      data.empty() ? &kNoBytes : reinterpret_cast<const unsigned char*>(data.data());
-  if (key.size() > static_cast<size_t>(INT_MAX)) {
-    CryptoFatal("HmacSha256: key longer than INT_MAX bytes");
+  // RFC 2104 over the SHA-256 fetched once (Sha256Md). OpenSSL 3's one-shot HMAC() goes through
+  // EVP_Q_mac, which looks the MAC up in the provider on every call: about 26,000 instructions
+  // of a few-hundred-octet request signature (docs/benchmarks.md section 10.3). Checked against
+  // RFC 4231 in tests/wire/crypto_test.cc.
+  constexpr size_t kBlock = 64;  // SHA-256's block size
+  unsigned char k0[kBlock] = {};
+  if (key.size() > kBlock) {
+    const Sha256Digest hashed = Sha256(key);
+    std::copy(hashed.begin(), hashed.end(), k0);
+  } else {
+    std::copy(key.begin(), key.end(), k0);
   }
-  Sha256Digest out;
+  unsigned char pad[kBlock];
+  struct CtxFree {
+    void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+  };
+  thread_local std::unique_ptr<EVP_MD_CTX, CtxFree> ctx(EVP_MD_CTX_new());
+  if (ctx == nullptr) CryptoFatal("OpenSSL EVP_MD_CTX_new failed");
+  Sha256Digest inner, out;
   unsigned int len = 0;
-  if (HMAC(Sha256Md(), key_ptr, static_cast<int>(key.size()), data_ptr, data.size(), out.data(),
-           &len) == nullptr ||
-      len != out.size()) {
-    CryptoFatal("OpenSSL HMAC(SHA2-256) failed");
+  for (size_t i = 0; i < kBlock; ++i) pad[i] = k0[i] ^ 0x36;
+  if (EVP_DigestInit_ex(ctx.get(), Sha256Md(), nullptr) != 1 ||
+      EVP_DigestUpdate(ctx.get(), pad, kBlock) != 1 ||
+      (!data.empty() && EVP_DigestUpdate(ctx.get(), data.data(), data.size()) != 1) ||
+      EVP_DigestFinal_ex(ctx.get(), inner.data(), &len) != 1 || len != inner.size()) {
+    CryptoFatal("OpenSSL SHA2-256 (HMAC inner hash) failed");
   }
+  for (size_t i = 0; i < kBlock; ++i) pad[i] = k0[i] ^ 0x5c;
+  if (EVP_DigestInit_ex(ctx.get(), Sha256Md(), nullptr) != 1 ||
+      EVP_DigestUpdate(ctx.get(), pad, kBlock) != 1 ||
+      EVP_DigestUpdate(ctx.get(), inner.data(), inner.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx.get(), out.data(), &len) != 1 || len != out.size()) {
+    CryptoFatal("OpenSSL SHA2-256 (HMAC outer hash) failed");
+  }
+  OPENSSL_cleanse(k0, sizeof(k0));
+  OPENSSL_cleanse(pad, sizeof(pad));
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "bench/aobj_runner.h"
 #include "bench/bench_run.h"
 #include "bench/load.h"
@@ -250,6 +251,7 @@ absl::Status ParseFlags(int argc, char** argv, Flags* f) {
 int main(int argc, char** argv) {
   // The project's loopback rule, for this process and every child (shared/FACTS.md).
   setenv("UCX_NET_DEVICES", "lo", /*overwrite=*/0);
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);  // as aobj-server does
   if (argc >= 2 && std::string(argv[1]) == "--internal-worker") {
     return aobj::bench::WorkerMain(argc, argv);
   }

@@ -35,6 +35,7 @@
 #include "bench/proc_util.h"
 #include "bench/raw_ucx.h"
 #include "bench/report.h"
+#include "control/raw_call.h"
 #include "session/credentials.h"
 #include "tool_util.h"
 
@@ -135,6 +136,7 @@ class Bench {
                       int threads, bool small);
   void RunSweep();
   void RunSmall();
+  void RunGrpcFloorCell(int inflight);
   void Log(const std::string& line) {
     std::fprintf(stderr, "[aobj-bench %6.1fs] %s\n", static_cast<double>(NowNs() - t0_) / 1e9,
                  line.c_str());
@@ -416,6 +418,49 @@ void Bench::RunSweep() {
   }
 }
 
+// The floor under every aobj request: one gRPC unary round trip to the server's control port,
+// naming a method the service does not have, so that gRPC answers UNIMPLEMENTED itself (no
+// signature check, no request thread, no store). One channel shared by `inflight` threads, as
+// one aobj Client shares its channel.
+void Bench::RunGrpcFloorCell(int inflight) {
+  if (stores_.empty()) return;
+  constexpr uint64_t kSize = 4096;
+  Cell c;
+  c.section = "small";
+  c.system = "grpc-floor";
+  c.op = Op::kGet;
+  c.size = kSize;
+  c.threads = inflight;
+  c.note = "gRPC unary call answered UNIMPLEMENTED by gRPC itself; no body moves";
+  RawChannel channel(stores_.front()->endpoint);
+  const pid_t pid = stores_.front()->pid;
+  double server0 = -1;
+  auto r = RunLoad(
+      Spec(kSize, inflight, /*small=*/true), kSize,
+      [&](int) -> absl::StatusOr<OpFn> {
+        return OpFn([&channel]() -> absl::Status {
+          RawReply reply = channel.Call("/aobj.v1.ObjectService/BenchFloor", "", {},
+                                        absl::Seconds(10));
+          if (reply.grpc_status.error_code() != grpc::StatusCode::UNIMPLEMENTED) {
+            return absl::InternalError(absl::StrCat("expected UNIMPLEMENTED, got ",
+                                                    reply.grpc_status.error_message()));
+          }
+          return absl::OkStatus();
+        });
+      },
+      [&] {
+        server0 = Cpu(pid);
+        return absl::OkStatus();
+      });
+  const double server1 = Cpu(pid);
+  if (!r.ok()) {
+    c.error = tools::DescribeError(r.status());
+  } else {
+    c.Fill(*r, r->cpu_s, server0 >= 0 && server1 >= 0 ? server1 - server0 : -1);
+  }
+  Record(std::move(c));
+}
+
 void Bench::RunSmall() {
   constexpr uint64_t kSize = 4096;
   const int inflights[] = {1, f_.small_inflight};
@@ -436,6 +481,7 @@ void Bench::RunSmall() {
       absl::Status st = StartVariants(&variants, inflight, kSize, /*small=*/true, inline_ok);
       if (!st.ok()) Log(absl::StrCat("small-request workers: ", tools::DescribeError(st)));
     }
+    RunGrpcFloorCell(inflight);
     for (Op op : f_.ops) {
       for (Variant& v : variants) RunAobjCell(v, "small", op, kSize, true, "");
       if (inflight == 1) {

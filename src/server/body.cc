@@ -2,50 +2,18 @@
 // by RMA or inline into an ObjectWriter, and the checksum comparison (spec sections 8.3-8.6).
 #include <algorithm>
 #include <cstring>
-#include <functional>
-#include <system_error>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "aobj/status.h"
 #include "server/handler.h"
 #include "server/handler_util.h"
+#include "server/overlap.h"
 #include "wire/checksum.h"
 #include "wire/crypto.h"
 #include "wire/descriptor.h"
 #include "wire/etag.h"
 
 namespace aobj {
-namespace {
-
-// Runs one piece of work at a time on a helper thread, so that it overlaps what the caller does
-// next; runs it on the caller's thread when no thread can be started. Wait() joins it.
-class Overlap {
- public:
-  Overlap() = default;
-  Overlap(const Overlap&) = delete;
-  Overlap& operator=(const Overlap&) = delete;
-  ~Overlap() { Wait(); }
-
-  void Run(std::function<void()> work) {
-    Wait();
-    work_ = std::move(work);
-    try {
-      thread_ = std::thread([this] { work_(); });
-    } catch (const std::system_error&) {
-      work_();
-    }
-  }
-  void Wait() {
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  std::function<void()> work_;
-  std::thread thread_;
-};
-
-}  // namespace
 
 absl::StatusOr<BodyPlan> RequestHandler::PlanBody(const SessionState& s, const BodyRequest& body) {
   const uint64_t size = body.size;

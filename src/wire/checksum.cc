@@ -188,10 +188,26 @@ bool Crc32cHardwareAvailable() {
 uint32_t Crc32cHardware(uint32_t crc, const void* data, size_t size) {
 #if AOBJ_CRC32C_HAVE_SSE42
   if (Crc32cHardwareAvailable()) {
-    return ~Crc32cSse42(~crc, static_cast<const uint8_t*>(data), size);
+    const auto* p = static_cast<const uint8_t*>(data);
+    // Long inputs: fold by carry-less multiplication (about three times the crc32 instruction's
+    // rate on AVX-512 CPUs), then the instruction over the folded 16 octets and the tail.
+    if (size >= kCrcFoldMinBytes) {
+      uint8_t folded[16];
+      const size_t done = CrcFold(CrcFoldPoly::kCrc32c, static_cast<uint32_t>(~crc), p, size,
+                                  folded);
+      if (done > 0) {
+        const uint32_t reg = Crc32cSse42(0, folded, sizeof(folded));
+        return ~Crc32cSse42(reg, p + done, size - done);
+      }
+    }
+    return ~Crc32cSse42(~crc, p, size);
   }
 #endif
   return Crc32cTable(crc, data, size);
+}
+
+uint64_t Crc64NvmeTable(uint64_t crc, const void* data, size_t size) {
+  return ~SliceBy8<uint64_t>(kCrc64NvmeTables, ~crc, static_cast<const uint8_t*>(data), size);
 }
 
 }  // namespace checksum_internal
@@ -201,7 +217,17 @@ uint32_t Crc32c(uint32_t crc, const void* data, size_t size) {
 }
 
 uint64_t Crc64Nvme(uint64_t crc, const void* data, size_t size) {
-  return ~SliceBy8<uint64_t>(kCrc64NvmeTables, ~crc, static_cast<const uint8_t*>(data), size);
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (size >= checksum_internal::kCrcFoldMinBytes) {
+    uint8_t folded[16];
+    const size_t done = checksum_internal::CrcFold(checksum_internal::CrcFoldPoly::kCrc64Nvme,
+                                                   ~crc, p, size, folded);
+    if (done > 0) {
+      const uint64_t reg = SliceBy8<uint64_t>(kCrc64NvmeTables, 0, folded, sizeof(folded));
+      return ~SliceBy8<uint64_t>(kCrc64NvmeTables, reg, p + done, size - done);
+    }
+  }
+  return ~SliceBy8<uint64_t>(kCrc64NvmeTables, ~crc, p, size);
 }
 
 namespace {

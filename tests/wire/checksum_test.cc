@@ -17,6 +17,8 @@ namespace {
 using checksum_internal::Crc32cHardware;
 using checksum_internal::Crc32cHardwareAvailable;
 using checksum_internal::Crc32cTable;
+using checksum_internal::Crc64NvmeTable;
+using checksum_internal::CrcFoldAvailable;
 
 constexpr std::string_view kCheck = "123456789";
 
@@ -54,6 +56,11 @@ std::vector<size_t> InterestingSizes() {
   for (size_t n = 0; n <= 300; ++n) sizes.push_back(n);
   for (size_t base : {size_t{3 * 256}, size_t{3 * 8192}, size_t{2 * 3 * 8192}}) {
     for (size_t n = base - 17; n <= base + 17; ++n) sizes.push_back(n);
+  }
+  // Around the folding path's edges: 256 (its minimum), each 64- and 256-octet step, and the
+  // 16-octet remainder loop.
+  for (size_t base : {size_t{256}, size_t{512}, size_t{1024}}) {
+    for (size_t n = base - 1; n <= base + 80; ++n) sizes.push_back(n);
   }
   for (size_t n : {1000, 4095, 4096, 65536, 100003, 1 << 20}) sizes.push_back(n);
   return sizes;
@@ -150,6 +157,31 @@ TEST(Crc64NvmeTest, MatchesBitwiseReference) {
           << "size " << n << " offset " << offset;
     }
   }
+}
+
+// The folding path (AVX-512 VPCLMULQDQ) against slicing-by-8 for both polynomials, with random
+// initial values, every alignment and the sizes around its loop edges.
+TEST(CrcFoldTest, FoldedCrcsMatchTheTables) {
+  if (!CrcFoldAvailable()) GTEST_SKIP() << "no AVX-512 VPCLMULQDQ on this CPU";
+  std::mt19937_64 rng(6);
+  const std::string buffer = RandomString(rng, (1 << 20) + 64);
+  for (size_t size : InterestingSizes()) {
+    for (size_t offset = 0; offset < 16; offset += 3) {
+      const char* p = buffer.data() + offset;
+      const uint64_t seed = rng();
+      ASSERT_EQ(Crc32c(static_cast<uint32_t>(seed), p, size),
+                Crc32cTable(static_cast<uint32_t>(seed), p, size))
+          << "CRC32C size " << size << " offset " << offset;
+      ASSERT_EQ(Crc64Nvme(seed, p, size), Crc64NvmeTable(seed, p, size))
+          << "CRC64NVME size " << size << " offset " << offset;
+    }
+  }
+  // Known answers over a long input, so a fold and a table that were wrong the same way would
+  // still be caught: 1 MiB of the octet pattern i * 7 + 3.
+  std::string pattern(1 << 20, '\0');
+  for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<char>(i * 7 + 3);
+  EXPECT_EQ(Crc32c(0, pattern.data(), pattern.size()), ReferenceCrc32c(pattern));
+  EXPECT_EQ(Crc64Nvme(0, pattern.data(), pattern.size()), ReferenceCrc64Nvme(pattern));
 }
 
 TEST(Crc64NvmeTest, ContinuationEqualsOneShot) {

@@ -284,8 +284,25 @@ absl::StatusOr<UcxWorker::CachedRkey*> UcxWorker::AcquireRkey(EndpointState& sta
   };
   CachedRkey* entry = nullptr;
   for (auto& e : state.rkeys) {
-    if (e != nullptr && e->in_use == 0 && released(*e)) DestroyRkey(e);
-    if (e != nullptr && e->blob == w.rkey && entry == nullptr) entry = e.get();
+    if (e != nullptr && e->blob == w.rkey) {
+      // The key this request names is checked every time: a request must never reach a
+      // segment the client has released.
+      if (e->in_use == 0 && released(*e)) {
+        DestroyRkey(e);
+      } else {
+        entry = e.get();
+      }
+      break;
+    }
+  }
+  // The other idle keys: on a miss (the client may have swapped buffers) and otherwise at most
+  // every kRkeySweepInterval, so that a hit costs one shmctl per segment, not one per entry.
+  const absl::Time now = absl::Now();
+  if (entry == nullptr || now - state.last_sweep >= kRkeySweepInterval) {
+    state.last_sweep = now;
+    for (auto& e : state.rkeys) {
+      if (e != nullptr && e.get() != entry && e->in_use == 0 && released(*e)) DestroyRkey(e);
+    }
   }
   std::erase(state.rkeys, nullptr);
   if (entry == nullptr) {

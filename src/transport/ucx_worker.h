@@ -98,7 +98,12 @@ class UcxWorker {
   // Unpacked rkeys kept per endpoint. Unpacking attaches the client's segment and checking a
   // shared-memory window reads /proc/self/maps; both cost more than a 64 MiB copy's worth of
   // page faults, so a client that reuses its buffers (the normal case) pays them once.
-  static constexpr size_t kRkeyCacheEntries = 8;
+  // 64: a client with one buffer per thread and 16 requests in flight (the default
+  // max_in_flight) must not evict its own keys; with 8 entries every request of such a client
+  // missed and paid the attach and the maps read (docs/benchmarks.md section 5).
+  static constexpr size_t kRkeyCacheEntries = 64;
+  // How often a cache hit also looks for other entries whose segments the client released.
+  static constexpr absl::Duration kRkeySweepInterval = absl::Milliseconds(100);
 
  private:
   struct Command;
@@ -116,6 +121,7 @@ class UcxWorker {
   struct EndpointState {
     ucp_ep_h ep = nullptr;
     std::vector<std::unique_ptr<CachedRkey>> rkeys;
+    absl::Time last_sweep = absl::InfinitePast();
   };
   // Finds or unpacks the rkey of `w` for `state` (AOBJ-MEM-004, AOBJ-MEM-012), and checks that
   // the window lies in the client's mapping.

@@ -67,7 +67,13 @@ class BufferImpl final : public Buffer {
 
 // The registrations one request made for windows of per-request buffers; destroying it unmaps
 // them (AOBJ-MEM-011: only after the reply, or after the worker is gone, AOBJ-MEM-014).
-using RequestRegistrations = std::vector<std::unique_ptr<RegisteredMemory>>;
+// What a request registered for itself (unmapped after the reply), and whether any of its
+// windows is memory UCX did not allocate, which UCX's software RMA reaches through this side's
+// progress (the worker then polls for the length of the call: UcxWorker::spin_counter).
+struct RequestRegistrations {
+  std::vector<std::unique_ptr<RegisteredMemory>> memory;
+  bool emulated_windows = false;
+};
 
 ObjectInfo InfoFrom(const pb::ObjectMetadata& m) {
   ObjectInfo info;
@@ -226,7 +232,7 @@ class ClientImpl final : public Client, public CancelSender {
       }
     }
     pb::PutObjectResponse resp;
-    if (absl::Status s = DataCall(Method::kPutObject, req, &resp); !s.ok()) return s;
+    if (absl::Status s = DataCall(Method::kPutObject, req, &resp, registrations.emulated_windows); !s.ok()) return s;
     // AOBJ-DAT-004: never report success for a short or different transfer.
     if (resp.bytes_transferred() != size) {
       return MakeError(ErrorCode::kIncompleteTransfer,
@@ -276,7 +282,7 @@ class ClientImpl final : public Client, public CancelSender {
       return s;
     }
     pb::GetObjectResponse resp;
-    if (absl::Status s = DataCall(Method::kGetObject, req, &resp); !s.ok()) return s;
+    if (absl::Status s = DataCall(Method::kGetObject, req, &resp, registrations.emulated_windows); !s.ok()) return s;
     // The octets the reply claims to have moved: the object, or the range (AOBJ-DAT-105).
     absl::StatusOr<std::optional<ContentRange>> range = CheckContentRange(options.range, resp);
     if (!range.ok()) return range.status();
@@ -510,7 +516,7 @@ class ClientImpl final : public Client, public CancelSender {
       }
     }
     pb::UploadPartResponse resp;
-    if (absl::Status s = DataCall(Method::kUploadPart, req, &resp); !s.ok()) return s;
+    if (absl::Status s = DataCall(Method::kUploadPart, req, &resp, registrations.emulated_windows); !s.ok()) return s;
     // AOBJ-DAT-154: never report success for a short or different transfer.
     if (resp.bytes_transferred() != size) {
       return MakeError(ErrorCode::kIncompleteTransfer,
@@ -858,6 +864,7 @@ class ClientImpl final : public Client, public CancelSender {
     d->set_address(reinterpret_cast<uint64_t>(buf.data()) + s.offset);
     d->set_length(s.length);
     d->set_memory_type(pb::MEMORY_TYPE_HOST);
+    if (!buf.allocated_by_library()) registrations->emulated_windows = true;
     if (buf.registered()) {
       d->set_rkey(buf.rkey());  // AOBJ-MEM-017: the rkey of the registration of the whole buffer
       return absl::OkStatus();
@@ -867,7 +874,7 @@ class ClientImpl final : public Client, public CancelSender {
     auto mem = RegisteredMemory::Register(*context_, buf.data() + s.offset, s.length);
     if (!mem.ok()) return mem.status();
     d->set_rkey((*mem)->packed_rkey());
-    registrations->push_back(std::move(*mem));
+    registrations->memory.push_back(std::move(*mem));
     return absl::OkStatus();
   }
   // The total length of `slices`; INVALID_ARGUMENT for a null buffer or a window past its
@@ -1007,7 +1014,9 @@ class ClientImpl final : public Client, public CancelSender {
   // is how Operation::Cancel() gets its acknowledgment. Unmapping the windows instead would not
   // stop the server on EMULATED sessions (AOBJ-MEM-025).
   template <class Req, class Resp>
-  absl::Status DataCall(Method method, const Req& req, Resp* resp) {
+  // `spin`: the request's windows need this side's UCX progress (RequestRegistrations).
+  absl::Status DataCall(Method method, const Req& req, Resp* resp, bool spin = false) {
+    std::shared_ptr<std::atomic<int>> spinning;
     {
       absl::MutexLock l(&mu_);
       if (data_channel_lost_) {
@@ -1015,9 +1024,15 @@ class ClientImpl final : public Client, public CancelSender {
                          "the data channel was shut after a request ended without a reply "
                          "(AOBJ-MEM-014); connect a new client");
       }
+      if (spin && worker_ != nullptr) {
+        spinning = worker_->spin_counter();
+        spinning->fetch_add(1);
+        worker_->Wake();
+      }
     }
     bool no_reply = false;
     absl::Status s = Call(method, req, resp, &no_reply);
+    if (spinning) spinning->fetch_sub(1);
     if (no_reply) {
       std::unique_ptr<UcxWorker> doomed;
       {

@@ -517,7 +517,7 @@ void UcxWorker::Loop() {
         ++i;
       }
     }
-    if (progressed != 0 || !jobs_.empty()) continue;
+    if (progressed != 0 || !jobs_.empty() || spin_->load(std::memory_order_relaxed) > 0) continue;
 
     // Idle: sleep on the worker's event fd and our wake fd (AOBJ-TRN-004).
     ucs_status_t st = ucp_worker_arm(worker_);

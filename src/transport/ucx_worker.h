@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <atomic>
 #include <memory>
 #include <string>
 #include "absl/strings/string_view.h"
@@ -91,6 +92,14 @@ class UcxWorker {
   absl::Status Execute(uint64_t endpoint, const RmaBatch& batch,
                        absl::Duration timeout = absl::Seconds(60));
 
+  // While the counter is above zero the progress thread polls instead of sleeping on its event
+  // fd. A passive target (the client) raises it around a request whose windows UCX reaches by
+  // emulation over active messages (memory UCX did not allocate: every fragment needs this
+  // side's progress), and only then, so an idle worker still costs no CPU (AOBJ-TRN-004).
+  // Shared, so that a holder may lower it after the worker is gone; call Wake() after raising it.
+  std::shared_ptr<std::atomic<int>> spin_counter() const { return spin_; }
+  void Wake();
+
   // Counters for observability and leak tests.
   size_t endpoint_count();
   uint64_t rkeys_outstanding();  // unpacked and not yet destroyed (cached ones included)
@@ -134,7 +143,6 @@ class UcxWorker {
   // Queues `cmd` for the progress thread and waits for it.
   void Post(std::shared_ptr<Command> cmd);
   void Loop();
-  void Wake();
   void StartJob(const std::shared_ptr<Command>& cmd);
   void AdvanceJobs();
   void FinishJob(Job& job, absl::Status status);
@@ -158,6 +166,7 @@ class UcxWorker {
   std::vector<void*> closing_;  // ucp_ep_close_nbx requests in progress
 
   std::atomic<size_t> endpoint_count_{0};
+  const std::shared_ptr<std::atomic<int>> spin_ = std::make_shared<std::atomic<int>>(0);
   std::atomic<uint64_t> rkeys_outstanding_{0};
   std::thread thread_;
 };

@@ -432,9 +432,14 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
       const uint8_t* from = view.data() + first;
       RmaBatch batch = MakeBatch(RmaDirection::kWrite, req.destination(), pieces, 0, size,
                                  const_cast<uint8_t*>(from), s.limits.max_rkey_bytes);
+      // The stored octets do not change while the reader holds them, so a checksum to compute
+      // runs on a helper thread over the same octets while they travel.
+      Overlap overlap;
+      if (compute) overlap.Run([&sum, from, size] { sum.Update(from, size); });
       // AOBJ-TRN-008: only this session's endpoint.
-      AOBJ_RETURN_IF_ERROR(ExecuteRma(s, batch, call));  // AOBJ-DAT-001, AOBJ-DAT-016
-      if (compute) sum.Update(from, size);
+      absl::Status st = ExecuteRma(s, batch, call);  // AOBJ-DAT-001, AOBJ-DAT-016
+      overlap.Wait();
+      if (!st.ok()) return st;
     } else {
       // Staged through two buffers: the file read (and checksum) of chunk k+1 runs on a helper
       // thread while chunk k travels, so a large GET costs about max(read, transfer) rather than

@@ -29,6 +29,7 @@
 #include <memory>
 #include <new>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -64,14 +65,26 @@ void AdviseHugePages(uint8_t* p, size_t n) {
 // next object of exactly the same size, so that a steady stream of same-sized PUTs reuses
 // faulted-in memory instead of having the kernel zero fresh pages for each (39 % of the server's
 // CPU in a 64 MiB PUT loop before this; docs/benchmarks.md). Only buffers of at least
-// kMinBytes; at most kMaxHeldBytes held, the oldest freed first. A recycled buffer still holds
+// kMinBytes; at most MaxHeldBytes() held, the oldest freed first. A recycled buffer still holds
 // the bytes of the object it belonged to: a writer overwrites every byte before its Commit
 // (Append checks it; DirectBuffer users promise it), and an uncommitted buffer is never read.
 // Thread-safe.
 class Recycler {
  public:
   static constexpr size_t kMinBytes = 1 << 20;
-  static constexpr size_t kMaxHeldBytes = 256 << 20;
+  // At most 1 GiB and a sixteenth of physical memory: eight writers of 64 MiB objects at once
+  // need 512 MiB in flight, and with a 256 MiB bound half of them got fresh pages (8 processes
+  // of 64 MiB PUTs: 0.67x one process's throughput, with 1 GiB 1.05x; docs/benchmarks.md).
+  static size_t MaxHeldBytes() {
+    static const size_t bound = [] {
+      const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+      const size_t physical = pages > 0 && page > 0 ? static_cast<size_t>(pages) *
+                                                         static_cast<size_t>(page)
+                                                   : size_t{0};
+      return std::max<size_t>(kMinBytes, std::min<size_t>(size_t{1} << 30, physical / 16));
+    }();
+    return bound;
+  }
 
   ~Recycler() {
     for (auto& [size, p] : free_) delete[] p;
@@ -96,22 +109,23 @@ class Recycler {
   }
 
   void Give(uint8_t* p, size_t size) {
-    if (size < kMinBytes || size > kMaxHeldBytes) {
+    if (size < kMinBytes || size > MaxHeldBytes()) {
       delete[] p;
       return;
     }
-    std::vector<uint8_t*> drop;
-    {
-      absl::MutexLock lock(&mu_);
+    absl::MutexLock lock(&mu_);
+    try {
       free_.emplace_back(size, p);
-      held_ += size;
-      while (held_ > kMaxHeldBytes) {
-        held_ -= free_.front().first;
-        drop.push_back(free_.front().second);
-        free_.pop_front();
-      }
+    } catch (const std::bad_alloc&) {
+      delete[] p;  // a deleter must not throw: keep nothing rather than fail
+      return;
     }
-    for (uint8_t* d : drop) delete[] d;  // munmap outside the lock
+    held_ += size;
+    while (held_ > MaxHeldBytes()) {
+      held_ -= free_.front().first;
+      delete[] free_.front().second;
+      free_.pop_front();
+    }
   }
 
  private:

@@ -632,14 +632,15 @@ class Harness {
     AOBJ_FUZZ_CHECK(resp.bytes_transferred() == body.size());
     AOBJ_FUZZ_CHECK(resp.metadata().size() == body.size());
     if (opaque_etag) {
-      // AOBJ-OBJ-016: opaque, and not the ETag the key had before.
+      // AOBJ-OBJ-016: opaque, and none of the ETags the key had before.
       AOBJ_FUZZ_CHECK(aobj::IsOpaqueEtag(resp.metadata().etag()));
-      AOBJ_FUZZ_CHECK(current == objects_.end() || current->second.etag != resp.metadata().etag());
+      AOBJ_FUZZ_CHECK(etags_seen_[key].count(resp.metadata().etag()) == 0);
     } else {
       AOBJ_FUZZ_CHECK(resp.metadata().etag() == QuotedMd5(body));  // AOBJ-OBJ-005
     }
     AOBJ_FUZZ_CHECK(resp.checksum() == Checksum(Algorithm(s), body));
     objects_[key] = Obj{body, resp.metadata().etag()};
+    etags_seen_[key].insert(resp.metadata().etag());
   }
 
   void Get(const Step& s) {
@@ -1031,6 +1032,7 @@ class Harness {
   uint64_t errors_ = 0;    // of which failed
   std::map<std::string, Obj> objects_;
   std::vector<SessionModel> all_sessions_;
+  std::map<std::string, std::set<std::string>> etags_seen_;  // every ETag each key has had
   std::array<int, kSessions> slots_;  // index into all_sessions_, or -1
   std::vector<UploadModel> all_uploads_;
   std::array<int, kUploads> upload_slots_;  // index into all_uploads_, or -1

@@ -99,10 +99,10 @@ absl::StatusOr<ReceivedBody> RequestHandler::ReceiveBody(const SessionState& s,
     // append) of chunk k run on a helper thread while chunk k+1 travels, so a large PUT costs
     // about max(transfer, MD5) rather than their sum. Chunks are accounted strictly in order.
     const uint64_t chunk = staging_.buffer_bytes();
-    Overlap overlap;
     absl::Status behind;  // the helper's result for the chunk before; read after Wait()
     absl::Span<uint8_t> direct = writer->DirectBuffer();
     std::unique_ptr<uint8_t[]> bufs[2];
+    Overlap overlap;  // after what its work uses: joined first, also when unwinding
     if (direct.empty()) {
       bufs[0] = staging_.Take();
       if (size > chunk) bufs[1] = staging_.Take();

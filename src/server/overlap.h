@@ -5,6 +5,7 @@
 #ifndef AOBJ_SERVER_OVERLAP_H_
 #define AOBJ_SERVER_OVERLAP_H_
 
+#include <exception>
 #include <functional>
 #include <system_error>
 #include <thread>
@@ -17,7 +18,9 @@ class Overlap {
   Overlap() = default;
   Overlap(const Overlap&) = delete;
   Overlap& operator=(const Overlap&) = delete;
-  ~Overlap() { Wait(); }
+  ~Overlap() {
+    if (thread_.joinable()) thread_.join();  // an error nobody waited for is dropped
+  }
 
   // Waits for the previous work, then starts `work` on a new thread; runs it on the caller's
   // thread when no thread can be started. The caller reads the work's results after Wait().
@@ -25,18 +28,27 @@ class Overlap {
     Wait();
     work_ = std::move(work);
     try {
-      thread_ = std::thread([this] { work_(); });
-    } catch (const std::system_error&) {
+      thread_ = std::thread([this] {
+        try {
+          work_();
+        } catch (...) {
+          error_ = std::current_exception();  // handed to the caller by Wait()
+        }
+      });
+    } catch (...) {
       work_();
     }
   }
 
+  // Joins the work; rethrows on the caller's thread what it threw.
   void Wait() {
     if (thread_.joinable()) thread_.join();
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
  private:
   std::function<void()> work_;
+  std::exception_ptr error_;
   std::thread thread_;
 };
 

@@ -87,12 +87,15 @@ class Recycler {
   }
 
   ~Recycler() {
-    for (auto& [size, p] : free_) delete[] p;
+    for (auto& [size, p] : free_) Unmap(p, size);
   }
 
-  // A recycled buffer of exactly `size` octets, or a new one (null when out of memory).
+  // A recycled buffer of exactly `size` octets, or a new one (null when out of memory). Buffers
+  // of kMinBytes and more are mappings of their own (never glibc's heap, so the huge-page advice
+  // stays with them and freeing one returns it to the system); smaller ones come from new[].
   uint8_t* Take(size_t size) {
-    if (size >= kMinBytes) {
+    if (size < kMinBytes) return new (std::nothrow) uint8_t[size];
+    {
       absl::MutexLock lock(&mu_);
       for (auto it = free_.begin(); it != free_.end(); ++it) {
         if (it->first == size) {
@@ -103,32 +106,54 @@ class Recycler {
         }
       }
     }
-    auto* p = new (std::nothrow) uint8_t[size];
-    if (p != nullptr && size >= kMinBytes) AdviseHugePages(p, size);
+    uint8_t* p = Map(size);
+    if (p == nullptr) {
+      // Out of memory while holding buffers of other sizes: give those back and try once more.
+      Purge();
+      p = Map(size);
+    }
     return p;
   }
 
   void Give(uint8_t* p, size_t size) {
-    if (size < kMinBytes || size > MaxHeldBytes()) {
+    if (size < kMinBytes) {
       delete[] p;
+      return;
+    }
+    if (size > MaxHeldBytes()) {
+      Unmap(p, size);
       return;
     }
     absl::MutexLock lock(&mu_);
     try {
       free_.emplace_back(size, p);
     } catch (const std::bad_alloc&) {
-      delete[] p;  // a deleter must not throw: keep nothing rather than fail
+      Unmap(p, size);  // a deleter must not throw: keep nothing rather than fail
       return;
     }
     held_ += size;
     while (held_ > MaxHeldBytes()) {
       held_ -= free_.front().first;
-      delete[] free_.front().second;
+      Unmap(free_.front().second, free_.front().first);
       free_.pop_front();
     }
   }
 
  private:
+  static uint8_t* Map(size_t size) {
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    AdviseHugePages(static_cast<uint8_t*>(p), size);
+    return static_cast<uint8_t*>(p);
+  }
+  static void Unmap(uint8_t* p, size_t size) { munmap(p, size); }
+  void Purge() {
+    absl::MutexLock lock(&mu_);
+    for (auto& [size, p] : free_) Unmap(p, size);
+    free_.clear();
+    held_ = 0;
+  }
+
   absl::Mutex mu_;
   std::deque<std::pair<size_t, uint8_t*>> free_ ABSL_GUARDED_BY(mu_);  // oldest first
   size_t held_ ABSL_GUARDED_BY(mu_) = 0;

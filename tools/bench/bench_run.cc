@@ -137,6 +137,9 @@ class Bench {
   void RunSweep();
   void RunSmall();
   void RunGrpcFloorCell(int inflight);
+  // Fills `c` from a load's result (or its error) and the CPU the process `pid` used since
+  // `server0` (< 0: unknown), and records it. Call right after the load.
+  void RecordLoad(Cell c, absl::StatusOr<LoadResult>& r, pid_t pid, double server0);
   void Log(const std::string& line) {
     std::fprintf(stderr, "[aobj-bench %6.1fs] %s\n", static_cast<double>(NowNs() - t0_) / 1e9,
                  line.c_str());
@@ -293,6 +296,10 @@ void Bench::RunAobjCell(Variant& v, const std::string& section, Op op, uint64_t 
   const pid_t pid = v.store->pid;
   double server0 = -1;
   auto r = v.workers->RunCell(op, size, Spec(size, av.threads, small), [&] { server0 = Cpu(pid); });
+  RecordLoad(std::move(c), r, pid, server0);
+}
+
+void Bench::RecordLoad(Cell c, absl::StatusOr<LoadResult>& r, pid_t pid, double server0) {
   const double server1 = Cpu(pid);
   if (!r.ok()) {
     c.error = tools::DescribeError(r.status());
@@ -452,13 +459,7 @@ void Bench::RunGrpcFloorCell(int inflight) {
         server0 = Cpu(pid);
         return absl::OkStatus();
       });
-  const double server1 = Cpu(pid);
-  if (!r.ok()) {
-    c.error = tools::DescribeError(r.status());
-  } else {
-    c.Fill(*r, r->cpu_s, server0 >= 0 && server1 >= 0 ? server1 - server0 : -1);
-  }
-  Record(std::move(c));
+  RecordLoad(std::move(c), r, pid, server0);
 }
 
 void Bench::RunSmall() {

@@ -123,7 +123,7 @@ absl::StatusOr<ReceivedBody> RequestHandler::ReceiveBody(const SessionState& s,
         if (direct.empty()) behind = writer->Append({dst, static_cast<size_t>(n)});
       };
       // The last chunk has nothing to overlap with (and a one-chunk body is not worth a thread).
-      if (off + n < size) {
+      if (off + n < size && chunk >= kOverlapMinBytes) {
         overlap.Run(step);
       } else {
         step();

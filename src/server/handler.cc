@@ -435,11 +435,14 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
       // The stored octets do not change while the reader holds them, so a checksum to compute
       // runs on a helper thread over the same octets while they travel.
       Overlap overlap;
-      if (compute) overlap.Run([&sum, from, size] { sum.Update(from, size); });
+      if (compute && size >= kOverlapMinBytes) {
+        overlap.Run([&sum, from, size] { sum.Update(from, size); });
+      }
       // AOBJ-TRN-008: only this session's endpoint.
       absl::Status st = ExecuteRma(s, batch, call);  // AOBJ-DAT-001, AOBJ-DAT-016
       overlap.Wait();
       if (!st.ok()) return st;
+      if (compute && size < kOverlapMinBytes) sum.Update(from, size);
     } else {
       // Staged through two buffers: the file read (and checksum) of chunk k+1 runs on a helper
       // thread while chunk k travels, so a large GET costs about max(read, transfer) rather than
@@ -467,14 +470,17 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
       for (uint64_t off = 0; off < size && st.ok(); off += chunk, ++k) {
         const uint64_t n = std::min(chunk, size - off);
         uint8_t* buf = bufs[k % 2].get();
-        if (off + n < size) {
-          uint8_t* next = bufs[(k + 1) % 2].get();
+        uint8_t* next = bufs[(k + 1) % 2].get();
+        const bool more = off + n < size;
+        if (more && chunk >= kOverlapMinBytes) {
           overlap.Run([&, off, n, next] { read_chunk(off + n, next); });
         }
         RmaBatch batch = MakeBatch(RmaDirection::kWrite, req.destination(), pieces, off, n, buf,
                                    s.limits.max_rkey_bytes);
         st = ExecuteRma(s, batch, call);  // AOBJ-DAT-016
         overlap.Wait();
+        // Small chunks: the next read after the transfer, on this thread.
+        if (st.ok() && more && chunk < kOverlapMinBytes) read_chunk(off + n, next);
         if (st.ok()) st = read_st;
       }
       overlap.Wait();

@@ -6,12 +6,17 @@
 #define AOBJ_SERVER_OVERLAP_H_
 
 #include <exception>
+#include <cstdint>
 #include <functional>
 #include <system_error>
 #include <thread>
 #include <utility>
 
 namespace aobj {
+
+// Chunks smaller than this are not worth a thread (a server configured with small staging
+// buffers would otherwise start one per few kilobytes); their work runs on the caller's thread.
+inline constexpr uint64_t kOverlapMinBytes = uint64_t{1} << 20;
 
 class Overlap {
  public:

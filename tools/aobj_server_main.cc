@@ -92,7 +92,7 @@ SIGINT or SIGTERM: it finishes requests in progress and closes every endpoint.
 int main(int argc, char** argv) {
   using aobj::tools::ParsedArgs;
   // Debian's Abseil checks every mutex acquisition for lock-order cycles (GraphCycles), a cost
-  // on every request (docs/benchmarks.md section 10.3). The tests keep the check on; the
+  // on every request (docs/benchmarks.md, appendix A.10.3). The tests keep the check on; the
   // server binary turns it off.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   for (int i = 1; i < argc; ++i) {

@@ -6,6 +6,7 @@
 
 #include "absl/time/clock.h"
 #include "conformance/src/cases_util.h"
+#include "wire/etag.h"
 
 namespace aobj::conformance {
 namespace {
@@ -208,15 +209,6 @@ void RegisterObjectCases(Registry& r) {
         o.add_capabilities(kCapOpaqueEtag);
         ctx.RequireOk(q->Open(o), "OpenSession offering OPAQUE_ETAG");
         RequireCapability(ctx, *q, kCapOpaqueEtag, "OPAQUE_ETAG");
-        auto opaque = [](const std::string& e) {
-          if (e.size() != 36 || e.front() != '"' || e.back() != '"' || e.substr(33, 2) != "-0") {
-            return false;
-          }
-          for (char c : e.substr(1, 32)) {
-            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-          }
-          return true;
-        };
         // A body of several server chunks and a small one.
         for (const size_t n : {size_t{3} << 20, size_t{100}}) {
           const std::string body = Content(n, 71);
@@ -224,13 +216,13 @@ void RegisterObjectCases(Registry& r) {
           RawReply p1 = PutWith(*q, f.bucket, key, body, PutSpec{});
           ctx.RequireOk(p1, absl::StrCat("PUT of ", n, " octets with OPAQUE_ETAG"));
           const std::string e1 = Parse<pb::PutObjectResponse>(ctx, p1, "PUT").metadata().etag();
-          ctx.Require(opaque(e1), "the ETag is a quoted 32-digit lower-case hex value and -0",
+          ctx.Require(IsOpaqueEtag(e1), "the ETag is a quoted 32-digit lower-case hex value and -0",
                       "\"<32 hex>-0\"", e1);
           // The same content again: still a new ETag (it identifies the write, not the bytes).
           RawReply p2 = PutWith(*q, f.bucket, key, body, PutSpec{});
           ctx.RequireOk(p2, "the same PUT again");
           const std::string e2 = Parse<pb::PutObjectResponse>(ctx, p2, "PUT").metadata().etag();
-          ctx.Require(opaque(e2) && e2 != e1, "a second write of the key gets another ETag",
+          ctx.Require(IsOpaqueEtag(e2) && e2 != e1, "a second write of the key gets another ETag",
                       absl::StrCat("not ", e1), e2);
           // The object keeps it: a session without OPAQUE_ETAG sees the same ETag and the bytes.
           const std::string seen = HeadOk(ctx, *f.p, f.bucket, key).metadata().etag();

@@ -232,7 +232,10 @@ class ClientImpl final : public Client, public CancelSender {
       }
     }
     pb::PutObjectResponse resp;
-    if (absl::Status s = DataCall(Method::kPutObject, req, &resp, registrations.emulated_windows); !s.ok()) return s;
+    if (absl::Status s = DataCall(Method::kPutObject, req, &resp, registrations.emulated_windows);
+        !s.ok()) {
+      return s;
+    }
     // AOBJ-DAT-004: never report success for a short or different transfer.
     if (resp.bytes_transferred() != size) {
       return MakeError(ErrorCode::kIncompleteTransfer,
@@ -282,7 +285,10 @@ class ClientImpl final : public Client, public CancelSender {
       return s;
     }
     pb::GetObjectResponse resp;
-    if (absl::Status s = DataCall(Method::kGetObject, req, &resp, registrations.emulated_windows); !s.ok()) return s;
+    if (absl::Status s = DataCall(Method::kGetObject, req, &resp, registrations.emulated_windows);
+        !s.ok()) {
+      return s;
+    }
     // The octets the reply claims to have moved: the object, or the range (AOBJ-DAT-105).
     absl::StatusOr<std::optional<ContentRange>> range = CheckContentRange(options.range, resp);
     if (!range.ok()) return range.status();
@@ -516,7 +522,10 @@ class ClientImpl final : public Client, public CancelSender {
       }
     }
     pb::UploadPartResponse resp;
-    if (absl::Status s = DataCall(Method::kUploadPart, req, &resp, registrations.emulated_windows); !s.ok()) return s;
+    if (absl::Status s = DataCall(Method::kUploadPart, req, &resp, registrations.emulated_windows);
+        !s.ok()) {
+      return s;
+    }
     // AOBJ-DAT-154: never report success for a short or different transfer.
     if (resp.bytes_transferred() != size) {
       return MakeError(ErrorCode::kIncompleteTransfer,

@@ -5,10 +5,9 @@
 #ifndef AOBJ_SERVER_OVERLAP_H_
 #define AOBJ_SERVER_OVERLAP_H_
 
-#include <exception>
 #include <cstdint>
+#include <exception>
 #include <functional>
-#include <system_error>
 #include <thread>
 #include <utility>
 

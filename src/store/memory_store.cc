@@ -52,7 +52,7 @@ namespace {
 
 // Asks for transparent huge pages over the 2 MiB-aligned interior of a large object buffer: the
 // first write into a fresh 64 MiB buffer then takes 32 page faults instead of 16 384 (about 3 us
-// each on this VM, docs/benchmarks.md section 10.2). Advice only: where THP is off or the
+// each on this VM, docs/benchmarks.md appendix A.10.2). Advice only: where THP is off or the
 // kernel refuses, the buffer works as before.
 void AdviseHugePages(uint8_t* p, size_t n) {
   constexpr uintptr_t kHuge = 2u << 20;
@@ -159,17 +159,11 @@ class Recycler {
   size_t held_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// Returns an object buffer to its Recycler (or frees it when there is none).
+// Returns an object buffer, which always comes from Recycler::Take, to its Recycler.
 struct BufferDeleter {
   std::shared_ptr<Recycler> recycler;
   size_t size = 0;
-  void operator()(uint8_t* p) const {
-    if (recycler) {
-      recycler->Give(p, size);
-    } else {
-      delete[] p;
-    }
-  }
+  void operator()(uint8_t* p) const { recycler->Give(p, size); }
 };
 using Buffer = std::unique_ptr<uint8_t[], BufferDeleter>;
 

@@ -17,10 +17,10 @@
 #define AOBJ_TRANSPORT_UCX_WORKER_H_
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <atomic>
 #include <memory>
 #include <string>
 #include "absl/strings/string_view.h"

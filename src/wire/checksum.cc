@@ -189,8 +189,9 @@ uint32_t Crc32cHardware(uint32_t crc, const void* data, size_t size) {
 #if AOBJ_CRC32C_HAVE_SSE42
   if (Crc32cHardwareAvailable()) {
     const auto* p = static_cast<const uint8_t*>(data);
-    // Long inputs: fold by carry-less multiplication (about three times the crc32 instruction's
-    // rate on AVX-512 CPUs), then the instruction over the folded 16 octets and the tail.
+    // Long inputs: fold by carry-less multiplication (about 80 GB/s in cache on AVX-512 CPUs,
+    // against 17 for the crc32 instruction), then the instruction over the folded 16 octets and
+    // the tail.
     if (size >= kCrcFoldMinBytes) {
       uint8_t folded[16];
       const size_t done = CrcFold(CrcFoldPoly::kCrc32c, static_cast<uint32_t>(~crc), p, size,
@@ -227,7 +228,7 @@ uint64_t Crc64Nvme(uint64_t crc, const void* data, size_t size) {
       return ~SliceBy8<uint64_t>(kCrc64NvmeTables, reg, p + done, size - done);
     }
   }
-  return ~SliceBy8<uint64_t>(kCrc64NvmeTables, ~crc, p, size);
+  return checksum_internal::Crc64NvmeTable(crc, p, size);
 }
 
 namespace {

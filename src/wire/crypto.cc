@@ -74,7 +74,7 @@ Sha256Digest Sha256(absl::string_view data) {
 Sha256Digest HmacSha256(absl::string_view key, absl::string_view data) {
   // RFC 2104 over the SHA-256 fetched once (Sha256Md). OpenSSL 3's one-shot HMAC() goes through
   // EVP_Q_mac, which looks the MAC up in the provider on every call: about 26,000 instructions
-  // of a few-hundred-octet request signature (docs/benchmarks.md section 10.3). Checked against
+  // of a few-hundred-octet request signature (docs/benchmarks.md, appendix A.10.3). Checked against
   // RFC 4231 in tests/wire/crypto_test.cc.
   constexpr size_t kBlock = 64;  // SHA-256's block size
   unsigned char k0[kBlock] = {};

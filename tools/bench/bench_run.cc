@@ -244,27 +244,27 @@ absl::Status Bench::StartVariants(std::vector<Variant>* out, int threads, uint64
     for (const std::string& b : buffers) {
       for (int p : processes) {
         for (const std::string& t : transports) {
-         for (const std::string& e : f_.etags) {
-          AobjVariant v;
-          v.name = absl::StrCat("aobj-", s->name, b == "caller" ? "-caller" : "",
-                                p > 1 ? absl::StrCat("-", p, "p") : "",
-                                t == "default" ? "" : "-" + t, e == "opaque" ? "-opaque" : "",
-                                allow_inline ? "" : "-rma");
-          v.opaque_etags = e == "opaque";
-          v.endpoint = s->endpoint;
-          v.credentials_file = credentials_file_;
-          v.bucket = f_.bucket;
-          v.caller_buffers = b == "caller";
-          v.processes = p;
-          v.threads = threads;
-          v.transports = t == "default" ? "" : t;
-          v.allow_inline = allow_inline;
-          v.checksum = f_.checksum;
-          v.max_size = max_size;
-          auto w = AobjWorkers::Start(v);
-          if (!w.ok()) return w.status();
-          out->push_back(Variant{s.get(), t, std::move(*w)});
-         }
+          for (const std::string& e : f_.etags) {
+            AobjVariant v;
+            v.name = absl::StrCat("aobj-", s->name, b == "caller" ? "-caller" : "",
+                                  p > 1 ? absl::StrCat("-", p, "p") : "",
+                                  t == "default" ? "" : "-" + t, e == "opaque" ? "-opaque" : "",
+                                  allow_inline ? "" : "-rma");
+            v.opaque_etags = e == "opaque";
+            v.endpoint = s->endpoint;
+            v.credentials_file = credentials_file_;
+            v.bucket = f_.bucket;
+            v.caller_buffers = b == "caller";
+            v.processes = p;
+            v.threads = threads;
+            v.transports = t == "default" ? "" : t;
+            v.allow_inline = allow_inline;
+            v.checksum = f_.checksum;
+            v.max_size = max_size;
+            auto w = AobjWorkers::Start(v);
+            if (!w.ok()) return w.status();
+            out->push_back(Variant{s.get(), t, std::move(*w)});
+          }
         }
       }
     }

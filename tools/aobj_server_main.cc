@@ -50,6 +50,11 @@ Credentials (every request is signed with HMAC-SHA256; secrets never travel):
 
 Session limits (spec section "Sessions"):
   --lease-ms N              session lease (default: 30000)
+  --data-wait-ms N          longest one RMA step (16 MiB) waits on a client, plus its octets
+                            at 50 MB/s; past it the request fails TRANSFER_FAILED and the
+                            session's data channel is closed (default: 10000)
+  --shutdown-grace-ms N     on SIGTERM, transfers still running after this long are ended
+                            (default: 2000)
   --max-in-flight N         data requests in flight per session (default: 16)
   --inline-threshold N      largest body sent inside control messages (default: 16384)
   --max-transfer-bytes N    largest object one request may move (default: 64 GiB)
@@ -68,7 +73,11 @@ Authorization (spec section 14.8):
 
 Data channel (UCX):
   --net-devices LIST        UCX_NET_DEVICES unless set in the environment (default: lo)
-  --transports LIST         UCX_TLS unless set in the environment (default: UCX's choice)
+  --transports LIST         UCX_TLS unless set in the environment (default: UCX's choice);
+                            System V shared memory, where admitted, is the shared-memory lane
+                            (error mode NONE), everything else runs in error mode PEER
+  --keepalive-ms N          a client on a network lane that stops answering is found dead
+                            within about this long (UCX keepalive; 0: UCX's 20 s; default: 5000)
 
 Observability (docs/observability.md):
   --metrics-listen HOST:PORT  serve GET /metrics (Prometheus) and GET /sessions (JSON) over
@@ -84,7 +93,8 @@ Other:
   --help                    this text
 
 The server logs one line per event ("event=... session=..."), never secrets. Stop it with
-SIGINT or SIGTERM: it finishes requests in progress and closes every endpoint.
+SIGINT or SIGTERM: it finishes requests in progress (ending any transfer still running after
+--shutdown-grace-ms) and closes every endpoint.
 )";
 
 }  // namespace
@@ -105,6 +115,7 @@ int main(int argc, char** argv) {
   aobj::tools::ConfigKeys config_keys;
   config_keys.value_keys = {
       "store", "root", "create-bucket", "listen", "port-file", "credentials", "lease-ms",
+       "data-wait-ms", "shutdown-grace-ms", "keepalive-ms",
        "max-in-flight", "inline-threshold", "max-transfer-bytes", "threads", "max-sessions", "max-sessions-per-principal", "max-key-bytes", "max-list-page", "net-devices",
        "transports", "tls-cert", "tls-key", "tls-client-ca", "min-part-size",
        "metrics-listen", "metrics-port-file", "authorization", "grant"};
@@ -153,8 +164,14 @@ int main(int argc, char** argv) {
   }
   int64_t v = 0;
   for (auto [flag, field] : std::initializer_list<std::pair<const char*, int64_t*>>{
-           {"lease-ms", &options.lease_ms}}) {
+           {"lease-ms", &options.lease_ms},
+           {"data-wait-ms", &options.data_wait_ms},
+           {"shutdown-grace-ms", &options.shutdown_grace_ms},
+           {"keepalive-ms", &options.data_channel.keepalive_ms}}) {
     if (!(st = args.GetInt(flag, *field, &v)).ok()) return fail(std::string(st.message()));
+    if (v < 0 || (v == 0 && std::string(flag) != "keepalive-ms")) {
+      return fail(absl::StrCat("--", flag, " must be positive"));
+    }
     *field = v;
   }
   if (!(st = args.GetInt("max-in-flight", 0, &v)).ok()) return fail(std::string(st.message()));

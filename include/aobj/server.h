@@ -54,6 +54,13 @@ struct ServerOptions {
   // The server's limits; zero fields take the defaults of the spec's reference values.
   Limits limits;
   int64_t lease_ms = 30000;           // AOBJ-SES-008
+  // AOBJ-OPS-008: the longest one step of RMA (at most 16 MiB) may wait on a peer, plus its
+  // octets at 50 MB/s; past it the session's data channel fails (DATA_CHANNEL_UNAVAILABLE for its
+  // later data requests) and the request fails TRANSFER_FAILED.
+  int64_t data_wait_ms = 10000;
+  // AOBJ-OPS-009: on Shutdown(), transfers still running after this long are ended (their
+  // sessions' data channels fail), so the server stops within a bound whatever its peers do.
+  int64_t shutdown_grace_ms = 2000;
   int64_t clock_skew_ms = 300000;     // AOBJ-AUTH-007
   int64_t session_tombstone_ms = 600000;
   int request_threads = 8;  // requests handled at once; each data request holds one throughout

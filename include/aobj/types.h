@@ -55,6 +55,10 @@ enum class MemoryKind {
 struct DataChannelOptions {
   std::string net_devices = "lo";  // loopback only unless told otherwise
   std::string transports;          // UCX_TLS; empty = UCX's default
+  // Server: a peer on a network lane that stops answering is found dead within about this
+  // interval (UCX keepalive on endpoints in error mode PEER; UCX_KEEPALIVE_INTERVAL overrides).
+  // 0 = UCX's default (20 s).
+  int64_t keepalive_ms = 5000;
 };
 
 // TLS on the control channel (spec section "Transport security"). Files are PEM.

@@ -7,7 +7,8 @@ namespace {
 
 class UcxDataChannel final : public DataChannel {
  public:
-  explicit UcxDataChannel(UcxWorker* worker) : worker_(worker) {}
+  UcxDataChannel(UcxWorker* worker, absl::Duration wait_bound)
+      : worker_(worker), wait_bound_(wait_bound) {}
   absl::StatusOr<uint64_t> Connect(absl::string_view peer_address) override {
     return worker_->Connect(peer_address);
   }
@@ -16,24 +17,30 @@ class UcxDataChannel final : public DataChannel {
   }
   void Disconnect(uint64_t endpoint) override { worker_->Disconnect(endpoint); }
   absl::Status Execute(uint64_t endpoint, const RmaBatch& batch) override {
-    // A minute, or longer for big batches on slow (TCP-emulated) lanes: at least 50 MB/s.
-    uint64_t bytes = 0;
-    for (const RmaOp& op : batch.ops) bytes += op.length;
-    const absl::Duration timeout =
-        std::max(absl::Seconds(60), absl::Seconds(static_cast<double>(bytes) / 50e6));
-    return worker_->Execute(endpoint, batch, timeout);
+    return worker_->Execute(endpoint, batch, Bound(batch));
+  }
+  absl::Status ExecuteWatched(uint64_t endpoint, const RmaBatch& batch,
+                              const std::function<bool()>& abandoned) override {
+    return worker_->Execute(endpoint, batch, Bound(batch), abandoned);
   }
   size_t endpoint_count() override { return worker_->endpoint_count(); }
   uint64_t rkeys_outstanding() override { return worker_->rkeys_outstanding(); }
 
  private:
+  // AOBJ-OPS-008: the bound, plus the batch's octets at 50 MB/s (slow TCP-emulated lanes).
+  absl::Duration Bound(const RmaBatch& batch) const {
+    uint64_t bytes = 0;
+    for (const RmaOp& op : batch.ops) bytes += op.length;
+    return wait_bound_ + absl::Seconds(static_cast<double>(bytes) / 50e6);
+  }
   UcxWorker* worker_;
+  const absl::Duration wait_bound_;
 };
 
 }  // namespace
 
-std::unique_ptr<DataChannel> NewUcxDataChannel(UcxWorker* worker) {
-  return std::make_unique<UcxDataChannel>(worker);
+std::unique_ptr<DataChannel> NewUcxDataChannel(UcxWorker* worker, absl::Duration wait_bound) {
+  return std::make_unique<UcxDataChannel>(worker, wait_bound);
 }
 
 }  // namespace aobj

@@ -7,10 +7,12 @@
 #define AOBJ_SERVER_DATA_CHANNEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "transport/ucx_worker.h"
 
 namespace aobj {
@@ -24,12 +26,23 @@ class DataChannel {
   // See UcxWorker::Execute: checks, RMA, flush for writes; returns when UCX no longer touches
   // the local memory named by the batch.
   virtual absl::Status Execute(uint64_t endpoint, const RmaBatch& batch) = 0;
+  // The same, with `abandoned` polled while it waits (true once the call's client cancelled or
+  // went away): the batch then ends within a short grace, failing the endpoint if it must
+  // (AOBJ-DAT-157). Implementations without a bound of their own run Execute().
+  virtual absl::Status ExecuteWatched(uint64_t endpoint, const RmaBatch& batch,
+                                      const std::function<bool()>& abandoned) {
+    (void)abandoned;
+    return Execute(endpoint, batch);
+  }
   virtual size_t endpoint_count() = 0;
   virtual uint64_t rkeys_outstanding() = 0;
 };
 
-// A DataChannel over one UcxWorker; `worker` must outlive it.
-std::unique_ptr<DataChannel> NewUcxDataChannel(UcxWorker* worker);
+// A DataChannel over one UcxWorker; `worker` must outlive it. Each batch may wait at most
+// `wait_bound` plus its octets at 50 MB/s, the slowest rate a working lane is assumed to reach
+// (AOBJ-OPS-008); past that its endpoint is failed.
+std::unique_ptr<DataChannel> NewUcxDataChannel(UcxWorker* worker,
+                                               absl::Duration wait_bound = absl::Seconds(10));
 
 }  // namespace aobj
 

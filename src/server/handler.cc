@@ -584,7 +584,9 @@ absl::Status RequestHandler::ExecuteRma(const SessionState& s, const RmaBatch& b
     // AOBJ-DAT-155: every earlier step has completed (Execute returns only then), so the error
     // reply that follows is sent after the last RMA operation of the request.
     AOBJ_RETURN_IF_ERROR(call.Check());
-    absl::Status st = channel_->Execute(s.endpoint, part);
+    // AOBJ-DAT-157: a call whose client cancelled or went away ends within a short grace.
+    absl::Status st = channel_->ExecuteWatched(s.endpoint, part,
+                                               [&call] { return !call.Check().ok(); });
     part.ops.clear();
     in_part = 0;
     return st;

@@ -204,10 +204,15 @@ class ServerImpl final : public Server {
     auto ctx = UcxContext::Create(data_channel);
     if (!ctx.ok()) return ctx.status();
     context_ = std::move(*ctx);
-    auto worker = UcxWorker::Create(*context_, "server");
+    // AOBJ-TRN-003: the shared-memory lane (mode NONE) beside the network lanes (mode PEER).
+    auto shm = UcxContext::CreateSharedMemoryLane(data_channel);
+    if (!shm.ok()) return shm.status();
+    shm_context_ = std::move(*shm);
+    auto worker = UcxWorker::Create(*context_, "server", shm_context_.get());
     if (!worker.ok()) return worker.status();
     worker_ = std::move(*worker);
-    channel_ = NewUcxDataChannel(worker_.get());
+    channel_ = NewUcxDataChannel(worker_.get(),
+                                 absl::Milliseconds(std::max<int64_t>(options_.data_wait_ms, 1)));
     auth_ = std::make_unique<Authenticator>(options_.credentials,
                                             absl::Milliseconds(options_.clock_skew_ms));
     sessions_ = std::make_unique<SessionTable>(absl::Milliseconds(options_.lease_ms),
@@ -269,7 +274,13 @@ class ServerImpl final : public Server {
       shut_down_ = true;
     }
     metrics_http_.reset();  // its handler reads everything below
-    if (grpc_) grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    // AOBJ-OPS-009: transfers end within the grace whatever their peers do; gRPC then cancels
+    // what is left of the calls a little later, and the request threads drain.
+    const int64_t grace_ms = std::max<int64_t>(options_.shutdown_grace_ms, 0);
+    if (worker_) worker_->BeginShutdown(absl::Milliseconds(grace_ms));
+    if (grpc_) {
+      grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(grace_ms + 1000));
+    }
     if (pool_) pool_->Stop();
     if (reaper_.joinable()) reaper_.join();
     // Endpoints still open at shutdown (sessions that never closed) are counted, then closed with
@@ -335,6 +346,7 @@ class ServerImpl final : public Server {
   std::unique_ptr<MultipartManager> multipart_;  // borrows store_
   std::unique_ptr<BucketAuthorizer> authz_;
   std::unique_ptr<UcxContext> context_;
+  std::unique_ptr<UcxContext> shm_context_;  // null without a shared-memory lane
   std::unique_ptr<UcxWorker> worker_;
   std::unique_ptr<DataChannel> channel_;
   std::unique_ptr<Authenticator> auth_;

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "aobj/status.h"
 
 namespace aobj {
@@ -12,6 +13,28 @@ std::string UcxStatusString(ucs_status_t status) {
 }
 
 absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::Create(const TransportOptions& options) {
+  return Make(options, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::CreateSharedMemoryLane(
+    const TransportOptions& options) {
+  // The lane exists only where the operator's transport list admits System V shared memory:
+  // UCX_TLS (or the configured list) is a comma list, "^" excludes, "all"/"shm"/"sm" include.
+  const char* env = std::getenv("UCX_TLS");
+  std::string tls = env != nullptr ? env : options.transports;
+  if (!tls.empty()) {
+    const bool exclude = tls[0] == '^';
+    bool named = false;
+    for (absl::string_view t : absl::StrSplit(exclude ? tls.substr(1) : tls, ',')) {
+      if (t == "sysv" || t == "shm" || t == "sm" || t == "all") named = true;
+    }
+    if (exclude == named) return std::unique_ptr<UcxContext>();
+  }
+  return Make(options, "sysv");
+}
+
+absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::Make(const TransportOptions& options,
+                                                             const char* forced_tls) {
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) {
@@ -29,13 +52,27 @@ absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::Create(const TransportOp
                                     UcxStatusString(st)));
     }
   }
-  if (std::getenv("UCX_TLS") == nullptr && !options.transports.empty()) {
-    st = ucp_config_modify(config, "TLS", options.transports.c_str());
+  const std::string tls = forced_tls != nullptr ? forced_tls
+                         : std::getenv("UCX_TLS") == nullptr ? options.transports : "";
+  if (!tls.empty()) {
+    st = ucp_config_modify(config, "TLS", tls.c_str());
     if (st != UCS_OK) {
       ucp_config_release(config);
       return MakeError(ErrorCode::kInvalidArgument,
-                       absl::StrCat("UCX TLS=", options.transports, ": ", UcxStatusString(st)));
+                       absl::StrCat("UCX TLS=", tls, ": ", UcxStatusString(st)));
     }
+  }
+  // A request id on the wire is an index into a table, never the request's address: a reply
+  // that arrives after its request ended (a force-closed endpoint, AOBJ-DAT-158) is dropped
+  // instead of being written through a freed request (UCX 1.13.1 enables this only for
+  // endpoints in error mode PEER by default).
+  if (std::getenv("UCX_PROTO_INDIRECT_ID") == nullptr) {
+    (void)ucp_config_modify(config, "PROTO_INDIRECT_ID", "on");
+  }
+  // AOBJ-TRN-011: a dead peer on a network lane is found by keepalive within this interval.
+  if (std::getenv("UCX_KEEPALIVE_INTERVAL") == nullptr && options.keepalive_ms > 0) {
+    const std::string v = absl::StrCat(options.keepalive_ms, "ms");
+    (void)ucp_config_modify(config, "KEEPALIVE_INTERVAL", v.c_str());
   }
 
   ucp_params_t params{};

@@ -24,6 +24,12 @@ using TransportOptions = DataChannelOptions;
 class UcxContext {
  public:
   static absl::StatusOr<std::unique_ptr<UcxContext>> Create(const TransportOptions& options);
+  // Server side: a second context for the shared-memory lane (AOBJ-TRN-003): System V shared
+  // memory only, endpoints in error mode NONE, used for windows UCX maps into this process
+  // (operations that are a memcpy and cannot wait on the peer). Null (and OK) when `options` or
+  // UCX_TLS leave System V shared memory out.
+  static absl::StatusOr<std::unique_ptr<UcxContext>> CreateSharedMemoryLane(
+      const TransportOptions& options);
   ~UcxContext();
   UcxContext(const UcxContext&) = delete;
   UcxContext& operator=(const UcxContext&) = delete;
@@ -32,6 +38,8 @@ class UcxContext {
 
  private:
   explicit UcxContext(ucp_context_h context) : context_(context) {}
+  static absl::StatusOr<std::unique_ptr<UcxContext>> Make(const TransportOptions& options,
+                                                          const char* forced_tls);
   ucp_context_h context_;
 };
 

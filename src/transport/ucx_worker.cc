@@ -1,11 +1,14 @@
 #include "transport/ucx_worker.h"
 
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/shm.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <utility>
 #include <cstring>
 
 #include "absl/strings/match.h"
@@ -25,6 +28,8 @@ struct UcxWorker::Command {
   uint64_t endpoint = 0;
   const RmaBatch* batch = nullptr;
   absl::Time deadline = absl::InfiniteFuture();
+  // Execute: lowered by the calling thread when its call is abandoned (absl::ToUnixNanos).
+  std::atomic<int64_t> abandon_deadline_ns{INT64_MAX};
   // Outputs, written by the progress thread before `done` is notified.
   absl::Status status;
   uint64_t new_endpoint = 0;
@@ -35,13 +40,15 @@ struct UcxWorker::Command {
 // One Execute() in progress on the progress thread.
 struct UcxWorker::Job {
   std::shared_ptr<Command> cmd;
-  ucp_ep_h ep = nullptr;
+  uint64_t endpoint = 0;
   std::vector<CachedRkey*> rkeys;  // borrowed from the endpoint's cache, one per window
   size_t pending = 0;           // RMA requests not yet completed
-  std::vector<void*> requests;  // outstanding UCX requests (for cancellation)
-  void* flush_request = nullptr;
+  bool issued = false;          // at least one operation reached UCX
+  std::vector<ucp_ep_h> used;   // endpoints it issued operations on (flushed for writes)
+  std::vector<void*> flushes;   // flush requests outstanding
   bool flushing = false;
-  bool cancelled = false;
+  bool timed_out = false;
+  absl::Time failed_at = absl::InfiniteFuture();  // when its endpoint was failed under it
   absl::Status status;          // first error seen
 };
 
@@ -58,34 +65,50 @@ absl::Status TransferError(absl::string_view what, ucs_status_t st) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(const UcxContext& context,
-                                                              std::string name) {
+namespace {
+
+// A worker of `context`, its packed address and its event fd.
+absl::Status MakeWorker(const UcxContext& context, ucp_worker_h* worker, std::string* address,
+                        int* efd) {
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   params.thread_mode = UCS_THREAD_MODE_SINGLE;  // only the progress thread touches it
-  ucp_worker_h worker = nullptr;
-  ucs_status_t st = ucp_worker_create(context.get(), &params, &worker);
+  ucs_status_t st = ucp_worker_create(context.get(), &params, worker);
   if (st != UCS_OK) {
     return MakeError(ErrorCode::kDataChannelUnavailable,
                      absl::StrCat("ucp_worker_create: ", UcxStatusString(st)));
   }
   ucp_address_t* addr = nullptr;
   size_t addr_len = 0;
-  st = ucp_worker_get_address(worker, &addr, &addr_len);
-  if (st != UCS_OK) {
-    ucp_worker_destroy(worker);
-    return MakeError(ErrorCode::kDataChannelUnavailable,
-                     absl::StrCat("ucp_worker_get_address: ", UcxStatusString(st)));
+  st = ucp_worker_get_address(*worker, &addr, &addr_len);
+  if (st == UCS_OK) {
+    address->assign(reinterpret_cast<const char*>(addr), addr_len);
+    ucp_worker_release_address(*worker, addr);
+    st = ucp_worker_get_efd(*worker, efd);
   }
-  std::string address(reinterpret_cast<const char*>(addr), addr_len);
-  ucp_worker_release_address(worker, addr);
-
-  int worker_fd = -1;
-  st = ucp_worker_get_efd(worker, &worker_fd);
   if (st != UCS_OK) {
-    ucp_worker_destroy(worker);
+    ucp_worker_destroy(*worker);
+    *worker = nullptr;
     return MakeError(ErrorCode::kDataChannelUnavailable,
-                     absl::StrCat("ucp_worker_get_efd: ", UcxStatusString(st)));
+                     absl::StrCat("ucp_worker_get_address/efd: ", UcxStatusString(st)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(const UcxContext& context,
+                                                              std::string name,
+                                                              const UcxContext* shm_lane) {
+  ucp_worker_h worker = nullptr, shm_worker = nullptr;
+  std::string address, shm_address;
+  int worker_fd = -1, shm_fd = -1;
+  if (absl::Status s = MakeWorker(context, &worker, &address, &worker_fd); !s.ok()) return s;
+  if (shm_lane != nullptr) {
+    if (absl::Status s = MakeWorker(*shm_lane, &shm_worker, &shm_address, &shm_fd); !s.ok()) {
+      ucp_worker_destroy(worker);
+      return s;
+    }
   }
   int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
   int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -93,25 +116,28 @@ absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(const UcxContext& c
     if (epoll_fd >= 0) close(epoll_fd);
     if (wake_fd >= 0) close(wake_fd);
     ucp_worker_destroy(worker);
+    if (shm_worker != nullptr) ucp_worker_destroy(shm_worker);
     return MakeError(ErrorCode::kInternal, absl::StrCat("epoll/eventfd: ", strerror(errno)));
   }
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.fd = worker_fd;
-  epoll_ctl(epoll_fd, EPOLL_CTL_ADD, worker_fd, &ev);
-  ev.data.fd = wake_fd;
-  epoll_ctl(epoll_fd, EPOLL_CTL_ADD, wake_fd, &ev);
-
-  std::unique_ptr<UcxWorker> w(new UcxWorker(worker, epoll_fd, wake_fd, worker_fd,
-                                             std::move(name), std::move(address)));
+  for (int fd : {worker_fd, shm_fd, wake_fd}) {
+    if (fd < 0) continue;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+  }
+  std::unique_ptr<UcxWorker> w(new UcxWorker(worker, shm_worker, epoll_fd, wake_fd,
+                                             std::move(name), std::move(address),
+                                             std::move(shm_address)));
   w->thread_ = std::thread([p = w.get()] { p->Loop(); });
   return w;
 }
 
-UcxWorker::UcxWorker(ucp_worker_h worker, int epoll_fd, int wake_fd, int worker_fd,
-                     std::string name, std::string address)
-    : worker_(worker), epoll_fd_(epoll_fd), wake_fd_(wake_fd), worker_fd_(worker_fd),
-      name_(std::move(name)), address_(std::move(address)) {}
+UcxWorker::UcxWorker(ucp_worker_h worker, ucp_worker_h shm_worker, int epoll_fd, int wake_fd,
+                     std::string name, std::string address, std::string shm_address)
+    : worker_(worker), shm_worker_(shm_worker), epoll_fd_(epoll_fd), wake_fd_(wake_fd),
+      name_(std::move(name)), address_(std::move(address)),
+      shm_address_(std::move(shm_address)) {}
 
 UcxWorker::~UcxWorker() {
   {
@@ -120,9 +146,16 @@ UcxWorker::~UcxWorker() {
   }
   Wake();
   thread_.join();
-  ucp_worker_destroy(worker_);
   close(epoll_fd_);
   close(wake_fd_);
+}
+
+void UcxWorker::BeginShutdown(absl::Duration grace) {
+  const int64_t at = absl::ToUnixNanos(absl::Now() + grace);
+  int64_t cur = drain_deadline_ns_.load();
+  while (at < cur && !drain_deadline_ns_.compare_exchange_weak(cur, at)) {
+  }
+  Wake();
 }
 
 void UcxWorker::Wake() {
@@ -172,13 +205,35 @@ void UcxWorker::Disconnect(uint64_t endpoint, absl::Duration timeout) {
   Post(cmd);
 }
 
-absl::Status UcxWorker::Execute(uint64_t endpoint, const RmaBatch& batch, absl::Duration timeout) {
+absl::Status UcxWorker::Execute(uint64_t endpoint, const RmaBatch& batch, absl::Duration timeout,
+                                const std::function<bool()>& abandoned) {
   auto cmd = std::make_shared<Command>();
   cmd->kind = Command::kExecute;
   cmd->endpoint = endpoint;
   cmd->batch = &batch;
   cmd->deadline = absl::Now() + timeout;
-  Post(cmd);
+  if (!abandoned) {
+    Post(cmd);
+    return cmd->status;
+  }
+  {
+    absl::MutexLock l(&mu_);
+    if (stopping_) {
+      return MakeError(ErrorCode::kDataChannelUnavailable, "data channel is shutting down");
+    }
+    queue_.push_back(cmd);
+  }
+  Wake();
+  // The calling thread watches its call while the progress thread works: a call whose client
+  // cancelled or went away gets kAbandonGrace more, then its endpoint is failed (AOBJ-DAT-157).
+  bool lowered = false;
+  while (!cmd->done.WaitForNotificationWithTimeout(absl::Milliseconds(20))) {
+    if (!lowered && abandoned()) {
+      lowered = true;
+      cmd->abandon_deadline_ns.store(absl::ToUnixNanos(absl::Now() + kAbandonGrace));
+      Wake();
+    }
+  }
   return cmd->status;
 }
 
@@ -196,9 +251,17 @@ void UcxWorker::StartJob(const std::shared_ptr<Command>& cmd) {
     cmd->done.Notify();
     return;
   }
+  EndpointState& state = it->second;
+  if (!state.failed.ok()) {
+    // AOBJ-DAT-158: a failed data channel stays failed; the client opens a new session.
+    cmd->status = state.failed;
+    cmd->done.Notify();
+    return;
+  }
   auto job = std::make_unique<Job>();
   job->cmd = cmd;
-  job->ep = it->second.ep;
+  job->endpoint = cmd->endpoint;
+  ++state.jobs;
 
   // AOBJ-MEM-009: every op inside its window, before anything reaches UCX.
   // AOBJ-MEM-021: otherwise nothing is issued and the request fails DESCRIPTOR_OUT_OF_BOUNDS.
@@ -218,7 +281,7 @@ void UcxWorker::StartJob(const std::shared_ptr<Command>& cmd) {
   }
   // Unpack rkeys (AOBJ-MEM-004) and check shared-memory windows (AOBJ-MEM-012).
   for (const RemoteWindow& w : batch.windows) {
-    auto entry = AcquireRkey(it->second, w, batch.max_rkey_bytes);
+    auto entry = AcquireRkey(state, w, batch.max_rkey_bytes);
     if (!entry.ok()) {
       FinishJob(*job, entry.status());
       return;
@@ -234,22 +297,22 @@ void UcxWorker::StartJob(const std::shared_ptr<Command>& cmd) {
       auto* j = static_cast<Job*>(user_data);
       if (status != UCS_OK && j->status.ok()) j->status = TransferError("RMA", status);
       --j->pending;
-      std::erase(j->requests, request);
       ucp_request_free(request);
     };
-    ucp_rkey_h rkey = job->rkeys[op.window]->rkey;
+    const CachedRkey& key = *job->rkeys[op.window];
+    if (std::find(job->used.begin(), job->used.end(), key.ep) == job->used.end()) {
+      job->used.push_back(key.ep);
+    }
+    job->issued = true;
     ucs_status_ptr_t req =
         batch.direction == RmaDirection::kWrite
-            ? ucp_put_nbx(job->ep, op.local, op.length, op.remote, rkey, &param)
-            : ucp_get_nbx(job->ep, op.local, op.length, op.remote, rkey, &param);
+            ? ucp_put_nbx(key.ep, op.local, op.length, op.remote, key.rkey, &param)
+            : ucp_get_nbx(key.ep, op.local, op.length, op.remote, key.rkey, &param);
     if (UCS_PTR_IS_ERR(req)) {
       if (job->status.ok()) job->status = TransferError("issue RMA", UCS_PTR_STATUS(req));
       break;
     }
-    if (req != nullptr) {
-      ++job->pending;
-      job->requests.push_back(req);
-    }
+    if (req != nullptr) ++job->pending;
   }
   jobs_.push_back(std::move(job));
 }
@@ -258,6 +321,7 @@ void UcxWorker::FinishJob(Job& job, absl::Status status) {
   // AOBJ-MEM-023: the request no longer uses its rkeys; they stay cached for the session.
   for (CachedRkey* entry : job.rkeys) --entry->in_use;
   job.rkeys.clear();
+  if (auto it = endpoints_.find(job.endpoint); it != endpoints_.end()) --it->second.jobs;
   job.cmd->status = std::move(status);
   job.cmd->done.Notify();
 }
@@ -310,8 +374,33 @@ absl::StatusOr<UcxWorker::CachedRkey*> UcxWorker::AcquireRkey(EndpointState& sta
     auto pins = SysvSegmentPins::Pin(w.rkey);
     if (!pins.ok()) return pins.status();
     ucp_rkey_h rkey = nullptr;
-    ucs_status_t st = ucp_ep_rkey_unpack(state.ep, w.rkey.data(), &rkey);
-    if (st != UCS_OK) {
+    ucp_ep_h ep = nullptr;
+    ucs_status_t st = UCS_ERR_UNREACHABLE;
+    bool unpacked_unmapped = false;  // a valid key for memory the shared-memory lane cannot map
+    // AOBJ-TRN-003: the shared-memory lane (mode NONE) takes only windows UCX maps into this
+    // process, whose RMA is a memcpy that cannot wait on the peer; everything else goes on the
+    // PEER endpoint, which a bound can force-close.
+    if (state.shm_ep != nullptr) {
+      st = ucp_ep_rkey_unpack(state.shm_ep, w.rkey.data(), &rkey);
+      void* mapped = nullptr;
+      if (st == UCS_OK && ucp_rkey_ptr(rkey, w.address, &mapped) == UCS_OK) {
+        ep = state.shm_ep;
+      } else if (st == UCS_OK) {
+        ucp_rkey_destroy(rkey);
+        rkey = nullptr;
+        unpacked_unmapped = true;
+      }
+    }
+    if (ep == nullptr && state.net_ep != nullptr) {
+      st = ucp_ep_rkey_unpack(state.net_ep, w.rkey.data(), &rkey);
+      if (st == UCS_OK) ep = state.net_ep;
+    }
+    if (ep == nullptr) {
+      if (state.net_ep == nullptr && unpacked_unmapped) {
+        return MakeError(ErrorCode::kDataChannelUnavailable,
+                         "the window is not in shared memory this server maps, and the session "
+                         "has no endpoint with peer-failure detection to reach it");
+      }
       return MakeError(ErrorCode::kInvalidRkey,
                        absl::StrCat("rkey does not unpack: ", UcxStatusString(st)));
     }
@@ -319,6 +408,7 @@ absl::StatusOr<UcxWorker::CachedRkey*> UcxWorker::AcquireRkey(EndpointState& sta
     auto fresh = std::make_unique<CachedRkey>();
     fresh->blob = std::string(w.rkey);
     fresh->rkey = rkey;
+    fresh->ep = ep;
     for (absl::string_view e : PackedRkeyEntries(w.rkey)) {
       if (e.size() != kSysvPackedRkeySize) continue;
       uint32_t shmid = 0;
@@ -374,49 +464,254 @@ absl::StatusOr<UcxWorker::CachedRkey*> UcxWorker::AcquireRkey(EndpointState& sta
 
 void UcxWorker::AdvanceJobs() {
   const absl::Time now = absl::Now();
+  const absl::Time drain = absl::FromUnixNanos(drain_deadline_ns_.load());
   for (size_t i = 0; i < jobs_.size();) {
     Job& job = *jobs_[i];
-    if (job.pending > 0) {
-      // AOBJ-OPS-008: RMA is bounded in time and fails TRANSFER_FAILED past the bound.
-      if (!job.cancelled && now > job.cmd->deadline) {
-        // Cancel what is outstanding; the callbacks still run, so the job ends only when UCX
-        // no longer touches local memory.
-        job.cancelled = true;
-        job.status = MakeError(ErrorCode::kTransferFailed, "RMA timed out");
-        for (void* r : std::vector<void*>(job.requests)) ucp_request_cancel(worker_, r);
+    auto ep_it = endpoints_.find(job.endpoint);
+    EndpointState* state = ep_it == endpoints_.end() ? nullptr : &ep_it->second;
+    const bool usable = state != nullptr && state->failed.ok();
+    for (size_t f = 0; f < job.flushes.size();) {
+      ucs_status_t st = ucp_request_check_status(job.flushes[f]);
+      if (st == UCS_INPROGRESS) {
+        ++f;
+        continue;
+      }
+      if (st != UCS_OK && job.status.ok()) job.status = TransferError("flush", st);
+      ucp_request_free(job.flushes[f]);
+      job.flushes.erase(job.flushes.begin() + static_cast<long>(f));
+    }
+    // AOBJ-DAT-157: once an operation of the request failed, what it issued earlier may still
+    // land (puts complete locally before they are remotely visible) and what is outstanding may
+    // never end: the endpoint is failed, which ends it all, before the request is answered.
+    if (!job.status.ok() && job.issued && usable) {
+      FailEndpoint(job.endpoint, *state, absl::StrCat("an RMA operation failed (",
+                                                      job.status.message(), ")"));
+    }
+    if (job.pending > 0 || !job.flushes.empty()) {
+      // AOBJ-OPS-008: every wait is bounded; past the bound the endpoint is force-closed, which
+      // completes the outstanding operations (their callbacks still run, so the job ends only
+      // when UCX no longer touches its local memory).
+      const absl::Time deadline =
+          std::min({job.cmd->deadline,
+                    absl::FromUnixNanos(job.cmd->abandon_deadline_ns.load()), drain});
+      if (!job.timed_out && now > deadline) {
+        job.timed_out = true;
+        const std::string why =
+            deadline == drain ? "the server is shutting down"
+            : deadline == job.cmd->deadline
+                ? "RMA did not complete within the server's bound (the peer stopped "
+                  "progressing or is gone)"
+                : "the call was abandoned and its RMA did not complete within the grace period";
+        if (job.status.ok()) job.status = MakeError(ErrorCode::kTransferFailed, why);
+        if (state != nullptr && state->failed.ok()) FailEndpoint(job.endpoint, *state, why);
       }
       ++i;
       continue;
     }
-    if (job.flush_request != nullptr) {
-      ucs_status_t st = ucp_request_check_status(job.flush_request);
-      if (st == UCS_INPROGRESS) {
-        ++i;
-        continue;
-      }
-      if (st != UCS_OK && job.status.ok()) job.status = TransferError("flush", st);
-      ucp_request_free(job.flush_request);
-      job.flush_request = nullptr;
-    } else if (!job.flushing && job.status.ok() &&
-               job.cmd->batch->direction == RmaDirection::kWrite) {
+    if (!job.flushing && job.status.ok() && usable &&
+        job.cmd->batch->direction == RmaDirection::kWrite) {
       // AOBJ-DAT-001: a completed put is not yet remotely visible; flush before replying.
       job.flushing = true;
-      ucp_request_param_t param{};
-      ucs_status_ptr_t req = ucp_ep_flush_nbx(job.ep, &param);
-      if (UCS_PTR_IS_ERR(req)) {
-        job.status = TransferError("flush", UCS_PTR_STATUS(req));
-      } else if (req != nullptr) {
-        job.flush_request = req;
-        ++i;
-        continue;
+      for (ucp_ep_h ep : job.used) {
+        ucp_request_param_t param{};
+        ucs_status_ptr_t req = ucp_ep_flush_nbx(ep, &param);
+        if (UCS_PTR_IS_ERR(req)) {
+          job.status = TransferError("flush", UCS_PTR_STATUS(req));
+        } else if (req != nullptr) {
+          job.flushes.push_back(req);
+        }
       }
+      continue;  // the same job again: its flushes, or its failure
+    }
+    if (job.status.ok() && !usable) {
+      job.status = state != nullptr ? state->failed
+                                    : MakeError(ErrorCode::kDataChannelUnavailable,
+                                                "the data-channel endpoint was closed");
     }
     FinishJob(job, job.status);
     jobs_.erase(jobs_.begin() + static_cast<long>(i));
   }
+  ReleaseFailedRkeys();
+}
+
+void UcxWorker::CloseEp(ucp_ep_h ep, bool force) {
+  ucp_request_param_t param{};
+  if (force) {
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  }
+  ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &param);
+  if (req != nullptr && !UCS_PTR_IS_ERR(req)) {
+    closing_.push_back({req, absl::Now() + absl::Seconds(2)});
+  }
+}
+
+void UcxWorker::FailEndpoint(uint64_t id, EndpointState& state, absl::string_view why) {
+  if (!state.failed.ok()) return;
+  state.failed = MakeError(
+      ErrorCode::kDataChannelUnavailable,
+      absl::StrCat("the session's data channel failed: ", why,
+                   "; open a new session (AOBJ-DAT-158)"));
+  endpoints_failed_.fetch_add(1);
+  (void)id;
+  // Force: UCX completes every operation still outstanding on it with UCS_ERR_CANCELED, now.
+  if (state.net_ep != nullptr) CloseEp(std::exchange(state.net_ep, nullptr), /*force=*/true);
+  // Mode NONE cannot be forced (UCX 1.13.1 refuses), and needs not be: its operations are
+  // memcpys into mapped memory that completed when they were issued.
+  if (state.shm_ep != nullptr) CloseEp(std::exchange(state.shm_ep, nullptr), /*force=*/false);
+}
+
+void UcxWorker::ReleaseFailedRkeys() {
+  for (auto it = endpoints_.begin(); it != endpoints_.end();) {
+    EndpointState& state = it->second;
+    if (state.failed.ok() || state.jobs != 0) {
+      ++it;
+      continue;
+    }
+    for (auto& entry : state.rkeys) DestroyRkey(entry);
+    state.rkeys.clear();
+    if (state.disconnected) {
+      endpoints_.erase(it++);
+      endpoint_count_.fetch_sub(1);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void UcxWorker::OnPeerError(void* arg, ucp_ep_h ep, ucs_status_t status) {
+  // Called from ucp_worker_progress on the progress thread; the endpoint is failed right after
+  // progress returns (closing it inside UCX's own callback is not allowed).
+  auto* self = static_cast<UcxWorker*>(arg);
+  self->peer_errors_.push_back({ep, status});
+}
+
+void UcxWorker::DoConnect(Command& cmd) {
+  EndpointState state;
+  std::string why;
+  // AOBJ-TRN-003: network lanes in error mode PEER (keepalive; a bound can force-close them).
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_USER_DATA;
+  params.address = reinterpret_cast<const ucp_address_t*>(cmd.peer_address.data());
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = &UcxWorker::OnPeerError;
+  params.err_handler.arg = nullptr;
+  params.user_data = this;
+  ucs_status_t st = ucp_ep_create(worker_, &params, &state.net_ep);
+  if (st != UCS_OK) {
+    state.net_ep = nullptr;
+    why = absl::StrCat("network lane: ", UcxStatusString(st));
+  }
+  // The shared-memory lane in mode NONE (PEER would exclude shared memory in UCX 1.13.1).
+  if (shm_worker_ != nullptr) {
+    ucp_ep_params_t shm{};
+    shm.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    shm.address = params.address;
+    shm.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    st = ucp_ep_create(shm_worker_, &shm, &state.shm_ep);
+    if (st != UCS_OK) {
+      state.shm_ep = nullptr;
+      absl::StrAppend(&why, why.empty() ? "" : "; ", "shared-memory lane: ", UcxStatusString(st));
+    }
+  }
+  if (state.net_ep == nullptr && state.shm_ep == nullptr) {
+    cmd.status = MakeError(ErrorCode::kDataChannelUnavailable,
+                           absl::StrCat("cannot reach the client's UCX worker: ", why));
+  } else {
+    cmd.new_endpoint = next_endpoint_++;
+    endpoints_.emplace(cmd.new_endpoint, std::move(state));
+    endpoint_count_.fetch_add(1);
+  }
+  cmd.done.Notify();
+}
+
+void UcxWorker::DoProtection(Command& cmd) {
+  auto it = endpoints_.find(cmd.endpoint);
+  if (it == endpoints_.end() || !it->second.failed.ok()) {
+    cmd.status = MakeError(ErrorCode::kDataChannelUnavailable, "no endpoint");
+    cmd.done.Notify();
+    return;
+  }
+  std::string info;
+  for (ucp_ep_h ep : {it->second.net_ep, it->second.shm_ep}) {
+    if (ep == nullptr) continue;
+    char* text = nullptr;
+    size_t size = 0;
+    FILE* f = open_memstream(&text, &size);
+    ucp_ep_print_info(ep, f);
+    fclose(f);
+    info.append(text, size);
+    free(text);
+  }
+  // Software RMA: UCX's tcp, shared memory and self transports (shared/FACTS.md).
+  bool emulated = false;
+  for (const char* tl : {"tcp/", "sysv/", "posix/", "cma/", "self/", "xpmem/", "knem/",
+                         "rma_am"}) {
+    if (absl::StrContains(info, tl)) emulated = true;
+  }
+  cmd.protection = emulated ? Protection::kEmulated : Protection::kHardware;
+  cmd.done.Notify();
+}
+
+void UcxWorker::DoDisconnect(Command& cmd) {
+  auto it = endpoints_.find(cmd.endpoint);
+  if (it != endpoints_.end() && it->second.jobs > 0) {
+    // A batch still runs (its session was closed under it): fail the endpoint, which ends the
+    // batch; the state goes when its last batch has (ReleaseFailedRkeys).
+    FailEndpoint(it->first, it->second, "the session was closed");
+    it->second.disconnected = true;
+  } else if (it != endpoints_.end()) {
+    // AOBJ-MEM-023: the session is over: its cached rkeys go before the endpoints (no job of a
+    // closed session is in flight; the session table waits for them).
+    for (auto& entry : it->second.rkeys) DestroyRkey(entry);
+    // Nothing is in flight, so forcing the PEER endpoint loses nothing and never waits on a
+    // peer that may be gone; the NONE endpoint's close is local (shared memory) and finishes in
+    // the background.
+    if (it->second.net_ep != nullptr) CloseEp(it->second.net_ep, /*force=*/true);
+    if (it->second.shm_ep != nullptr) CloseEp(it->second.shm_ep, /*force=*/false);
+    endpoints_.erase(it);
+    endpoint_count_.fetch_sub(1);
+  }
+  cmd.done.Notify();
+}
+
+void UcxWorker::Sleep(int timeout_ms) {
+  // An event fd that stays readable without UCX making progress (seen with a peer that stopped
+  // progressing on a TCP lane) would make epoll return at once forever: after a few such
+  // wake-ups in a row, wait on our own wake fd only, with a timer, until progress resumes.
+  int fds = spurious_wakeups_ >= 3 ? 0 : 1;
+  if (fds != 0) {
+    for (ucp_worker_h w : {worker_, shm_worker_}) {
+      if (w != nullptr && ucp_worker_arm(w) == UCS_ERR_BUSY) return;
+    }
+  } else if (timeout_ms < 0 || timeout_ms > 10) {
+    timeout_ms = 10;
+  }
+  epoll_event events[3];
+  int n = fds != 0 ? epoll_wait(epoll_fd_, events, 3, timeout_ms) : 0;
+  if (fds == 0) {
+    pollfd p{wake_fd_, POLLIN, 0};
+    n = poll(&p, 1, timeout_ms);
+    if (n > 0) {
+      events[0].data.fd = wake_fd_;
+    }
+  }
+  bool woken_by_ucx = false;
+  for (int i = 0; i < n; ++i) {
+    if (events[i].data.fd == wake_fd_) {
+      uint64_t v;
+      ssize_t r = read(wake_fd_, &v, sizeof(v));
+      (void)r;
+    } else {
+      woken_by_ucx = true;
+    }
+  }
+  awaiting_progress_ = woken_by_ucx;
 }
 
 void UcxWorker::Loop() {
+  absl::Time last_progress = absl::Now();
   for (;;) {
     std::deque<std::shared_ptr<Command>> cmds;
     bool stopping;
@@ -427,130 +722,118 @@ void UcxWorker::Loop() {
     }
     for (auto& cmd : cmds) {
       switch (cmd->kind) {
-        case Command::kConnect: {
-          ucp_ep_params_t params{};
-          params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-                              UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-          params.address = reinterpret_cast<const ucp_address_t*>(cmd->peer_address.data());
-          // AOBJ-TRN-003: mode NONE keeps UCX's shared-memory RMA lanes (PEER excludes them in
-          // UCX 1.13.1); peer failure is detected by the session lease.
-          params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
-          ucp_ep_h ep = nullptr;
-          ucs_status_t st = ucp_ep_create(worker_, &params, &ep);
-          if (st != UCS_OK) {
-            cmd->status = MakeError(ErrorCode::kDataChannelUnavailable,
-                                    absl::StrCat("cannot reach the client's UCX worker: ",
-                                                 UcxStatusString(st)));
-          } else {
-            cmd->new_endpoint = next_endpoint_++;
-            endpoints_[cmd->new_endpoint].ep = ep;
-            endpoint_count_.fetch_add(1);
-          }
-          cmd->done.Notify();
+        case Command::kConnect:
+          DoConnect(*cmd);
           break;
-        }
-        case Command::kProtection: {
-          auto it = endpoints_.find(cmd->endpoint);
-          if (it == endpoints_.end()) {
-            cmd->status = MakeError(ErrorCode::kDataChannelUnavailable, "no endpoint");
-          } else {
-            char* text = nullptr;
-            size_t size = 0;
-            FILE* f = open_memstream(&text, &size);
-            ucp_ep_print_info(it->second.ep, f);
-            fclose(f);
-            std::string info(text, size);
-            free(text);
-            // Software RMA: UCX's tcp, shared memory and self transports (shared/FACTS.md).
-            bool emulated = false;
-            for (const char* tl : {"tcp/", "sysv/", "posix/", "cma/", "self/", "xpmem/", "knem/",
-                                   "rma_am"}) {
-              if (absl::StrContains(info, tl)) emulated = true;
-            }
-            cmd->protection = emulated ? Protection::kEmulated : Protection::kHardware;
-          }
-          cmd->done.Notify();
+        case Command::kProtection:
+          DoProtection(*cmd);
           break;
-        }
-        case Command::kDisconnect: {
-          auto it = endpoints_.find(cmd->endpoint);
-          if (it != endpoints_.end()) {
-            ucp_ep_h ep = it->second.ep;
-            // AOBJ-MEM-023: the session is over: its cached rkeys go before the endpoint (no job of a
-            // closed session is in flight; the session table waits for them).
-            for (auto& entry : it->second.rkeys) DestroyRkey(entry);
-            endpoints_.erase(it);
-            endpoint_count_.fetch_sub(1);
-            ucp_request_param_t param{};
-            ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &param);
-            if (req != nullptr && !UCS_PTR_IS_ERR(req)) {
-              // Progress the close for a bounded time; a close that does not finish is left to
-              // UCX (the endpoint is already out of our table, so nothing can use it).
-              while (ucp_request_check_status(req) == UCS_INPROGRESS &&
-                     absl::Now() < cmd->deadline) {
-                ucp_worker_progress(worker_);
-              }
-              if (ucp_request_check_status(req) != UCS_INPROGRESS) {
-                ucp_request_free(req);
-              } else {
-                closing_.push_back(req);
-              }
-            }
-          }
-          cmd->done.Notify();
+        case Command::kDisconnect:
+          DoDisconnect(*cmd);
           break;
-        }
         case Command::kExecute:
           StartJob(cmd);
           break;
       }
     }
-    if (stopping && jobs_.empty()) break;
+    if (stopping) {
+      // Jobs end by their bounds (the owner called BeginShutdown); one whose failed endpoint
+      // never completed its operations ends with the workers below.
+      bool all_stuck = true;
+      for (const auto& j : jobs_) {
+        auto it = endpoints_.find(j->endpoint);
+        if (it != endpoints_.end() && it->second.failed.ok()) all_stuck = false;
+      }
+      if (jobs_.empty() || (all_stuck && absl::Now() > absl::FromUnixNanos(
+                                                           drain_deadline_ns_.load()) +
+                                                           absl::Seconds(1))) {
+        break;
+      }
+    }
 
     unsigned progressed = ucp_worker_progress(worker_);
+    if (shm_worker_ != nullptr) progressed += ucp_worker_progress(shm_worker_);
+    for (const PeerError& e : std::exchange(peer_errors_, {})) {
+      for (auto& [id, state] : endpoints_) {
+        if (state.net_ep == e.ep) {
+          FailEndpoint(id, state, absl::StrCat("UCX reported the peer failed (",
+                                               UcxStatusString(e.status), ")"));
+        }
+      }
+    }
     AdvanceJobs();
+    const absl::Time now = absl::Now();
+    bool poll_closes = false;
     for (size_t i = 0; i < closing_.size();) {
-      if (ucp_request_check_status(closing_[i]) != UCS_INPROGRESS) {
-        ucp_request_free(closing_[i]);
+      if (ucp_request_check_status(closing_[i].request) != UCS_INPROGRESS) {
+        ucp_request_free(closing_[i].request);
+        closing_.erase(closing_.begin() + static_cast<long>(i));
+      } else {
+        if (now < closing_[i].poll_until) poll_closes = true;
+        ++i;
+      }
+    }
+    if (progressed != 0) {
+      last_progress = now;
+      spurious_wakeups_ = 0;
+      continue;
+    }
+    if (std::exchange(awaiting_progress_, false)) ++spurious_wakeups_;
+    if (spin_->load(std::memory_order_relaxed) > 0) continue;
+    if (!jobs_.empty()) {
+      // Operations are outstanding but nothing moved: poll on for a moment (a healthy transfer
+      // moves within microseconds), then sleep on the event fds with a short timer so that a
+      // stalled peer costs no CPU and deadlines are still seen (AOBJ-TRN-004).
+      const absl::Duration idle = now - last_progress;
+      if (idle < absl::Microseconds(200)) continue;
+      Sleep(idle < absl::Milliseconds(100) ? 1 : 10);
+      continue;
+    }
+    // Idle: sleep on the workers' event fds and our wake fd (AOBJ-TRN-004).
+    Sleep(poll_closes ? 10 : -1);
+  }
+  // Shutting down: close the remaining endpoints without waiting on peers, then destroy the
+  // workers here, on the thread that owns them: that ends whatever they still had in flight.
+  for (auto& [id, state] : endpoints_) {
+    if (state.jobs == 0) {
+      for (auto& entry : state.rkeys) {
+        if (entry != nullptr) DestroyRkey(entry);
+      }
+    }
+    if (state.net_ep != nullptr) CloseEp(state.net_ep, /*force=*/true);
+    if (state.shm_ep != nullptr) CloseEp(state.shm_ep, /*force=*/false);
+  }
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(500);
+  while (!closing_.empty() && absl::Now() < deadline) {
+    ucp_worker_progress(worker_);
+    if (shm_worker_ != nullptr) ucp_worker_progress(shm_worker_);
+    for (size_t i = 0; i < closing_.size();) {
+      if (ucp_request_check_status(closing_[i].request) != UCS_INPROGRESS) {
+        ucp_request_free(closing_[i].request);
         closing_.erase(closing_.begin() + static_cast<long>(i));
       } else {
         ++i;
       }
     }
-    if (progressed != 0 || !jobs_.empty() || spin_->load(std::memory_order_relaxed) > 0) continue;
-
-    // Idle: sleep on the worker's event fd and our wake fd (AOBJ-TRN-004).
-    ucs_status_t st = ucp_worker_arm(worker_);
-    if (st == UCS_ERR_BUSY) continue;
-    epoll_event events[2];
-    const int timeout_ms = closing_.empty() ? -1 : 10;
-    int n = epoll_wait(epoll_fd_, events, 2, timeout_ms);
-    for (int i = 0; i < n; ++i) {
-      if (events[i].data.fd == wake_fd_) {
-        uint64_t v;
-        ssize_t r = read(wake_fd_, &v, sizeof(v));
-        (void)r;
-      }
-    }
   }
-  // Shutting down: close the remaining endpoints without waiting on peers.
-  for (auto& [id, state] : endpoints_) {
-    for (auto& entry : state.rkeys) {
-      if (entry != nullptr) DestroyRkey(entry);
-    }
-    ucp_ep_h ep = state.ep;
-    ucp_request_param_t param{};
-    ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &param);
-    const absl::Time deadline = absl::Now() + absl::Milliseconds(500);
-    while (req != nullptr && !UCS_PTR_IS_ERR(req) &&
-           ucp_request_check_status(req) == UCS_INPROGRESS && absl::Now() < deadline) {
-      ucp_worker_progress(worker_);
-    }
-    if (req != nullptr && !UCS_PTR_IS_ERR(req) &&
-        ucp_request_check_status(req) != UCS_INPROGRESS) {
-      ucp_request_free(req);
-    }
+  // A close still in progress is handed back to UCX (it completes it internally); the worker
+  // must not be destroyed with requests the application still holds.
+  for (const Closing& c : closing_) ucp_request_free(c.request);
+  closing_.clear();
+  for (auto& job : jobs_) {
+    for (void* f : job->flushes) ucp_request_free(f);
+    job->flushes.clear();
+    job->rkeys.clear();  // their rkeys die with the workers
   }
+  ucp_worker_destroy(worker_);
+  if (shm_worker_ != nullptr) ucp_worker_destroy(shm_worker_);
+  worker_ = shm_worker_ = nullptr;
+  for (auto& job : jobs_) {
+    job->cmd->status = MakeError(ErrorCode::kTransferFailed,
+                                 "the server shut down while the transfer was outstanding");
+    job->cmd->done.Notify();
+  }
+  jobs_.clear();
   endpoints_.clear();
   endpoint_count_.store(0);
 }

@@ -1,18 +1,24 @@
-// A UCP worker and the one progress thread that owns it.
+// A UCP worker (two on the server) and the one progress thread that owns it.
 //
-// Spec: "Transport binding (UCX)", "Data movement". Every UCX call on the worker, its endpoints
-// and its rkeys happens on the progress thread; other threads hand it commands and wait for their
-// results. The thread spins on ucp_worker_progress only while transfers or closes are pending and
-// otherwise sleeps on the worker's event fd (ucp_worker_arm + epoll, AOBJ-TRN-004), so an idle
-// server or client uses no CPU.
+// Spec: "Transport binding (UCX)", "Data movement", "Data-channel failure model" (13.5). Every UCX
+// call on the workers, their endpoints and their rkeys happens on the progress thread; other
+// threads hand it commands and wait for their results. The thread spins on ucp_worker_progress
+// only while operations make progress and otherwise sleeps on the workers' event fds
+// (ucp_worker_arm + epoll, AOBJ-TRN-004), with a short timer while operations are outstanding, so
+// neither an idle server nor one waiting on a stalled peer burns a core.
 //
-// Server side: Connect() creates an endpoint to a client's worker address; Execute() runs one
-// request's RMA batch (validate + unpack rkeys, issue puts or gets, wait, flush, release rkeys)
-// and reports one status. Client side: the worker only needs progress (emulated RMA over active
-// messages is served by the target's progress, AOBJ-TRN-005), which the thread provides.
+// Server side: Connect() creates a session's endpoints to a client's worker address: one in error
+// mode PEER on the main worker (network lanes, keepalive, force-closable) and, where the server
+// has a shared-memory lane, one in mode NONE on the System V-only worker, used only for windows
+// UCX maps into this process (AOBJ-TRN-003). Execute() runs one request's RMA batch (validate +
+// unpack rkeys, issue puts or gets, wait, flush) and reports one status. Every batch ends by its
+// deadline: past it the session's PEER endpoint is force-closed, which completes every operation
+// still outstanding, and the endpoint is failed for good (AOBJ-DAT-157, AOBJ-DAT-158). Client
+// side: the worker only needs progress (emulated RMA over active messages is served by the
+// target's progress, AOBJ-TRN-005), which the thread provides.
 //
 // Threading: all public methods are thread-safe. Destruction stops the thread after failing
-// pending commands; the UcxContext must outlive the worker.
+// pending commands; the UcxContexts must outlive the worker.
 #ifndef AOBJ_TRANSPORT_UCX_WORKER_H_
 #define AOBJ_TRANSPORT_UCX_WORKER_H_
 
@@ -67,8 +73,11 @@ enum class Protection { kHardware, kEmulated };
 
 class UcxWorker {
  public:
+  // `shm_lane` (server only, may be null): the context of the shared-memory lane
+  // (UcxContext::CreateSharedMemoryLane).
   static absl::StatusOr<std::unique_ptr<UcxWorker>> Create(const UcxContext& context,
-                                                           std::string name);
+                                                           std::string name,
+                                                           const UcxContext* shm_lane = nullptr);
   ~UcxWorker();
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
@@ -87,10 +96,26 @@ class UcxWorker {
 
   // Runs `batch` on `endpoint` and waits for it. Every op is checked against its window before
   // anything is issued (AOBJ-MEM-009); shared-memory windows must be the peer's (AOBJ-MEM-012).
-  // For writes the endpoint is flushed before returning OK (AOBJ-DAT-001). Errors:
-  // INVALID_RKEY, DESCRIPTOR_OUT_OF_BOUNDS, TRANSFER_FAILED, DATA_CHANNEL_UNAVAILABLE.
+  // For writes the endpoint is flushed before returning OK (AOBJ-DAT-001). Returns only when UCX
+  // no longer touches the local memory of the batch, and no later than about `timeout` after the
+  // call: when the bound passes, or `abandoned` (polled from the calling thread) turns true and
+  // kAbandonGrace more passes, or an operation fails after RMA was issued, the endpoint is failed
+  // (force-closed) and the batch fails TRANSFER_FAILED (AOBJ-DAT-157). Errors: INVALID_RKEY,
+  // DESCRIPTOR_OUT_OF_BOUNDS, TRANSFER_FAILED, DATA_CHANNEL_UNAVAILABLE (the endpoint is failed or
+  // gone: every later batch on it gets this, AOBJ-DAT-158).
   absl::Status Execute(uint64_t endpoint, const RmaBatch& batch,
-                       absl::Duration timeout = absl::Seconds(60));
+                       absl::Duration timeout = absl::Seconds(60),
+                       const std::function<bool()>& abandoned = nullptr);
+  // How long a batch whose call was abandoned (its client cancelled or went away) may still run
+  // before its endpoint is failed.
+  static constexpr absl::Duration kAbandonGrace = absl::Seconds(1);
+
+  // Shutting down (AOBJ-OPS-009): every batch running now or later ends within `grace` (failing
+  // its endpoint if it must), so that the server can stop within a bound whatever its peers do.
+  void BeginShutdown(absl::Duration grace);
+
+  // Endpoints failed so far (a bound passed, a peer failed, an operation failed after issue).
+  uint64_t endpoints_failed() const { return endpoints_failed_.load(); }
 
   // While the counter is above zero the progress thread polls instead of sleeping on its event
   // fd. A passive target (the client) raises it around a request whose windows UCX reaches by
@@ -121,6 +146,7 @@ class UcxWorker {
   struct CachedRkey {
     std::string blob;                 // the packed rkey exactly as the client sent it
     ucp_rkey_h rkey = nullptr;
+    ucp_ep_h ep = nullptr;            // the endpoint it was unpacked on and whose RMA uses it
     std::vector<uint32_t> shmids;     // System V segments the blob names
     bool maps_local = false;          // UCX maps the window into this process
     uintptr_t lo = 0, hi = 0;         // the client's mapping that holds it (when maps_local)
@@ -128,7 +154,11 @@ class UcxWorker {
     uint64_t last_use = 0;
   };
   struct EndpointState {
-    ucp_ep_h ep = nullptr;
+    ucp_ep_h net_ep = nullptr;  // mode PEER, main worker: every window UCX does not map here
+    ucp_ep_h shm_ep = nullptr;  // mode NONE, shared-memory worker: only windows mapped here
+    absl::Status failed;        // OK while usable; why it failed (AOBJ-DAT-158)
+    size_t jobs = 0;            // batches running on it
+    bool disconnected = false;  // Disconnect() came while batches ran; erased after them
     std::vector<std::unique_ptr<CachedRkey>> rkeys;
     absl::Time last_sweep = absl::InfinitePast();
   };
@@ -137,8 +167,20 @@ class UcxWorker {
   absl::StatusOr<CachedRkey*> AcquireRkey(EndpointState& state, const RemoteWindow& w,
                                           size_t max_rkey_bytes);
   void DestroyRkey(std::unique_ptr<CachedRkey>& entry);
-  UcxWorker(ucp_worker_h worker, int epoll_fd, int wake_fd, int worker_fd, std::string name,
-            std::string address);
+  UcxWorker(ucp_worker_h worker, ucp_worker_h shm_worker, int epoll_fd, int wake_fd,
+            std::string name, std::string address, std::string shm_address);
+  // Fails `state` for good: its endpoints are closed (the PEER one by force, which completes its
+  // outstanding operations with UCS_ERR_CANCELED) and later batches get DATA_CHANNEL_UNAVAILABLE.
+  void FailEndpoint(uint64_t id, EndpointState& state, absl::string_view why);
+  void CloseEp(ucp_ep_h ep, bool force);
+  // Rkeys of failed endpoints whose batches have all ended.
+  void ReleaseFailedRkeys();
+  static void OnPeerError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  void DoConnect(Command& cmd);
+  void DoProtection(Command& cmd);
+  void DoDisconnect(Command& cmd);
+  // Sleeps on the event fds, at most `timeout_ms` (-1: until an event).
+  void Sleep(int timeout_ms);
 
   // Queues `cmd` for the progress thread and waits for it.
   void Post(std::shared_ptr<Command> cmd);
@@ -148,11 +190,13 @@ class UcxWorker {
   void FinishJob(Job& job, absl::Status status);
 
   ucp_worker_h worker_;
+  ucp_worker_h shm_worker_;  // null without a shared-memory lane
   int epoll_fd_;
   int wake_fd_;
-  int worker_fd_;
   std::string name_;
   std::string address_;
+  std::string shm_address_;
+  std::atomic<int64_t> drain_deadline_ns_{INT64_MAX};  // BeginShutdown (absl::ToUnixNanos)
 
   absl::Mutex mu_;
   std::deque<std::shared_ptr<Command>> queue_ ABSL_GUARDED_BY(mu_);
@@ -163,11 +207,27 @@ class UcxWorker {
   uint64_t use_clock_ = 0;
   uint64_t next_endpoint_ = 1;
   std::vector<std::unique_ptr<Job>> jobs_;
-  std::vector<void*> closing_;  // ucp_ep_close_nbx requests in progress
+  // ucp_ep_close_nbx requests in progress. A close that has not finished by `poll_until` (a NONE
+  // endpoint to a peer that never answers) is still checked each round, but no longer shortens
+  // the sleep: the endpoint is out of our tables and nothing uses it.
+  struct Closing {
+    void* request;
+    absl::Time poll_until;
+  };
+  std::vector<Closing> closing_;
+  // Peer failures UCX reported during the last progress call (OnPeerError).
+  struct PeerError {
+    ucp_ep_h ep;
+    ucs_status_t status;
+  };
+  std::vector<PeerError> peer_errors_;
+  int spurious_wakeups_ = 0;         // Sleep(): UCX fd wake-ups in a row that brought no progress
+  bool awaiting_progress_ = false;   // the last Sleep() was ended by a UCX fd
 
   std::atomic<size_t> endpoint_count_{0};
   const std::shared_ptr<std::atomic<int>> spin_ = std::make_shared<std::atomic<int>>(0);
   std::atomic<uint64_t> rkeys_outstanding_{0};
+  std::atomic<uint64_t> endpoints_failed_{0};
   std::thread thread_;
 };
 

@@ -175,12 +175,24 @@ TEST_F(AddressCheckTest, AcceptsEveryRealAddress) {
   }
 }
 
+// Through a server-shaped worker (network lanes in mode PEER plus the System V lane in mode
+// NONE, AOBJ-TRN-003, AOBJ-TRN-010): every real address connects, except a posix-only one, which
+// neither lane can reach (PEER excludes shared memory, the NONE lane is System V only).
 TEST_F(AddressCheckTest, RealAddressesStillConnect) {
+  auto shm = UcxContext::CreateSharedMemoryLane(DataChannelOptions{});
+  ASSERT_TRUE(shm.ok()) << shm.status();
+  ASSERT_NE(*shm, nullptr);
+  auto worker = UcxWorker::Create(*contexts_[0], "address-check-server", shm->get());
+  ASSERT_TRUE(worker.ok()) << worker.status();
   for (const Real& r : real_) {
     if (r.name == "self") continue;
-    auto ep = server().Connect(r.address);
+    auto ep = (*worker)->Connect(r.address);
+    if (r.name == "posix") {
+      EXPECT_EQ(ErrorCodeOf(ep.status()), ErrorCode::kDataChannelUnavailable) << ep.status();
+      continue;
+    }
     ASSERT_TRUE(ep.ok()) << r.name << ": " << ep.status();
-    server().Disconnect(*ep);
+    (*worker)->Disconnect(*ep);
   }
 }
 

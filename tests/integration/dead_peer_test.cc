@@ -1,0 +1,259 @@
+// The data channel under a dead, stalled or crashing peer (spec section 13.5, issue: "The data
+// channel under a dead, stalled or hostile peer"): a real client process (aobj-hostile-peer)
+// stops progressing its UCX worker, exits or aborts in the middle of a transfer whose RMA needs
+// its progress (ordinary heap memory, shared-memory or TCP-only lanes). For each: the request is
+// answered within the server's bound, the session's data channel is failed for good, the server
+// is idle afterwards (CPU read from /proc), keeps serving a healthy client and stops on SIGTERM
+// within 5 s.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "aobj/client.h"
+#include "gtest/gtest.h"
+#include "integration/server_process.h"
+#include "integration/still_serves.h"
+
+namespace aobj {
+namespace {
+
+using testing::kAccessKey;
+using testing::kSecret;
+using testing::ServerProcess;
+using testing::Spawn;
+using testing::WaitFor;
+
+constexpr int kDataWaitMs = 1500;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// CPU time (user + system) of a process, in clock ticks.
+long CpuTicks(pid_t pid) {
+  std::string stat = Slurp("/proc/" + std::to_string(pid) + "/stat");
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream in(stat.substr(close + 2));
+  std::string field;
+  long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && in >> field; ++i) {
+    if (i == 14) utime = std::stol(field);
+    if (i == 15) stime = std::stol(field);
+  }
+  return utime + stime;
+}
+
+struct PeerRun {
+  int status = -1;  // wait status, -1 on timeout
+  std::string out;
+};
+
+// One reply line of the peer: "reply N code=NAME ms=ELAPSED message=...".
+struct PeerReply {
+  std::string code;
+  long ms = -1;
+};
+
+PeerReply ReplyOf(const std::string& out, int n) {
+  std::smatch m;
+  const std::regex re("reply " + std::to_string(n) + " code=([A-Z_]+) ms=([0-9]+)");
+  if (!std::regex_search(out, m, re)) return {};
+  return {m[1].str(), std::stol(m[2].str())};
+}
+
+class DeadPeerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::TestDir();
+    server_ = std::make_unique<ServerProcess>(
+        dir_, "memory",
+        std::vector<std::string>{"--data-wait-ms", std::to_string(kDataWaitMs), "--lease-ms",
+                                 "4000"});
+    ASSERT_TRUE(server_->Start()) << server_->log();
+  }
+  void TearDown() override {
+    if (server_) {
+      EXPECT_TRUE(server_->Alive()) << "the server died:\n" << server_->log();
+      server_->Stop();
+    }
+  }
+
+  std::vector<std::string> PeerArgs(const std::vector<std::string>& extra) const {
+    std::vector<std::string> argv = {AOBJ_HOSTILE_PEER_BINARY, "--endpoint",
+                                     server_->endpoint(),      "--access-key",
+                                     kAccessKey,               "--secret",
+                                     kSecret};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  }
+
+  // Runs the peer to its end (it exits by itself in every behaviour).
+  PeerRun RunPeer(const std::vector<std::string>& extra, const std::string& tls = "") {
+    const std::string out = dir_ + "/peer-" + std::to_string(++runs_) + ".out";
+    if (!tls.empty()) setenv("UCX_TLS", tls.c_str(), 1);
+    const pid_t pid = Spawn(PeerArgs(extra), out);
+    if (!tls.empty()) unsetenv("UCX_TLS");
+    PeerRun r;
+    if (pid < 0) return r;
+    r.status = WaitFor(pid, std::chrono::seconds(40));
+    if (r.status == -1) {
+      kill(pid, SIGKILL);
+      WaitFor(pid, std::chrono::seconds(5));
+    }
+    r.out = Slurp(out);
+    return r;
+  }
+
+  // The object GETs read.
+  void PutObject(const std::string& key, size_t size) {
+    ClientOptions o;
+    o.endpoint = server_->endpoint();
+    o.access_key_id = kAccessKey;
+    o.secret = kSecret;
+    auto c = Client::Connect(o);
+    ASSERT_TRUE(c.ok()) << c.status();
+    auto buf = (*c)->AllocateBuffer(size);
+    ASSERT_TRUE(buf.ok());
+    memset((*buf)->data(), 0x33, size);
+    ASSERT_TRUE((*c)->Put("test-bucket", key, **buf, size).ok());
+  }
+
+  // AOBJ-TRN-004: an idle server uses no CPU, whatever happened before. Less than a tenth of a
+  // core over two seconds (a server spinning on a dead peer uses a whole one).
+  void ExpectIdle() {
+    const long a = CpuTicks(server_->pid());
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    const long b = CpuTicks(server_->pid());
+    const long hz = sysconf(_SC_CLK_TCK);
+    EXPECT_LT(b - a, hz * 2 / 10) << "the server used " << (b - a) << " ticks in 2 s while idle";
+  }
+
+  // AOBJ-OPS-009: SIGTERM stops the server within 5 s.
+  void ExpectStopsOnSigterm() {
+    ASSERT_TRUE(server_->Alive());
+    const auto start = std::chrono::steady_clock::now();
+    server_->Kill(SIGTERM);  // waits up to 20 s for the exit
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_LT(took, std::chrono::seconds(5)) << server_->log();
+    server_.reset();
+  }
+
+  std::string dir_;
+  std::unique_ptr<ServerProcess> server_;
+  int runs_ = 0;
+};
+
+// ---- a peer that stops progressing ------------------------------------------------------------
+
+struct StallCase {
+  std::string name;
+  std::string op;      // put | get
+  std::string tls;     // client's UCX_TLS; empty = every transport
+};
+
+class StalledPeerTest : public DeadPeerTest, public ::testing::WithParamInterface<StallCase> {};
+
+// AOBJ-OPS-008, AOBJ-DAT-157, AOBJ-DAT-158: the request fails TRANSFER_FAILED within the bound,
+// the session's later data requests get DATA_CHANNEL_UNAVAILABLE at once, and nothing spins.
+TEST_P(StalledPeerTest, FailsWithinTheBoundThenTheChannelStaysFailed) {
+  const StallCase& c = GetParam();
+  if (c.op == "get") ASSERT_NO_FATAL_FAILURE(PutObject("hostile", 64 << 20));
+  PeerRun r = RunPeer({"--behaviour", "stall", "--memory", "heap", "--op", c.op, "--second"},
+                      c.tls);
+  ASSERT_NE(r.status, -1) << "the peer never got its replies:\n" << r.out << server_->log();
+  const PeerReply first = ReplyOf(r.out, 1);
+  EXPECT_EQ(first.code, "TRANSFER_FAILED") << r.out;
+  EXPECT_GE(first.ms, kDataWaitMs - 100) << r.out;
+  EXPECT_LT(first.ms, kDataWaitMs + 5000) << r.out;  // the bound plus a busy machine's slack
+  const PeerReply second = ReplyOf(r.out, 2);
+  EXPECT_EQ(second.code, "DATA_CHANNEL_UNAVAILABLE") << r.out;
+  EXPECT_LT(second.ms, 2000) << r.out;
+  ExpectIdle();
+  testing::ExpectStillServes(*server_, "after-stall", 0x17);
+  ExpectStopsOnSigterm();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Lanes, StalledPeerTest,
+    ::testing::Values(StallCase{"PutAllLanes", "put", ""}, StallCase{"GetAllLanes", "get", ""},
+                      StallCase{"PutTcpOnly", "put", "tcp"}, StallCase{"GetTcpOnly", "get", "tcp"}),
+    [](const ::testing::TestParamInfo<StallCase>& i) { return i.param.name; });
+
+// ---- a peer that dies mid-transfer ------------------------------------------------------------
+
+struct DeathCase {
+  std::string name;
+  std::string behaviour;  // exit | stall-exit | crash
+  std::string op;
+  std::string memory;     // heap | ucx
+};
+
+class DyingPeerTest : public DeadPeerTest, public ::testing::WithParamInterface<DeathCase> {};
+
+// The peer is gone before its request ends: the server ends the request within its bound or by
+// peer-failure detection, releases the session at its lease, is idle and keeps serving.
+TEST_P(DyingPeerTest, ServerEndsTheRequestIsIdleAndKeepsServing) {
+  const DeathCase& c = GetParam();
+  if (c.op == "get") ASSERT_NO_FATAL_FAILURE(PutObject("hostile", 256 << 20));
+  PeerRun r = RunPeer({"--behaviour", c.behaviour, "--memory", c.memory, "--op", c.op,
+                       "--size", std::to_string(256 << 20), "--after-ms", "30"});
+  ASSERT_NE(r.status, -1) << r.out;
+  // A peer that exits while its request runs never reads the reply.
+  EXPECT_EQ(ReplyOf(r.out, 1).code, "") << "the peer was meant to die first:\n" << r.out;
+  // The request ends (answered into the void) and the lease releases the session.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline &&
+         server_->log().find("event=endpoint_released") == std::string::npos) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(server_->log().find("event=endpoint_released"), std::string::npos) << server_->log();
+  ExpectIdle();
+  testing::ExpectStillServes(*server_, "after-death", 0x29);
+  ExpectStopsOnSigterm();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Deaths, DyingPeerTest,
+    ::testing::Values(DeathCase{"ExitDuringPut", "exit", "put", "heap"},
+                      DeathCase{"ExitDuringGet", "exit", "get", "heap"},
+                      DeathCase{"StallThenExitDuringPut", "stall-exit", "put", "heap"},
+                      DeathCase{"CrashDuringPut", "crash", "put", "heap"},
+                      DeathCase{"CrashDuringGet", "crash", "get", "heap"},
+                      DeathCase{"ExitDuringSharedMemoryPut", "exit", "put", "ucx"}),
+    [](const ::testing::TestParamInfo<DeathCase>& i) { return i.param.name; });
+
+// ---- shutdown -----------------------------------------------------------------------------------
+
+// AOBJ-OPS-009: a transfer that can never complete does not hold the server past SIGTERM's bound,
+// and its client is answered.
+TEST_F(DeadPeerTest, SigtermDuringAStalledTransferStopsWithinFiveSeconds) {
+  server_->Stop();
+  server_ = std::make_unique<ServerProcess>(dir_, "memory");  // the default 10 s bound
+  ASSERT_TRUE(server_->Start()) << server_->log();
+  const std::string out = dir_ + "/stalled.out";
+  const pid_t peer = Spawn(PeerArgs({"--behaviour", "stall", "--memory", "heap"}), out);
+  ASSERT_GT(peer, 0);
+  const auto opened = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < opened && Slurp(out).find("opened") == std::string::npos) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the PUT is on its way
+  ExpectStopsOnSigterm();
+  EXPECT_NE(WaitFor(peer, std::chrono::seconds(10)), -1);
+  const PeerReply reply = ReplyOf(Slurp(out), 1);
+  EXPECT_EQ(reply.code, "TRANSFER_FAILED") << Slurp(out);
+}
+
+}  // namespace
+}  // namespace aobj

@@ -1,0 +1,262 @@
+// aobj-hostile-peer: a real client process that misbehaves on the data channel on purpose, for
+// the tests of the server's failure model (spec section 13.5, docs/security.md "Data channel").
+//
+// It opens a session with a UCP worker that it progresses (or not) by hand, registers memory of
+// the chosen kind, sends one data request and then behaves as told:
+//   healthy      progresses its worker; prints the reply
+//   stall        never progresses its worker (emulated RMA needs this side's progress: the
+//                server's operations cannot complete); prints the reply
+//   exit         progresses for --after-ms, then exits at once (_exit) with the request open
+//   stall-exit   never progresses; exits at once after --after-ms
+//   crash        progresses, then aborts (SIGABRT) on its progress thread after --after-ms,
+//                as a client that crashes inside a UCX callback
+// With --second, a stalled peer sends a second data request after the first reply and prints
+// that reply too (the session's data channel is failed by then).
+//
+// Output, one line each: "opened session=HEX", "reply N code=NAME ms=ELAPSED".
+// Loopback only: UCX_NET_DEVICES=lo unless the environment says otherwise.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "aobj/status.h"
+#include "aobj/v1/aobj.pb.h"
+#include "control/raw_call.h"
+#include "control/rpc.h"
+#include "session/signer.h"
+#include "transport/ucx_context.h"
+#include "transport/ucx_memory.h"
+#include "wire/checksum.h"
+#include "wire/crypto.h"
+#include "wire/signing.h"
+
+namespace aobj {
+namespace {
+
+namespace pb = aobj::v1;
+
+constexpr char kUsage[] = R"(usage: aobj-hostile-peer --endpoint HOST:PORT --access-key K --secret S
+    [--bucket B] [--key KEY] [--op put|get] [--size BYTES] [--memory ucx|heap]
+    [--behaviour healthy|stall|exit|stall-exit|crash] [--after-ms N] [--timeout-ms N] [--second]
+A test tool: a client that stops progressing, exits or crashes in the middle of a transfer.
+UCX_TLS selects the client's transports (for example tcp), UCX_ALLOC_PRIO its allocator.
+)";
+
+struct Options {
+  std::string endpoint, access_key, secret, bucket = "test-bucket", key = "hostile";
+  std::string op = "put", memory = "heap", behaviour = "stall";
+  uint64_t size = 64 << 20;
+  int64_t after_ms = 300;
+  int64_t timeout_ms = 30000;
+  bool second = false;
+};
+
+bool Parse(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](std::string* out) {
+      if (i + 1 >= argc) return false;
+      *out = argv[++i];
+      return true;
+    };
+    auto number = [&](auto* out) {
+      std::string v;
+      return value(&v) && absl::SimpleAtoi(v, out);
+    };
+    bool ok = true;
+    if (a == "--endpoint") ok = value(&o->endpoint);
+    else if (a == "--access-key") ok = value(&o->access_key);
+    else if (a == "--secret") ok = value(&o->secret);
+    else if (a == "--bucket") ok = value(&o->bucket);
+    else if (a == "--key") ok = value(&o->key);
+    else if (a == "--op") ok = value(&o->op);
+    else if (a == "--memory") ok = value(&o->memory);
+    else if (a == "--behaviour") ok = value(&o->behaviour);
+    else if (a == "--size") ok = number(&o->size);
+    else if (a == "--after-ms") ok = number(&o->after_ms);
+    else if (a == "--timeout-ms") ok = number(&o->timeout_ms);
+    else if (a == "--second") o->second = true;
+    else ok = false;
+    if (!ok) return false;
+  }
+  return !o->endpoint.empty() && !o->access_key.empty() && o->size > 0 &&
+         (o->op == "put" || o->op == "get") && (o->memory == "ucx" || o->memory == "heap");
+}
+
+class Peer {
+ public:
+  Peer(const Options& o) : o_(o), channel_(o.endpoint), signer_(o.access_key, o.secret) {}
+
+  int Run() {
+    setenv("UCX_NET_DEVICES", "lo", 0);
+    auto ctx = UcxContext::Create(DataChannelOptions{});
+    if (!ctx.ok()) return Fail(ctx.status());
+    context_ = std::move(*ctx);
+    ucp_worker_params_t wp{};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_MULTI;  // the progress thread and the main thread
+    if (ucp_worker_create(context_->get(), &wp, &worker_) != UCS_OK) return Fail("worker");
+    ucp_address_t* addr = nullptr;
+    size_t len = 0;
+    if (ucp_worker_get_address(worker_, &addr, &len) != UCS_OK) return Fail("address");
+    const std::string address(reinterpret_cast<const char*>(addr), len);
+    ucp_worker_release_address(worker_, addr);
+
+    if (o_.memory == "heap") {
+      heap_.reset(static_cast<uint8_t*>(aligned_alloc(4096, (o_.size + 4095) / 4096 * 4096)));
+      memset(heap_.get(), 0x5a, o_.size);
+      auto m = RegisteredMemory::Register(*context_, heap_.get(), o_.size);
+      if (!m.ok()) return Fail(m.status());
+      mem_ = std::move(*m);
+    } else {
+      auto m = RegisteredMemory::Allocate(*context_, o_.size);
+      if (!m.ok()) return Fail(m.status());
+      mem_ = std::move(*m);
+      memset(mem_->data(), 0x5a, o_.size);
+    }
+
+    const bool progress = o_.behaviour == "healthy" || o_.behaviour == "exit" ||
+                          o_.behaviour == "crash";
+    if (progress) {
+      progress_ = std::thread([this] {
+        const absl::Time start = absl::Now();
+        while (!stop_.load()) {
+          ucp_worker_progress(worker_);
+          if (started_.load() && o_.behaviour == "crash" &&
+              absl::Now() - start > absl::Milliseconds(o_.after_ms)) {
+            abort();  // dies on the thread that runs UCX's callbacks
+          }
+        }
+      });
+    }
+    if (o_.behaviour == "exit" || o_.behaviour == "stall-exit") {
+      std::thread([this] {
+        while (!started_.load()) absl::SleepFor(absl::Milliseconds(1));
+        absl::SleepFor(absl::Milliseconds(o_.after_ms));
+        fprintf(stdout, "exiting\n");
+        fflush(stdout);
+        _exit(3);
+      }).detach();
+    }
+
+    pb::OpenSessionRequest open;
+    open.mutable_versions()->set_min(1);
+    open.mutable_versions()->set_max(1);
+    for (uint32_t c : {1u, 2u, 3u, 4u}) open.add_capabilities(c);
+    open.set_worker_address(address);
+    RawReply r = Call(Method::kOpenSession, open.SerializeAsString(), "");
+    if (!r.status.ok()) return Fail(r.status);
+    pb::OpenSessionResponse resp;
+    resp.ParseFromString(r.body);
+    session_hex_ = HexEncode(resp.session_id());
+    printf("opened session=%s\n", session_hex_.c_str());
+    fflush(stdout);
+
+    started_.store(true);
+    int rc = DataRequest(1);
+    if (o_.second) rc = DataRequest(2);
+    stop_.store(true);
+    if (progress_.joinable()) progress_.join();
+    fflush(stdout);
+    _exit(rc);  // the worker may hold a failed endpoint; skip UCX teardown
+  }
+
+ private:
+  int DataRequest(int n) {
+    std::string body;
+    Method method;
+    if (o_.op == "put") {
+      pb::PutObjectRequest req;
+      req.set_bucket(o_.bucket);
+      req.set_key(o_.key);
+      req.set_size(o_.size);
+      req.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+      Checksummer sum(ChecksumAlgorithm::kCrc32c);
+      sum.Update(mem_->data(), o_.size);
+      req.set_checksum(sum.Finish());
+      Describe(req.add_source());
+      body = req.SerializeAsString();
+      method = Method::kPutObject;
+    } else {
+      pb::GetObjectRequest req;
+      req.set_bucket(o_.bucket);
+      req.set_key(o_.key);
+      req.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+      Describe(req.add_destination());
+      body = req.SerializeAsString();
+      method = Method::kGetObject;
+    }
+    const absl::Time start = absl::Now();
+    RawReply r = Call(method, body, session_hex_);
+    printf("reply %d code=%s ms=%lld message=%s\n", n,
+           std::string(GetErrorInfo(ErrorCodeOf(r.status)).name).c_str(),
+           static_cast<long long>(absl::ToInt64Milliseconds(absl::Now() - start)),
+           std::string(r.status.message()).c_str());
+    fflush(stdout);
+    return r.status.ok() ? 0 : 1;
+  }
+
+  void Describe(pb::MemoryDescriptor* d) {
+    d->set_address(reinterpret_cast<uint64_t>(mem_->data()));
+    d->set_length(o_.size);
+    d->set_rkey(mem_->packed_rkey());
+    d->set_memory_type(pb::MEMORY_TYPE_HOST);
+  }
+
+  RawReply Call(Method method, const std::string& body, const std::string& session) {
+    RequestAuth auth = signer_.Sign(MethodPath(method), session, body, absl::Now());
+    std::vector<std::pair<std::string, std::string>> md = {
+        {kMetaAccessKeyId, auth.access_key_id},
+        {kMetaTimestamp, auth.timestamp},
+        {kMetaNonce, auth.nonce_hex},
+        {kMetaSignature, auth.signature_hex}};
+    if (!session.empty()) md.emplace_back(kMetaSessionId, session);
+    return channel_.Call(MethodPath(method), body, md, absl::Milliseconds(o_.timeout_ms));
+  }
+
+  int Fail(const absl::Status& s) {
+    fprintf(stderr, "aobj-hostile-peer: %s\n", s.ToString().c_str());
+    return 2;
+  }
+  int Fail(const char* what) {
+    fprintf(stderr, "aobj-hostile-peer: %s failed\n", what);
+    return 2;
+  }
+
+  const Options& o_;
+  RawChannel channel_;
+  RequestSigner signer_;
+  std::unique_ptr<UcxContext> context_;
+  ucp_worker_h worker_ = nullptr;
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const { free(p); }
+  };
+  std::unique_ptr<uint8_t, FreeDeleter> heap_;
+  std::unique_ptr<RegisteredMemory> mem_;
+  std::thread progress_;
+  std::atomic<bool> stop_{false}, started_{false};
+  std::string session_hex_;
+};
+
+}  // namespace
+}  // namespace aobj
+
+int main(int argc, char** argv) {
+  aobj::Options o;
+  if (!aobj::Parse(argc, argv, &o)) {
+    fputs(aobj::kUsage, stderr);
+    return 2;
+  }
+  aobj::Peer peer(o);
+  return peer.Run();
+}

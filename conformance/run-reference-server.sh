@@ -2,8 +2,9 @@
 # Runs the server suite against the reference server on 127.0.0.1, as CI does:
 #   conformance/run-reference-server.sh AOBJ_SERVER AOBJ_CONFORMANCE STORE OUTDIR [suite flags...]
 # STORE is memory or fs. Reports (JUnit, JSON, HTML) and the server log go to OUTDIR.
-# The server runs with a 2 s lease (so the lease cases run), 1 KiB minimum part size (so
-# ENTITY_TOO_SMALL can be provoked cheaply), the owner authorization policy and two principals.
+# The server runs with a 2 s lease (so the lease cases run), a 1.5 s RMA bound (so dat/13.7/1 is
+# quick), 1 KiB minimum part size (so ENTITY_TOO_SMALL can be provoked cheaply), the owner
+# authorization policy and two principals.
 set -uo pipefail
 server=$1 suite=$2 store=$3 out=$4
 shift 4
@@ -13,7 +14,7 @@ printf 'AKCONFORMANCE1 %s\nAKCONFORMANCE2 %s\n' "$(head -c 18 /dev/urandom | bas
   "$(head -c 18 /dev/urandom | base64 | tr '/+' 'ab')" > "$out/credentials"
 chmod 600 "$out/credentials"
 "$server" --listen 127.0.0.1:0 --port-file "$out/port" --credentials "$out/credentials" \
-  --store "$store" --root "$out/data" --plaintext --lease-ms 2000 --min-part-size 1024 \
+  --store "$store" --root "$out/data" --plaintext --lease-ms 2000 --data-wait-ms 1500 --min-part-size 1024 \
   --authorization owner > "$out/server.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null' EXIT

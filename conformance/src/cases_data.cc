@@ -594,6 +594,46 @@ void RegisterDataCases(Registry& r) {
         get("empty", b, "bytes=0-0 of an empty object");
         ctx.RequireStillServes();
       });
+  // Section 13.7: a client that stops progressing its worker in the middle of a transfer whose
+  // RMA needs its progress (ordinary memory, reached by emulation without an RDMA NIC).
+  Add(r, "dat/13.7/1",
+      "a stalled client: TRANSFER_FAILED within the announced bound, then "
+      "DATA_CHANNEL_UNAVAILABLE for the session's data requests",
+      "core", {"AOBJ-OPS-008", "AOBJ-DAT-157", "AOBJ-DAT-158", "AOBJ-DAT-159"}, true,
+      [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        auto stalled = ctx.NewPeer();
+        stalled->UseStalledWorker();
+        ctx.RequireOk(stalled->Open(), "OpenSession naming a worker nobody progresses");
+        const uint32_t bound_ms = stalled->session().limits().data_wait_ms();
+        ctx.Require(bound_ms > 0, "the server announces its RMA bound (Limits.data_wait_ms)",
+                    "non-zero", "0");
+        constexpr size_t kSize = 8 << 20;
+        auto heap = stalled->RegisterHeap(kSize, 0x5a);
+        const absl::Time start = absl::Now();
+        RawReply put = stalled->Send(Method::kPutObject,
+                                     stalled->PutRequest(f.bucket, "stalled", *heap, kSize));
+        const absl::Duration took = absl::Now() - start;
+        if (put.status.ok()) {
+          // The server read the memory without this side's progress (hardware RMA): nothing
+          // could stall, and the bound was never needed.
+          ctx.Unsupported("the server's RMA did not need the client's progress (HARDWARE)");
+        }
+        ctx.RequireCode(put, ErrorCode::kTransferFailed, "PUT from memory nobody serves");
+        // The bound, plus the octets at 50 MB/s, plus room for a busy machine.
+        const absl::Duration limit = absl::Milliseconds(bound_ms) +
+                                     absl::Seconds(static_cast<double>(kSize) / 50e6) +
+                                     absl::Seconds(5);
+        ctx.Require(took <= limit, "the reply came within the announced bound",
+                    absl::StrCat("<= ", absl::FormatDuration(limit)), absl::FormatDuration(took));
+        ctx.RequireCode(f.p->Head(f.bucket, "stalled"), ErrorCode::kNoSuchKey,
+                        "HEAD of the key the failed PUT named (nothing committed)");
+        RawReply again = stalled->Send(Method::kPutObject,
+                                       stalled->PutRequest(f.bucket, "stalled", *heap, kSize));
+        ctx.RequireCode(again, ErrorCode::kDataChannelUnavailable,
+                        "the next PUT of the session whose data channel failed");
+        ctx.RequireStillServes();
+      });
 }
 
 }  // namespace aobj::conformance

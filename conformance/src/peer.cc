@@ -64,7 +64,11 @@ Peer::Peer(CaseContext& ctx, std::string label, std::string access_key, std::str
 
 Peer::~Peer() {
   // Leave no session behind for the lease to collect (not part of any verdict).
-  if (session_hex_.empty()) return;
+  if (!session_hex_.empty()) CloseQuietly();
+  if (stalled_ != nullptr) ucp_worker_destroy(stalled_);
+}
+
+void Peer::CloseQuietly() {
   RequestAuth auth;
   auth.access_key_id = last_auth_.access_key_id;
   auth.timestamp = std::to_string(absl::ToUnixMillis(absl::Now()));
@@ -252,6 +256,27 @@ std::unique_ptr<RegisteredMemory> Peer::Allocate(size_t size) {
 }
 
 void Peer::DropDataChannel() { worker_.reset(); }
+
+void Peer::UseStalledWorker() {
+  ucp_worker_params_t params{};
+  params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  params.thread_mode = UCS_THREAD_MODE_SINGLE;
+  ucs_status_t st = ucp_worker_create(context_->get(), &params, &stalled_);
+  ucp_address_t* addr = nullptr;
+  size_t len = 0;
+  if (st == UCS_OK) st = ucp_worker_get_address(stalled_, &addr, &len);
+  if (st != UCS_OK) ctx_.Require(false, "create a second UCP worker", "OK", UcxStatusString(st));
+  worker_address_.assign(reinterpret_cast<const char*>(addr), len);
+  ucp_worker_release_address(stalled_, addr);
+}
+
+std::unique_ptr<RegisteredMemory> Peer::RegisterHeap(size_t size, uint8_t fill) {
+  heap_.push_back(std::make_unique<uint8_t[]>(size));
+  std::memset(heap_.back().get(), fill, size);
+  auto m = RegisteredMemory::Register(*context_, heap_.back().get(), size);
+  if (!m.ok()) ctx_.Require(false, "register heap memory in the suite", "OK", m.status().ToString());
+  return std::move(*m);
+}
 
 pb::MemoryDescriptor Peer::Descriptor(const RegisteredMemory& mem, uint64_t offset,
                                       uint64_t length) {

@@ -70,6 +70,12 @@ class Peer {
   std::unique_ptr<RegisteredMemory> Allocate(size_t size);
   const std::string& worker_address() const { return worker_address_; }
   void DropDataChannel();  // destroys the UCX worker while the control channel lives on
+  // A second UCP worker that nothing ever progresses; later DefaultOpen() requests name it, so a
+  // transfer whose RMA needs this side's progress (emulated RMA) stalls (spec section 13.7).
+  void UseStalledWorker();
+  // `size` octets of ordinary heap memory registered without UCP_MEM_MAP_ALLOCATE (UCX reaches
+  // it by emulation where no RDMA NIC registers it), filled with `fill`; owned by the Peer.
+  std::unique_ptr<RegisteredMemory> RegisterHeap(size_t size, uint8_t fill);
 
   // Request builders (CRC32C over the body, one descriptor covering it).
   pb::PutObjectRequest PutRequest(const std::string& bucket, const std::string& key,
@@ -92,6 +98,7 @@ class Peer {
   std::string label() const { return label_; }
 
  private:
+  void CloseQuietly();  // CloseSession, reply ignored
   RawReply Finish(Method method, const std::string& shown, const std::string& tampering,
                   RawReply reply);
   CaseContext& ctx_;
@@ -100,6 +107,8 @@ class Peer {
   std::string signing_key_;
   std::unique_ptr<UcxContext> context_;
   std::unique_ptr<UcxWorker> worker_;
+  ucp_worker_h stalled_ = nullptr;                  // UseStalledWorker(); never progressed
+  std::vector<std::unique_ptr<uint8_t[]>> heap_;   // RegisterHeap() memory
   std::string worker_address_;
   std::string session_hex_;
   pb::OpenSessionResponse open_;

@@ -1015,7 +1015,8 @@ class ClientImpl final : public Client, public CancelSender {
 
   // A PUT or GET. When it ends without a reply the server may still be moving bytes, so the
   // data channel is shut for good: destroying the worker stops every emulated operation aimed at
-  // this client (AOBJ-MEM-014). The caller must not reuse the buffer before destroying the Client
+  // this client (AOBJ-MEM-014). The same after TRANSFER_FAILED or DATA_CHANNEL_UNAVAILABLE: the
+  // server has failed the session's data channel (AOBJ-MEM-027). The caller must not reuse the buffer before destroying the Client
   // on HARDWARE sessions either; every later data request fails with DATA_CHANNEL_UNAVAILABLE.
   // AOBJ-MEM-011: synchronous, so the caller's Buffer (its registration) is held until the reply.
   // A reply with an AOBJ error (CANCELLED and DEADLINE_EXCEEDED included) is a reply: the server
@@ -1042,7 +1043,13 @@ class ClientImpl final : public Client, public CancelSender {
     bool no_reply = false;
     absl::Status s = Call(method, req, resp, &no_reply);
     if (spinning) spinning->fetch_sub(1);
-    if (no_reply) {
+    // AOBJ-MEM-027: TRANSFER_FAILED or DATA_CHANNEL_UNAVAILABLE means the server failed the
+    // session's data channel (AOBJ-DAT-159) by closing its endpoint; operations it sent before
+    // that may still sit in this worker's queues and would be applied by its next progress.
+    // Destroying the worker is what makes the reply a fence here too.
+    const ErrorCode code = ErrorCodeOf(s);
+    if (no_reply || code == ErrorCode::kTransferFailed ||
+        code == ErrorCode::kDataChannelUnavailable) {
       std::unique_ptr<UcxWorker> doomed;
       {
         absl::MutexLock l(&mu_);

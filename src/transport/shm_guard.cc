@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "aobj/status.h"
+#include "transport/address_check.h"
 
 namespace aobj {
 namespace {
@@ -97,6 +98,72 @@ absl::StatusOr<SharedMapping> FindForeignSharedMapping(uintptr_t local) {
 
 absl::Status CheckForeignSharedWindow(uintptr_t local, size_t length) {
   return CheckForeignSharedWindowIn(ReadSelfMaps(), local, length, CreatedByOther);
+}
+
+namespace {
+
+uint64_t ReadLe64(absl::string_view b, size_t at) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<uint8_t>(b[at + i])} << (8 * i);
+  return v;
+}
+
+}  // namespace
+
+absl::Status CheckPeerFifoSegments(absl::string_view peer, absl::string_view local_shm) {
+  auto local = ParseWorkerAddress(local_shm);
+  if (!local.ok()) {
+    return MakeError(ErrorCode::kDataChannelUnavailable,
+                     "this server's shared-memory worker address does not parse");
+  }
+  // The System V transport's entry: UCX 1.13's mm interface address starts with the 8-octet
+  // segment id of the receive FIFO (uct_mm_iface_addr_t; nothing follows it for sysv).
+  uint16_t csum = 0;
+  uint64_t own_id = 0;
+  struct shmid_ds own {};
+  bool found = false;
+  for (const WorkerAddressEntry& e : local->entries) {
+    if (e.iface_addr_len != 8) continue;
+    own_id = ReadLe64(local_shm, e.iface_addr_offset);
+    if (own_id > INT32_MAX || shmctl(static_cast<int>(own_id), IPC_STAT, &own) != 0) continue;
+    csum = e.tl_name_csum;
+    found = true;
+    break;
+  }
+  if (!found) {
+    return MakeError(ErrorCode::kDataChannelUnavailable,
+                     "this server's shared-memory worker has no System V FIFO");
+  }
+  auto parsed = ParseWorkerAddress(peer);
+  if (!parsed.ok()) return parsed.status();
+  for (const WorkerAddressEntry& e : parsed->entries) {
+    if (e.tl_name_csum != csum) continue;
+    // CheckWorkerAddress already held the length to this side's own entry's.
+    if (e.iface_addr_len != 8) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "worker_address: a System V interface address of the wrong length");
+    }
+    const uint64_t id = ReadLe64(peer, e.iface_addr_offset);
+    struct shmid_ds ds {};
+    if (id > INT32_MAX || shmctl(static_cast<int>(id), IPC_STAT, &ds) != 0) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "worker_address names a System V FIFO segment that does not exist");
+    }
+    if (ds.shm_segsz != own.shm_segsz) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       absl::StrCat("worker_address names a System V segment of ", ds.shm_segsz,
+                                    " octets as its FIFO; a FIFO here has ", own.shm_segsz));
+    }
+    if (ds.shm_perm.cuid != geteuid() || ds.shm_perm.uid != geteuid()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "worker_address names a System V segment of another user");
+    }
+    if (id == own_id) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "worker_address names this server's own FIFO");
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace aobj

@@ -35,6 +35,17 @@ struct SharedMapping {
 };
 absl::StatusOr<SharedMapping> FindForeignSharedMapping(uintptr_t local);
 
+// AOBJ-SES-024: before the shared-memory lane creates an endpoint to `peer` (a worker address that
+// passed CheckWorkerAddress), every System V segment the address names as a receive FIFO (the
+// interface address of each entry for the transport of `local_shm`, this server's System V-only
+// worker address) must exist, be exactly the size of this server's own FIFO segment, belong to
+// this server's user, and not be that FIFO itself. (A client in the same process is legitimate:
+// an embedding that hosts both.) UCX attaches such a segment and
+// writes into it as a FIFO of its own configured size: a smaller one is a SIGBUS in the server,
+// and any other is another process's memory. INVALID_ARGUMENT otherwise;
+// DATA_CHANNEL_UNAVAILABLE when `local_shm` does not describe a System V FIFO.
+absl::Status CheckPeerFifoSegments(absl::string_view peer, absl::string_view local_shm);
+
 // Exposed for tests: the same check over a given maps text. `is_foreign(shmid)` tells whether
 // the System V segment `shmid` was created by another process.
 absl::Status CheckForeignSharedWindowIn(absl::string_view maps, uintptr_t local, size_t length,

@@ -180,6 +180,11 @@ void UcxWorker::Post(std::shared_ptr<Command> cmd) {
 
 absl::StatusOr<uint64_t> UcxWorker::Connect(absl::string_view peer_address) {
   if (absl::Status s = CheckWorkerAddress(peer_address, address_); !s.ok()) return s;
+  if (shm_worker_ != nullptr) {
+    if (absl::Status s = CheckWorkerAddress(peer_address, shm_address_); !s.ok()) return s;
+    // AOBJ-SES-024: the FIFOs the shared-memory lane will attach are the peer's kind of segment.
+    if (absl::Status s = CheckPeerFifoSegments(peer_address, shm_address_); !s.ok()) return s;
+  }
   auto cmd = std::make_shared<Command>();
   cmd->kind = Command::kConnect;
   cmd->peer_address = peer_address;

@@ -84,6 +84,8 @@ class UcxWorker {
 
   // This worker's address (ucp_worker_get_address), for OpenSession.
   const std::string& address() const { return address_; }
+  // The shared-memory lane's worker address (empty without one).
+  const std::string& shm_address() const { return shm_address_; }
 
   // Creates an endpoint to a peer worker address (untrusted input: bounded by the caller).
   // Returns an id for Execute/Disconnect.

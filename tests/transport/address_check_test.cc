@@ -1,5 +1,6 @@
 #include "transport/address_check.h"
 
+#include <sys/shm.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "aobj/status.h"
 #include "gtest/gtest.h"
+#include "transport/shm_guard.h"
 #include "transport/ucx_context.h"
 #include "transport/ucx_worker.h"
 
@@ -194,6 +196,71 @@ TEST_F(AddressCheckTest, RealAddressesStillConnect) {
     ASSERT_TRUE(ep.ok()) << r.name << ": " << ep.status();
     (*worker)->Disconnect(*ep);
   }
+}
+
+// AOBJ-SES-024: an address whose System V FIFO is some other segment (too small, missing, the
+// server's own, or any other segment of this user) never reaches ucp_ep_create on the
+// shared-memory lane; the real address still connects. The foreign segment lives in this
+// process, which plays "another process" (a server-shaped worker here is the one attaching).
+TEST_F(AddressCheckTest, FifoSegmentsNamedByAnAddressAreChecked) {
+  auto shm = UcxContext::CreateSharedMemoryLane(DataChannelOptions{});
+  ASSERT_TRUE(shm.ok() && *shm != nullptr);
+  auto worker = UcxWorker::Create(*contexts_[0], "fifo-check-server", shm->get());
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  // The sysv entry of a real client address: the one whose transport the server's
+  // System V-only worker also runs.
+  auto server_shm = ParseWorkerAddress((*worker)->shm_address());
+  ASSERT_TRUE(server_shm.ok());
+  ASSERT_FALSE(server_shm->entries.empty());
+  const uint16_t sysv = server_shm->entries[0].tl_name_csum;
+  const std::string& real = real_[0].address;  // the default variant: sysv among others
+  auto parsed = ParseWorkerAddress(real);
+  ASSERT_TRUE(parsed.ok());
+  size_t at = 0;
+  for (const WorkerAddressEntry& e : parsed->entries) {
+    if (e.tl_name_csum == sysv) at = e.iface_addr_offset;
+  }
+  ASSERT_NE(at, 0u) << "the client's address has no System V entry";
+  auto with_fifo = [&](uint64_t id) {
+    std::string a = real;
+    for (int i = 0; i < 8; ++i) a[at + i] = static_cast<char>(id >> (8 * i));
+    return a;
+  };
+  uint64_t own_fifo = 0;
+  for (int i = 0; i < 8; ++i) {
+    own_fifo |= uint64_t{static_cast<uint8_t>(
+                    (*worker)->shm_address()[server_shm->entries[0].iface_addr_offset + i])}
+                << (8 * i);
+  }
+  const int small = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+  ASSERT_GE(small, 0);
+  struct shmid_ds own {};
+  ASSERT_EQ(shmctl(static_cast<int>(own_fifo), IPC_STAT, &own), 0);
+  const int same_size = shmget(IPC_PRIVATE, own.shm_segsz, IPC_CREAT | 0600);
+  ASSERT_GE(same_size, 0);
+  const struct {
+    uint64_t id;
+    const char* what;
+  } cases[] = {
+      {static_cast<uint64_t>(small), "a 4 KiB segment"},
+      {0x7ffffff0, "a segment that does not exist"},
+      {uint64_t{1} << 40, "an id beyond any segment id"},
+      {own_fifo, "the server's own FIFO"},
+  };
+  for (const auto& c : cases) {
+    auto ep = (*worker)->Connect(with_fifo(c.id));
+    EXPECT_EQ(ErrorCodeOf(ep.status()), ErrorCode::kInvalidArgument) << c.what << ": " << ep.status();
+  }
+  // A segment of the FIFO's size of another process of this user passes the check: it cannot
+  // tell whose FIFO it is (endpoint binding, spec section 16).
+  EXPECT_TRUE(CheckPeerFifoSegments(with_fifo(static_cast<uint64_t>(same_size)),
+                                    (*worker)->shm_address())
+                  .ok());
+  auto ep = (*worker)->Connect(real);
+  EXPECT_TRUE(ep.ok()) << ep.status();
+  if (ep.ok()) (*worker)->Disconnect(*ep);
+  shmctl(small, IPC_RMID, nullptr);
+  shmctl(same_size, IPC_RMID, nullptr);
 }
 
 TEST_F(AddressCheckTest, RejectsEveryTruncation) {

@@ -1114,12 +1114,7 @@ class ClientImpl final : public Client, public CancelSender {
     if (tls_op != nullptr && !tls_op->Sending(auth.nonce_hex)) {
       return MakeError(ErrorCode::kCancelled, "cancelled before it was sent");
     }
-    std::vector<std::pair<std::string, std::string>> md = {
-        {kMetaAccessKeyId, auth.access_key_id},
-        {kMetaTimestamp, auth.timestamp},
-        {kMetaNonce, auth.nonce_hex},
-        {kMetaSignature, auth.signature_hex}};
-    if (!session.empty()) md.emplace_back(kMetaSessionId, session);
+    std::vector<std::pair<std::string, std::string>> md = AuthMetadata(auth);
     for (auto& entry : extra_md) md.push_back(std::move(entry));
     RawReply reply = rpc_->Call(MethodPath(method), body, md, deadline - now);
     if (!reply.status.ok()) {

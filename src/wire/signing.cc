@@ -38,6 +38,16 @@ std::string CanonicalRequest(absl::string_view method, const RequestAuth& auth,
                       HexEncode(Sha256(body)));
 }
 
+std::vector<std::pair<std::string, std::string>> AuthMetadata(const RequestAuth& auth) {
+  std::vector<std::pair<std::string, std::string>> md = {
+      {kMetaAccessKeyId, auth.access_key_id},
+      {kMetaTimestamp, auth.timestamp},
+      {kMetaNonce, auth.nonce_hex},
+      {kMetaSignature, auth.signature_hex}};
+  if (!auth.session_hex.empty()) md.emplace_back(kMetaSessionId, auth.session_hex);
+  return md;
+}
+
 std::string SignRequest(absl::string_view signing_key, absl::string_view method,
                         const RequestAuth& auth, absl::string_view body) {
   return HexEncode(HmacSha256(signing_key, CanonicalRequest(method, auth, body)));

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 #include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
@@ -33,6 +35,10 @@ struct RequestAuth {
   std::string session_hex; // 32 lower-case hex chars, empty for OpenSession
   std::string signature_hex;
 };
+
+// The metadata entries that carry `auth` on a call (AOBJ-AUTH-001): access key, timestamp,
+// nonce, signature, and the session when `auth.session_hex` is not empty.
+std::vector<std::pair<std::string, std::string>> AuthMetadata(const RequestAuth& auth);
 
 // AOBJ-AUTH-003: signing key = HMAC-SHA256("AOBJ1" || secret, "aobj1_request"). The server may
 // keep only this key.

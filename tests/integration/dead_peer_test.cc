@@ -117,11 +117,7 @@ class DeadPeerTest : public ::testing::Test {
 
   // The object GETs read.
   void PutObject(const std::string& key, size_t size) {
-    ClientOptions o;
-    o.endpoint = server_->endpoint();
-    o.access_key_id = kAccessKey;
-    o.secret = kSecret;
-    auto c = Client::Connect(o);
+    auto c = Client::Connect(testing::TestClientOptions(*server_));
     ASSERT_TRUE(c.ok()) << c.status();
     auto buf = (*c)->AllocateBuffer(size);
     ASSERT_TRUE(buf.ok());

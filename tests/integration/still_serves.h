@@ -15,13 +15,18 @@ namespace aobj::testing {
 // A new session of the test principal on `server`, a 100000-octet PUT by RMA of `fill` octets to
 // test-bucket/`key` and the GET of it back. Fatal failures: wrap in ASSERT_NO_FATAL_FAILURE
 // when the caller must stop.
-inline void ExpectStillServes(ServerProcess& server, const std::string& key, uint8_t fill) {
-  ASSERT_TRUE(server.Alive()) << server.log();
+// Client options for the test principal on `server`.
+inline ClientOptions TestClientOptions(const ServerProcess& server) {
   ClientOptions o;
   o.endpoint = server.endpoint();
   o.access_key_id = kAccessKey;
   o.secret = kSecret;
-  auto c = Client::Connect(o);
+  return o;
+}
+
+inline void ExpectStillServes(ServerProcess& server, const std::string& key, uint8_t fill) {
+  ASSERT_TRUE(server.Alive()) << server.log();
+  auto c = Client::Connect(TestClientOptions(server));
   ASSERT_TRUE(c.ok()) << c.status() << "\n" << server.log();
   auto buf = (*c)->AllocateBuffer(100000);
   ASSERT_TRUE(buf.ok());

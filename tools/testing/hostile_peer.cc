@@ -214,14 +214,9 @@ class Peer {
   }
 
   RawReply Call(Method method, const std::string& body, const std::string& session) {
-    RequestAuth auth = signer_.Sign(MethodPath(method), session, body, absl::Now());
-    std::vector<std::pair<std::string, std::string>> md = {
-        {kMetaAccessKeyId, auth.access_key_id},
-        {kMetaTimestamp, auth.timestamp},
-        {kMetaNonce, auth.nonce_hex},
-        {kMetaSignature, auth.signature_hex}};
-    if (!session.empty()) md.emplace_back(kMetaSessionId, session);
-    return channel_.Call(MethodPath(method), body, md, absl::Milliseconds(o_.timeout_ms));
+    const RequestAuth auth = signer_.Sign(MethodPath(method), session, body, absl::Now());
+    return channel_.Call(MethodPath(method), body, AuthMetadata(auth),
+                         absl::Milliseconds(o_.timeout_ms));
   }
 
   int Fail(const absl::Status& s) {

@@ -61,8 +61,16 @@ const std::vector<Unobservable>& UnobservableRequirements() {
       {"AOBJ-TRN-006", "how a peer creates its UCP context"},
       {"AOBJ-TRN-008", "which endpoint a server uses internally (case mem/7.4/9 checks that a "
                        "descriptor of one session is not usable from another)"},
-      {"AOBJ-TRN-003", "how a peer detects failures internally; the observable part (lease "
-                       "expiry) is ses/5.8/*"},
+      {"AOBJ-TRN-003", "how a server creates its endpoints internally; the observable part (a "
+                       "stalled client's request ends within the bound) is dat/13.7/1"},
+      {"AOBJ-TRN-010", "which endpoints and transports a server uses internally "
+                       "(tests/integration/dead_peer_test.cc, tests/transport/address_check_test.cc)"},
+      {"AOBJ-SES-024", "needs a System V segment of another process on the server's host "
+                       "(tests/transport/address_check_test.cc FifoSegmentsNamedByAnAddressAreChecked)"},
+      {"AOBJ-MEM-027", "what a client does with its own worker after the reply "
+                       "(the reference client destroys it: src/client/client.cc DataCall)"},
+      {"AOBJ-OPS-009", "needs the server to be shut down (tests/integration/dead_peer_test.cc "
+                       "SigtermDuringAStalledTransferStopsWithinFiveSeconds)"},
       {"AOBJ-SEC-003", "a rule for a client's choice of servers"},
       {"AOBJ-SEC-005", "a rule for deployments"},
       {"AOBJ-SEC-007", "what an implementation logs"},

@@ -62,13 +62,10 @@ absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::Make(const TransportOpti
                        absl::StrCat("UCX TLS=", tls, ": ", UcxStatusString(st)));
     }
   }
-  // A request id on the wire is an index into a table, never the request's address: a reply
-  // that arrives after its request ended (a force-closed endpoint, AOBJ-DAT-158) is dropped
-  // instead of being written through a freed request (UCX 1.13.1 enables this only for
-  // endpoints in error mode PEER by default).
-  if (std::getenv("UCX_PROTO_INDIRECT_ID") == nullptr) {
-    (void)ucp_config_modify(config, "PROTO_INDIRECT_ID", "on");
-  }
+  // UCX_PROTO_INDIRECT_ID stays "auto": endpoints in mode PEER (the ones a bound force-closes)
+  // get request ids that index a table, so a reply that arrives after its request ended is
+  // dropped; mode-NONE requests stay untracked, which UcxWorker relies on when it destroys an
+  // emulation worker with requests outstanding (UCX 1.13.1 asserts on tracked ones).
   // AOBJ-TRN-011: a dead peer on a network lane is found by keepalive within this interval.
   if (std::getenv("UCX_KEEPALIVE_INTERVAL") == nullptr && options.keepalive_ms > 0) {
     const std::string v = absl::StrCat(options.keepalive_ms, "ms");

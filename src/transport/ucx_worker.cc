@@ -45,7 +45,11 @@ struct UcxWorker::Job {
   size_t pending = 0;           // RMA requests not yet completed
   bool issued = false;          // at least one operation reached UCX
   std::vector<ucp_ep_h> used;   // endpoints it issued operations on (flushed for writes)
-  std::vector<void*> flushes;   // flush requests outstanding
+  struct Flush {
+    ucp_ep_h ep;
+    void* request;
+  };
+  std::vector<Flush> flushes;   // flush requests outstanding
   bool flushing = false;
   bool timed_out = false;
   absl::Time failed_at = absl::InfiniteFuture();  // when its endpoint was failed under it
@@ -126,16 +130,20 @@ absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(const UcxContext& c
     ev.data.fd = fd;
     epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev);
   }
-  std::unique_ptr<UcxWorker> w(new UcxWorker(worker, shm_worker, epoll_fd, wake_fd,
+  std::unique_ptr<UcxWorker> w(new UcxWorker(worker, shm_worker,
+                                             shm_lane != nullptr ? shm_lane->get() : nullptr,
+                                             epoll_fd, wake_fd,
                                              std::move(name), std::move(address),
                                              std::move(shm_address)));
   w->thread_ = std::thread([p = w.get()] { p->Loop(); });
   return w;
 }
 
-UcxWorker::UcxWorker(ucp_worker_h worker, ucp_worker_h shm_worker, int epoll_fd, int wake_fd,
-                     std::string name, std::string address, std::string shm_address)
-    : worker_(worker), shm_worker_(shm_worker), epoll_fd_(epoll_fd), wake_fd_(wake_fd),
+UcxWorker::UcxWorker(ucp_worker_h worker, ucp_worker_h shm_worker, ucp_context_h shm_context,
+                     int epoll_fd, int wake_fd, std::string name, std::string address,
+                     std::string shm_address)
+    : worker_(worker), shm_worker_(shm_worker), shm_context_(shm_context), epoll_fd_(epoll_fd),
+      wake_fd_(wake_fd),
       name_(std::move(name)), address_(std::move(address)),
       shm_address_(std::move(shm_address)) {}
 
@@ -332,8 +340,10 @@ void UcxWorker::FinishJob(Job& job, absl::Status status) {
 }
 
 void UcxWorker::DestroyRkey(std::unique_ptr<CachedRkey>& entry) {
-  ucp_rkey_destroy(entry->rkey);
-  rkeys_outstanding_.fetch_sub(1);
+  if (entry->rkey != nullptr) {  // null: released with its emulation worker
+    ucp_rkey_destroy(entry->rkey);
+    rkeys_outstanding_.fetch_sub(1);
+  }
   entry.reset();
 }
 
@@ -394,6 +404,14 @@ absl::StatusOr<UcxWorker::CachedRkey*> UcxWorker::AcquireRkey(EndpointState& sta
         ucp_rkey_destroy(rkey);
         rkey = nullptr;
         unpacked_unmapped = true;
+      }
+    }
+    // AOBJ-TRN-010: emulated windows at shared-memory speed on the session's own worker, which
+    // a bound can destroy (DestroyEmulationWorker) where it cannot force-close a NONE endpoint.
+    if (ep == nullptr && unpacked_unmapped) {
+      if (ucp_ep_h emu = EmulationEp(state); emu != nullptr) {
+        st = ucp_ep_rkey_unpack(emu, w.rkey.data(), &rkey);
+        if (st == UCS_OK) ep = emu;
       }
     }
     if (ep == nullptr && state.net_ep != nullptr) {
@@ -476,13 +494,13 @@ void UcxWorker::AdvanceJobs() {
     EndpointState* state = ep_it == endpoints_.end() ? nullptr : &ep_it->second;
     const bool usable = state != nullptr && state->failed.ok();
     for (size_t f = 0; f < job.flushes.size();) {
-      ucs_status_t st = ucp_request_check_status(job.flushes[f]);
+      ucs_status_t st = ucp_request_check_status(job.flushes[f].request);
       if (st == UCS_INPROGRESS) {
         ++f;
         continue;
       }
       if (st != UCS_OK && job.status.ok()) job.status = TransferError("flush", st);
-      ucp_request_free(job.flushes[f]);
+      ucp_request_free(job.flushes[f].request);
       job.flushes.erase(job.flushes.begin() + static_cast<long>(f));
     }
     // AOBJ-DAT-157: once an operation of the request failed, what it issued earlier may still
@@ -523,7 +541,7 @@ void UcxWorker::AdvanceJobs() {
         if (UCS_PTR_IS_ERR(req)) {
           job.status = TransferError("flush", UCS_PTR_STATUS(req));
         } else if (req != nullptr) {
-          job.flushes.push_back(req);
+          job.flushes.push_back({ep, req});
         }
       }
       continue;  // the same job again: its flushes, or its failure
@@ -564,6 +582,72 @@ void UcxWorker::FailEndpoint(uint64_t id, EndpointState& state, absl::string_vie
   // Mode NONE cannot be forced (UCX 1.13.1 refuses), and needs not be: its operations are
   // memcpys into mapped memory that completed when they were issued.
   if (state.shm_ep != nullptr) CloseEp(std::exchange(state.shm_ep, nullptr), /*force=*/false);
+  DestroyEmulationWorker(id, state);
+}
+
+ucp_ep_h UcxWorker::EmulationEp(EndpointState& state) {
+  if (state.emu_ep != nullptr) return state.emu_ep;
+  if (shm_context_ == nullptr || state.emu_fd == -2 ||
+      emulation_workers_.size() >= kMaxEmulationWorkers) {
+    return nullptr;
+  }
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+  ucp_worker_h w = nullptr;
+  int fd = -1;
+  if (ucp_worker_create(shm_context_, &wp, &w) != UCS_OK) {
+    state.emu_fd = -2;  // do not try again for this session
+    return nullptr;
+  }
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  params.address = reinterpret_cast<const ucp_address_t*>(state.peer_address.data());
+  params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+  ucp_ep_h ep = nullptr;
+  if (ucp_worker_get_efd(w, &fd) != UCS_OK || ucp_ep_create(w, &params, &ep) != UCS_OK) {
+    ucp_worker_destroy(w);
+    state.emu_fd = -2;
+    return nullptr;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  state.emu_worker = w;
+  state.emu_ep = ep;
+  state.emu_fd = fd;
+  emulation_workers_.push_back(w);
+  return ep;
+}
+
+void UcxWorker::DestroyEmulationWorker(uint64_t id, EndpointState& state) {
+  if (state.emu_worker == nullptr) return;
+  // Rkeys come from the worker's pool: they go first (nothing progresses in between, so the
+  // operations that named them never run again).
+  for (auto& entry : state.rkeys) {
+    if (entry != nullptr && entry->ep == state.emu_ep && entry->rkey != nullptr) {
+      ucp_rkey_destroy(std::exchange(entry->rkey, nullptr));
+      rkeys_outstanding_.fetch_sub(1);
+    }
+  }
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, state.emu_fd, nullptr);
+  // Ends every operation it had in flight: pending ones complete with UCS_ERR_CANCELED, and
+  // nothing of the worker runs afterwards, so no operation touches local memory again.
+  std::erase(emulation_workers_, state.emu_worker);
+  ucp_worker_destroy(std::exchange(state.emu_worker, nullptr));
+  const ucp_ep_h gone = std::exchange(state.emu_ep, nullptr);
+  state.emu_fd = -2;
+  for (auto& job : jobs_) {
+    if (job->endpoint != id) continue;
+    std::erase_if(job->flushes, [gone](const Job::Flush& f) { return f.ep == gone; });
+    // Whatever ran on the destroyed worker is over, and the PEER endpoint's operations were
+    // completed by its forced close just before.
+    job->pending = 0;
+    if (job->status.ok()) {
+      job->status = MakeError(ErrorCode::kTransferFailed, "the session's data channel failed");
+    }
+  }
 }
 
 void UcxWorker::ReleaseFailedRkeys() {
@@ -624,6 +708,7 @@ void UcxWorker::DoConnect(Command& cmd) {
     cmd.status = MakeError(ErrorCode::kDataChannelUnavailable,
                            absl::StrCat("cannot reach the client's UCX worker: ", why));
   } else {
+    state.peer_address = std::string(cmd.peer_address);
     cmd.new_endpoint = next_endpoint_++;
     endpoints_.emplace(cmd.new_endpoint, std::move(state));
     endpoint_count_.fetch_add(1);
@@ -675,6 +760,7 @@ void UcxWorker::DoDisconnect(Command& cmd) {
     // the background.
     if (it->second.net_ep != nullptr) CloseEp(it->second.net_ep, /*force=*/true);
     if (it->second.shm_ep != nullptr) CloseEp(it->second.shm_ep, /*force=*/false);
+    DestroyEmulationWorker(it->first, it->second);
     endpoints_.erase(it);
     endpoint_count_.fetch_sub(1);
   }
@@ -685,16 +771,27 @@ void UcxWorker::Sleep(int timeout_ms) {
   // An event fd that stays readable without UCX making progress (seen with a peer that stopped
   // progressing on a TCP lane) would make epoll return at once forever: after a few such
   // wake-ups in a row, wait on our own wake fd only, with a timer, until progress resumes.
+  // The same for ucp_worker_arm answering BUSY again and again with nothing to progress (seen
+  // after a peer's endpoint failed: a keepalive timer fd that stays readable).
   int fds = spurious_wakeups_ >= 3 ? 0 : 1;
   if (fds != 0) {
     for (ucp_worker_h w : {worker_, shm_worker_}) {
-      if (w != nullptr && ucp_worker_arm(w) == UCS_ERR_BUSY) return;
+      if (w != nullptr && ucp_worker_arm(w) == UCS_ERR_BUSY) {
+        awaiting_progress_ = true;
+        return;
+      }
+    }
+    for (ucp_worker_h w : emulation_workers_) {
+      if (ucp_worker_arm(w) == UCS_ERR_BUSY) {
+        awaiting_progress_ = true;
+        return;
+      }
     }
   } else if (timeout_ms < 0 || timeout_ms > 10) {
     timeout_ms = 10;
   }
-  epoll_event events[3];
-  int n = fds != 0 ? epoll_wait(epoll_fd_, events, 3, timeout_ms) : 0;
+  epoll_event events[8];
+  int n = fds != 0 ? epoll_wait(epoll_fd_, events, 8, timeout_ms) : 0;
   if (fds == 0) {
     pollfd p{wake_fd_, POLLIN, 0};
     n = poll(&p, 1, timeout_ms);
@@ -758,6 +855,7 @@ void UcxWorker::Loop() {
 
     unsigned progressed = ucp_worker_progress(worker_);
     if (shm_worker_ != nullptr) progressed += ucp_worker_progress(shm_worker_);
+    for (ucp_worker_h w : emulation_workers_) progressed += ucp_worker_progress(w);
     for (const PeerError& e : std::exchange(peer_errors_, {})) {
       for (auto& [id, state] : endpoints_) {
         if (state.net_ep == e.ep) {
@@ -807,6 +905,7 @@ void UcxWorker::Loop() {
     }
     if (state.net_ep != nullptr) CloseEp(state.net_ep, /*force=*/true);
     if (state.shm_ep != nullptr) CloseEp(state.shm_ep, /*force=*/false);
+    DestroyEmulationWorker(id, state);
   }
   const absl::Time deadline = absl::Now() + absl::Milliseconds(500);
   while (!closing_.empty() && absl::Now() < deadline) {
@@ -826,7 +925,7 @@ void UcxWorker::Loop() {
   for (const Closing& c : closing_) ucp_request_free(c.request);
   closing_.clear();
   for (auto& job : jobs_) {
-    for (void* f : job->flushes) ucp_request_free(f);
+    for (const Job::Flush& f : job->flushes) ucp_request_free(f.request);
     job->flushes.clear();
     job->rkeys.clear();  // their rkeys die with the workers
   }

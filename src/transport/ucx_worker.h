@@ -10,10 +10,13 @@
 // Server side: Connect() creates a session's endpoints to a client's worker address: one in error
 // mode PEER on the main worker (network lanes, keepalive, force-closable) and, where the server
 // has a shared-memory lane, one in mode NONE on the System V-only worker, used only for windows
-// UCX maps into this process (AOBJ-TRN-003). Execute() runs one request's RMA batch (validate +
+// UCX maps into this process, and, on first need, one in mode NONE on a System V worker of the
+// session's own for windows UCX emulates over shared-memory active messages (AOBJ-TRN-003,
+// AOBJ-TRN-010). Execute() runs one request's RMA batch (validate +
 // unpack rkeys, issue puts or gets, wait, flush) and reports one status. Every batch ends by its
-// deadline: past it the session's PEER endpoint is force-closed, which completes every operation
-// still outstanding, and the endpoint is failed for good (AOBJ-DAT-157, AOBJ-DAT-158). Client
+// deadline: past it the session's PEER endpoint is force-closed and its own worker destroyed,
+// which ends every operation still outstanding, and the endpoint is failed for good
+// (AOBJ-DAT-157, AOBJ-DAT-158). Client
 // side: the worker only needs progress (emulated RMA over active messages is served by the
 // target's progress, AOBJ-TRN-005), which the thread provides.
 //
@@ -140,6 +143,8 @@ class UcxWorker {
   static constexpr size_t kRkeyCacheEntries = 64;
   // How often a cache hit also looks for other entries whose segments the client released.
   static constexpr absl::Duration kRkeySweepInterval = absl::Milliseconds(100);
+  // Sessions with a worker of their own for emulated windows (about 4 MB and 7 ms each here).
+  static constexpr size_t kMaxEmulationWorkers = 32;
 
  private:
   struct Command;
@@ -158,6 +163,14 @@ class UcxWorker {
   struct EndpointState {
     ucp_ep_h net_ep = nullptr;  // mode PEER, main worker: every window UCX does not map here
     ucp_ep_h shm_ep = nullptr;  // mode NONE, shared-memory worker: only windows mapped here
+    // Mode NONE on a worker of this session's own (System V), for windows UCX reaches by
+    // active-message emulation (caller memory): shared-memory speed, and still ended for
+    // certain, because destroying a worker ends everything it had in flight. Made on first
+    // use, at most kMaxEmulationWorkers at once; beyond them such windows take net_ep.
+    ucp_worker_h emu_worker = nullptr;
+    ucp_ep_h emu_ep = nullptr;
+    int emu_fd = -1;
+    std::string peer_address;   // for emu_ep
     absl::Status failed;        // OK while usable; why it failed (AOBJ-DAT-158)
     size_t jobs = 0;            // batches running on it
     bool disconnected = false;  // Disconnect() came while batches ran; erased after them
@@ -169,12 +182,17 @@ class UcxWorker {
   absl::StatusOr<CachedRkey*> AcquireRkey(EndpointState& state, const RemoteWindow& w,
                                           size_t max_rkey_bytes);
   void DestroyRkey(std::unique_ptr<CachedRkey>& entry);
-  UcxWorker(ucp_worker_h worker, ucp_worker_h shm_worker, int epoll_fd, int wake_fd,
+  UcxWorker(ucp_worker_h worker, ucp_worker_h shm_worker, ucp_context_h shm_context,
+            int epoll_fd, int wake_fd,
             std::string name, std::string address, std::string shm_address);
   // Fails `state` for good: its endpoints are closed (the PEER one by force, which completes its
   // outstanding operations with UCS_ERR_CANCELED) and later batches get DATA_CHANNEL_UNAVAILABLE.
   void FailEndpoint(uint64_t id, EndpointState& state, absl::string_view why);
   void CloseEp(ucp_ep_h ep, bool force);
+  // The session's emulation endpoint, made on first use; null when over the cap or it fails.
+  ucp_ep_h EmulationEp(EndpointState& state);
+  // Destroys the session's emulation worker (its rkeys first); jobs lose what ran on it.
+  void DestroyEmulationWorker(uint64_t id, EndpointState& state);
   // Rkeys of failed endpoints whose batches have all ended.
   void ReleaseFailedRkeys();
   static void OnPeerError(void* arg, ucp_ep_h ep, ucs_status_t status);
@@ -193,6 +211,8 @@ class UcxWorker {
 
   ucp_worker_h worker_;
   ucp_worker_h shm_worker_;  // null without a shared-memory lane
+  ucp_context_h shm_context_;  // the shared-memory lane's context (emulation workers)
+  std::vector<ucp_worker_h> emulation_workers_;  // every session's, for progress and arming
   int epoll_fd_;
   int wake_fd_;
   std::string name_;

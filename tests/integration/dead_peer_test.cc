@@ -203,7 +203,7 @@ TEST_P(DyingPeerTest, ServerEndsTheRequestIsIdleAndKeepsServing) {
   const DeathCase& c = GetParam();
   if (c.op == "get") ASSERT_NO_FATAL_FAILURE(PutObject("hostile", 256 << 20));
   PeerRun r = RunPeer({"--behaviour", c.behaviour, "--memory", c.memory, "--op", c.op,
-                       "--size", std::to_string(256 << 20), "--after-ms", "30"});
+                       "--size", std::to_string(256 << 20), "--after-ms", "5"});
   ASSERT_NE(r.status, -1) << r.out;
   // A peer that exits while its request runs never reads the reply.
   EXPECT_EQ(ReplyOf(r.out, 1).code, "") << "the peer was meant to die first:\n" << r.out;

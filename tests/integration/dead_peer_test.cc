@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <regex>
@@ -228,6 +229,64 @@ INSTANTIATE_TEST_SUITE_P(
                       DeathCase{"CrashDuringGet", "crash", "get", "heap"},
                       DeathCase{"ExitDuringSharedMemoryPut", "exit", "put", "ucx"}),
     [](const ::testing::TestParamInfo<DeathCase>& i) { return i.param.name; });
+
+// ---- a healthy client beside stalled ones -------------------------------------------------------
+
+// The bar: a healthy client beside stalled peers keeps at least half its undisturbed
+// throughput (before the bounds, the server's progress thread spun on the dead transfer and took
+// one of this machine's two cores). Counted as 1 MiB GETs in a fixed window, best of three tries
+// (the machine is shared and noisy); not a speed target, a check that nothing spins or blocks.
+TEST_F(DeadPeerTest, HealthyClientKeepsHalfItsThroughputBesideStalledPeers) {
+  server_->Stop();
+  server_ = std::make_unique<ServerProcess>(dir_, "memory");  // the default 10 s bound
+  ASSERT_TRUE(server_->Start()) << server_->log();
+  auto c = Client::Connect(testing::TestClientOptions(*server_));
+  ASSERT_TRUE(c.ok()) << c.status();
+  constexpr size_t kSize = 1 << 20;
+  auto buf = (*c)->AllocateBuffer(kSize);
+  ASSERT_TRUE(buf.ok());
+  memset((*buf)->data(), 0x61, kSize);
+  ASSERT_TRUE((*c)->Put("test-bucket", "healthy", **buf, kSize).ok());
+  auto gets_in = [&](std::chrono::milliseconds window) {
+    int n = 0;
+    const auto end = std::chrono::steady_clock::now() + window;
+    while (std::chrono::steady_clock::now() < end) {
+      if (!(*c)->Get("test-bucket", "healthy", **buf).ok()) return -1;
+      ++n;
+    }
+    return n;
+  };
+  double best = 0;
+  for (int attempt = 0; attempt < 3 && best < 0.5; ++attempt) {
+    const int alone = gets_in(std::chrono::milliseconds(700));
+    ASSERT_GT(alone, 0);
+    std::vector<pid_t> peers;
+    std::vector<std::string> outs;
+    for (int i = 0; i < 2; ++i) {
+      outs.push_back(dir_ + "/beside-" + std::to_string(attempt) + "-" + std::to_string(i));
+      peers.push_back(Spawn(PeerArgs({"--behaviour", "stall", "--memory", "heap", "--op", "put",
+                                      "--key", "stalled-" + std::to_string(i)}),
+                            outs.back()));
+    }
+    for (const std::string& out : outs) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (std::chrono::steady_clock::now() < until &&
+             Slurp(out).find("opened") == std::string::npos) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // their PUTs are stuck by now
+    const int beside = gets_in(std::chrono::milliseconds(700));
+    ASSERT_GE(beside, 0) << "a healthy GET failed beside the stalled peers";
+    for (pid_t p : peers) {
+      kill(p, SIGKILL);
+      WaitFor(p, std::chrono::seconds(5));
+    }
+    best = std::max(best, static_cast<double>(beside) / alone);
+  }
+  RecordProperty("throughput_ratio_beside_stalled_peers", std::to_string(best));
+  EXPECT_GE(best, 0.5) << "healthy GETs beside two stalled peers fell below half";
+}
 
 // ---- shutdown -----------------------------------------------------------------------------------
 

@@ -95,7 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (Ucx* ucx = RealUcx()) {
     auto ep = ucx->worker->Connect(blob);  // runs CheckWorkerAddress against the real address
-    if (ep.ok()) ucx->worker->Disconnect(*ep, absl::Milliseconds(100));
+    if (ep.ok()) ucx->worker->Disconnect(*ep);
   }
   return 0;
 }

@@ -274,7 +274,9 @@ std::unique_ptr<RegisteredMemory> Peer::RegisterHeap(size_t size, uint8_t fill) 
   heap_.push_back(std::make_unique<uint8_t[]>(size));
   std::memset(heap_.back().get(), fill, size);
   auto m = RegisteredMemory::Register(*context_, heap_.back().get(), size);
-  if (!m.ok()) ctx_.Require(false, "register heap memory in the suite", "OK", m.status().ToString());
+  if (!m.ok()) {
+    ctx_.Require(false, "register heap memory in the suite", "OK", m.status().ToString());
+  }
   return std::move(*m);
 }
 

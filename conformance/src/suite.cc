@@ -64,9 +64,11 @@ const std::vector<Unobservable>& UnobservableRequirements() {
       {"AOBJ-TRN-003", "how a server creates its endpoints internally; the observable part (a "
                        "stalled client's request ends within the bound) is dat/13.7/1"},
       {"AOBJ-TRN-010", "which endpoints and transports a server uses internally "
-                       "(tests/integration/dead_peer_test.cc, tests/transport/address_check_test.cc)"},
+                       "(tests/integration/dead_peer_test.cc, "
+                       "tests/transport/address_check_test.cc)"},
       {"AOBJ-SES-024", "needs a System V segment of another process on the server's host "
-                       "(tests/transport/address_check_test.cc FifoSegmentsNamedByAnAddressAreChecked)"},
+                       "(tests/transport/address_check_test.cc "
+                       "FifoSegmentsNamedByAnAddressAreChecked)"},
       {"AOBJ-MEM-027", "what a client does with its own worker after the reply "
                        "(the reference client destroys it: src/client/client.cc DataCall)"},
       {"AOBJ-OPS-009", "needs the server to be shut down (tests/integration/dead_peer_test.cc "

@@ -1016,8 +1016,9 @@ class ClientImpl final : public Client, public CancelSender {
   // A PUT or GET. When it ends without a reply the server may still be moving bytes, so the
   // data channel is shut for good: destroying the worker stops every emulated operation aimed at
   // this client (AOBJ-MEM-014). The same after TRANSFER_FAILED or DATA_CHANNEL_UNAVAILABLE: the
-  // server has failed the session's data channel (AOBJ-MEM-027). The caller must not reuse the buffer before destroying the Client
-  // on HARDWARE sessions either; every later data request fails with DATA_CHANNEL_UNAVAILABLE.
+  // server has failed the session's data channel (AOBJ-MEM-027). The caller must not reuse the
+  // buffer before destroying the Client on HARDWARE sessions either; every later data request
+  // fails with DATA_CHANNEL_UNAVAILABLE.
   // AOBJ-MEM-011: synchronous, so the caller's Buffer (its registration) is held until the reply.
   // A reply with an AOBJ error (CANCELLED and DEADLINE_EXCEEDED included) is a reply: the server
   // sends it only after its last RMA for the request (AOBJ-DAT-155), so the channel stays. That

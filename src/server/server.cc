@@ -281,7 +281,8 @@ class ServerImpl final : public Server {
     const int64_t grace_ms = std::max<int64_t>(options_.shutdown_grace_ms, 0);
     if (worker_) worker_->BeginShutdown(absl::Milliseconds(grace_ms));
     if (grpc_) {
-      grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(grace_ms + 1000));
+      grpc_->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::milliseconds(grace_ms + 1000));
     }
     if (pool_) pool_->Stop();
     if (reaper_.joinable()) reaper_.join();

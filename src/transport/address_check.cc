@@ -110,8 +110,7 @@ float Float(uint32_t bits) {
 // (abort) on a seg_id that names neither procfs nor shm_open when no directory follows.
 absl::Status CheckPosixIfaceAddress(absl::string_view a) {
   if (a.size() < 8) return Malformed("posix interface address shorter than its segment id");
-  uint64_t seg_id = 0;
-  for (int i = 0; i < 8; ++i) seg_id |= uint64_t{static_cast<uint8_t>(a[i])} << (8 * i);
+  const uint64_t seg_id = MmFifoSegmentId(a);
   const absl::string_view extra = a.substr(8);
   if ((seg_id & kPosixPidNs) != 0 && extra.size() < kSysNsBytes) {
     return Malformed("posix interface address names a PID namespace it does not carry");
@@ -124,6 +123,12 @@ absl::Status CheckPosixIfaceAddress(absl::string_view a) {
 }
 
 }  // namespace
+
+uint64_t MmFifoSegmentId(absl::string_view iface_address) {
+  uint64_t id = 0;
+  for (int i = 0; i < 8; ++i) id |= uint64_t{static_cast<uint8_t>(iface_address[i])} << (8 * i);
+  return id;
+}
 
 absl::StatusOr<WorkerAddressLayout> ParseWorkerAddress(absl::string_view blob) {
   WorkerAddressLayout out;

@@ -77,6 +77,10 @@ struct WorkerAddressLayout {
 // non-finite v1 interface attributes, more than kUcpMaxResources entries).
 absl::StatusOr<WorkerAddressLayout> ParseWorkerAddress(absl::string_view blob);
 
+// The segment id an interface address of UCX's mm transports (sysv, posix) starts with:
+// uct_mm_iface_addr_t's 8-octet fifo_seg_id, little endian. `iface_address` must hold 8 octets.
+uint64_t MmFifoSegmentId(absl::string_view iface_address);
+
 // The check run before ucp_ep_create (AOBJ-SES-011). OK when `peer` is 1..8192 octets, parses
 // with ParseWorkerAddress, carries no endpoint addresses (a worker address never does), and every
 // entry for a transport this side also runs (same name checksum as an entry of `local`, this

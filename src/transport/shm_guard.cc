@@ -100,16 +100,6 @@ absl::Status CheckForeignSharedWindow(uintptr_t local, size_t length) {
   return CheckForeignSharedWindowIn(ReadSelfMaps(), local, length, CreatedByOther);
 }
 
-namespace {
-
-uint64_t ReadLe64(absl::string_view b, size_t at) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<uint8_t>(b[at + i])} << (8 * i);
-  return v;
-}
-
-}  // namespace
-
 absl::Status CheckPeerFifoSegments(absl::string_view peer, absl::string_view local_shm) {
   auto local = ParseWorkerAddress(local_shm);
   if (!local.ok()) {
@@ -124,7 +114,7 @@ absl::Status CheckPeerFifoSegments(absl::string_view peer, absl::string_view loc
   bool found = false;
   for (const WorkerAddressEntry& e : local->entries) {
     if (e.iface_addr_len != 8) continue;
-    own_id = ReadLe64(local_shm, e.iface_addr_offset);
+    own_id = MmFifoSegmentId(local_shm.substr(e.iface_addr_offset, 8));
     if (own_id > INT32_MAX || shmctl(static_cast<int>(own_id), IPC_STAT, &own) != 0) continue;
     csum = e.tl_name_csum;
     found = true;
@@ -143,7 +133,7 @@ absl::Status CheckPeerFifoSegments(absl::string_view peer, absl::string_view loc
       return MakeError(ErrorCode::kInvalidArgument,
                        "worker_address: a System V interface address of the wrong length");
     }
-    const uint64_t id = ReadLe64(peer, e.iface_addr_offset);
+    const uint64_t id = MmFifoSegmentId(peer.substr(e.iface_addr_offset, 8));
     struct shmid_ds ds {};
     if (id > INT32_MAX || shmctl(static_cast<int>(id), IPC_STAT, &ds) != 0) {
       return MakeError(ErrorCode::kInvalidArgument,

@@ -52,7 +52,6 @@ struct UcxWorker::Job {
   std::vector<Flush> flushes;   // flush requests outstanding
   bool flushing = false;
   bool timed_out = false;
-  absl::Time failed_at = absl::InfiniteFuture();  // when its endpoint was failed under it
   absl::Status status;          // first error seen
 };
 
@@ -172,7 +171,7 @@ void UcxWorker::Wake() {
   (void)r;
 }
 
-void UcxWorker::Post(std::shared_ptr<Command> cmd) {
+void UcxWorker::Post(std::shared_ptr<Command> cmd, const std::function<bool()>& abandoned) {
   {
     absl::MutexLock l(&mu_);
     if (stopping_) {
@@ -183,7 +182,20 @@ void UcxWorker::Post(std::shared_ptr<Command> cmd) {
     queue_.push_back(cmd);
   }
   Wake();
-  cmd->done.WaitForNotification();
+  if (!abandoned) {
+    cmd->done.WaitForNotification();
+    return;
+  }
+  // The calling thread watches its call while the progress thread works: a call whose client
+  // cancelled or went away gets kAbandonGrace more, then its endpoint is failed (AOBJ-DAT-157).
+  bool lowered = false;
+  while (!cmd->done.WaitForNotificationWithTimeout(absl::Milliseconds(20))) {
+    if (!lowered && abandoned()) {
+      lowered = true;
+      cmd->abandon_deadline_ns.store(absl::ToUnixNanos(absl::Now() + kAbandonGrace));
+      Wake();
+    }
+  }
 }
 
 absl::StatusOr<uint64_t> UcxWorker::Connect(absl::string_view peer_address) {
@@ -210,11 +222,10 @@ absl::StatusOr<Protection> UcxWorker::GetProtection(uint64_t endpoint) {
   return cmd->protection;
 }
 
-void UcxWorker::Disconnect(uint64_t endpoint, absl::Duration timeout) {
+void UcxWorker::Disconnect(uint64_t endpoint) {
   auto cmd = std::make_shared<Command>();
   cmd->kind = Command::kDisconnect;
   cmd->endpoint = endpoint;
-  cmd->deadline = absl::Now() + timeout;
   Post(cmd);
 }
 
@@ -225,28 +236,7 @@ absl::Status UcxWorker::Execute(uint64_t endpoint, const RmaBatch& batch, absl::
   cmd->endpoint = endpoint;
   cmd->batch = &batch;
   cmd->deadline = absl::Now() + timeout;
-  if (!abandoned) {
-    Post(cmd);
-    return cmd->status;
-  }
-  {
-    absl::MutexLock l(&mu_);
-    if (stopping_) {
-      return MakeError(ErrorCode::kDataChannelUnavailable, "data channel is shutting down");
-    }
-    queue_.push_back(cmd);
-  }
-  Wake();
-  // The calling thread watches its call while the progress thread works: a call whose client
-  // cancelled or went away gets kAbandonGrace more, then its endpoint is failed (AOBJ-DAT-157).
-  bool lowered = false;
-  while (!cmd->done.WaitForNotificationWithTimeout(absl::Milliseconds(20))) {
-    if (!lowered && abandoned()) {
-      lowered = true;
-      cmd->abandon_deadline_ns.store(absl::ToUnixNanos(absl::Now() + kAbandonGrace));
-      Wake();
-    }
-  }
+  Post(cmd, abandoned);
   return cmd->status;
 }
 
@@ -393,8 +383,9 @@ absl::StatusOr<UcxWorker::CachedRkey*> UcxWorker::AcquireRkey(EndpointState& sta
     ucs_status_t st = UCS_ERR_UNREACHABLE;
     bool unpacked_unmapped = false;  // a valid key for memory the shared-memory lane cannot map
     // AOBJ-TRN-003: the shared-memory lane (mode NONE) takes only windows UCX maps into this
-    // process, whose RMA is a memcpy that cannot wait on the peer; everything else goes on the
-    // PEER endpoint, which a bound can force-close.
+    // process, whose RMA is a memcpy that cannot wait on the peer; emulated windows go to the
+    // session's own worker, and everything else to the PEER endpoint, which a bound can
+    // force-close.
     if (state.shm_ep != nullptr) {
       st = ucp_ep_rkey_unpack(state.shm_ep, w.rkey.data(), &rkey);
       void* mapped = nullptr;
@@ -511,9 +502,10 @@ void UcxWorker::AdvanceJobs() {
                                                       job.status.message(), ")"));
     }
     if (job.pending > 0 || !job.flushes.empty()) {
-      // AOBJ-OPS-008: every wait is bounded; past the bound the endpoint is force-closed, which
-      // completes the outstanding operations (their callbacks still run, so the job ends only
-      // when UCX no longer touches its local memory).
+      // AOBJ-OPS-008: every wait is bounded; past the bound the endpoint is failed: its PEER
+      // endpoint force-closed (the operations complete with an error) and its own worker
+      // destroyed (nothing of it runs again), so the job ends only when UCX no longer touches
+      // its local memory.
       const absl::Time deadline =
           std::min({job.cmd->deadline,
                     absl::FromUnixNanos(job.cmd->abandon_deadline_ns.load()), drain});
@@ -576,7 +568,6 @@ void UcxWorker::FailEndpoint(uint64_t id, EndpointState& state, absl::string_vie
       absl::StrCat("the session's data channel failed: ", why,
                    "; open a new session (AOBJ-DAT-158)"));
   endpoints_failed_.fetch_add(1);
-  (void)id;
   // Force: UCX completes every operation still outstanding on it with UCS_ERR_CANCELED, now.
   if (state.net_ep != nullptr) CloseEp(std::exchange(state.net_ep, nullptr), /*force=*/true);
   // Mode NONE cannot be forced (UCX 1.13.1 refuses), and needs not be: its operations are

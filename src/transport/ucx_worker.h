@@ -95,9 +95,10 @@ class UcxWorker {
   absl::StatusOr<uint64_t> Connect(absl::string_view peer_address);
   // The protection of an endpoint's lanes, read from UCX's own description of the endpoint.
   absl::StatusOr<Protection> GetProtection(uint64_t endpoint);
-  // Closes an endpoint. Waits at most `timeout` for UCX to flush it; afterwards no RMA is ever
-  // issued on it again.
-  void Disconnect(uint64_t endpoint, absl::Duration timeout = absl::Seconds(2));
+  // Closes an endpoint without waiting on the peer: its PEER endpoint by force (nothing is in
+  // flight, the session table waits for that), the others in the background; a batch still
+  // running on it fails it instead (AOBJ-DAT-157). Afterwards no RMA is issued on it again.
+  void Disconnect(uint64_t endpoint);
 
   // Runs `batch` on `endpoint` and waits for it. Every op is checked against its window before
   // anything is issued (AOBJ-MEM-009); shared-memory windows must be the peer's (AOBJ-MEM-012).
@@ -202,8 +203,9 @@ class UcxWorker {
   // Sleeps on the event fds, at most `timeout_ms` (-1: until an event).
   void Sleep(int timeout_ms);
 
-  // Queues `cmd` for the progress thread and waits for it.
-  void Post(std::shared_ptr<Command> cmd);
+  // Queues `cmd` for the progress thread and waits for it, polling `abandoned` (if set) every
+  // 20 ms and lowering the command's deadline to kAbandonGrace from when it turns true.
+  void Post(std::shared_ptr<Command> cmd, const std::function<bool()>& abandoned = nullptr);
   void Loop();
   void StartJob(const std::shared_ptr<Command>& cmd);
   void AdvanceJobs();

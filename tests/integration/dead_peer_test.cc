@@ -165,7 +165,9 @@ class StalledPeerTest : public DeadPeerTest, public ::testing::WithParamInterfac
 // the session's later data requests get DATA_CHANNEL_UNAVAILABLE at once, and nothing spins.
 TEST_P(StalledPeerTest, FailsWithinTheBoundThenTheChannelStaysFailed) {
   const StallCase& c = GetParam();
-  if (c.op == "get") ASSERT_NO_FATAL_FAILURE(PutObject("hostile", 64 << 20));
+  if (c.op == "get") {
+    ASSERT_NO_FATAL_FAILURE(PutObject("hostile", 64 << 20));
+  }
   PeerRun r = RunPeer({"--behaviour", "stall", "--memory", "heap", "--op", c.op, "--second"},
                       c.tls);
   ASSERT_NE(r.status, -1) << "the peer never got its replies:\n" << r.out << server_->log();
@@ -202,7 +204,9 @@ class DyingPeerTest : public DeadPeerTest, public ::testing::WithParamInterface<
 // peer-failure detection, releases the session at its lease, is idle and keeps serving.
 TEST_P(DyingPeerTest, ServerEndsTheRequestIsIdleAndKeepsServing) {
   const DeathCase& c = GetParam();
-  if (c.op == "get") ASSERT_NO_FATAL_FAILURE(PutObject("hostile", 256 << 20));
+  if (c.op == "get") {
+    ASSERT_NO_FATAL_FAILURE(PutObject("hostile", 256 << 20));
+  }
   PeerRun r = RunPeer({"--behaviour", c.behaviour, "--memory", c.memory, "--op", c.op,
                        "--size", std::to_string(256 << 20), "--after-ms", "5"});
   ASSERT_NE(r.status, -1) << r.out;
@@ -300,7 +304,8 @@ TEST_F(DeadPeerTest, SigtermDuringAStalledTransferStopsWithinFiveSeconds) {
   const pid_t peer = Spawn(PeerArgs({"--behaviour", "stall", "--memory", "heap"}), out);
   ASSERT_GT(peer, 0);
   const auto opened = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < opened && Slurp(out).find("opened") == std::string::npos) {
+  while (std::chrono::steady_clock::now() < opened &&
+         Slurp(out).find("opened") == std::string::npos) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the PUT is on its way

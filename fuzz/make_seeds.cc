@@ -47,6 +47,23 @@ void StatefulSeeds() {
   auto get = [](uint32_t key, uint32_t windows) {
     return Step{.op = kOpGet, .key = key, .windows = windows, .algorithm = 1};
   };
+  {
+    // AOBJ-SES-025..027: sessions whose endpoint was never confirmed, or refused a wrong or
+    // short proof, move nothing by RMA (the inline path still works); a confirmed one does.
+    Step unconfirmed{.op = kOpOpen, .session = 1, .caps = 7, .confirm = 1};
+    Step wrong{.op = kOpOpen, .session = 2, .caps = 7, .confirm = 2};
+    Step short_proof{.op = kOpOpen, .session = 3, .caps = 7, .confirm = 3};
+    Step put1 = put(0, 2, 3000, 1, 2);
+    put1.session = 1;
+    Step get2 = get(0, 1);
+    get2.session = 2;
+    Step inline3 = put(1, 1, 40, 2, 1);
+    inline3.session = 3;
+    inline3.inline_path = 1;
+    WriteScript("endpoint-binding", {},
+                {unconfirmed, wrong, short_proof, put1, get2, inline3, open0, put(0, 2, 3000, 1, 2),
+                 get2, get(0, 1), Step{.op = kOpClose, .session = 1}});
+  }
   WriteScript("put-get-rma", {},
               {open0, put(0, 2, 3000, 1, 3), get(0, 2),
                Step{.op = kOpGet, .key = 0, .windows = 1, .slack = 1, .algorithm = 2, .range = 1,

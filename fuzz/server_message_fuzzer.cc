@@ -43,6 +43,10 @@ class FakeChannel final : public aobj::DataChannel {
   absl::StatusOr<aobj::Protection> GetProtection(uint64_t) override {
     return aobj::Protection::kEmulated;
   }
+  absl::StatusOr<std::string> SendChallenges(uint64_t, absl::string_view) override {
+    return std::string(32, 'c');
+  }
+  absl::Status Bind(uint64_t) override { return absl::OkStatus(); }
   void Disconnect(uint64_t) override {}
   absl::Status Execute(uint64_t, const aobj::RmaBatch& batch) override {
     for (const auto& w : batch.windows) {

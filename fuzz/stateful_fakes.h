@@ -174,6 +174,27 @@ class FakeChannel final : public aobj::DataChannel {
     }
     return hardware ? aobj::Protection::kHardware : aobj::Protection::kEmulated;
   }
+  // Endpoint binding: the challenge of an endpoint is fixed by its number; RMA only once bound.
+  absl::StatusOr<std::string> SendChallenges(uint64_t ep, absl::string_view session_id) override {
+    AOBJ_FUZZ_CHECK(IsOpen(ep) && session_id.size() == 16);
+    AOBJ_FUZZ_CHECK(endpoints_[ep].challenge.empty());  // once per endpoint
+    endpoints_[ep].challenge = ChallengeOf(ep);
+    return endpoints_[ep].challenge;
+  }
+  absl::Status Bind(uint64_t ep) override {
+    AOBJ_FUZZ_CHECK(IsOpen(ep) && !endpoints_[ep].challenge.empty());
+    endpoints_[ep].bound = true;
+    return absl::OkStatus();
+  }
+  static std::string ChallengeOf(uint64_t ep) {
+    std::string c(32, 'c');
+    for (int i = 0; i < 8; ++i) c[i] = static_cast<char>(ep >> (8 * i));
+    return c;
+  }
+  bool IsBound(uint64_t ep) const {
+    auto it = endpoints_.find(ep);
+    return it != endpoints_.end() && it->second.bound;
+  }
   void Disconnect(uint64_t ep) override {
     auto it = endpoints_.find(ep);
     AOBJ_FUZZ_CHECK(it != endpoints_.end());  // released once, and only what was handed out
@@ -194,6 +215,10 @@ class FakeChannel final : public aobj::DataChannel {
       AOBJ_FUZZ_CHECK(batch.windows[i].address == g.windows[i].address);
       AOBJ_FUZZ_CHECK(batch.windows[i].length == g.windows[i].length);
       AOBJ_FUZZ_CHECK(batch.windows[i].rkey == g.windows[i].rkey);
+    }
+    if (!endpoints_[ep].bound) {  // AOBJ-SES-027, as UcxWorker refuses it
+      failed = true;
+      return aobj::MakeError(aobj::ErrorCode::kEndpointUnconfirmed, "fake: not confirmed");
     }
     if (endpoints_[ep].lost) {
       failed = true;
@@ -260,6 +285,8 @@ class FakeChannel final : public aobj::DataChannel {
  private:
   struct Endpoint {
     bool lost = false;
+    std::string challenge;
+    bool bound = false;
     std::vector<std::string> rkeys;  // unpacked, least recently used first
   };
   // The rkey cache of the real worker: unpacked once per endpoint, evicted when full, destroyed

@@ -381,8 +381,30 @@ class Harness {
     for (uint32_t c : resp.capabilities()) m.opaque_etag |= c == aobj::kCapOpaqueEtag;
     AOBJ_FUZZ_CHECK(m.opaque_etag == ((s.caps & 8) != 0));  // AOBJ-SES-005
     for (const SessionModel& o : all_sessions_) AOBJ_FUZZ_CHECK(o.id_hex != m.id_hex);
+    // AOBJ-SES-025: one challenge sent, and nothing moves by RMA before the proof.
+    AOBJ_FUZZ_CHECK(resp.endpoint_challenges() == 1);
+    AOBJ_FUZZ_CHECK(!channel_.IsBound(m.endpoint));
     all_sessions_.push_back(m);
     slots_[s.session] = static_cast<int>(all_sessions_.size()) - 1;
+    if (s.confirm != 1) Confirm(s.session, resp.session_id(), s.confirm);
+  }
+
+  // ConfirmEndpoint (AOBJ-SES-026): `kind` 0 the right proof, 2 a wrong one, 3 a short one.
+  void Confirm(int slot, const std::string& session_id, uint32_t kind) {
+    SessionModel& m = all_sessions_[slots_[slot]];
+    std::string proof = signers_[m.principal].EndpointProof(
+        session_id, FakeChannel::ChallengeOf(m.endpoint));
+    if (kind == 2) proof[5] ^= 1;
+    if (kind == 3) proof.resize(31);
+    pb::ConfirmEndpointRequest req;
+    req.set_proof(proof);
+    auto result = Call(Method::kConfirmEndpoint, slot, req);
+    AOBJ_FUZZ_CHECK(result.ok() == (kind == 0));
+    if (!result.ok()) {
+      AOBJ_FUZZ_CHECK(ErrorCodeOf(result.status()) ==
+                      (kind == 2 ? ErrorCode::kAccessDenied : ErrorCode::kInvalidArgument));
+    }
+    AOBJ_FUZZ_CHECK(channel_.IsBound(m.endpoint) == (kind == 0));
   }
 
   void Close(const Step& s) {

@@ -105,6 +105,9 @@ struct Step {
   uint32_t max_in_flight = 0;     // Open: 0 default, else this many
   uint32_t require_hardware = 0;
   uint32_t channel = 0;    // Open: 0 fine, 1 Connect fails, 2 GetProtection fails, 3 hardware
+  // Open: ConfirmEndpoint after it with 0 the right proof, 1 none (the endpoint stays
+  // unconfirmed), 2 a wrong proof, 3 a proof of the wrong length (AOBJ-SES-026/027).
+  uint32_t confirm = 0;
   uint32_t millis = 0;     // Advance
   uint32_t prefix = 0;     // List: 0 "", 1 "d/", 2 "k"
   uint32_t delimiter = 0;  // List: "/" when 1
@@ -147,6 +150,7 @@ void VisitStep(IO& io, Step& s) {
       io(s.max_in_flight, 0, 3);
       io(s.require_hardware, 0, 1);
       io(s.channel, 0, 3);
+      io(s.confirm, 0, 3);
       break;
     case kOpClose:
     case kOpRenew:

@@ -698,6 +698,27 @@ void RegisterClientCases(Registry& r) {
                             "OpenSession", q.method_name);
               }
             });
+  AddClient(r, "cli/5.6/1", "the client proves its endpoint before its first RMA request",
+            {"AOBJ-SES-028"}, true, [](CaseContext& ctx) {
+              auto server = Serve(ctx);
+              PutOk(ctx, *server, "obj", Content(70000, 57), "put by RMA");
+              int confirmed_at = -1, first_data = -1;
+              for (const auto& q : server->Requests()) {
+                if (q.method == Method::kConfirmEndpoint && q.outcome == "OK" &&
+                    confirmed_at < 0) {
+                  confirmed_at = q.index;
+                }
+                if ((q.method == Method::kPutObject || q.method == Method::kGetObject ||
+                     q.method == Method::kUploadPart) && first_data < 0) {
+                  first_data = q.index;
+                }
+              }
+              ctx.Require(confirmed_at >= 0,
+                          "ConfirmEndpoint with the proof over the challenges sent to its worker",
+                          "accepted", confirmed_at < 0 ? "never sent or refused" : "accepted");
+              ctx.Require(first_data > confirmed_at, "ConfirmEndpoint before the first data request",
+                          "before", absl::StrCat("confirm #", confirmed_at, ", data #", first_data));
+            });
   AddClient(r, "cli/5.8/1", "RenewSession while a data request outlasts half the lease",
             {"AOBJ-SES-019"}, false, [](CaseContext& ctx) {
               FakeScript script;

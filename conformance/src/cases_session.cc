@@ -2,6 +2,8 @@
 // (sessions).
 #include <dirent.h>
 
+#include <cstring>
+
 #include <set>
 #include <thread>
 
@@ -314,6 +316,85 @@ void RegisterSessionCases(Registry& r) {
                         CodeOf(g) == ErrorCode::kInvalidArgument,
                     "a garbage worker_address of 200 octets",
                     "DATA_CHANNEL_UNAVAILABLE or INVALID_ARGUMENT", Outcome(g));
+        ctx.RequireStillServes();
+      });
+  Add(r, "ses/5.6/2", "endpoint challenges reach the worker; ConfirmEndpoint checks the proof",
+      "core", {"AOBJ-SES-025", "AOBJ-SES-026", "AOBJ-SES-029", "AOBJ-SES-031"}, true,
+      [](CaseContext& ctx) {
+        auto p = ctx.NewPeer();
+        ctx.RequireOk(p->Open(p->DefaultOpen(), /*confirm=*/false), "OpenSession");
+        const uint32_t n = p->session().endpoint_challenges();
+        ctx.Require(n >= 1 && n <= 4, "endpoint_challenges announced in OpenSession", "1..4",
+                    absl::StrCat(n));
+        ctx.RequireCode(p->Confirm(std::string(31, 'p')), ErrorCode::kInvalidArgument,
+                        "ConfirmEndpoint with a proof of 31 octets");
+        ctx.RequireCode(p->Confirm(std::string(32, 'p')), ErrorCode::kAccessDenied,
+                        "ConfirmEndpoint with a wrong proof");
+        // Peer::Confirm fails the case itself when the challenges do not arrive.
+        ctx.RequireOk(p->Confirm(), "ConfirmEndpoint with the proof over the challenges");
+        ctx.RequireOk(p->Confirm(), "the same proof again");
+        ctx.RequireStillServes();
+      });
+  Add(r, "ses/5.6/3", "before ConfirmEndpoint no byte moves by RMA: ENDPOINT_UNCONFIRMED",
+      "core", {"AOBJ-SES-027"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "obj", Content(100000, 3)), "PUT of the object");
+        auto p = ctx.NewPeer();
+        ctx.RequireOk(p->Open(p->DefaultOpen(), /*confirm=*/false), "OpenSession");
+        auto mem = p->Allocate(100000);
+        std::memset(mem->data(), 0x5a, 100000);
+        ctx.RequireCode(p->Send(Method::kGetObject, p->GetRequest(f.bucket, "obj", *mem, 100000)),
+                        ErrorCode::kEndpointUnconfirmed, "GET by RMA before ConfirmEndpoint");
+        bool untouched = true;
+        for (size_t i = 0; i < 100000; ++i) untouched = untouched && mem->data()[i] == 0x5a;
+        ctx.Require(untouched, "the GET's window is untouched", "all 0x5a", "written");
+        ctx.RequireCode(p->Send(Method::kPutObject, p->PutRequest(f.bucket, "new", *mem, 100000)),
+                        ErrorCode::kEndpointUnconfirmed, "PUT by RMA before ConfirmEndpoint");
+        ctx.RequireCode(f.p->Head(f.bucket, "new"), ErrorCode::kNoSuchKey,
+                        "HEAD of the refused PUT's key");
+        ctx.RequireOk(p->Confirm(), "ConfirmEndpoint");
+        ctx.RequireOk(p->Send(Method::kGetObject, p->GetRequest(f.bucket, "obj", *mem, 100000)),
+                      "the same GET after ConfirmEndpoint");
+        ctx.Require(std::memcmp(mem->data(), Content(100000, 3).data(), 100000) == 0,
+                    "the GET delivered the object", "the object's octets", "other octets");
+      });
+  Add(r, "ses/5.6/4", "a session naming another worker's address gets no RMA into it", "core",
+      {"AOBJ-SES-027", "AOBJ-SES-028"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "obj", Content(65536, 4)), "PUT of the object");
+        // The victim: a client with its own session, worker and registered memory.
+        auto victim = ctx.Open();
+        auto mem = victim->Allocate(65536);
+        std::memset(mem->data(), 0x11, 65536);
+        // The attacker names the victim's worker address in a session of its own (the same
+        // principal, so that bucket authorization cannot answer first).
+        auto attacker = ctx.NewPeer();
+        pb::OpenSessionRequest open = attacker->DefaultOpen();
+        open.set_worker_address(victim->worker_address());
+        RawReply o = attacker->Open(open, /*confirm=*/false);
+        if (!o.status.ok()) {
+          ctx.Require(true, "OpenSession naming another client's worker was refused", "", "");
+          ctx.RequireStillServes();
+          return;
+        }
+        ctx.RequireCode(attacker->Confirm(std::string(32, 'g')), ErrorCode::kAccessDenied,
+                        "ConfirmEndpoint with a guessed proof");
+        ctx.RequireCode(attacker->Send(Method::kGetObject,
+                                       attacker->GetRequest(f.bucket, "obj", *mem, 65536)),
+                        ErrorCode::kEndpointUnconfirmed,
+                        "GET into the victim's memory through the attacker's session");
+        bool untouched = true;
+        for (size_t i = 0; i < 65536; ++i) untouched = untouched && mem->data()[i] == 0x11;
+        ctx.Require(untouched, "the victim's memory is untouched", "all 0x11", "written");
+        ctx.RequireCode(attacker->Send(Method::kPutObject,
+                                       attacker->PutRequest(f.bucket, "stolen", *mem, 65536)),
+                        ErrorCode::kEndpointUnconfirmed,
+                        "PUT from the victim's memory through the attacker's session");
+        ctx.RequireCode(f.p->Head(f.bucket, "stolen"), ErrorCode::kNoSuchKey,
+                        "HEAD of the key the attacker's PUT named");
+        // The victim's own session still works.
+        std::string got;
+        ctx.RequireOk(victim->Get(f.bucket, "obj", &got), "the victim's own GET");
         ctx.RequireStillServes();
       });
   Add(r, "ses/5.7/1", "memory_protection is EMULATED when no lane can enforce keys in hardware",

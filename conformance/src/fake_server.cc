@@ -481,6 +481,18 @@ FakeServer::Answer FakeServer::Process(ReceivedRequest& rec) {
     return Error(ErrorCode::kInvalidArgument, "the request message does not parse");
   };
   switch (rec.method) {
+    case Method::kConfirmEndpoint: {
+      pb::ConfirmEndpointRequest r;
+      if (!r.ParseFromString(rec.body)) return bad_message();
+      if (!ConstantTimeEquals(r.proof(), session.endpoint_proof)) {
+        return Error(ErrorCode::kAccessDenied, "the endpoint proof does not match");
+      }
+      if (absl::Status st = worker_->Bind(session.endpoint); !st.ok()) {
+        return Error(ErrorCode::kDataChannelUnavailable, std::string(st.message()));
+      }
+      a = Ok(pb::ConfirmEndpointResponse());
+      break;
+    }
     case Method::kRenewSession: {
       pb::RenewSessionResponse r;
       r.set_lease_ms(script_.lease_ms);
@@ -625,6 +637,15 @@ FakeServer::Answer FakeServer::OpenSession(ReceivedRequest& rec) {
   Session s;
   s.principal = rec.auth.access_key_id;
   s.endpoint = *ep;
+  // AOBJ-SES-025: challenges to the client's worker; RMA only after its proof (AOBJ-SES-027).
+  const std::string id = RandomBytes(kSessionIdBytes);
+  auto challenges = worker_->SendChallenges(*ep, id);
+  if (!challenges.ok()) {
+    worker_->Disconnect(*ep);
+    return Error(ErrorCode::kDataChannelUnavailable,
+                 absl::StrCat("cannot challenge the worker: ", challenges.status().message()));
+  }
+  s.endpoint_proof = EndpointProof(DeriveEndpointKey(signing_key_, id), id, *challenges);
   pb::OpenSessionResponse resp;
   resp.set_version(hi);  // AOBJ-SES-002
   std::set<uint32_t> offered(req.capabilities().begin(), req.capabilities().end());
@@ -644,8 +665,8 @@ FakeServer::Answer FakeServer::OpenSession(ReceivedRequest& rec) {
   s.limits.set_inline_threshold(lower(s.limits.inline_threshold(), want.inline_threshold()));
   s.limits.set_max_descriptors(static_cast<uint32_t>(lower(s.limits.max_descriptors(), want.max_descriptors())));
   s.limits.set_max_rkey_bytes(static_cast<uint32_t>(lower(s.limits.max_rkey_bytes(), want.max_rkey_bytes())));
-  const std::string id = RandomBytes(kSessionIdBytes);
   resp.set_session_id(id);
+  resp.set_endpoint_challenges(static_cast<uint32_t>(challenges->size() / kEndpointChallengeBytes));
   resp.set_lease_ms(script_.lease_ms);
   *resp.mutable_limits() = s.limits;
   resp.set_memory_protection(pb::MEMORY_PROTECTION_EMULATED);

@@ -209,6 +209,7 @@ class FakeServer {
     uint64_t endpoint = 0;
     std::set<uint32_t> capabilities;
     pb::Limits limits;
+    std::string endpoint_proof;  // what ConfirmEndpoint must carry (AOBJ-SES-026)
     bool dead = false;
     ErrorCode dead_code = ErrorCode::kNoSuchSession;
   };

@@ -233,13 +233,55 @@ pb::OpenSessionRequest Peer::DefaultOpen() const {
   return req;
 }
 
-RawReply Peer::Open(const pb::OpenSessionRequest& req) {
+RawReply Peer::Open(const pb::OpenSessionRequest& req, bool confirm) {
   RawReply r = Send(Method::kOpenSession, req);
   if (r.status.ok()) {
     open_.ParseFromString(r.body);
     session_hex_ = HexEncode(open_.session_id());
+    proof_.clear();
+    if (confirm) {
+      RawReply c = Confirm();
+      if (!c.status.ok()) return c;
+    }
   }
   return r;
+}
+
+RawReply Peer::Confirm(const std::string& proof) {
+  pb::ConfirmEndpointRequest req;
+  req.set_proof(proof);
+  if (proof.empty() && !proof_.empty()) {
+    req.set_proof(proof_);
+  } else if (proof.empty()) {
+    const size_t n = open_.endpoint_challenges();
+    std::string all;
+    if (n == 0 || n > kMaxEndpointChallenges) {
+      ctx_.Require(false, "OpenSession announces 1 to 4 endpoint challenges (AOBJ-SES-025)",
+                   "1..4", absl::StrCat(n));
+    } else if (stalled_ != nullptr) {
+      // The stalled worker is progressed here, and only here.
+      const absl::Time deadline = absl::Now() + absl::Seconds(10);
+      for (;;) {
+        ucp_worker_progress(stalled_);
+        size_t have = 0;
+        for (size_t i = 0; i < n; ++i) have += stalled_challenges_[i].empty() ? 0 : 1;
+        if (have == n || absl::Now() > deadline) break;
+      }
+      for (size_t i = 0; i < n; ++i) all += stalled_challenges_[i];
+    } else {
+      auto got = worker_->AwaitChallenges(open_.session_id(), n, absl::Seconds(10));
+      if (got.ok()) all = *got;
+    }
+    ctx_.Require(all.size() == n * kEndpointChallengeBytes,
+                 "the endpoint challenges reach the session's worker by active message "
+                 "(AOBJ-SES-025)",
+                 absl::StrCat(n, " challenge(s)"),
+                 absl::StrCat(all.size() / kEndpointChallengeBytes, " arrived within 10 s"));
+    proof_ = EndpointProof(DeriveEndpointKey(signing_key_, open_.session_id()),
+                           open_.session_id(), all);
+    req.set_proof(proof_);
+  }
+  return Send(Method::kConfirmEndpoint, req);
 }
 
 bool Peer::Negotiated(uint32_t capability) const {
@@ -268,6 +310,23 @@ void Peer::UseStalledWorker() {
   if (st != UCS_OK) ctx_.Require(false, "create a second UCP worker", "OK", UcxStatusString(st));
   worker_address_.assign(reinterpret_cast<const char*>(addr), len);
   ucp_worker_release_address(stalled_, addr);
+  ucp_am_handler_param_t am{};
+  am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                  UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  am.id = kEndpointChallengeAmId;
+  am.arg = stalled_challenges_;
+  am.cb = [](void* arg, const void*, size_t, void* data, size_t length,
+             const ucp_am_recv_param_t*) -> ucs_status_t {
+    if (data != nullptr && length == kEndpointChallengePayloadBytes) {
+      const char* p = static_cast<const char*>(data);
+      const size_t index = static_cast<uint8_t>(p[16]);
+      if (index < kMaxEndpointChallenges) {
+        static_cast<std::string*>(arg)[index].assign(p + 17, kEndpointChallengeBytes);
+      }
+    }
+    return UCS_OK;
+  };
+  ucp_worker_set_am_recv_handler(stalled_, &am);
 }
 
 std::unique_ptr<RegisteredMemory> Peer::RegisterHeap(size_t size, uint8_t fill) {

@@ -59,8 +59,13 @@ class Peer {
   RawReply Resend();
 
   pb::OpenSessionRequest DefaultOpen() const;
-  RawReply Open(const pb::OpenSessionRequest& req);
+  // Opens the session and, with `confirm`, proves its endpoint (AOBJ-SES-026); a failed
+  // confirmation's reply is returned instead of OpenSession's.
+  RawReply Open(const pb::OpenSessionRequest& req, bool confirm = true);
   RawReply Open() { return Open(DefaultOpen()); }
+  // Waits for the endpoint challenges at the worker the session names and answers them; with
+  // `proof` non-empty, sends that instead.
+  RawReply Confirm(const std::string& proof = "");
   bool has_session() const { return !session_hex_.empty(); }
   const std::string& session_hex() const { return session_hex_; }
   void set_session_hex(std::string s) { session_hex_ = std::move(s); }
@@ -108,6 +113,9 @@ class Peer {
   std::unique_ptr<UcxContext> context_;
   std::unique_ptr<UcxWorker> worker_;
   ucp_worker_h stalled_ = nullptr;                  // UseStalledWorker(); never progressed
+                                                    // (but by Confirm, for the challenges)
+  std::string stalled_challenges_[kMaxEndpointChallenges];
+  std::string proof_;  // the session's proof, once computed (challenges arrive once)
   std::vector<std::unique_ptr<uint8_t[]>> heap_;   // RegisterHeap() memory
   std::string worker_address_;
   std::string session_hex_;

@@ -69,6 +69,10 @@ const std::vector<Unobservable>& UnobservableRequirements() {
       {"AOBJ-SES-024", "needs a System V segment of another process on the server's host "
                        "(tests/transport/address_check_test.cc "
                        "FifoSegmentsNamedByAnAddressAreChecked)"},
+      {"AOBJ-MEM-028", "needs a remote key naming a segment of a third process on the server's "
+                       "host (tests/transport/rkey_check_test.cc "
+                       "PinRefusesSegmentsOfAnotherCreator)"},
+      {"AOBJ-SES-030", "needs a server whose active-message send fails"},
       {"AOBJ-MEM-027", "what a client does with its own worker after the reply "
                        "(the reference client destroys it: src/client/client.cc DataCall)"},
       {"AOBJ-OPS-009", "needs the server to be shut down (tests/integration/dead_peer_test.cc "

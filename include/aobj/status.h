@@ -52,6 +52,7 @@ enum class ErrorCode : uint32_t {
   kIncompleteTransfer = 43,
   kDeadlineExceeded = 44,  // the call's deadline passed (spec section 3.7)
   kCancelled = 45,         // the call was cancelled (AOBJ-DAT-016)
+  kEndpointUnconfirmed = 46,  // the session's data endpoint is not proven yet (AOBJ-SES-025)
   kStorageError = 50,
   kInvalidRange = 60,
   kPreconditionFailed = 61,

@@ -151,6 +151,26 @@ class ClientImpl final : public Client, public CancelSender {
     info_.protection = static_cast<MemoryProtection>(resp.memory_protection());
     info_.lease_ms = static_cast<int64_t>(resp.lease_ms());
     info_.server_name = resp.server_name();
+    // AOBJ-SES-026: prove that this worker is the session's, over the challenges the server sent
+    // it; until then the server moves no byte by RMA (AOBJ-SES-027). A server that sends none
+    // predates endpoint binding.
+    if (resp.endpoint_challenges() > 0) {
+      auto challenges = worker_->AwaitChallenges(
+          resp.session_id(), resp.endpoint_challenges(),
+          absl::Milliseconds(std::clamp<int64_t>(options_.timeout_ms, 1000, 10000)));
+      absl::Status s = challenges.status();
+      if (s.ok()) {
+        pb::ConfirmEndpointRequest confirm;
+        confirm.set_proof(signer_->EndpointProof(resp.session_id(), *challenges));
+        pb::ConfirmEndpointResponse ack;
+        s = Call(Method::kConfirmEndpoint, confirm, &ack);
+      }
+      if (!s.ok()) {
+        pb::CloseSessionResponse closed;
+        Call(Method::kCloseSession, pb::CloseSessionRequest(), &closed).IgnoreError();
+        return s;
+      }
+    }
     {
       absl::MutexLock lock(&mu_);
       open_ = true;

@@ -12,7 +12,8 @@ constexpr const char* kNames[] = {"OpenSession", "RenewSession", "CloseSession",
                                   "CreateMultipartUpload", "UploadPart",
                                   "CompleteMultipartUpload", "AbortMultipartUpload", "ListParts",
                                   "ListMultipartUploads", "ListBuckets", "ListObjectsV2",
-                                  "DeleteObjects", "CopyObject"};
+                                  "DeleteObjects", "CopyObject",
+                                  "ConfirmEndpoint"};
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Method::kCount));
 
 // "/aobj.v1.ObjectService/<name>" for every method, built once.

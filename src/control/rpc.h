@@ -40,6 +40,7 @@ enum class Method : int {
   kListObjectsV2,
   kDeleteObjects,
   kCopyObject,
+  kConfirmEndpoint,
   kCount,
 };
 

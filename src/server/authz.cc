@@ -84,6 +84,7 @@ std::vector<std::pair<std::string, BucketAccess>> BucketAuthorizer::Needs(Method
     case Method::kOpenSession:
     case Method::kRenewSession:
     case Method::kCloseSession:
+    case Method::kConfirmEndpoint:
     case Method::kCreateBucket:
     case Method::kListBuckets:
     case Method::kCount:

@@ -15,6 +15,11 @@ class UcxDataChannel final : public DataChannel {
   absl::StatusOr<Protection> GetProtection(uint64_t endpoint) override {
     return worker_->GetProtection(endpoint);
   }
+  absl::StatusOr<std::string> SendChallenges(uint64_t endpoint,
+                                             absl::string_view session_id) override {
+    return worker_->SendChallenges(endpoint, session_id);
+  }
+  absl::Status Bind(uint64_t endpoint) override { return worker_->Bind(endpoint); }
   void Disconnect(uint64_t endpoint) override { worker_->Disconnect(endpoint); }
   absl::Status Execute(uint64_t endpoint, const RmaBatch& batch) override {
     return worker_->Execute(endpoint, batch, Bound(batch));

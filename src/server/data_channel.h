@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -22,6 +23,12 @@ class DataChannel {
   virtual ~DataChannel() = default;
   virtual absl::StatusOr<uint64_t> Connect(absl::string_view peer_address) = 0;
   virtual absl::StatusOr<Protection> GetProtection(uint64_t endpoint) = 0;
+  // Endpoint binding (spec 5.6): sends the endpoint's challenges to the peer by active message
+  // and returns them concatenated (AOBJ-SES-025); Bind() allows RMA once the proof over them was
+  // verified (AOBJ-SES-026). Until then Execute fails ENDPOINT_UNCONFIRMED (AOBJ-SES-027).
+  virtual absl::StatusOr<std::string> SendChallenges(uint64_t endpoint,
+                                                     absl::string_view session_id) = 0;
+  virtual absl::Status Bind(uint64_t endpoint) = 0;
   virtual void Disconnect(uint64_t endpoint) = 0;
   // See UcxWorker::Execute: checks, RMA, flush for writes; returns when UCX no longer touches
   // the local memory named by the batch.

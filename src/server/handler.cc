@@ -14,6 +14,7 @@
 #include "wire/descriptor.h"
 #include "wire/names.h"
 #include "wire/range.h"
+#include "wire/signing.h"
 
 namespace aobj {
 namespace {
@@ -149,6 +150,24 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
       Log(absl::StrCat("event=session_closed session=", s.id_hex));
       return Serialize(aobj::v1::CloseSessionResponse());
     }
+    case Method::kConfirmEndpoint: {
+      aobj::v1::ConfirmEndpointRequest req;
+      AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+      if (req.proof().size() != 32) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         absl::StrCat("proof is ", req.proof().size(), " octets; it must be 32"));
+      }
+      // AOBJ-SES-026: a wrong proof changes nothing; the endpoint stays unconfirmed.
+      if (!ConstantTimeEquals(req.proof(), s.endpoint_proof)) {
+        Log(absl::StrCat("event=endpoint_refused session=", s.id_hex));
+        return MakeError(ErrorCode::kAccessDenied,
+                         "the endpoint proof does not match the challenges sent to the "
+                         "session's worker address (AOBJ-SES-026)");
+      }
+      AOBJ_RETURN_IF_ERROR(channel_->Bind(s.endpoint));
+      Log(absl::StrCat("event=endpoint_confirmed session=", s.id_hex));
+      return Serialize(aobj::v1::ConfirmEndpointResponse());
+    }
     case Method::kCreateBucket: {
       aobj::v1::CreateBucketRequest req;
       AOBJ_RETURN_IF_ERROR(Parse(body, &req));
@@ -279,6 +298,20 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
                      "channel is emulated (UCX over TCP or shared memory)");
   }
   state.endpoint = *ep;
+  // AOBJ-SES-025: challenges to the worker address by active message; the session's endpoint
+  // carries no RMA until ConfirmEndpoint proves the endpoint key over them (AOBJ-SES-026/027).
+  state.id_hex = sessions_->NewId();
+  std::string raw_id;
+  HexDecode(state.id_hex, &raw_id);
+  auto challenges = channel_->SendChallenges(*ep, raw_id);
+  const std::string* signing_key = auth_->SigningKey(auth.access_key_id);
+  if (!challenges.ok() || signing_key == nullptr) {
+    channel_->Disconnect(*ep);
+    if (!challenges.ok()) return challenges.status();
+    return MakeError(ErrorCode::kInternal, "the signer's key vanished");
+  }
+  state.endpoint_proof =
+      EndpointProof(DeriveEndpointKey(*signing_key, raw_id), raw_id, *challenges);
   // AOBJ-SES-015: version, capabilities, session id, lease, limits, protection, version range.
   aobj::v1::OpenSessionResponse resp;
   resp.set_version(state.version);
@@ -297,6 +330,8 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   resp.mutable_supported_versions()->set_min(config_.min_version);
   resp.mutable_supported_versions()->set_max(config_.max_version);
   resp.set_lease_ms(absl::ToInt64Milliseconds(sessions_->lease()));
+  resp.set_endpoint_challenges(
+      static_cast<uint32_t>(challenges->size() / kEndpointChallengeBytes));
   const std::string id = sessions_->Create(std::move(state), now);
   std::string raw;
   HexDecode(id, &raw);

@@ -57,4 +57,9 @@ size_t Authenticator::nonces_remembered() {
   return nonces_.size();
 }
 
+const std::string* Authenticator::SigningKey(absl::string_view access_key_id) const {
+  auto it = signing_keys_.find(access_key_id);
+  return it == signing_keys_.end() ? nullptr : &it->second;
+}
+
 }  // namespace aobj

@@ -36,6 +36,9 @@ class Authenticator {
                       bool needs_session, absl::Time now);
 
   size_t nonces_remembered();
+  // The signing key of `access_key_id` (AOBJ-AUTH-003), or null when it is not known; for the
+  // endpoint key of its sessions (AOBJ-SES-026).
+  const std::string* SigningKey(absl::string_view access_key_id) const;
 
  private:
   absl::flat_hash_map<std::string, std::string> signing_keys_;  // immutable after construction

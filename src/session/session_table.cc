@@ -16,12 +16,21 @@ bool SessionState::HasCapability(uint32_t c) const {
 SessionTable::SessionTable(absl::Duration lease, absl::Duration tombstone)
     : lease_(lease), tombstone_(tombstone) {}
 
-std::string SessionTable::Create(SessionState state, absl::Time now) {
+std::string SessionTable::NewId() {
   absl::MutexLock l(&mu_);
   std::string id;
   do {
     id = HexEncode(RandomBytes(kSessionIdBytes));  // AOBJ-SES-007
   } while (sessions_.contains(id));
+  return id;
+}
+
+std::string SessionTable::Create(SessionState state, absl::Time now) {
+  absl::MutexLock l(&mu_);
+  std::string id = state.id_hex;
+  while (id.empty() || sessions_.contains(id)) {
+    id = HexEncode(RandomBytes(kSessionIdBytes));  // AOBJ-SES-007
+  }
   state.id_hex = id;
   Entry e;
   e.state = std::make_shared<const SessionState>(std::move(state));

@@ -30,6 +30,8 @@ struct SessionState {
   uint32_t version = 0;
   std::vector<uint32_t> capabilities;
   SessionLimits limits;
+  // AOBJ-SES-026: the proof ConfirmEndpoint must carry (32 octets).
+  std::string endpoint_proof;
   bool HasCapability(uint32_t c) const;
 };
 
@@ -52,7 +54,11 @@ class SessionTable {
 
   absl::Duration lease() const { return lease_; }
 
-  // Registers a new session and returns its id (AOBJ-SES-007: 16 CSPRNG bytes).
+  // A fresh session id (AOBJ-SES-007: 16 CSPRNG bytes, lower-case hex) that no remembered
+  // session has (AOBJ-SES-020), for a Create() that follows.
+  std::string NewId();
+  // Registers a new session and returns its id: `state.id_hex` when it is set and still unused
+  // (from NewId()), a fresh one otherwise.
   std::string Create(SessionState state, absl::Time now);
 
   // The open session `id_hex` signed by `access_key_id`, its lease renewed (AOBJ-SES-008).

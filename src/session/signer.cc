@@ -19,4 +19,9 @@ RequestAuth RequestSigner::Sign(absl::string_view method, absl::string_view sess
   return auth;
 }
 
+std::string RequestSigner::EndpointProof(absl::string_view session_id,
+                                         absl::string_view challenges) const {
+  return aobj::EndpointProof(DeriveEndpointKey(signing_key_, session_id), session_id, challenges);
+}
+
 }  // namespace aobj

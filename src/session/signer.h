@@ -18,6 +18,9 @@ class RequestSigner {
   // signature over `body`, the exact serialized request.
   RequestAuth Sign(absl::string_view method, absl::string_view session_hex,
                    absl::string_view body, absl::Time now) const;
+  // AOBJ-SES-026: the ConfirmEndpoint proof for session `session_id` (16 raw octets) over the
+  // endpoint challenges received (concatenated in index order).
+  std::string EndpointProof(absl::string_view session_id, absl::string_view challenges) const;
 
  private:
   std::string access_key_id_;

@@ -69,13 +69,21 @@ std::vector<absl::string_view> PackedRkeyEntries(absl::string_view blob) {
   return out;
 }
 
-absl::StatusOr<SysvSegmentPins> SysvSegmentPins::Pin(absl::string_view blob) {
+absl::StatusOr<SysvSegmentPins> SysvSegmentPins::Pin(absl::string_view blob, pid_t creator) {
   SysvSegmentPins pins;
   for (absl::string_view entry : PackedRkeyEntries(blob)) {
     if (entry.size() != kSysvPackedRkeySize) continue;
     uint32_t shmid = 0;
     for (int i = 0; i < 4; ++i) {
       shmid |= static_cast<uint32_t>(static_cast<uint8_t>(entry[i])) << (8 * i);
+    }
+    if (creator != 0) {
+      struct shmid_ds ds {};
+      if (shmctl(static_cast<int>(shmid), IPC_STAT, &ds) == 0 && ds.shm_cpid != creator) {
+        return MakeError(ErrorCode::kDescriptorOutOfBounds,
+                         "rkey names a shared-memory segment that the session's client did not "
+                         "create (AOBJ-MEM-012)");
+      }
     }
     // Linux lets a segment marked for removal be attached while someone holds it, so holding
     // this attachment keeps the segment alive until UCX has attached it too.

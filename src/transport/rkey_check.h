@@ -12,6 +12,8 @@
 #ifndef AOBJ_TRANSPORT_RKEY_CHECK_H_
 #define AOBJ_TRANSPORT_RKEY_CHECK_H_
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include "absl/strings/string_view.h"
 
@@ -37,10 +39,13 @@ inline constexpr size_t kSysvPackedRkeySize = 12;
 // that ucp_ep_rkey_unpack cannot fail on it: UCX 1.13.1 releases uninitialised entries when an
 // unpack fails halfway (a crash the fuzzers and sanitizers found), so every way an unpack can
 // fail must be ruled out before UCX sees the blob. Entries of the System V size whose segment
-// cannot be attached fail with INVALID_RKEY. Move-only.
+// cannot be attached fail with INVALID_RKEY. With `creator` non-zero (the process whose FIFO the
+// session's proven endpoint reaches, AOBJ-MEM-012), a segment some other process created fails
+// with DESCRIPTOR_OUT_OF_BOUNDS before anything is attached: it is not the client's memory.
+// Move-only.
 class SysvSegmentPins {
  public:
-  static absl::StatusOr<SysvSegmentPins> Pin(absl::string_view blob);
+  static absl::StatusOr<SysvSegmentPins> Pin(absl::string_view blob, pid_t creator = 0);
   SysvSegmentPins(SysvSegmentPins&& other) noexcept : attached_(std::move(other.attached_)) {
     other.attached_.clear();
   }

@@ -100,7 +100,9 @@ absl::Status CheckForeignSharedWindow(uintptr_t local, size_t length) {
   return CheckForeignSharedWindowIn(ReadSelfMaps(), local, length, CreatedByOther);
 }
 
-absl::Status CheckPeerFifoSegments(absl::string_view peer, absl::string_view local_shm) {
+absl::Status CheckPeerFifoSegments(absl::string_view peer, absl::string_view local_shm,
+                                   pid_t* creator) {
+  pid_t seen = 0;
   auto local = ParseWorkerAddress(local_shm);
   if (!local.ok()) {
     return MakeError(ErrorCode::kDataChannelUnavailable,
@@ -152,7 +154,13 @@ absl::Status CheckPeerFifoSegments(absl::string_view peer, absl::string_view loc
       return MakeError(ErrorCode::kInvalidArgument,
                        "worker_address names this server's own FIFO");
     }
+    if (seen != 0 && ds.shm_cpid != seen) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "worker_address names System V FIFOs of two different processes");
+    }
+    seen = ds.shm_cpid;
   }
+  if (creator != nullptr) *creator = seen;
   return absl::OkStatus();
 }
 

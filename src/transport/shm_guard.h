@@ -9,6 +9,8 @@
 #ifndef AOBJ_TRANSPORT_SHM_GUARD_H_
 #define AOBJ_TRANSPORT_SHM_GUARD_H_
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -43,8 +45,11 @@ absl::StatusOr<SharedMapping> FindForeignSharedMapping(uintptr_t local);
 // an embedding that hosts both.) UCX attaches such a segment and
 // writes into it as a FIFO of its own configured size: a smaller one is a SIGBUS in the server,
 // and any other is another process's memory. INVALID_ARGUMENT otherwise;
-// DATA_CHANNEL_UNAVAILABLE when `local_shm` does not describe a System V FIFO.
-absl::Status CheckPeerFifoSegments(absl::string_view peer, absl::string_view local_shm);
+// DATA_CHANNEL_UNAVAILABLE when `local_shm` does not describe a System V FIFO. When `creator` is
+// set it receives the pid of the process that created the named FIFOs (0 when the address names
+// none); FIFOs of two different creators are INVALID_ARGUMENT.
+absl::Status CheckPeerFifoSegments(absl::string_view peer, absl::string_view local_shm,
+                                   pid_t* creator = nullptr);
 
 // Exposed for tests: the same check over a given maps text. `is_foreign(shmid)` tells whether
 // the System V segment `shmid` was created by another process.

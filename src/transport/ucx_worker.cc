@@ -18,13 +18,17 @@
 #include "transport/address_check.h"
 #include "transport/rkey_check.h"
 #include "transport/shm_guard.h"
+#include "wire/crypto.h"
+#include "wire/signing.h"
 
 namespace aobj {
 
 struct UcxWorker::Command {
-  enum Kind { kConnect, kDisconnect, kExecute, kProtection } kind;
+  enum Kind { kConnect, kDisconnect, kExecute, kProtection, kChallenge, kBind } kind;
   // Inputs.
   absl::string_view peer_address;
+  absl::string_view session_id;  // kChallenge
+  pid_t fifo_creator = 0;        // kConnect
   uint64_t endpoint = 0;
   const RmaBatch* batch = nullptr;
   absl::Time deadline = absl::InfiniteFuture();
@@ -34,6 +38,7 @@ struct UcxWorker::Command {
   absl::Status status;
   uint64_t new_endpoint = 0;
   Protection protection = Protection::kEmulated;
+  std::string challenges;  // kChallenge
   absl::Notification done;
 };
 
@@ -129,11 +134,22 @@ absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(const UcxContext& c
     ev.data.fd = fd;
     epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev);
   }
+  // AOBJ-SES-025: endpoint challenges arrive as active messages on the main worker.
+  ucp_am_handler_param_t am{};
+  am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                  UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  am.id = kEndpointChallengeAmId;
+  am.cb = &UcxWorker::OnChallenge;
   std::unique_ptr<UcxWorker> w(new UcxWorker(worker, shm_worker,
                                              shm_lane != nullptr ? shm_lane->get() : nullptr,
                                              epoll_fd, wake_fd,
                                              std::move(name), std::move(address),
                                              std::move(shm_address)));
+  am.arg = w.get();
+  if (ucs_status_t st = ucp_worker_set_am_recv_handler(worker, &am); st != UCS_OK) {
+    return MakeError(ErrorCode::kDataChannelUnavailable,
+                     absl::StrCat("ucp_worker_set_am_recv_handler: ", UcxStatusString(st)));
+  }
   w->thread_ = std::thread([p = w.get()] { p->Loop(); });
   return w;
 }
@@ -199,15 +215,19 @@ void UcxWorker::Post(std::shared_ptr<Command> cmd, const std::function<bool()>& 
 }
 
 absl::StatusOr<uint64_t> UcxWorker::Connect(absl::string_view peer_address) {
+  pid_t creator = 0;
   if (absl::Status s = CheckWorkerAddress(peer_address, address_); !s.ok()) return s;
   if (shm_worker_ != nullptr) {
     if (absl::Status s = CheckWorkerAddress(peer_address, shm_address_); !s.ok()) return s;
     // AOBJ-SES-024: the FIFOs the shared-memory lane will attach are the peer's kind of segment.
-    if (absl::Status s = CheckPeerFifoSegments(peer_address, shm_address_); !s.ok()) return s;
+    if (absl::Status s = CheckPeerFifoSegments(peer_address, shm_address_, &creator); !s.ok()) {
+      return s;
+    }
   }
   auto cmd = std::make_shared<Command>();
   cmd->kind = Command::kConnect;
   cmd->peer_address = peer_address;
+  cmd->fifo_creator = creator;
   Post(cmd);
   if (!cmd->status.ok()) return cmd->status;
   return cmd->new_endpoint;
@@ -220,6 +240,88 @@ absl::StatusOr<Protection> UcxWorker::GetProtection(uint64_t endpoint) {
   Post(cmd);
   if (!cmd->status.ok()) return cmd->status;
   return cmd->protection;
+}
+
+absl::StatusOr<std::string> UcxWorker::SendChallenges(uint64_t endpoint,
+                                                      absl::string_view session_id) {
+  auto cmd = std::make_shared<Command>();
+  cmd->kind = Command::kChallenge;
+  cmd->endpoint = endpoint;
+  cmd->session_id = session_id;
+  Post(cmd);
+  if (!cmd->status.ok()) return cmd->status;
+  return std::move(cmd->challenges);
+}
+
+absl::Status UcxWorker::Bind(uint64_t endpoint) {
+  auto cmd = std::make_shared<Command>();
+  cmd->kind = Command::kBind;
+  cmd->endpoint = endpoint;
+  Post(cmd);
+  return cmd->status;
+}
+
+absl::StatusOr<std::string> UcxWorker::AwaitChallenges(absl::string_view session_id,
+                                                       size_t count, absl::Duration timeout) {
+  if (count == 0 || count > kMaxEndpointChallenges) {
+    return MakeError(ErrorCode::kInternal,
+                     absl::StrCat("the server announced ", count, " endpoint challenges; 1 to ",
+                                  kMaxEndpointChallenges, " are allowed"));
+  }
+  absl::MutexLock l(&challenges_mu_);
+  auto find = [&]() -> std::deque<Received>::iterator {
+    for (auto it = received_.begin(); it != received_.end(); ++it) {
+      if (it->session_id != session_id) continue;
+      if (it->challenges.size() < count) return received_.end();
+      for (size_t i = 0; i < count; ++i) {
+        if (it->challenges[i].empty()) return received_.end();
+      }
+      return it;
+    }
+    return received_.end();
+  };
+  auto arrived = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(challenges_mu_) {
+    return find() != received_.end();
+  };
+  challenges_mu_.AwaitWithTimeout(absl::Condition(&arrived), timeout);
+  auto it = find();
+  if (it == received_.end()) {
+    return MakeError(ErrorCode::kDataChannelUnavailable,
+                     absl::StrCat("the server's ", count, " endpoint challenge(s) did not reach "
+                                  "this worker within ", absl::FormatDuration(timeout),
+                                  " (AOBJ-SES-025)"));
+  }
+  std::string out;
+  for (size_t i = 0; i < count; ++i) out += it->challenges[i];
+  received_.erase(it);
+  return out;
+}
+
+ucs_status_t UcxWorker::OnChallenge(void* arg, const void* header, size_t header_length,
+                                    void* data, size_t length, const ucp_am_recv_param_t* param) {
+  (void)header;
+  (void)header_length;
+  // Peer input: only the exact layout, delivered eagerly, is taken; anything else is dropped.
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 || data == nullptr ||
+      length != kEndpointChallengePayloadBytes) {
+    return UCS_OK;
+  }
+  auto* self = static_cast<UcxWorker*>(arg);
+  const char* p = static_cast<const char*>(data);
+  const size_t index = static_cast<uint8_t>(p[16]);
+  if (index >= kMaxEndpointChallenges) return UCS_OK;
+  absl::string_view id(p, 16);
+  absl::MutexLock l(&self->challenges_mu_);
+  auto it = std::find_if(self->received_.begin(), self->received_.end(),
+                         [&](const Received& r) { return r.session_id == id; });
+  if (it == self->received_.end()) {
+    if (self->received_.size() >= kMaxChallengeSessions) self->received_.pop_front();
+    self->received_.push_back({std::string(id), {}});
+    it = self->received_.end() - 1;
+  }
+  if (it->challenges.size() <= index) it->challenges.resize(index + 1);
+  it->challenges[index].assign(p + 17, kEndpointChallengeBytes);
+  return UCS_OK;
 }
 
 void UcxWorker::Disconnect(uint64_t endpoint) {
@@ -258,6 +360,14 @@ void UcxWorker::StartJob(const std::shared_ptr<Command>& cmd) {
   if (!state.failed.ok()) {
     // AOBJ-DAT-158: a failed data channel stays failed; the client opens a new session.
     cmd->status = state.failed;
+    cmd->done.Notify();
+    return;
+  }
+  if (!state.bound) {
+    // AOBJ-SES-027: no RMA to an address whose process has not proven the session's key.
+    cmd->status = MakeError(ErrorCode::kEndpointUnconfirmed,
+                            "the session's data endpoint is not confirmed: answer the endpoint "
+                            "challenges with ConfirmEndpoint first (AOBJ-SES-026)");
     cmd->done.Notify();
     return;
   }
@@ -376,7 +486,7 @@ absl::StatusOr<UcxWorker::CachedRkey*> UcxWorker::AcquireRkey(EndpointState& sta
   std::erase(state.rkeys, nullptr);
   if (entry == nullptr) {
     if (absl::Status s = CheckPackedRkey(w.rkey, max_rkey_bytes); !s.ok()) return s;
-    auto pins = SysvSegmentPins::Pin(w.rkey);
+    auto pins = SysvSegmentPins::Pin(w.rkey, state.fifo_creator);
     if (!pins.ok()) return pins.status();
     ucp_rkey_h rkey = nullptr;
     ucp_ep_h ep = nullptr;
@@ -578,8 +688,16 @@ void UcxWorker::FailEndpoint(uint64_t id, EndpointState& state, absl::string_vie
 
 ucp_ep_h UcxWorker::EmulationEp(EndpointState& state) {
   if (state.emu_ep != nullptr) return state.emu_ep;
-  if (shm_context_ == nullptr || state.emu_fd == -2 ||
+  if (shm_context_ == nullptr || state.emu_fd == -2 || state.shm_ep == nullptr ||
       emulation_workers_.size() >= kMaxEmulationWorkers) {
+    return nullptr;
+  }
+  // The FIFO this worker will reach must still be the one the session's proof went through
+  // (AOBJ-SES-025): the same creator, never a segment made since by someone else.
+  pid_t creator = 0;
+  if (!CheckPeerFifoSegments(state.peer_address, shm_address_, &creator).ok() ||
+      creator == 0 || creator != state.fifo_creator) {
+    state.emu_fd = -2;
     return nullptr;
   }
   ucp_worker_params_t wp{};
@@ -700,9 +818,54 @@ void UcxWorker::DoConnect(Command& cmd) {
                            absl::StrCat("cannot reach the client's UCX worker: ", why));
   } else {
     state.peer_address = std::string(cmd.peer_address);
+    state.fifo_creator = cmd.fifo_creator;
     cmd.new_endpoint = next_endpoint_++;
     endpoints_.emplace(cmd.new_endpoint, std::move(state));
     endpoint_count_.fetch_add(1);
+  }
+  cmd.done.Notify();
+}
+
+void UcxWorker::DoChallenge(Command& cmd) {
+  auto it = endpoints_.find(cmd.endpoint);
+  if (it == endpoints_.end() || !it->second.failed.ok()) {
+    cmd.status = MakeError(ErrorCode::kDataChannelUnavailable, "no endpoint");
+    cmd.done.Notify();
+    return;
+  }
+  // One challenge per lane that can carry RMA: an address may name different processes on
+  // different transports, and each must prove itself (AOBJ-SES-025).
+  uint8_t index = 0;
+  for (ucp_ep_h ep : {it->second.net_ep, it->second.shm_ep}) {
+    if (ep == nullptr) continue;
+    std::string challenge = RandomBytes(kEndpointChallengeBytes);
+    auto payload = std::make_unique<std::string>(std::string(cmd.session_id));
+    payload->push_back(static_cast<char>(index));
+    payload->append(challenge);
+    ucp_request_param_t param{};
+    ucs_status_ptr_t req =
+        ucp_am_send_nbx(ep, kEndpointChallengeAmId, nullptr, 0, payload->data(), payload->size(),
+                        &param);
+    if (UCS_PTR_IS_ERR(req)) {
+      cmd.status = MakeError(ErrorCode::kDataChannelUnavailable,
+                             absl::StrCat("cannot send the endpoint challenge: ",
+                                          UcxStatusString(UCS_PTR_STATUS(req))));
+      cmd.done.Notify();
+      return;
+    }
+    if (req != nullptr) challenge_sends_.push_back({req, std::move(payload)});
+    cmd.challenges += challenge;
+    ++index;
+  }
+  cmd.done.Notify();
+}
+
+void UcxWorker::DoBind(Command& cmd) {
+  auto it = endpoints_.find(cmd.endpoint);
+  if (it == endpoints_.end() || !it->second.failed.ok()) {
+    cmd.status = MakeError(ErrorCode::kDataChannelUnavailable, "no endpoint");
+  } else {
+    it->second.bound = true;
   }
   cmd.done.Notify();
 }
@@ -827,6 +990,12 @@ void UcxWorker::Loop() {
         case Command::kExecute:
           StartJob(cmd);
           break;
+        case Command::kChallenge:
+          DoChallenge(*cmd);
+          break;
+        case Command::kBind:
+          DoBind(*cmd);
+          break;
       }
     }
     if (stopping) {
@@ -864,6 +1033,14 @@ void UcxWorker::Loop() {
         closing_.erase(closing_.begin() + static_cast<long>(i));
       } else {
         if (now < closing_[i].poll_until) poll_closes = true;
+        ++i;
+      }
+    }
+    for (size_t i = 0; i < challenge_sends_.size();) {
+      if (ucp_request_check_status(challenge_sends_[i].request) != UCS_INPROGRESS) {
+        ucp_request_free(challenge_sends_[i].request);
+        challenge_sends_.erase(challenge_sends_.begin() + static_cast<long>(i));
+      } else {
         ++i;
       }
     }
@@ -915,6 +1092,8 @@ void UcxWorker::Loop() {
   // must not be destroyed with requests the application still holds.
   for (const Closing& c : closing_) ucp_request_free(c.request);
   closing_.clear();
+  // Their payloads go only after the workers (UCX may read them until then).
+  for (ChallengeSend& c : challenge_sends_) ucp_request_free(c.request);
   for (auto& job : jobs_) {
     for (const Job::Flush& f : job->flushes) ucp_request_free(f.request);
     job->flushes.clear();
@@ -923,6 +1102,7 @@ void UcxWorker::Loop() {
   ucp_worker_destroy(worker_);
   if (shm_worker_ != nullptr) ucp_worker_destroy(shm_worker_);
   worker_ = shm_worker_ = nullptr;
+  challenge_sends_.clear();
   for (auto& job : jobs_) {
     job->cmd->status = MakeError(ErrorCode::kTransferFailed,
                                  "the server shut down while the transfer was outstanding");

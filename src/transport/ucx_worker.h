@@ -25,6 +25,8 @@
 #ifndef AOBJ_TRANSPORT_UCX_WORKER_H_
 #define AOBJ_TRANSPORT_UCX_WORKER_H_
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <atomic>
 #include <cstdint>
@@ -93,6 +95,19 @@ class UcxWorker {
   // Creates an endpoint to a peer worker address (untrusted input: bounded by the caller).
   // Returns an id for Execute/Disconnect.
   absl::StatusOr<uint64_t> Connect(absl::string_view peer_address);
+  // Endpoint binding (spec 5.6). Server side: sends one fresh 32-octet challenge by active
+  // message on each endpoint lane of `endpoint` (AOBJ-SES-025), tagged with `session_id` (16
+  // octets), and returns the challenges, concatenated in index order. Until Bind() every batch on
+  // the endpoint fails ENDPOINT_UNCONFIRMED before any RMA (AOBJ-SES-027).
+  absl::StatusOr<std::string> SendChallenges(uint64_t endpoint, absl::string_view session_id);
+  // The caller verified the proof over the challenges (AOBJ-SES-026): RMA is allowed from now on.
+  absl::Status Bind(uint64_t endpoint);
+  // Client side: waits up to `timeout` until `count` challenges for `session_id` have arrived at
+  // this worker and returns them concatenated in index order (and forgets them).
+  // DATA_CHANNEL_UNAVAILABLE when they do not all arrive in time.
+  absl::StatusOr<std::string> AwaitChallenges(absl::string_view session_id, size_t count,
+                                              absl::Duration timeout);
+
   // The protection of an endpoint's lanes, read from UCX's own description of the endpoint.
   absl::StatusOr<Protection> GetProtection(uint64_t endpoint);
   // Closes an endpoint without waiting on the peer: its PEER endpoint by force (nothing is in
@@ -172,6 +187,10 @@ class UcxWorker {
     ucp_ep_h emu_ep = nullptr;
     int emu_fd = -1;
     std::string peer_address;   // for emu_ep
+    // The process that created the System V FIFO the address names (0: none); the segments a
+    // window names must be its own (AOBJ-MEM-012), and emu_ep must reach the same FIFO.
+    pid_t fifo_creator = 0;
+    bool bound = false;         // the proof of AOBJ-SES-026 was accepted (Bind)
     absl::Status failed;        // OK while usable; why it failed (AOBJ-DAT-158)
     size_t jobs = 0;            // batches running on it
     bool disconnected = false;  // Disconnect() came while batches ran; erased after them
@@ -200,6 +219,11 @@ class UcxWorker {
   void DoConnect(Command& cmd);
   void DoProtection(Command& cmd);
   void DoDisconnect(Command& cmd);
+  void DoChallenge(Command& cmd);
+  void DoBind(Command& cmd);
+  // Active-message handler of endpoint challenges (client side; runs inside progress).
+  static ucs_status_t OnChallenge(void* arg, const void* header, size_t header_length, void* data,
+                                  size_t length, const ucp_am_recv_param_t* param);
   // Sleeps on the event fds, at most `timeout_ms` (-1: until an event).
   void Sleep(int timeout_ms);
 
@@ -245,6 +269,21 @@ class UcxWorker {
     ucs_status_t status;
   };
   std::vector<PeerError> peer_errors_;
+  // Challenge sends still in progress, with the payload UCX may still read.
+  struct ChallengeSend {
+    void* request;
+    std::unique_ptr<std::string> payload;
+  };
+  std::vector<ChallengeSend> challenge_sends_;
+  // Client side: challenges received, per session ID (at most kMaxChallengeSessions sessions,
+  // oldest dropped), indexed by challenge index.
+  static constexpr size_t kMaxChallengeSessions = 16;
+  struct Received {
+    std::string session_id;
+    std::vector<std::string> challenges;  // empty string: not yet received
+  };
+  absl::Mutex challenges_mu_;
+  std::deque<Received> received_ ABSL_GUARDED_BY(challenges_mu_);
   int spurious_wakeups_ = 0;         // Sleep(): UCX fd wake-ups in a row that brought no progress
   bool awaiting_progress_ = false;   // the last Sleep() was ended by a UCX fd
 

@@ -66,6 +66,8 @@ constexpr ErrorInfo kRegistry[] = {
     {ErrorCode::kDeadlineExceeded, "DEADLINE_EXCEEDED", "RequestTimeout", true,
      C::kDeadlineExceeded},
     {ErrorCode::kCancelled, "CANCELLED", "RequestCancelled", false, C::kCancelled},
+    {ErrorCode::kEndpointUnconfirmed, "ENDPOINT_UNCONFIRMED", "AccessDenied", false,
+     C::kFailedPrecondition},
     {ErrorCode::kStorageError, "STORAGE_ERROR", "InternalError", true, C::kInternal},
     {ErrorCode::kInvalidRange, "INVALID_RANGE", "InvalidRange", false, C::kOutOfRange},
     {ErrorCode::kPreconditionFailed, "PRECONDITION_FAILED", "PreconditionFailed", false,

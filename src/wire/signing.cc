@@ -96,4 +96,16 @@ absl::Status VerifySignature(absl::string_view signing_key, absl::string_view me
   return absl::OkStatus();
 }
 
+std::string DeriveEndpointKey(absl::string_view signing_key, absl::string_view session_id) {
+  const Sha256Digest d = HmacSha256(signing_key, absl::StrCat("aobj1_endpoint", session_id));
+  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+}
+
+std::string EndpointProof(absl::string_view endpoint_key, absl::string_view session_id,
+                          absl::string_view challenges) {
+  const Sha256Digest d =
+      HmacSha256(endpoint_key, absl::StrCat("aobj1_endpoint_proof", session_id, challenges));
+  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+}
+
 }  // namespace aobj

@@ -60,6 +60,24 @@ absl::Status CheckAuthSyntax(const RequestAuth& auth, bool needs_session, int64_
 absl::Status VerifySignature(absl::string_view signing_key, absl::string_view method,
                              const RequestAuth& auth, absl::string_view body);
 
+// Endpoint binding (spec 5.6, AOBJ-SES-026). The endpoint key is what a session delegates to the
+// process behind its worker address: HMAC-SHA256(key = signing key, data = "aobj1_endpoint" ||
+// session_id), with the 16 raw octets of the session ID. Holding it lets a process prove the
+// endpoint for that one session, and sign nothing.
+std::string DeriveEndpointKey(absl::string_view signing_key, absl::string_view session_id);
+// The 32-octet proof: HMAC-SHA256(key = endpoint key, data = "aobj1_endpoint_proof" ||
+// session_id || the challenges in index order). `challenges` is their concatenation.
+std::string EndpointProof(absl::string_view endpoint_key, absl::string_view session_id,
+                          absl::string_view challenges);
+
+// Active-message id and payload layout of an endpoint challenge (spec 5.6, 12.9): the 16-octet
+// session ID, one octet of challenge index, then the 32-octet challenge.
+inline constexpr unsigned kEndpointChallengeAmId = 0x41;
+inline constexpr size_t kEndpointChallengeBytes = 32;
+inline constexpr size_t kEndpointChallengePayloadBytes = 16 + 1 + kEndpointChallengeBytes;
+// At most this many challenges per session (one per endpoint lane the server uses).
+inline constexpr size_t kMaxEndpointChallenges = 4;
+
 }  // namespace aobj
 
 #endif  // AOBJ_WIRE_SIGNING_H_

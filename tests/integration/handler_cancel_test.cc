@@ -39,6 +39,10 @@ class ScriptedChannel final : public DataChannel {
  public:
   absl::StatusOr<uint64_t> Connect(absl::string_view) override { return 1; }
   absl::StatusOr<Protection> GetProtection(uint64_t) override { return Protection::kEmulated; }
+  absl::StatusOr<std::string> SendChallenges(uint64_t, absl::string_view) override {
+    return std::string(32, 'c');
+  }
+  absl::Status Bind(uint64_t) override { return absl::OkStatus(); }
   void Disconnect(uint64_t) override {}
   absl::Status Execute(uint64_t, const RmaBatch& batch) override {
     uint64_t bytes = 0;

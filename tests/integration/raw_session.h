@@ -77,17 +77,44 @@ class RawSession {
     return req;
   }
 
-  // Opens the session; returns the reply (the id is kept on success).
-  RawReply Open(const aobj::v1::OpenSessionRequest& req) {
+  // Opens the session; returns the reply (the id is kept on success). With `confirm`, also
+  // answers the endpoint challenges (AOBJ-SES-026) and returns ConfirmEndpoint's reply if that
+  // fails.
+  RawReply Open(const aobj::v1::OpenSessionRequest& req, bool confirm = true) {
     RawReply r = Send(Method::kOpenSession, req);
     if (r.status.ok()) {
       aobj::v1::OpenSessionResponse resp;
       resp.ParseFromString(r.body);
       session_hex_ = HexEncode(resp.session_id());
+      session_id_ = resp.session_id();
+      challenges_count_ = resp.endpoint_challenges();
+      if (confirm) {
+        RawReply c = Confirm();
+        if (!c.status.ok()) return c;
+      }
     }
     return r;
   }
   RawReply Open() { return Open(DefaultOpen()); }
+
+  // Waits for this worker's endpoint challenges and sends ConfirmEndpoint with their proof
+  // (or with `proof` when it is not empty).
+  RawReply Confirm(const std::string& proof = "", absl::Duration wait = absl::Seconds(10)) {
+    aobj::v1::ConfirmEndpointRequest req;
+    if (proof.empty()) {
+      auto challenges =
+          worker_->AwaitChallenges(session_id_, challenges_count_, wait);
+      if (!challenges.ok()) {
+        RawReply r;
+        r.status = challenges.status();
+        return r;
+      }
+      req.set_proof(signer_.EndpointProof(session_id_, *challenges));
+    } else {
+      req.set_proof(proof);
+    }
+    return Send(Method::kConfirmEndpoint, req);
+  }
 
   std::unique_ptr<RegisteredMemory> Allocate(size_t size) {
     return std::move(*RegisteredMemory::Allocate(*context_, size));
@@ -138,6 +165,8 @@ class RawSession {
   std::unique_ptr<UcxContext> context_;
   std::unique_ptr<UcxWorker> worker_;
   std::string session_hex_;
+  std::string session_id_;  // raw octets
+  uint32_t challenges_count_ = 0;
   RequestAuth last_auth_;
   std::string last_body_;
   Method last_method_ = Method::kOpenSession;

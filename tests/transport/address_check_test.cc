@@ -253,10 +253,16 @@ TEST_F(AddressCheckTest, FifoSegmentsNamedByAnAddressAreChecked) {
         << c.what << ": " << ep.status();
   }
   // A segment of the FIFO's size of another process of this user passes the check: it cannot
-  // tell whose FIFO it is (endpoint binding, spec section 16).
+  // tell whose FIFO it is; the endpoint challenge through it does (spec 5.6.1), and the check
+  // reports the FIFO's creator, which every mapped window's segment must share (AOBJ-MEM-028).
+  pid_t creator = 0;
   EXPECT_TRUE(CheckPeerFifoSegments(with_fifo(static_cast<uint64_t>(same_size)),
-                                    (*worker)->shm_address())
+                                    (*worker)->shm_address(), &creator)
                   .ok());
+  EXPECT_EQ(creator, getpid());
+  creator = 0;
+  EXPECT_TRUE(CheckPeerFifoSegments(real, (*worker)->shm_address(), &creator).ok());
+  EXPECT_EQ(creator, getpid()) << "the client worker of this test process made its FIFO";
   auto ep = (*worker)->Connect(real);
   EXPECT_TRUE(ep.ok()) << ep.status();
   if (ep.ok()) (*worker)->Disconnect(*ep);

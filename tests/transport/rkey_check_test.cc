@@ -1,5 +1,7 @@
 #include "transport/rkey_check.h"
 
+#include <unistd.h>
+
 #include <string>
 
 #include "aobj/status.h"
@@ -28,6 +30,24 @@ TEST(RkeyCheckTest, AcceptsWhatUcxPacks) {
     ASSERT_TRUE(mem.ok()) << mem.status();
     EXPECT_TRUE(CheckPackedRkey((*mem)->packed_rkey(), 1024).ok()) << allocate;  // AOBJ-MEM-004
   }
+}
+
+// AOBJ-MEM-028: a System V segment named by a key must be the proven client's: one created by
+// any other process fails before anything is attached.
+TEST(RkeyCheckTest, PinRefusesSegmentsOfAnotherCreator) {
+  auto ctx = UcxContext::Create(DataChannelOptions{});
+  ASSERT_TRUE(ctx.ok()) << ctx.status();
+  auto mem = RegisteredMemory::Allocate(**ctx, 1 << 16);
+  ASSERT_TRUE(mem.ok()) << mem.status();
+  const std::string blob = (*mem)->packed_rkey();
+  bool names_sysv = false;
+  for (absl::string_view e : PackedRkeyEntries(blob)) names_sysv |= e.size() == kSysvPackedRkeySize;
+  if (!names_sysv) GTEST_SKIP() << "UCX did not allocate from System V here";
+  EXPECT_TRUE(SysvSegmentPins::Pin(blob).ok());
+  EXPECT_TRUE(SysvSegmentPins::Pin(blob, getpid()).ok());
+  // The pid of a process that surely did not create it: our parent.
+  EXPECT_EQ(ErrorCodeOf(SysvSegmentPins::Pin(blob, getppid()).status()),
+            ErrorCode::kDescriptorOutOfBounds);
 }
 
 TEST(RkeyCheckTest, RejectsEmptyAndOversized) {

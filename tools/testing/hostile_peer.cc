@@ -28,6 +28,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "aobj/status.h"
 #include "aobj/v1/aobj.pb.h"
@@ -111,6 +112,26 @@ class Peer {
     if (ucp_worker_get_address(worker_, &addr, &len) != UCS_OK) return Fail("address");
     const std::string address(reinterpret_cast<const char*>(addr), len);
     ucp_worker_release_address(worker_, addr);
+    // AOBJ-SES-025: the server's endpoint challenges arrive as active messages.
+    ucp_am_handler_param_t am{};
+    am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    am.id = kEndpointChallengeAmId;
+    am.arg = this;
+    am.cb = [](void* arg, const void*, size_t, void* data, size_t length,
+               const ucp_am_recv_param_t*) -> ucs_status_t {
+      auto* self = static_cast<Peer*>(arg);
+      if (data != nullptr && length == kEndpointChallengePayloadBytes) {
+        const char* p = static_cast<const char*>(data);
+        const size_t index = static_cast<uint8_t>(p[16]);
+        absl::MutexLock l(&self->challenges_mu_);
+        if (index < kMaxEndpointChallenges) {
+          self->challenges_[index].assign(p + 17, kEndpointChallengeBytes);
+        }
+      }
+      return UCS_OK;
+    };
+    if (ucp_worker_set_am_recv_handler(worker_, &am) != UCS_OK) return Fail("am handler");
 
     if (o_.memory == "heap") {
       heap_.reset(static_cast<uint8_t*>(aligned_alloc(4096, (o_.size + 4095) / 4096 * 4096)));
@@ -161,6 +182,7 @@ class Peer {
     session_hex_ = HexEncode(resp.session_id());
     printf("opened session=%s\n", session_hex_.c_str());
     fflush(stdout);
+    if (int rc = ConfirmEndpoint(resp); rc != 0) return rc;
 
     started_.store(true);
     int rc = DataRequest(1);
@@ -172,6 +194,32 @@ class Peer {
   }
 
  private:
+  // Progresses the worker until every challenge has arrived (the stalling behaviours stall
+  // only after this), then proves the endpoint (AOBJ-SES-026).
+  int ConfirmEndpoint(const pb::OpenSessionResponse& resp) {
+    const size_t n = resp.endpoint_challenges();
+    if (n == 0 || n > kMaxEndpointChallenges) return Fail("endpoint_challenges out of range");
+    std::string all;
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (all.empty()) {
+      ucp_worker_progress(worker_);
+      {
+        absl::MutexLock l(&challenges_mu_);
+        size_t have = 0;
+        for (size_t i = 0; i < n; ++i) have += challenges_[i].empty() ? 0 : 1;
+        if (have == n) {
+          for (size_t i = 0; i < n; ++i) all += challenges_[i];
+        }
+      }
+      if (all.empty() && absl::Now() > deadline) return Fail("no endpoint challenge arrived");
+    }
+    pb::ConfirmEndpointRequest confirm;
+    confirm.set_proof(signer_.EndpointProof(resp.session_id(), all));
+    RawReply r = Call(Method::kConfirmEndpoint, confirm.SerializeAsString(), session_hex_);
+    if (!r.status.ok()) return Fail(r.status);
+    return 0;
+  }
+
   int DataRequest(int n) {
     std::string body;
     Method method;
@@ -241,6 +289,8 @@ class Peer {
   std::thread progress_;
   std::atomic<bool> stop_{false}, started_{false};
   std::string session_hex_;
+  absl::Mutex challenges_mu_;
+  std::string challenges_[kMaxEndpointChallenges] ABSL_GUARDED_BY(challenges_mu_);
 };
 
 }  // namespace

@@ -181,6 +181,17 @@ class SigningTest(unittest.TestCase):
                          "17c4b3e19b365f869026640c4611a3d11befc070db3d7ad13b62677055ac3313")
         self.assertIn("aobj-signature: " + signature, SPEC)
 
+    def test_A3_EndpointProof(self):
+        signing_key = SigningKey(SECRET)
+        session = bytes.fromhex("00112233445566778899aabbccddeeff")
+        challenge = bytes(range(0x20, 0x40))
+        self.assertIn((session + b"\x00" + challenge).hex(), SPEC)
+        endpoint_key = hmac.new(signing_key, b"aobj1_endpoint" + session, hashlib.sha256).digest()
+        self.assertIn(endpoint_key.hex(), SPEC)
+        proof = hmac.new(endpoint_key, b"aobj1_endpoint_proof" + session + challenge,
+                         hashlib.sha256).hexdigest()
+        self.assertIn(proof, SPEC)
+
     def test_A1_CanonicalLinesAsShown(self):
         shown = re.search(r"```\n(AOBJ1-HMAC-SHA256\\n\n.*?)\n```", SPEC, re.S).group(1)
         canonical = Canonical("OpenSession", 1795000000000, "000102030405060708090a0b0c0d0e0f",

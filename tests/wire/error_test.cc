@@ -55,6 +55,7 @@ const std::vector<Expected>& ExpectedRows() {
       {ErrorCode::kIncompleteTransfer, "INCOMPLETE_TRANSFER", "IncompleteBody", false},
       {ErrorCode::kDeadlineExceeded, "DEADLINE_EXCEEDED", "RequestTimeout", true},
       {ErrorCode::kCancelled, "CANCELLED", "RequestCancelled", false},
+      {ErrorCode::kEndpointUnconfirmed, "ENDPOINT_UNCONFIRMED", "AccessDenied", false},
       {ErrorCode::kStorageError, "STORAGE_ERROR", "InternalError", true},
       {ErrorCode::kInvalidRange, "INVALID_RANGE", "InvalidRange", false},
       {ErrorCode::kPreconditionFailed, "PRECONDITION_FAILED", "PreconditionFailed", false},

@@ -70,6 +70,27 @@ TEST(DeriveSigningKeyTest, MatchesFixedVector) {
   EXPECT_EQ(HexEncode(DeriveSigningKey(kSecret)), kExpectedSigningKeyHex);
 }
 
+// Spec Appendix A.3 (AOBJ-SES-026).
+TEST(EndpointProofTest, MatchesAppendixA3) {
+  const std::string signing_key = DeriveSigningKey("example-secret-do-not-use");
+  std::string session;
+  ASSERT_TRUE(HexDecode("00112233445566778899aabbccddeeff", &session));
+  std::string challenge;
+  for (int c = 0x20; c < 0x40; ++c) challenge.push_back(static_cast<char>(c));
+  const std::string key = DeriveEndpointKey(signing_key, session);
+  EXPECT_EQ(HexEncode(key), "c3702a9119dfe9d804db26bff9796b31c1a5432c2e0ec5d5a03e4e40d3b23dd1");
+  EXPECT_EQ(HexEncode(EndpointProof(key, session, challenge)),
+            "142c26032db40a155cf14ddbd099056bf88cbfd94dd0d4ac1b84b323e2c8290e");
+  // Bound to the session and to every challenge octet.
+  std::string other = session;
+  other[0] ^= 1;
+  EXPECT_NE(EndpointProof(DeriveEndpointKey(signing_key, other), other, challenge),
+            EndpointProof(key, session, challenge));
+  std::string flipped = challenge;
+  flipped[31] ^= 1;
+  EXPECT_NE(EndpointProof(key, session, flipped), EndpointProof(key, session, challenge));
+}
+
 TEST(DeriveSigningKeyTest, DiffersForDifferentSecrets) {
   // AOBJ-AUTH-003
   EXPECT_NE(DeriveSigningKey(kSecret), DeriveSigningKey("example-secret-do-not-usf"));

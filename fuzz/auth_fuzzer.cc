@@ -31,6 +31,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body = in.ConsumeRandomLengthString(4096);
   (void)auth.Verify(method, raw, body, with_session, now);
 
+  // 1b. An endpoint challenge as it arrives by active message (AOBJ-SES-029): only the exact
+  // layout parses, and the views stay inside it.
+  aobj::EndpointChallenge challenge;
+  if (aobj::ParseEndpointChallenge(body.data(), body.size(), &challenge)) {
+    AOBJ_FUZZ_CHECK(body.size() == aobj::kEndpointChallengePayloadBytes);
+    AOBJ_FUZZ_CHECK(challenge.index < aobj::kMaxEndpointChallenges);
+    AOBJ_FUZZ_CHECK(challenge.session_id.data() == body.data() &&
+                    challenge.challenge.data() + challenge.challenge.size() ==
+                        body.data() + body.size());
+  } else {
+    AOBJ_FUZZ_CHECK(body.size() != aobj::kEndpointChallengePayloadBytes ||
+                    static_cast<uint8_t>(body[16]) >= aobj::kMaxEndpointChallenges);
+  }
+
   // 2. A correctly signed request at a fuzzed clock offset.
   const int64_t skew_ms = in.ConsumeIntegralInRange<int64_t>(-600000, 600000);
   aobj::RequestSigner signer("AKFUZZ", "fuzz-secret");

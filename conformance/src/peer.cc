@@ -317,12 +317,9 @@ void Peer::UseStalledWorker() {
   am.arg = stalled_challenges_;
   am.cb = [](void* arg, const void*, size_t, void* data, size_t length,
              const ucp_am_recv_param_t*) -> ucs_status_t {
-    if (data != nullptr && length == kEndpointChallengePayloadBytes) {
-      const char* p = static_cast<const char*>(data);
-      const size_t index = static_cast<uint8_t>(p[16]);
-      if (index < kMaxEndpointChallenges) {
-        static_cast<std::string*>(arg)[index].assign(p + 17, kEndpointChallengeBytes);
-      }
+    EndpointChallenge c;
+    if (ParseEndpointChallenge(data, length, &c)) {
+      static_cast<std::string*>(arg)[c.index] = std::string(c.challenge);
     }
     return UCS_OK;
   };

@@ -302,15 +302,14 @@ ucs_status_t UcxWorker::OnChallenge(void* arg, const void* header, size_t header
   (void)header;
   (void)header_length;
   // Peer input: only the exact layout, delivered eagerly, is taken; anything else is dropped.
-  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 || data == nullptr ||
-      length != kEndpointChallengePayloadBytes) {
+  EndpointChallenge c;
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 ||
+      !ParseEndpointChallenge(data, length, &c)) {
     return UCS_OK;
   }
   auto* self = static_cast<UcxWorker*>(arg);
-  const char* p = static_cast<const char*>(data);
-  const size_t index = static_cast<uint8_t>(p[16]);
-  if (index >= kMaxEndpointChallenges) return UCS_OK;
-  absl::string_view id(p, 16);
+  const absl::string_view id = c.session_id;
+  const size_t index = c.index;
   absl::MutexLock l(&self->challenges_mu_);
   auto it = std::find_if(self->received_.begin(), self->received_.end(),
                          [&](const Received& r) { return r.session_id == id; });
@@ -320,7 +319,7 @@ ucs_status_t UcxWorker::OnChallenge(void* arg, const void* header, size_t header
     it = self->received_.end() - 1;
   }
   if (it->challenges.size() <= index) it->challenges.resize(index + 1);
-  it->challenges[index].assign(p + 17, kEndpointChallengeBytes);
+  it->challenges[index] = std::string(c.challenge);
   return UCS_OK;
 }
 

@@ -1,4 +1,5 @@
-// AOBJ_PEER_INPUT: decodes authentication metadata (fuzz target in fuzz/).
+// AOBJ_PEER_INPUT: decodes authentication metadata and endpoint challenges (fuzz target in
+// fuzz/: auth).
 #include "wire/signing.h"
 
 #include <algorithm>
@@ -106,6 +107,17 @@ std::string EndpointProof(absl::string_view endpoint_key, absl::string_view sess
   const Sha256Digest d =
       HmacSha256(endpoint_key, absl::StrCat("aobj1_endpoint_proof", session_id, challenges));
   return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+}
+
+bool ParseEndpointChallenge(const void* payload, size_t length, EndpointChallenge* out) {
+  if (payload == nullptr || length != kEndpointChallengePayloadBytes) return false;
+  const char* p = static_cast<const char*>(payload);
+  const size_t index = static_cast<uint8_t>(p[16]);
+  if (index >= kMaxEndpointChallenges) return false;
+  out->session_id = absl::string_view(p, 16);
+  out->index = index;
+  out->challenge = absl::string_view(p + 17, kEndpointChallengeBytes);
+  return true;
 }
 
 }  // namespace aobj

@@ -78,6 +78,15 @@ inline constexpr size_t kEndpointChallengePayloadBytes = 16 + 1 + kEndpointChall
 // At most this many challenges per session (one per endpoint lane the server uses).
 inline constexpr size_t kMaxEndpointChallenges = 4;
 
+// One received endpoint challenge (peer input): the exact 49-octet layout with an index below
+// kMaxEndpointChallenges, else false. The views point into `payload`.
+struct EndpointChallenge {
+  absl::string_view session_id;  // 16 octets
+  size_t index = 0;
+  absl::string_view challenge;   // 32 octets
+};
+bool ParseEndpointChallenge(const void* payload, size_t length, EndpointChallenge* out);
+
 }  // namespace aobj
 
 #endif  // AOBJ_WIRE_SIGNING_H_

@@ -121,13 +121,10 @@ class Peer {
     am.cb = [](void* arg, const void*, size_t, void* data, size_t length,
                const ucp_am_recv_param_t*) -> ucs_status_t {
       auto* self = static_cast<Peer*>(arg);
-      if (data != nullptr && length == kEndpointChallengePayloadBytes) {
-        const char* p = static_cast<const char*>(data);
-        const size_t index = static_cast<uint8_t>(p[16]);
+      EndpointChallenge c;
+      if (ParseEndpointChallenge(data, length, &c)) {
         absl::MutexLock l(&self->challenges_mu_);
-        if (index < kMaxEndpointChallenges) {
-          self->challenges_[index].assign(p + 17, kEndpointChallengeBytes);
-        }
+        self->challenges_[c.index] = std::string(c.challenge);
       }
       return UCS_OK;
     };

@@ -153,9 +153,10 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
     case Method::kConfirmEndpoint: {
       aobj::v1::ConfirmEndpointRequest req;
       AOBJ_RETURN_IF_ERROR(Parse(body, &req));
-      if (req.proof().size() != 32) {
+      if (req.proof().size() != s.endpoint_proof.size()) {  // AOBJ-SES-031
         return MakeError(ErrorCode::kInvalidArgument,
-                         absl::StrCat("proof is ", req.proof().size(), " octets; it must be 32"));
+                         absl::StrCat("proof is ", req.proof().size(), " octets; it must be ",
+                                      s.endpoint_proof.size()));
       }
       // AOBJ-SES-026: a wrong proof changes nothing; the endpoint stays unconfirmed.
       if (!ConstantTimeEquals(req.proof(), s.endpoint_proof)) {

@@ -82,7 +82,7 @@ absl::StatusOr<SysvSegmentPins> SysvSegmentPins::Pin(absl::string_view blob, pid
       if (shmctl(static_cast<int>(shmid), IPC_STAT, &ds) == 0 && ds.shm_cpid != creator) {
         return MakeError(ErrorCode::kDescriptorOutOfBounds,
                          "rkey names a shared-memory segment that the session's client did not "
-                         "create (AOBJ-MEM-012)");
+                         "create (AOBJ-MEM-028)");
       }
     }
     // Linux lets a segment marked for removal be attached while someone holds it, so holding

@@ -40,7 +40,7 @@ inline constexpr size_t kSysvPackedRkeySize = 12;
 // unpack fails halfway (a crash the fuzzers and sanitizers found), so every way an unpack can
 // fail must be ruled out before UCX sees the blob. Entries of the System V size whose segment
 // cannot be attached fail with INVALID_RKEY. With `creator` non-zero (the process whose FIFO the
-// session's proven endpoint reaches, AOBJ-MEM-012), a segment some other process created fails
+// session's proven endpoint reaches, AOBJ-MEM-028), a segment some other process created fails
 // with DESCRIPTOR_OUT_OF_BOUNDS before anything is attached: it is not the client's memory.
 // Move-only.
 class SysvSegmentPins {

@@ -146,11 +146,13 @@ absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(const UcxContext& c
                                              std::move(name), std::move(address),
                                              std::move(shm_address)));
   am.arg = w.get();
-  if (ucs_status_t st = ucp_worker_set_am_recv_handler(worker, &am); st != UCS_OK) {
-    return MakeError(ErrorCode::kDataChannelUnavailable,
-                     absl::StrCat("ucp_worker_set_am_recv_handler: ", UcxStatusString(st)));
-  }
+  const ucs_status_t am_status = ucp_worker_set_am_recv_handler(worker, &am);
+  // The thread starts either way: stopping it is what destroys the workers.
   w->thread_ = std::thread([p = w.get()] { p->Loop(); });
+  if (am_status != UCS_OK) {
+    return MakeError(ErrorCode::kDataChannelUnavailable,
+                     absl::StrCat("ucp_worker_set_am_recv_handler: ", UcxStatusString(am_status)));
+  }
   return w;
 }
 

@@ -22,5 +22,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     AOBJ_FUZZ_CHECK(off <= size);
   }
   AOBJ_FUZZ_CHECK(size - off <= aobj::kMaxRkeyTrailer);
+  // AOBJ-MEM-012: the declared-segment bound reads only inside the entries, for any window,
+  // and a window of nothing at an address it accepts with a length is accepted too.
+  uint64_t address = 0, length = 0;
+  for (size_t i = 0; i < 8 && i < size; ++i) address = address << 8 | data[size - 1 - i];
+  for (size_t i = 0; i < 8 && 8 + i < size; ++i) length = length << 8 | data[size - 9 - i];
+  if (aobj::CheckWindowInDeclaredSegments(blob, address, length).ok()) {
+    AOBJ_FUZZ_CHECK(aobj::CheckWindowInDeclaredSegments(blob, address, 0).ok());
+  }
   return 0;
 }

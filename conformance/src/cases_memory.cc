@@ -1,12 +1,15 @@
 // Cases for spec section 7 (memory descriptors): validation, ordered fill, access rules.
 #include <sys/shm.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "absl/time/clock.h"
 #include "conformance/src/cases_util.h"
+#include "transport/rkey_check.h"
 
 namespace aobj::conformance {
 namespace {
@@ -349,6 +352,62 @@ void RegisterMemoryCases(Registry& r) {
         }
         ctx.Require(after == 1, "within 2 s of CloseSession the server detached the segment",
                     "shm_nattch 1", absl::StrCat("shm_nattch ", after));
+      });
+  Add(r, "mem/7.6/1",
+      "posix memory reached by emulation: a window outside the segment its key states fails "
+      "DESCRIPTOR_OUT_OF_BOUNDS, at the octet, and moves nothing",
+      "core", {"AOBJ-MEM-029", "AOBJ-MEM-009"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        // A peer of the same principal whose UCX allocates from posix shared memory.
+        Peer p(ctx, "P1-posix", ctx.target().access_key_id, ctx.target().secret, "md:posix");
+        ctx.RequireOk(p.Open(), "OpenSession (client memory in posix segments)");
+        if (p.session().memory_protection() != pb::MEMORY_PROTECTION_EMULATED) {
+          ctx.Unsupported("the session's memory protection is not EMULATED");
+        }
+        constexpr size_t kSize = 65536;
+        auto seg = p.Allocate(kSize);
+        const uint64_t base = reinterpret_cast<uint64_t>(seg->data());
+        if (CheckWindowInDeclaredSegments(seg->packed_rkey(), base + 1, kSize).ok()) {
+          ctx.Unsupported("the suite's UCX did not allocate from posix shared memory here");
+        }
+        const std::string body = Content(kSize, 29);
+        ctx.RequireOk(p.Put(f.bucket, "s", body), "PUT of 64 KiB");
+        // Never registered: the S2 finding's heap, described with the segment's key.
+        std::vector<uint8_t> heap(kSize, 0x5a);
+        auto outside = [&](uint64_t address, uint64_t length) {
+          pb::MemoryDescriptor d = Peer::Descriptor(*seg, 0, length);
+          d.set_address(address);
+          return d;
+        };
+        const uint64_t at = reinterpret_cast<uint64_t>(heap.data());
+        pb::GetObjectRequest g = p.GetRequest(f.bucket, "s", *seg, kSize);
+        *g.mutable_destination(0) = outside(at, kSize);
+        ctx.RequireCode(p.Send(Method::kGetObject, g), ErrorCode::kDescriptorOutOfBounds,
+                        "GET into heap the key does not cover");
+        ctx.Require(std::all_of(heap.begin(), heap.end(), [](uint8_t b) { return b == 0x5a; }),
+                    "the heap after the refused GET", "unchanged", "written");
+        pb::PutObjectRequest put = p.PutRequest(f.bucket, "h", *seg, kSize);
+        *put.mutable_source(0) = outside(at, kSize);
+        ctx.RequireCode(p.Send(Method::kPutObject, put), ErrorCode::kDescriptorOutOfBounds,
+                        "PUT from heap the key does not cover");
+        RequireAbsent(ctx, p, f.bucket, "h");
+        // The threshold: one octet past the segment's end, and one before its start.
+        g = p.GetRequest(f.bucket, "s", *seg, kSize);
+        *g.mutable_destination(0) = outside(base + 1, kSize);
+        ctx.RequireCode(p.Send(Method::kGetObject, g), ErrorCode::kDescriptorOutOfBounds,
+                        "GET into a window that ends one octet past the segment");
+        put = p.PutRequest(f.bucket, "h", *seg, kSize);
+        *put.mutable_source(0) = outside(base - 1, kSize);
+        ctx.RequireCode(p.Send(Method::kPutObject, put), ErrorCode::kDescriptorOutOfBounds,
+                        "PUT from a window that starts one octet before the segment");
+        RequireAbsent(ctx, p, f.bucket, "h");
+        // The whole segment is still a good window.
+        std::memset(seg->data(), 0, kSize);
+        ctx.RequireOk(p.Send(Method::kGetObject, p.GetRequest(f.bucket, "s", *seg, kSize)),
+                      "GET into the whole segment");
+        ctx.Require(std::memcmp(seg->data(), body.data(), kSize) == 0, "the object in the segment",
+                    "equal", "differs");
+        ctx.RequireStillServes();
       });
   Add(r, "mem/7.4/3", "sessions that register, transfer and close, one after another", "core",
       {"AOBJ-SES-010"}, false, [](CaseContext& ctx) {

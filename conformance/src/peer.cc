@@ -45,13 +45,14 @@ std::string Outcome(const RawReply& r) {
 
 std::string Hex(const std::string& bytes) { return HexEncode(bytes); }
 
-Peer::Peer(CaseContext& ctx, std::string label, std::string access_key, std::string secret)
+Peer::Peer(CaseContext& ctx, std::string label, std::string access_key, std::string secret,
+           const char* alloc_prio)
     : ctx_(ctx),
       label_(std::move(label)),
       channel_(ChannelFor(ctx.target())) {
   last_auth_.access_key_id = access_key;
   signing_key_ = DeriveSigningKey(secret);
-  auto c = UcxContext::Create(ctx.target().data_channel);
+  auto c = UcxContext::Create(ctx.target().data_channel, alloc_prio);
   if (!c.ok()) {
     ctx_.Require(false, "create the suite's UCP context", "OK", c.status().ToString());
   }

@@ -45,7 +45,9 @@ struct Tamper {
 
 class Peer {
  public:
-  Peer(CaseContext& ctx, std::string label, std::string access_key, std::string secret);
+  // `alloc_prio`: UCX's allocator order for Allocate() (e.g. "md:posix"); UCX's default if null.
+  Peer(CaseContext& ctx, std::string label, std::string access_key, std::string secret,
+       const char* alloc_prio = nullptr);
   ~Peer();
 
   RawReply Send(Method method, const std::string& body, const Tamper& t = {},

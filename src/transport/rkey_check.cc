@@ -69,6 +69,45 @@ std::vector<absl::string_view> PackedRkeyEntries(absl::string_view blob) {
   return out;
 }
 
+namespace {
+
+uint64_t LoadLe64(absl::string_view b, size_t at) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<uint8_t>(b[at + i])} << (8 * i);
+  return v;
+}
+
+// Whether an md entry has the layout of a posix (or xpmem) key: see kSegmentPackedRkeySize.
+bool IsSegmentEntry(absl::string_view e) {
+  if (e.size() < kSegmentPackedRkeySize) return false;
+  const uint64_t seg_id = LoadLe64(e, 0);
+  constexpr uint64_t kProcfs = uint64_t{1} << 63, kShmOpen = uint64_t{1} << 62;
+  constexpr uint64_t kPidNs = uint64_t{1} << 60;
+  if (e.size() == kSegmentPackedRkeySize) return true;
+  if ((seg_id & (kProcfs | kShmOpen)) != 0) {
+    return (seg_id & kPidNs) != 0 && e.size() == kSegmentPackedRkeySize + 8;
+  }
+  return e.back() == '\0';  // a directory path follows
+}
+
+}  // namespace
+
+absl::Status CheckWindowInDeclaredSegments(absl::string_view blob, uint64_t address,
+                                           uint64_t length) {
+  for (absl::string_view e : PackedRkeyEntries(blob)) {
+    if (!IsSegmentEntry(e)) continue;
+    const uint64_t lo = LoadLe64(e, 8), size = LoadLe64(e, 16);
+    // AOBJ-MEM-029: inside the segment the client registered; written so nothing overflows.
+    if (address < lo || address - lo > size || length > size - (address - lo)) {
+      return MakeError(ErrorCode::kDescriptorOutOfBounds,
+                       absl::StrCat("descriptor window [0x", absl::Hex(address), ", +", length,
+                                    ") does not lie inside the shared-memory segment its rkey "
+                                    "covers [0x", absl::Hex(lo), ", +", size, ") (AOBJ-MEM-029)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<SysvSegmentPins> SysvSegmentPins::Pin(absl::string_view blob, pid_t creator) {
   SysvSegmentPins pins;
   for (absl::string_view entry : PackedRkeyEntries(blob)) {

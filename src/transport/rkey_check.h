@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include "absl/strings/string_view.h"
 
 #include <vector>
@@ -34,6 +35,23 @@ std::vector<absl::string_view> PackedRkeyEntries(absl::string_view blob);
 
 // Size of UCX 1.13's System V packed key: uint32 shmid + uintptr owner address, packed.
 inline constexpr size_t kSysvPackedRkeySize = 12;
+
+// Sizes of UCX 1.13.1's posix packed key (uct_posix_packed_rkey_t: uint64 seg_id with flags in
+// bits 60-63, uintptr segment address, size_t segment length, packed) and its variants: +8 octets
+// of PID namespace (flag bit 60), or a NUL-terminated directory path when neither the procfs
+// (bit 63) nor the shm_open (bit 62) flag is set. xpmem's packed key has the same first 24
+// octets (segment id, address, length).
+inline constexpr size_t kSegmentPackedRkeySize = 24;
+
+// The client's own statement, in its packed rkey, of the memory the key covers: the address
+// range of the posix (or xpmem) segment it was allocated from. AOBJ-MEM-029, for windows the
+// server does not map itself (the shared-memory lane takes System V only, so posix windows are
+// reached by emulation): the window [address, address + length) must lie inside every segment
+// the key declares; DESCRIPTOR_OUT_OF_BOUNDS otherwise, before any RMA. A key that declares no
+// segment (ordinary memory registered without allocation) bounds nothing: OK. `blob` passed
+// CheckPackedRkey. Pure; thread-safe.
+absl::Status CheckWindowInDeclaredSegments(absl::string_view blob, uint64_t address,
+                                           uint64_t length);
 
 // Holds every System V segment that `blob` may name attached for the life of the object, so
 // that ucp_ep_rkey_unpack cannot fail on it: UCX 1.13.1 releases uninitialised entries when an

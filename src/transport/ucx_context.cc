@@ -12,8 +12,9 @@ std::string UcxStatusString(ucs_status_t status) {
   return absl::StrCat(ucs_status_string(status), " (", static_cast<int>(status), ")");
 }
 
-absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::Create(const TransportOptions& options) {
-  return Make(options, nullptr);
+absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::Create(const TransportOptions& options,
+                                                               const char* alloc_prio) {
+  return Make(options, nullptr, alloc_prio);
 }
 
 absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::CreateSharedMemoryLane(
@@ -34,7 +35,8 @@ absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::CreateSharedMemoryLane(
 }
 
 absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::Make(const TransportOptions& options,
-                                                             const char* forced_tls) {
+                                                             const char* forced_tls,
+                                                             const char* alloc_prio) {
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) {
@@ -60,6 +62,14 @@ absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::Make(const TransportOpti
       ucp_config_release(config);
       return MakeError(ErrorCode::kInvalidArgument,
                        absl::StrCat("UCX TLS=", tls, ": ", UcxStatusString(st)));
+    }
+  }
+  if (alloc_prio != nullptr && std::getenv("UCX_ALLOC_PRIO") == nullptr) {
+    st = ucp_config_modify(config, "ALLOC_PRIO", alloc_prio);
+    if (st != UCS_OK) {
+      ucp_config_release(config);
+      return MakeError(ErrorCode::kInvalidArgument,
+                       absl::StrCat("UCX ALLOC_PRIO=", alloc_prio, ": ", UcxStatusString(st)));
     }
   }
   // UCX_PROTO_INDIRECT_ID stays "auto": endpoints in mode PEER (the ones a bound force-closes)

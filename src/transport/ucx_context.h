@@ -23,7 +23,11 @@ using TransportOptions = DataChannelOptions;
 
 class UcxContext {
  public:
-  static absl::StatusOr<std::unique_ptr<UcxContext>> Create(const TransportOptions& options);
+  // `alloc_prio`, when given and UCX_ALLOC_PRIO is not set, is UCX's allocator order for
+  // RegisteredMemory::Allocate (e.g. "md:posix"; tests and the conformance suite use it to place
+  // client memory in a chosen kind of segment).
+  static absl::StatusOr<std::unique_ptr<UcxContext>> Create(const TransportOptions& options,
+                                                            const char* alloc_prio = nullptr);
   // Server side: a second context for the shared-memory lane (AOBJ-TRN-003): System V shared
   // memory only, endpoints in error mode NONE, used for windows UCX maps into this process
   // (operations that are a memcpy and cannot wait on the peer). Null (and OK) when `options` or
@@ -39,7 +43,8 @@ class UcxContext {
  private:
   explicit UcxContext(ucp_context_h context) : context_(context) {}
   static absl::StatusOr<std::unique_ptr<UcxContext>> Make(const TransportOptions& options,
-                                                          const char* forced_tls);
+                                                          const char* forced_tls,
+                                                          const char* alloc_prio = nullptr);
   ucp_context_h context_;
 };
 

@@ -582,6 +582,14 @@ absl::StatusOr<UcxWorker::CachedRkey*> UcxWorker::AcquireRkey(EndpointState& sta
                                     " bytes does not lie inside memory shared by the peer"));
     }
   }
+  // AOBJ-MEM-029 for windows reached by emulation: inside the posix segment the key declares
+  // (the client's own memory; a key of ordinary memory declares none and is not bounded here).
+  if (!entry->maps_local) {
+    if (absl::Status s = CheckWindowInDeclaredSegments(entry->blob, w.address, w.length);
+        !s.ok()) {
+      return s;
+    }
+  }
   ++entry->in_use;
   entry->last_use = ++use_clock_;
   return entry;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "aobj/client.h"
+#include "aobj/status.h"
 #include "gtest/gtest.h"
 #include "integration/server_process.h"
 #include "integration/still_serves.h"
@@ -100,11 +101,15 @@ class DeadPeerTest : public ::testing::Test {
   }
 
   // Runs the peer to its end (it exits by itself in every behaviour).
-  PeerRun RunPeer(const std::vector<std::string>& extra, const std::string& tls = "") {
+  // `tls` and `alloc` set the peer's UCX_TLS and UCX_ALLOC_PRIO when not empty.
+  PeerRun RunPeer(const std::vector<std::string>& extra, const std::string& tls = "",
+                  const std::string& alloc = "") {
     const std::string out = dir_ + "/peer-" + std::to_string(++runs_) + ".out";
     if (!tls.empty()) setenv("UCX_TLS", tls.c_str(), 1);
+    if (!alloc.empty()) setenv("UCX_ALLOC_PRIO", alloc.c_str(), 1);
     const pid_t pid = Spawn(PeerArgs(extra), out);
     if (!tls.empty()) unsetenv("UCX_TLS");
+    if (!alloc.empty()) unsetenv("UCX_ALLOC_PRIO");
     PeerRun r;
     if (pid < 0) return r;
     r.status = WaitFor(pid, std::chrono::seconds(40));
@@ -233,6 +238,57 @@ INSTANTIATE_TEST_SUITE_P(
                       DeathCase{"CrashDuringGet", "crash", "get", "heap"},
                       DeathCase{"ExitDuringSharedMemoryPut", "exit", "put", "ucx"}),
     [](const ::testing::TestParamInfo<DeathCase>& i) { return i.param.name; });
+
+// ---- windows outside what the peer registered ---------------------------------------------------
+
+struct OutsideCase {
+  std::string name;
+  std::string op;     // put | get
+  std::string alloc;  // the peer's UCX_ALLOC_PRIO: where its registered memory comes from
+  std::string window = "heap";  // heap: outside the registration; registered: inside it
+  std::string want = "DESCRIPTOR_OUT_OF_BOUNDS";
+};
+
+class OutsideWindowTest : public DeadPeerTest, public ::testing::WithParamInterface<OutsideCase> {};
+
+// Interop finding S2 (issue 15): a window in heap the peer never registered, described with the
+// rkey of memory it did register. With System V memory the server maps the segment and checks the
+// window against it; with posix memory (reached by emulation) against the segment the key
+// declares. Either way DESCRIPTOR_OUT_OF_BOUNDS before any RMA (AOBJ-MEM-012), nothing written
+// into the heap (GET), nothing stored (PUT). The same memory with the window inside it still
+// moves the object (the check bounds, it does not refuse the memory kind).
+TEST_P(OutsideWindowTest, WindowOutsideTheRegistrationFailsAndMovesNothing) {
+  const OutsideCase& c = GetParam();
+  if (c.op == "get") {
+    ASSERT_NO_FATAL_FAILURE(PutObject("hostile", 1 << 20));
+  }
+  PeerRun r = RunPeer({"--behaviour", "healthy", "--memory", "ucx", "--op", c.op, "--size",
+                       std::to_string(1 << 20), "--window", c.window},
+                      "", c.alloc);
+  ASSERT_NE(r.status, -1) << r.out;
+  EXPECT_EQ(ReplyOf(r.out, 1).code, c.want) << r.out;
+  if (c.want == "OK") {
+    // nothing more to check: the reply's checksum covered the octets
+  } else if (c.op == "get") {
+    EXPECT_NE(r.out.find("outside=untouched"), std::string::npos) << r.out;
+  } else {
+    auto client = Client::Connect(testing::TestClientOptions(*server_));
+    ASSERT_TRUE(client.ok()) << client.status();
+    EXPECT_EQ(ErrorCodeOf((*client)->Head("test-bucket", "hostile").status()),
+              ErrorCode::kNoSuchKey);
+  }
+  testing::ExpectStillServes(*server_, "after-outside", 0x31);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Allocators, OutsideWindowTest,
+    ::testing::Values(OutsideCase{"PosixGet", "get", "md:posix"},
+                      OutsideCase{"PosixPut", "put", "md:posix"},
+                      OutsideCase{"SysvGet", "get", "md:sysv"},
+                      OutsideCase{"SysvPut", "put", "md:sysv"},
+                      OutsideCase{"PosixInsideGet", "get", "md:posix", "registered", "OK"},
+                      OutsideCase{"PosixInsidePut", "put", "md:posix", "registered", "OK"}),
+    [](const ::testing::TestParamInfo<OutsideCase>& i) { return i.param.name; });
 
 // ---- a healthy client beside stalled ones -------------------------------------------------------
 

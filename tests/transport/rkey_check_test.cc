@@ -50,6 +50,78 @@ TEST(RkeyCheckTest, PinRefusesSegmentsOfAnotherCreator) {
             ErrorCode::kDescriptorOutOfBounds);
 }
 
+// One md entry of UCX 1.13.1's posix layout: seg_id (flags in bits 60-63), address, length.
+std::string SegmentEntry(uint64_t seg_id, uint64_t address, uint64_t length,
+                         const std::string& tail = "") {
+  std::string e;
+  for (uint64_t v : {seg_id, address, length}) {
+    for (int i = 0; i < 8; ++i) e.push_back(static_cast<char>(v >> (8 * i)));
+  }
+  e += tail;
+  return std::string(1, static_cast<char>(e.size())) + e;
+}
+
+// AOBJ-MEM-012 for emulated windows: inside the segment the key declares, to the octet.
+TEST(RkeyCheckTest, WindowMustLieInsideTheDeclaredSegment) {
+  constexpr uint64_t kProcfs = uint64_t{1} << 63;
+  const std::string blob = Header(1) + SegmentEntry(kProcfs | 7, 0x10000, 0x4000);
+  ASSERT_TRUE(CheckPackedRkey(blob, 1024).ok());
+  EXPECT_TRUE(CheckWindowInDeclaredSegments(blob, 0x10000, 0x4000).ok());
+  EXPECT_TRUE(CheckWindowInDeclaredSegments(blob, 0x13fff, 1).ok());
+  EXPECT_TRUE(CheckWindowInDeclaredSegments(blob, 0x14000, 0).ok());
+  for (auto [addr, len] : std::vector<std::pair<uint64_t, uint64_t>>{
+           {0x10000, 0x4001}, {0x13fff, 2}, {0x14000, 1}, {0xffff, 1}, {0, 0x10},
+           {0x10001, ~uint64_t{0}}, {~uint64_t{0}, 2}}) {
+    EXPECT_EQ(ErrorCodeOf(CheckWindowInDeclaredSegments(blob, addr, len)),
+              ErrorCode::kDescriptorOutOfBounds)
+        << std::hex << addr << " +" << len;
+  }
+  // A segment at the very top of the address space: no overflow either way.
+  const std::string top = Header(1) + SegmentEntry(kProcfs, ~uint64_t{0} - 0xfff, 0x1000);
+  EXPECT_TRUE(CheckWindowInDeclaredSegments(top, ~uint64_t{0} - 0xfff, 0x1000).ok());
+  EXPECT_EQ(ErrorCodeOf(CheckWindowInDeclaredSegments(top, ~uint64_t{0} - 0xfff, 0x1001)),
+            ErrorCode::kDescriptorOutOfBounds);
+}
+
+// The posix variants (PID namespace, a directory path) are bounded too; entries of other sizes
+// (System V, knem, verbs) declare nothing; two declared segments both bound the window.
+TEST(RkeyCheckTest, DeclaredSegmentsOfEveryPosixVariant) {
+  constexpr uint64_t kShmOpen = uint64_t{1} << 62, kPidNs = uint64_t{1} << 60;
+  const std::string pid_ns =
+      Header(1) + SegmentEntry(kShmOpen | kPidNs | 3, 0x1000, 0x1000, std::string(8, '\1'));
+  const std::string dir = Header(1) + SegmentEntry(5, 0x1000, 0x1000, std::string("/tmp\0", 5));
+  for (const std::string& blob : {pid_ns, dir}) {
+    ASSERT_TRUE(CheckPackedRkey(blob, 1024).ok());
+    EXPECT_TRUE(CheckWindowInDeclaredSegments(blob, 0x1800, 0x800).ok());
+    EXPECT_EQ(ErrorCodeOf(CheckWindowInDeclaredSegments(blob, 0x1800, 0x801)),
+              ErrorCode::kDescriptorOutOfBounds);
+  }
+  const std::string undeclared = Header(3) + std::string("\x0c", 1) + std::string(12, '\2') +
+                                 std::string("\x08", 1) + std::string(8, '\3');
+  ASSERT_TRUE(CheckPackedRkey(undeclared, 1024).ok());
+  EXPECT_TRUE(CheckWindowInDeclaredSegments(undeclared, 0, 1 << 20).ok());
+  const std::string two = Header(3) + SegmentEntry(1ull << 63, 0x1000, 0x2000) +
+                          SegmentEntry(1ull << 63, 0x2000, 0x2000);
+  EXPECT_TRUE(CheckWindowInDeclaredSegments(two, 0x2000, 0x1000).ok());
+  EXPECT_EQ(ErrorCodeOf(CheckWindowInDeclaredSegments(two, 0x1000, 0x1000)),
+            ErrorCode::kDescriptorOutOfBounds);
+}
+
+// What UCX packs for posix memory (UCX_ALLOC_PRIO=md:posix) declares exactly the allocation.
+TEST(RkeyCheckTest, UcxPosixKeyDeclaresItsSegment) {
+  setenv("UCX_ALLOC_PRIO", "md:posix", 1);
+  auto ctx = UcxContext::Create(DataChannelOptions{});
+  unsetenv("UCX_ALLOC_PRIO");
+  ASSERT_TRUE(ctx.ok()) << ctx.status();
+  auto mem = RegisteredMemory::Allocate(**ctx, 1 << 16);
+  if (!mem.ok()) GTEST_SKIP() << "no posix allocation here: " << mem.status();
+  const std::string blob = (*mem)->packed_rkey();
+  const uint64_t base = reinterpret_cast<uint64_t>((*mem)->data());
+  EXPECT_TRUE(CheckWindowInDeclaredSegments(blob, base, 1 << 16).ok());
+  EXPECT_EQ(ErrorCodeOf(CheckWindowInDeclaredSegments(blob, base - 4096, 4096)),
+            ErrorCode::kDescriptorOutOfBounds);
+}
+
 TEST(RkeyCheckTest, RejectsEmptyAndOversized) {
   EXPECT_EQ(ErrorCodeOf(CheckPackedRkey("", 1024)), ErrorCode::kInvalidRkey);  // AOBJ-MEM-003
   std::string ok = Header(1) + std::string("\x02xy", 3);

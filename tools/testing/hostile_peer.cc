@@ -12,8 +12,12 @@
 //                as a client that crashes inside a UCX callback
 // With --second, a stalled peer sends a second data request after the first reply and prints
 // that reply too (the session's data channel is failed by then).
+// With --window heap, the request's window is a heap buffer this process never registered,
+// described with the registered memory's rkey (spec AOBJ-MEM-012: such a window must fail);
+// after the reply the peer prints whether the server wrote or read it.
 //
-// Output, one line each: "opened session=HEX", "reply N code=NAME ms=ELAPSED".
+// Output, one line each: "opened session=HEX", "reply N code=NAME ms=ELAPSED",
+// "outside=untouched|written" (--window heap, GET).
 // Loopback only: UCX_NET_DEVICES=lo unless the environment says otherwise.
 #include <signal.h>
 #include <unistd.h>
@@ -49,13 +53,14 @@ namespace pb = aobj::v1;
 constexpr char kUsage[] = R"(usage: aobj-hostile-peer --endpoint HOST:PORT --access-key K --secret S
     [--bucket B] [--key KEY] [--op put|get] [--size BYTES] [--memory ucx|heap]
     [--behaviour healthy|stall|exit|stall-exit|crash] [--after-ms N] [--timeout-ms N] [--second]
+    [--window registered|heap]
 A test tool: a client that stops progressing, exits or crashes in the middle of a transfer.
 UCX_TLS selects the client's transports (for example tcp), UCX_ALLOC_PRIO its allocator.
 )";
 
 struct Options {
   std::string endpoint, access_key, secret, bucket = "test-bucket", key = "hostile";
-  std::string op = "put", memory = "heap", behaviour = "stall";
+  std::string op = "put", memory = "heap", behaviour = "stall", window = "registered";
   uint64_t size = 64 << 20;
   int64_t after_ms = 300;
   int64_t timeout_ms = 30000;
@@ -83,6 +88,7 @@ bool Parse(int argc, char** argv, Options* o) {
     else if (a == "--op") ok = value(&o->op);
     else if (a == "--memory") ok = value(&o->memory);
     else if (a == "--behaviour") ok = value(&o->behaviour);
+    else if (a == "--window") ok = value(&o->window);
     else if (a == "--size") ok = number(&o->size);
     else if (a == "--after-ms") ok = number(&o->after_ms);
     else if (a == "--timeout-ms") ok = number(&o->timeout_ms);
@@ -91,7 +97,8 @@ bool Parse(int argc, char** argv, Options* o) {
     if (!ok) return false;
   }
   return !o->endpoint.empty() && !o->access_key.empty() && o->size > 0 &&
-         (o->op == "put" || o->op == "get") && (o->memory == "ucx" || o->memory == "heap");
+         (o->op == "put" || o->op == "get") && (o->memory == "ucx" || o->memory == "heap") &&
+         (o->window == "registered" || o->window == "heap");
 }
 
 class Peer {
@@ -141,6 +148,12 @@ class Peer {
       if (!m.ok()) return Fail(m.status());
       mem_ = std::move(*m);
       memset(mem_->data(), 0x5a, o_.size);
+    }
+
+    if (o_.window == "heap") {
+      // Never registered: a window here is outside anything the rkey covers.
+      outside_.reset(static_cast<uint8_t*>(aligned_alloc(4096, (o_.size + 4095) / 4096 * 4096)));
+      memset(outside_.get(), 0x5a, o_.size);
     }
 
     const bool progress = o_.behaviour == "healthy" || o_.behaviour == "exit" ||
@@ -247,12 +260,17 @@ class Peer {
            std::string(GetErrorInfo(ErrorCodeOf(r.status)).name).c_str(),
            static_cast<long long>(absl::ToInt64Milliseconds(absl::Now() - start)),
            std::string(r.status.message()).c_str());
+    if (outside_ != nullptr && o_.op == "get") {
+      bool untouched = true;
+      for (uint64_t i = 0; i < o_.size && untouched; ++i) untouched = outside_.get()[i] == 0x5a;
+      printf("outside=%s\n", untouched ? "untouched" : "written");
+    }
     fflush(stdout);
     return r.status.ok() ? 0 : 1;
   }
 
   void Describe(pb::MemoryDescriptor* d) {
-    d->set_address(reinterpret_cast<uint64_t>(mem_->data()));
+    d->set_address(reinterpret_cast<uint64_t>(outside_ != nullptr ? outside_.get() : mem_->data()));
     d->set_length(o_.size);
     d->set_rkey(mem_->packed_rkey());
     d->set_memory_type(pb::MEMORY_TYPE_HOST);
@@ -282,6 +300,7 @@ class Peer {
     void operator()(uint8_t* p) const { free(p); }
   };
   std::unique_ptr<uint8_t, FreeDeleter> heap_;
+  std::unique_ptr<uint8_t, FreeDeleter> outside_;  // --window heap
   std::unique_ptr<RegisteredMemory> mem_;
   std::thread progress_;
   std::atomic<bool> stop_{false}, started_{false};

@@ -10,7 +10,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
+#include <iostream>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -289,6 +292,113 @@ INSTANTIATE_TEST_SUITE_P(
                       OutsideCase{"PosixInsideGet", "get", "md:posix", "registered", "OK"},
                       OutsideCase{"PosixInsidePut", "put", "md:posix", "registered", "OK"}),
     [](const ::testing::TestParamInfo<OutsideCase>& i) { return i.param.name; });
+
+// ---- the randomized kill run -------------------------------------------------------------------
+
+int CountOf(const std::string& log, const std::string& what) {
+  int n = 0;
+  for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Issue 15: a client SIGKILLed at a random point of a GET, PUT, ranged GET or multipart upload,
+// from System V, posix or ordinary memory, over every lane or TCP only. Afterwards every session
+// has been released by its lease, the server is idle, every object written is whole or absent,
+// it still serves and it stops on SIGTERM within 5 s. CI runs 8 iterations; the documented run
+// (docs/security.md) is AOBJ_KILL_ITERATIONS=100, and AOBJ_KILL_SEED repeats a run.
+TEST_F(DeadPeerTest, RandomKillsLeaveNothingTornAndTheServerHealthy) {
+  const char* n_env = std::getenv("AOBJ_KILL_ITERATIONS");
+  const char* seed_env = std::getenv("AOBJ_KILL_SEED");
+  const int iterations = n_env != nullptr ? std::atoi(n_env) : 8;
+  const unsigned seed = seed_env != nullptr ? static_cast<unsigned>(std::strtoul(seed_env, nullptr, 10))
+                                            : std::random_device{}();
+  RecordProperty("seed", std::to_string(seed));
+  constexpr uint64_t kSize = 32 << 20;
+  ASSERT_NO_FATAL_FAILURE(PutObject("kill-source", kSize));
+  struct Memory {
+    const char* kind;   // --memory
+    const char* alloc;  // UCX_ALLOC_PRIO ("" = UCX's default, System V here)
+  };
+  const std::vector<std::string> ops = {"put", "get", "range", "multipart"};
+  const std::vector<Memory> memories = {{"ucx", ""}, {"ucx", "md:posix"}, {"heap", ""}};
+  const std::vector<std::string> lanes = {"", "tcp"};
+  std::mt19937 rng(seed);
+  auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  std::vector<std::string> written;  // keys a killed PUT or upload may have left
+  int finished = 0, mid_request = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i) {
+    const std::string op = ops[pick(ops.size())];
+    const Memory mem = memories[pick(memories.size())];
+    const std::string tls = lanes[pick(lanes.size())];
+    const int delay_ms = std::uniform_int_distribution<int>(40, 280)(rng);
+    const bool writes = op == "put" || op == "multipart";
+    const std::string key = writes ? "kill-" + std::to_string(i) : "kill-source";
+    if (writes) written.push_back(key);
+    const std::string out = dir_ + "/kill-" + std::to_string(i) + ".out";
+    if (!tls.empty()) setenv("UCX_TLS", tls.c_str(), 1);
+    if (*mem.alloc != '\0') setenv("UCX_ALLOC_PRIO", mem.alloc, 1);
+    const pid_t pid = Spawn(PeerArgs({"--behaviour", "healthy", "--memory", mem.kind, "--op", op,
+                                      "--size", std::to_string(kSize), "--key", key}),
+                            out);
+    unsetenv("UCX_TLS");
+    unsetenv("UCX_ALLOC_PRIO");
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    kill(pid, SIGKILL);
+    ASSERT_NE(WaitFor(pid, std::chrono::seconds(10)), -1);
+    const std::string said = Slurp(out);
+    if (!ReplyOf(said, 1).code.empty()) {
+      ++finished;
+    } else if (said.find("opened session=") != std::string::npos) {
+      ++mid_request;  // the session was open: killed during the request (or its confirmation)
+    }
+    ASSERT_TRUE(server_->Alive()) << "iteration " << i << " (" << op << ", " << mem.kind << " "
+                                  << mem.alloc << ", lanes " << (tls.empty() ? "all" : tls)
+                                  << ", kill after " << delay_ms << " ms, seed " << seed
+                                  << ") killed the server:\n"
+                                  << server_->log();
+  }
+  // Every session a killed peer left ends by its lease (4 s here) and releases its endpoint.
+  auto open_sessions = [&] {
+    const std::string log = server_->log();
+    return CountOf(log, "event=session_opened") - CountOf(log, "event=session_closed") -
+           CountOf(log, "event=endpoint_released");
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (open_sessions() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const double released_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(open_sessions(), 0) << server_->log();
+  ExpectIdle();
+  // A PUT or an upload is whole or absent (AOBJ-OBJ-011): never a prefix, never a mix.
+  auto c = Client::Connect(testing::TestClientOptions(*server_));
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto buf = (*c)->AllocateBuffer(kSize);
+  ASSERT_TRUE(buf.ok());
+  int whole = 0;
+  for (const std::string& key : written) {
+    auto head = (*c)->Head("test-bucket", key);
+    if (!head.ok()) {
+      EXPECT_EQ(ErrorCodeOf(head.status()), ErrorCode::kNoSuchKey) << key << ": " << head.status();
+      continue;
+    }
+    ASSERT_EQ(head->size, kSize) << key;
+    std::memset((*buf)->data(), 0, kSize);
+    ASSERT_TRUE((*c)->Get("test-bucket", key, **buf).ok()) << key;
+    const uint8_t* d = static_cast<const uint8_t*>((*buf)->data());
+    EXPECT_TRUE(std::all_of(d, d + kSize, [](uint8_t b) { return b == 0x5a; })) << key;
+    ++whole;
+  }
+  std::cout << "kill run: seed " << seed << ", " << iterations << " kills: " << mid_request
+            << " with the session open and no reply yet, " << finished << " after the reply, " << whole << " of " << written.size()
+            << " written keys whole (the rest absent), every session released "
+            << released_s << " s after the first kill\n";
+  testing::ExpectStillServes(*server_, "after-kills", 0x41);
+  ExpectStopsOnSigterm();
+}
 
 // ---- a healthy client beside stalled ones -------------------------------------------------------
 

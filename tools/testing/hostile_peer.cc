@@ -51,10 +51,11 @@ namespace {
 namespace pb = aobj::v1;
 
 constexpr char kUsage[] = R"(usage: aobj-hostile-peer --endpoint HOST:PORT --access-key K --secret S
-    [--bucket B] [--key KEY] [--op put|get] [--size BYTES] [--memory ucx|heap]
+    [--bucket B] [--key KEY] [--op put|get|range|multipart] [--size BYTES] [--memory ucx|heap]
     [--behaviour healthy|stall|exit|stall-exit|crash] [--after-ms N] [--timeout-ms N] [--second]
     [--window registered|heap]
 A test tool: a client that stops progressing, exits or crashes in the middle of a transfer.
+range: GET of the object's middle half; multipart: an upload of four parts, then Complete.
 UCX_TLS selects the client's transports (for example tcp), UCX_ALLOC_PRIO its allocator.
 )";
 
@@ -97,7 +98,8 @@ bool Parse(int argc, char** argv, Options* o) {
     if (!ok) return false;
   }
   return !o->endpoint.empty() && !o->access_key.empty() && o->size > 0 &&
-         (o->op == "put" || o->op == "get") && (o->memory == "ucx" || o->memory == "heap") &&
+         (o->op == "put" || o->op == "get" || o->op == "range" || o->op == "multipart") &&
+         (o->op != "multipart" || o->size >= 4) && (o->memory == "ucx" || o->memory == "heap") &&
          (o->window == "registered" || o->window == "heap");
 }
 
@@ -231,6 +233,7 @@ class Peer {
   }
 
   int DataRequest(int n) {
+    if (o_.op == "multipart") return Multipart(n);
     std::string body;
     Method method;
     if (o_.op == "put") {
@@ -251,11 +254,63 @@ class Peer {
       req.set_key(o_.key);
       req.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
       Describe(req.add_destination());
+      if (o_.op == "range") {
+        req.mutable_range()->set_kind(pb::ByteRange::KIND_FIRST_LAST);
+        req.mutable_range()->set_first(o_.size / 4);
+        req.mutable_range()->set_last(o_.size / 4 + o_.size / 2 - 1);
+      }
       body = req.SerializeAsString();
       method = Method::kGetObject;
     }
     const absl::Time start = absl::Now();
     RawReply r = Call(method, body, session_hex_);
+    return Report(n, r, start);
+  }
+
+  // Create, four parts of the buffer (each a window of it), Complete; the reply line is the
+  // first failure's, or Complete's.
+  int Multipart(int n) {
+    const absl::Time start = absl::Now();
+    pb::CreateMultipartUploadRequest create;
+    create.set_bucket(o_.bucket);
+    create.set_key(o_.key);
+    RawReply r = Call(Method::kCreateMultipartUpload, create.SerializeAsString(), session_hex_);
+    if (!r.status.ok()) return Report(n, r, start);
+    pb::CreateMultipartUploadResponse created;
+    created.ParseFromString(r.body);
+    pb::CompleteMultipartUploadRequest complete;
+    complete.set_bucket(o_.bucket);
+    complete.set_key(o_.key);
+    complete.set_upload_id(created.upload_id());
+    const uint64_t part = o_.size / 4;
+    for (uint32_t i = 0; i < 4; ++i) {
+      const uint64_t offset = i * part, length = i == 3 ? o_.size - offset : part;
+      pb::UploadPartRequest up;
+      up.set_bucket(o_.bucket);
+      up.set_key(o_.key);
+      up.set_upload_id(created.upload_id());
+      up.set_part_number(i + 1);
+      up.set_size(length);
+      up.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+      Checksummer sum(ChecksumAlgorithm::kCrc32c);
+      sum.Update(mem_->data() + offset, length);
+      up.set_checksum(sum.Finish());
+      Describe(up.add_source());
+      up.mutable_source(0)->set_address(up.source(0).address() + offset);
+      up.mutable_source(0)->set_length(length);
+      r = Call(Method::kUploadPart, up.SerializeAsString(), session_hex_);
+      if (!r.status.ok()) return Report(n, r, start);
+      pb::UploadPartResponse uploaded;
+      uploaded.ParseFromString(r.body);
+      pb::CompletedPart* done = complete.add_parts();
+      done->set_part_number(i + 1);
+      done->set_etag(uploaded.etag());
+    }
+    r = Call(Method::kCompleteMultipartUpload, complete.SerializeAsString(), session_hex_);
+    return Report(n, r, start);
+  }
+
+  int Report(int n, const RawReply& r, absl::Time start) {
     printf("reply %d code=%s ms=%lld message=%s\n", n,
            std::string(GetErrorInfo(ErrorCodeOf(r.status)).name).c_str(),
            static_cast<long long>(absl::ToInt64Milliseconds(absl::Now() - start)),

@@ -244,6 +244,10 @@ class FakeChannel final : public aobj::DataChannel {
       if (n == fault_at) {
         switch (fault) {
           case kFaultFailAt:
+            // AOBJ-DAT-157/158, as UcxWorker does: an operation failed after RMA was issued, so
+            // the endpoint is failed before the reply and later requests of the session get
+            // DATA_CHANNEL_UNAVAILABLE (the state "data channel failed" of spec 13.7).
+            endpoints_[ep].lost = true;
             failed = true;
             return aobj::MakeError(aobj::ErrorCode::kTransferFailed, "fake: operation failed");
           case kFaultLoseAt:

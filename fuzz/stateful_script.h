@@ -43,7 +43,8 @@ enum Op : uint32_t {
 // What the fake data channel does during the next RMA request (kOpPut, kOpGet, kOpMpPart).
 enum Fault : uint32_t {
   kFaultNone = 0,
-  kFaultFailAt,       // operation number `fault_at` fails (the ones before it moved their bytes)
+  kFaultFailAt,       // operation number `fault_at` fails (the ones before it moved their bytes);
+                      // the endpoint is failed from then on (spec 13.7, AOBJ-DAT-158)
   kFaultLoseAt,       // the endpoint is lost at operation `fault_at`
   kFaultCorruptAt,    // operation `fault_at` moves one wrong byte and reports success
   kFaultHookAt,       // before operation `fault_at`, a nested action runs (`hook`)

@@ -56,6 +56,133 @@ void CheckGetReply(CaseContext& ctx, const pb::GetObjectResponse& g, const std::
               Hex(Crc32cOf(expect)), Hex(g.checksum()));
 }
 
+// dat/8.8/2 and dat/8.8/4: a data request cancelled while it runs, named in the `aobj-cancel`
+// metadata entry (AOBJ-DAT-156) or in the RenewSession's signed body (AOBJ-DAT-160).
+void CancellationCase(CaseContext& ctx, bool in_body) {
+  BucketFixture f = OpenBucket(ctx);
+  if (in_body) {
+    // A session of the same principal that offers CANCEL (the bucket stays the fixture's).
+    auto p = ctx.NewPeer();
+    pb::OpenSessionRequest o = p->DefaultOpen();
+    o.add_capabilities(kCapCancel);
+    ctx.RequireOk(p->Open(o), "OpenSession offering CANCEL");
+    if (!p->Negotiated(kCapCancel)) ctx.Unsupported("CANCEL not negotiated");
+    f.p = std::move(p);
+  }
+  const size_t n = 512u << 20;
+  if (f.p->session().limits().max_transfer_bytes() < n) ctx.Unsupported("max_transfer_bytes below 512 MiB");
+  Renewer renewer(ctx, *f.p);
+  auto m = f.p->Allocate(n);
+  std::memset(m->data(), 0x21, n);
+  ctx.RequireOk(f.p->Send(Method::kPutObject, f.p->PutRequest(f.bucket, "big", *m, n)),
+                "PUT of 512 MiB");
+  // The request runs on a second peer of the same session; the first sends the cancel.
+  // Returns how long the request ran on after the server acknowledged the cancel.
+  auto run = [&](Method method, const std::string& body_text, const std::string& shown,
+                 RawReply* out) -> absl::Duration {
+    Peer q(ctx, "P1.data", ctx.target().access_key_id, ctx.target().secret);
+    q.set_session_hex(f.p->session_hex());
+    Tamper t;
+    t.nonce_hex = HexEncode(RandomBytes(16));
+    absl::Time replied;
+    std::thread worker([&] {
+      *out = q.Send(method, body_text, t, shown);
+      replied = absl::Now();
+    });
+    absl::SleepFor(absl::Milliseconds(15));
+    Tamper c;
+    pb::RenewSessionRequest renew;
+    if (in_body) {
+      renew.add_cancel(t.nonce_hex);  // AOBJ-DAT-160: inside the signed body
+    } else {
+      c.extra_metadata = {{kMetaCancel, t.nonce_hex}};
+    }
+    RawReply cancel = f.p->Send(Method::kRenewSession, renew, c);
+    const absl::Time acked = absl::Now();
+    worker.join();
+    q.set_session_hex("");
+    ctx.RequireOk(cancel, "RenewSession carrying aobj-cancel");
+    return replied - acked;
+  };
+  bool provoked = false;
+  for (int attempt = 0; attempt < 3 && !provoked; ++attempt) {
+    std::memset(m->data(), 0, n);
+    RawReply g;
+    pb::GetObjectRequest get = f.p->GetRequest(f.bucket, "big", *m, n);
+    get.set_accept_inline(false);
+    const absl::Duration ran_on =
+        run(Method::kGetObject, get.SerializeAsString(), "GET of 512 MiB (to be cancelled)", &g);
+    if (g.grpc_status.ok()) {
+      // Finished before the cancel arrived, or the cancel was ignored: the server stops
+      // within one step (a few ms); a transfer that goes on long after the
+      // acknowledgment did not stop.
+      ctx.Require(ran_on < absl::Milliseconds(100),
+                  "a GET that succeeds despite the cancel ended within 100 ms of its "
+                  "acknowledgment (it was over before the cancel arrived)",
+                  "< 100 ms", absl::FormatDuration(ran_on));
+      continue;
+    }
+    provoked = true;
+    ctx.RequireCode(g, ErrorCode::kCancelled, "the cancelled GET");
+    // The reply promises the server is done with the window (AOBJ-DAT-155).
+    std::memset(m->data(), 0x5c, n);
+    absl::SleepFor(absl::Milliseconds(500));
+    bool untouched = true;
+    for (size_t i = 0; i < n && untouched; i += 4096) untouched = m->data()[i] == 0x5c;
+    ctx.Require(untouched, "500 ms after the CANCELLED reply the window is as the client left it",
+                "unchanged", "written after the reply");
+  }
+  if (!provoked) ctx.Unsupported("every GET of 512 MiB finished before the cancel arrived");
+  // A cancelled PUT commits nothing.
+  std::memset(m->data(), 0x22, n);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    RawReply p;
+    run(Method::kPutObject, f.p->PutRequest(f.bucket, "cancelled-put", *m, n).SerializeAsString(),
+        "PUT of 512 MiB (to be cancelled)", &p);
+    if (p.grpc_status.ok()) {
+      ctx.RequireOk(f.p->Delete(f.bucket, "cancelled-put"), "DELETE (the PUT beat the cancel)");
+      continue;
+    }
+    ctx.RequireCode(p, ErrorCode::kCancelled, "the cancelled PUT");
+    ctx.RequireCode(f.p->Head(f.bucket, "cancelled-put"), ErrorCode::kNoSuchKey,
+                    "the cancelled PUT committed nothing");
+    break;
+  }
+  if (in_body) {
+    pb::RenewSessionRequest bad;
+    bad.add_cancel("not-a-nonce");
+    ctx.RequireCode(f.p->Send(Method::kRenewSession, bad), ErrorCode::kInvalidArgument,
+                    "a cancel entry that is not 32 hex digits");
+    pb::RenewSessionRequest many;
+    for (int i = 0; i < 17; ++i) many.add_cancel(HexEncode(RandomBytes(16)));
+    ctx.RequireCode(f.p->Send(Method::kRenewSession, many), ErrorCode::kInvalidArgument,
+                    "17 cancel entries (at most 16)");
+    pb::RenewSessionRequest sixteen;
+    for (int i = 0; i < 16; ++i) sixteen.add_cancel(HexEncode(RandomBytes(16)));
+    ctx.RequireOk(f.p->Send(Method::kRenewSession, sixteen),
+                  "16 cancel entries naming no request in progress are ignored");
+    // The entries are signed: one altered after signing fails authentication.
+    Tamper altered;
+    pb::RenewSessionRequest one;
+    one.add_cancel(HexEncode(RandomBytes(16)));
+    altered.raw_body = one.SerializeAsString();
+    altered.body_suffix = std::string("\x0a\x20", 2) + HexEncode(RandomBytes(16));
+    ctx.RequireCode(f.p->Send(Method::kRenewSession, one, altered),
+                    ErrorCode::kSignatureDoesNotMatch,
+                    "a cancel entry appended to the body after signing");
+  } else {
+    Tamper bad;
+    bad.extra_metadata = {{kMetaCancel, "not-a-nonce"}};
+    ctx.RequireCode(f.p->Send(Method::kRenewSession, pb::RenewSessionRequest(), bad),
+                    ErrorCode::kInvalidArgument, "aobj-cancel that is not 32 hex digits");
+    Tamper none;
+    none.extra_metadata = {{kMetaCancel, HexEncode(RandomBytes(16))}};
+    ctx.RequireOk(f.p->Send(Method::kRenewSession, pb::RenewSessionRequest(), none),
+                  "aobj-cancel naming no request in progress is ignored");
+  }
+  ctx.RequireStillServes();
+}
+
 }  // namespace
 
 void RegisterDataCases(Registry& r) {
@@ -356,92 +483,11 @@ void RegisterDataCases(Registry& r) {
   Add(r, "dat/8.8/2", "a cancelled GET or PUT: CANCELLED, replied only after its RMA, nothing "
                       "committed, no access afterwards",
       "core", {"AOBJ-DAT-155", "AOBJ-DAT-156", "AOBJ-DAT-016", "AOBJ-MEM-010"}, true,
-      [](CaseContext& ctx) {
-        BucketFixture f = OpenBucket(ctx);
-        const size_t n = 512u << 20;
-        if (f.p->session().limits().max_transfer_bytes() < n) ctx.Unsupported("max_transfer_bytes below 512 MiB");
-        Renewer renewer(ctx, *f.p);
-        auto m = f.p->Allocate(n);
-        std::memset(m->data(), 0x21, n);
-        ctx.RequireOk(f.p->Send(Method::kPutObject, f.p->PutRequest(f.bucket, "big", *m, n)),
-                      "PUT of 512 MiB");
-        // The request runs on a second peer of the same session; the first sends the cancel.
-        // Returns how long the request ran on after the server acknowledged the cancel.
-        auto run = [&](Method method, const std::string& body_text, const std::string& shown,
-                       RawReply* out) -> absl::Duration {
-          Peer q(ctx, "P1.data", ctx.target().access_key_id, ctx.target().secret);
-          q.set_session_hex(f.p->session_hex());
-          Tamper t;
-          t.nonce_hex = HexEncode(RandomBytes(16));
-          absl::Time replied;
-          std::thread worker([&] {
-            *out = q.Send(method, body_text, t, shown);
-            replied = absl::Now();
-          });
-          absl::SleepFor(absl::Milliseconds(15));
-          Tamper c;
-          c.extra_metadata = {{kMetaCancel, t.nonce_hex}};
-          RawReply cancel = f.p->Send(Method::kRenewSession, pb::RenewSessionRequest(), c);
-          const absl::Time acked = absl::Now();
-          worker.join();
-          q.set_session_hex("");
-          ctx.RequireOk(cancel, "RenewSession carrying aobj-cancel");
-          return replied - acked;
-        };
-        bool provoked = false;
-        for (int attempt = 0; attempt < 3 && !provoked; ++attempt) {
-          std::memset(m->data(), 0, n);
-          RawReply g;
-          pb::GetObjectRequest get = f.p->GetRequest(f.bucket, "big", *m, n);
-          get.set_accept_inline(false);
-          const absl::Duration ran_on =
-              run(Method::kGetObject, get.SerializeAsString(), "GET of 512 MiB (to be cancelled)", &g);
-          if (g.grpc_status.ok()) {
-            // Finished before the cancel arrived, or the cancel was ignored: the server stops
-            // within one step (a few ms); a transfer that goes on long after the
-            // acknowledgment did not stop.
-            ctx.Require(ran_on < absl::Milliseconds(100),
-                        "a GET that succeeds despite the cancel ended within 100 ms of its "
-                        "acknowledgment (it was over before the cancel arrived)",
-                        "< 100 ms", absl::FormatDuration(ran_on));
-            continue;
-          }
-          provoked = true;
-          ctx.RequireCode(g, ErrorCode::kCancelled, "the cancelled GET");
-          // The reply promises the server is done with the window (AOBJ-DAT-155).
-          std::memset(m->data(), 0x5c, n);
-          absl::SleepFor(absl::Milliseconds(500));
-          bool untouched = true;
-          for (size_t i = 0; i < n && untouched; i += 4096) untouched = m->data()[i] == 0x5c;
-          ctx.Require(untouched, "500 ms after the CANCELLED reply the window is as the client left it",
-                      "unchanged", "written after the reply");
-        }
-        if (!provoked) ctx.Unsupported("every GET of 512 MiB finished before the cancel arrived");
-        // A cancelled PUT commits nothing.
-        std::memset(m->data(), 0x22, n);
-        for (int attempt = 0; attempt < 3; ++attempt) {
-          RawReply p;
-          run(Method::kPutObject, f.p->PutRequest(f.bucket, "cancelled-put", *m, n).SerializeAsString(),
-              "PUT of 512 MiB (to be cancelled)", &p);
-          if (p.grpc_status.ok()) {
-            ctx.RequireOk(f.p->Delete(f.bucket, "cancelled-put"), "DELETE (the PUT beat the cancel)");
-            continue;
-          }
-          ctx.RequireCode(p, ErrorCode::kCancelled, "the cancelled PUT");
-          ctx.RequireCode(f.p->Head(f.bucket, "cancelled-put"), ErrorCode::kNoSuchKey,
-                          "the cancelled PUT committed nothing");
-          break;
-        }
-        Tamper bad;
-        bad.extra_metadata = {{kMetaCancel, "not-a-nonce"}};
-        ctx.RequireCode(f.p->Send(Method::kRenewSession, pb::RenewSessionRequest(), bad),
-                        ErrorCode::kInvalidArgument, "aobj-cancel that is not 32 hex digits");
-        Tamper none;
-        none.extra_metadata = {{kMetaCancel, HexEncode(RandomBytes(16))}};
-        ctx.RequireOk(f.p->Send(Method::kRenewSession, pb::RenewSessionRequest(), none),
-                      "aobj-cancel naming no request in progress is ignored");
-        ctx.RequireStillServes();
-      });
+      [](CaseContext& ctx) { CancellationCase(ctx, false); });
+  Add(r, "dat/8.8/4", "CANCEL: requests named in the RenewSession's signed body are stopped as "
+                      "by aobj-cancel; malformed, oversized and altered entries refused",
+      "core", {"AOBJ-DAT-161", "AOBJ-DAT-160", "AOBJ-DAT-155", "AOBJ-DAT-016"}, true,
+      [](CaseContext& ctx) { CancellationCase(ctx, true); });
   Add(r, "dat/8.8/3", "after a GET's deadline passes the server stops writing", "core",
       {"AOBJ-DAT-016"}, true, [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);

@@ -102,6 +102,7 @@ inline constexpr uint32_t kCapCrc32c = 2;
 inline constexpr uint32_t kCapCrc64 = 3;
 inline constexpr uint32_t kCapMultiDescriptor = 4;
 inline constexpr uint32_t kCapOpaqueEtag = 5;
+inline constexpr uint32_t kCapCancel = 6;
 
 inline void RequireCapability(CaseContext& ctx, const Peer& p, uint32_t cap, const char* name) {
   if (!p.Negotiated(cap)) {

@@ -121,7 +121,7 @@ class ClientImpl final : public Client, public CancelSender {
     req.mutable_versions()->set_max(options_.max_version);
     // AOBJ-DAT-022: CRC32C always offered. AOBJ-EXT-005: every capability the client may use is
     // offered here, so HasCapability (the server's answer) never enables one it did not offer.
-    for (uint32_t c : {kCapInline, kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor}) {
+    for (uint32_t c : {kCapInline, kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor, kCapCancel}) {
       req.add_capabilities(c);
     }
     if (options_.opaque_etags) req.add_capabilities(kCapOpaqueEtag);
@@ -832,14 +832,20 @@ class ClientImpl final : public Client, public CancelSender {
         std::move(done));
   }
 
-  // AOBJ-DAT-156: names a running request of this session in an `aobj-cancel` entry on a
-  // RenewSession call. Failure is not reported: the operation then ends by its deadline.
+  // Names a running request of this session on a RenewSession call: in the signed body when
+  // CANCEL was negotiated (AOBJ-DAT-160), else in an `aobj-cancel` entry (AOBJ-DAT-156).
+  // Failure is not reported: the operation then ends by its deadline.
   void SendCancel(const std::string& nonce) override {
     OpControl* saved = tls_op;
     tls_op = nullptr;  // this call is not part of the operation being cancelled
     pb::RenewSessionRequest req;
     pb::RenewSessionResponse resp;
-    Call(Method::kRenewSession, req, &resp, nullptr, {{kMetaCancel, nonce}}).IgnoreError();
+    if (HasCapability(kCapCancel)) {
+      req.add_cancel(nonce);
+      Call(Method::kRenewSession, req, &resp).IgnoreError();
+    } else {
+      Call(Method::kRenewSession, req, &resp, nullptr, {{kMetaCancel, nonce}}).IgnoreError();
+    }
     tls_op = saved;
   }
 

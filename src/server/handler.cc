@@ -124,18 +124,29 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
     case Method::kRenewSession: {
       aobj::v1::RenewSessionRequest req;
       AOBJ_RETURN_IF_ERROR(Parse(body, &req));
-      // AOBJ-DAT-156: a cancellation rides on a renewal of the same session (whose signature
-      // and session binding were verified above); it reaches only this session's requests.
-      if (call != nullptr && !call->cancel_nonce.empty()) {
+      // AOBJ-DAT-156, AOBJ-DAT-161: a cancellation rides on a renewal of the same session
+      // (whose signature and session binding were verified above): in the signed body's
+      // `cancel` entries, or in the older `aobj-cancel` metadata entry. It reaches only this
+      // session's requests. Every entry is checked before any is applied.
+      std::vector<std::string> cancels(req.cancel().begin(), req.cancel().end());
+      if (cancels.size() > kMaxCancelEntries) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         absl::StrCat("RenewSession names ", cancels.size(),
+                                      " requests to cancel; at most ", kMaxCancelEntries));
+      }
+      if (call != nullptr && !call->cancel_nonce.empty()) cancels.push_back(call->cancel_nonce);
+      for (const std::string& nonce : cancels) {
         std::string raw;
-        if (call->cancel_nonce.size() != 2 * kNonceBytes || !HexDecode(call->cancel_nonce, &raw)) {
+        if (nonce.size() != 2 * kNonceBytes || !HexDecode(nonce, &raw)) {
           return MakeError(ErrorCode::kInvalidArgument,
-                           absl::StrCat("aobj-cancel must be ", 2 * kNonceBytes,
-                                        " lower-case hex characters"));
+                           absl::StrCat("a cancel entry must be ", 2 * kNonceBytes,
+                                        " lower-case hex characters (a request's aobj-nonce)"));
         }
-        const bool running = in_flight_.Cancel(s.id_hex, call->cancel_nonce);
-        Log(absl::StrCat("event=request_cancel session=", s.id_hex, " nonce=",
-                         call->cancel_nonce, " running=", running ? "true" : "false"));
+      }
+      for (const std::string& nonce : cancels) {
+        const bool running = in_flight_.Cancel(s.id_hex, nonce);
+        Log(absl::StrCat("event=request_cancel session=", s.id_hex, " nonce=", nonce,
+                         " running=", running ? "true" : "false"));
       }
       aobj::v1::RenewSessionResponse resp;
       resp.set_lease_ms(absl::ToInt64Milliseconds(sessions_->lease()));

@@ -158,9 +158,10 @@ class Service final : public aobj::v1::ObjectService::Service {
       ctx->AddTrailingMetadata(kErrorTrailer, trailer);
       reactor->Finish(gs);
     };
-    // AOBJ-DAT-156: a cancellation must not queue behind the data requests it is meant to stop
-    // (they may hold every request thread). A RenewSession never blocks, so it runs here.
-    if (!call->cancel_nonce.empty()) {
+    // AOBJ-DAT-156, AOBJ-DAT-160: a cancellation must not queue behind the data requests it is
+    // meant to stop (they may hold every request thread). A RenewSession never blocks, so every
+    // one runs here (its cancel entries may be in the signed body, unparsed yet).
+    if (method == Method::kRenewSession) {
       run();
       return reactor;
     }
@@ -228,7 +229,7 @@ class ServerImpl final : public Server {
     if (l.max_rkey_bytes) hc.limits.max_rkey_bytes = l.max_rkey_bytes;
     // AOBJ-DAT-022: CRC32C is always supported.
     hc.capabilities = {kCapInline, kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor,
-                       kCapOpaqueEtag};
+                       kCapOpaqueEtag, kCapCancel};
     hc.server_name = options_.server_name;
     hc.max_sessions = options_.max_sessions;
     hc.max_sessions_per_principal = options_.max_sessions_per_principal;

@@ -20,7 +20,11 @@ enum Capability : uint32_t {
   kCapCrc64Nvme = 3,
   kCapMultiDescriptor = 4,
   kCapOpaqueEtag = 5,
+  kCapCancel = 6,
 };
+
+// AOBJ-DAT-161: cancel entries one RenewSession may carry.
+inline constexpr size_t kMaxCancelEntries = 16;
 
 // AOBJ-EXT-001 / AOBJ-EXT-004: the grease pattern for capabilities and error codes.
 inline constexpr bool IsGrease(uint32_t v) { return (v & 0x0F0F0F0Fu) == 0x0A0A0A0Au; }

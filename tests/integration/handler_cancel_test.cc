@@ -256,5 +256,47 @@ TEST_F(HandlerCancelTest, MalformedCancelEntryIsInvalidArgument) {
   }
 }
 
+// AOBJ-DAT-160: the same cancellation named in the RenewSession's signed body (capability
+// CANCEL); one renewal stops every request it names.
+TEST_F(HandlerCancelTest, CancelNamedInTheSignedBodyStopsEveryNamedRequest) {
+  StoreObject("k");
+  std::vector<RequestAuth> auths;
+  std::vector<std::string> bodies;
+  pb::RenewSessionRequest renew;
+  for (int i = 0; i < 2; ++i) {
+    bodies.push_back(GetBody("k"));
+    auths.push_back(signer_.Sign(MethodPath(Method::kGetObject), session_, bodies.back(),
+                                 absl::Now()));
+    renew.add_cancel(auths.back().nonce_hex);
+  }
+  auto r = Send(Method::kRenewSession, renew.SerializeAsString(), nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (int i = 0; i < 2; ++i) {
+    auto got =
+        handler_->Handle(Method::kGetObject, auths[i], bodies[i], absl::Now(), nullptr, nullptr);
+    EXPECT_EQ(ErrorCodeOf(got.status()), ErrorCode::kCancelled) << i << ": " << got.status();
+  }
+  EXPECT_EQ(channel_.executes.load(), 0);
+}
+
+// AOBJ-DAT-161: a malformed entry, or more than 16, fails the renewal and cancels nothing (the
+// good entry beside a bad one stays unapplied).
+TEST_F(HandlerCancelTest, MalformedOrTooManyBodyCancelsCancelNothing) {
+  StoreObject("k");
+  const std::string body = GetBody("k");
+  RequestAuth get_auth = signer_.Sign(MethodPath(Method::kGetObject), session_, body, absl::Now());
+  pb::RenewSessionRequest bad;
+  bad.add_cancel(get_auth.nonce_hex);
+  bad.add_cancel(std::string(31, 'a'));
+  EXPECT_EQ(ErrorCodeOf(Send(Method::kRenewSession, bad.SerializeAsString(), nullptr).status()),
+            ErrorCode::kInvalidArgument);
+  pb::RenewSessionRequest many;
+  for (int i = 0; i < 17; ++i) many.add_cancel(get_auth.nonce_hex);
+  EXPECT_EQ(ErrorCodeOf(Send(Method::kRenewSession, many.SerializeAsString(), nullptr).status()),
+            ErrorCode::kInvalidArgument);
+  auto got = handler_->Handle(Method::kGetObject, get_auth, body, absl::Now(), nullptr, nullptr);
+  EXPECT_TRUE(got.ok()) << got.status();
+}
+
 }  // namespace
 }  // namespace aobj

@@ -258,8 +258,9 @@ class OutsideWindowTest : public DeadPeerTest, public ::testing::WithParamInterf
 // rkey of memory it did register. With System V memory the server maps the segment and checks the
 // window against it; with posix memory (reached by emulation) against the segment the key
 // declares. Either way DESCRIPTOR_OUT_OF_BOUNDS before any RMA (AOBJ-MEM-012), nothing written
-// into the heap (GET), nothing stored (PUT). The same memory with the window inside it still
-// moves the object (the check bounds, it does not refuse the memory kind).
+// into the heap (GET), nothing stored (PUT); the server still serves, is idle and stops on
+// SIGTERM. The same memory with the window inside it still moves the object (the check bounds,
+// it does not refuse the memory kind).
 TEST_P(OutsideWindowTest, WindowOutsideTheRegistrationFailsAndMovesNothing) {
   const OutsideCase& c = GetParam();
   if (c.op == "get") {
@@ -281,6 +282,8 @@ TEST_P(OutsideWindowTest, WindowOutsideTheRegistrationFailsAndMovesNothing) {
               ErrorCode::kNoSuchKey);
   }
   testing::ExpectStillServes(*server_, "after-outside", 0x31);
+  ExpectIdle();
+  ExpectStopsOnSigterm();
 }
 
 INSTANTIATE_TEST_SUITE_P(

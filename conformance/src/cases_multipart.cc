@@ -154,6 +154,30 @@ void RegisterMultipartCases(Registry& r) {
         ctx.RequireOk(Part(other, 1, "still fine"), "the other upload is untouched");
         ctx.RequireStillServes();
       });
+  Add(r, "mpu/9.15.1/3",
+      "DeleteBucket with an upload in progress: BUCKET_NOT_EMPTY, the upload intact; after Abort "
+      "the bucket deletes and a bucket of the same name starts with no uploads",
+      "multipart", {"AOBJ-OBJ-232", "AOBJ-OBJ-006"}, false, [](CaseContext& ctx) {
+        Upload u = Create(ctx, "kept");
+        ctx.RequireOk(Part(u, 1, "part one"), "UploadPart");
+        pb::DeleteBucketRequest d;
+        d.set_bucket(u.bucket);
+        ctx.RequireCode(u.p->Send(Method::kDeleteBucket, d), ErrorCode::kBucketNotEmpty,
+                        "DeleteBucket of a bucket whose only content is an upload in progress");
+        ctx.RequireOk(ListParts(u, 0, 0), "ListParts: the upload is intact");
+        ctx.RequireOk(Abort(u, u.id), "AbortMultipartUpload");
+        ctx.RequireOk(u.p->Send(Method::kDeleteBucket, d), "DeleteBucket after the Abort");
+        ctx.RequireOk(u.p->CreateBucket(u.bucket), "CreateBucket of the same name");
+        pb::ListMultipartUploadsRequest l;
+        l.set_bucket(u.bucket);
+        RawReply lr = u.p->Send(Method::kListMultipartUploads, l);
+        ctx.RequireOk(lr, "ListMultipartUploads of the new bucket");
+        ctx.Require(Parse<pb::ListMultipartUploadsResponse>(ctx, lr, "ListMultipartUploads")
+                            .uploads_size() == 0,
+                    "the new bucket has no uploads", "0", "the old upload is back");
+        ctx.RequireCode(Part(u, 2, "x"), ErrorCode::kNoSuchUpload,
+                        "UploadPart to the old upload ID in the new bucket");
+      });
   Add(r, "mpu/9.15.2/1", "part numbers 0 and 10001: INVALID_ARGUMENT and TOO_MANY_PARTS",
       "multipart", {"AOBJ-OBJ-205"}, true, [](CaseContext& ctx) {
         Upload u = Create(ctx);

@@ -193,7 +193,9 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
       aobj::v1::DeleteBucketRequest req;
       AOBJ_RETURN_IF_ERROR(Parse(body, &req));
       AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
-      AOBJ_RETURN_IF_ERROR(store_->DeleteBucket(req.bucket()));
+      // AOBJ-OBJ-232: through the multipart manager, which refuses while uploads are in progress.
+      AOBJ_RETURN_IF_ERROR(multipart_ != nullptr ? multipart_->DeleteBucket(req.bucket())
+                                                 : store_->DeleteBucket(req.bucket()));
       if (authz_ != nullptr) AOBJ_RETURN_IF_ERROR(authz_->ForgetOwner(req.bucket()));
       return Serialize(aobj::v1::DeleteBucketResponse());
     }

@@ -90,6 +90,8 @@ struct Core {
       by_bucket ABSL_GUARDED_BY(mu);
   uint64_t part_count ABSL_GUARDED_BY(mu) = 0;
   size_t creating ABSL_GUARDED_BY(mu) = 0;  // Creates between their reservation and insertion
+  // The same, per bucket: a bucket with a Create in flight is not empty (AOBJ-OBJ-232).
+  absl::flat_hash_map<std::string, size_t> creating_in ABSL_GUARDED_BY(mu);
   bool closed ABSL_GUARDED_BY(mu) = false;  // the manager was destroyed
 
   void Insert(std::shared_ptr<Upload> u) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
@@ -233,7 +235,6 @@ class Manager final : public MultipartManager {
     if (metadata_bytes > kMaxContentTypeBytes) {
       return MakeError(ErrorCode::kInvalidArgument, "user metadata too large");
     }
-    AOBJ_MP_RETURN_IF_ERROR(core_->store->HeadBucket(StdView(bucket)));  // AOBJ-OBJ-200
     UploadInfo info;
     info.bucket = std::string(bucket);
     info.key = std::string(key);
@@ -241,6 +242,9 @@ class Manager final : public MultipartManager {
     info.user_metadata = attributes.user_metadata;
     {
       absl::MutexLock lock(&core_->mu);
+      // AOBJ-OBJ-200, checked under the lock that DeleteBucket holds (AOBJ-OBJ-232): the bucket
+      // exists, and cannot be deleted until this upload is created or has failed.
+      AOBJ_MP_RETURN_IF_ERROR(core_->store->HeadBucket(StdView(bucket)));
       // AOBJ-OBJ-228
       if (core_->by_id.size() + core_->creating >= core_->limits.max_uploads) {
         return MakeError(ErrorCode::kTooManyUploads,
@@ -259,16 +263,32 @@ class Manager final : public MultipartManager {
         info.upload_id = HexEncode(raw);
       } while (core_->by_id.contains(info.upload_id));
       ++core_->creating;
+      ++core_->creating_in[info.bucket];
     }
     // Outside the lock: the directory area fsyncs.
     absl::Status added = core_->area->AddUpload(info);
     absl::MutexLock lock(&core_->mu);
     --core_->creating;
+    if (--core_->creating_in[info.bucket] == 0) core_->creating_in.erase(info.bucket);
     if (!added.ok()) return added;
     auto upload = std::make_shared<Upload>();
     upload->info = info;
     core_->Insert(std::move(upload));
     return info;
+  }
+
+  absl::Status DeleteBucket(absl::string_view bucket) override {
+    absl::MutexLock lock(&core_->mu);
+    // AOBJ-OBJ-232: uploads in progress keep the bucket (S3 answers BucketNotEmpty likewise
+    // for any content); the check and the delete are one step under the lock Create takes.
+    auto it = core_->by_bucket.find(std::string(bucket));
+    const bool uploads = it != core_->by_bucket.end() && !it->second.empty();
+    if (uploads || core_->creating_in.contains(std::string(bucket))) {
+      return MakeError(ErrorCode::kBucketNotEmpty,
+                       absl::StrCat("bucket ", bucket, " has multipart uploads in progress; "
+                                    "complete or abort them first (AOBJ-OBJ-232)"));
+    }
+    return core_->store->DeleteBucket(StdView(bucket));
   }
 
   absl::StatusOr<std::unique_ptr<ObjectWriter>> BeginPart(absl::string_view bucket,

@@ -97,6 +97,11 @@ class MultipartManager {
                                               const std::vector<CompletedPart>& parts,
                                               const WriteOptions& conditions = {}) = 0;
 
+  // Deletes the bucket from the store unless an upload of it is in progress (or being created):
+  // BUCKET_NOT_EMPTY then (AOBJ-OBJ-232). Decided atomically with Create, so no upload can
+  // outlive its bucket and pass to whoever creates the name next. Store errors as DeleteBucket.
+  virtual absl::Status DeleteBucket(absl::string_view bucket) = 0;
+
   // Ends the upload and discards its parts (AOBJ-OBJ-220). NO_SUCH_BUCKET, NO_SUCH_UPLOAD.
   virtual absl::Status Abort(absl::string_view bucket, absl::string_view key,
                              absl::string_view upload_id) = 0;

@@ -98,6 +98,31 @@ TEST_F(AuthzTest, OwnerOnlyBucketsRefuseOtherPrincipals) {
   EXPECT_TRUE(a_->Copy("alpha", "k", "alpha", "k2", {}).ok());
 }
 
+// Control-plane probe finding 2 (AOBJ-OBJ-232): A's upload cannot pass to B through a bucket
+// that A deletes and B re-creates. The delete is refused while the upload is in progress; once A
+// aborts it and deletes the bucket, B's bucket of the same name starts with no uploads.
+TEST_F(AuthzTest, UploadsCannotPassToTheNextHolderOfABucketName) {
+  ASSERT_TRUE(a_->CreateBucket("gamma").ok());
+  auto up = a_->CreateMultipartUpload("gamma", "secret");
+  ASSERT_TRUE(up.ok()) << up.status();
+  auto buf = a_->AllocateBuffer(1000);
+  ASSERT_TRUE(buf.ok());
+  std::memset((*buf)->data(), 's', 1000);
+  ASSERT_TRUE(a_->UploadPart("gamma", "secret", up->upload_id, 1, **buf, 0, 1000).ok());
+  EXPECT_EQ(ErrorCodeOf(a_->DeleteBucket("gamma")), ErrorCode::kBucketNotEmpty);
+  EXPECT_FALSE(b_->CreateBucket("gamma").ok());  // the name is still A's
+  EXPECT_TRUE(Denied(b_->ListMultipartUploads("gamma").status()));
+  EXPECT_TRUE(Denied(b_->ListParts("gamma", "secret", up->upload_id).status()));
+  ASSERT_TRUE(a_->AbortMultipartUpload("gamma", "secret", up->upload_id).ok());
+  ASSERT_TRUE(a_->DeleteBucket("gamma").ok());
+  ASSERT_TRUE(b_->CreateBucket("gamma").ok());
+  auto uploads = b_->ListMultipartUploads("gamma");
+  ASSERT_TRUE(uploads.ok()) << uploads.status();
+  EXPECT_TRUE(uploads->uploads.empty());
+  EXPECT_EQ(ErrorCodeOf(b_->ListParts("gamma", "secret", up->upload_id).status()),
+            ErrorCode::kNoSuchUpload);
+}
+
 TEST_F(AuthzTest, GrantsOpenBucketsReadOnlyOrReadWrite) {
   server_->Stop();
   server_ = std::make_unique<ServerProcess>(

@@ -843,6 +843,55 @@ TEST_P(MultipartTest, SizesAboveFourGiBInListingsAndRules) {
   EXPECT_EQ(UploadCount(), 1u);
 }
 
+
+// AOBJ-OBJ-232 (control-plane probe finding 2): a bucket with an upload in progress is not
+// deleted, so the upload can never pass to whoever creates the name next; once the upload is
+// aborted the bucket deletes.
+TEST_P(MultipartTest, DeleteBucketWithAnUploadInProgressIsRefused) {
+  const std::string id = Create();
+  ASSERT_TRUE(Part(id, 1, std::string(200, 'p')).ok());
+  EXPECT_EQ(ErrorCodeOf(mp_->DeleteBucket(kBucket)), ErrorCode::kBucketNotEmpty);
+  EXPECT_TRUE(store_->HeadBucket(kBucket).ok());
+  ASSERT_TRUE(mp_->Abort(kBucket, "k", id).ok());
+  EXPECT_TRUE(mp_->DeleteBucket(kBucket).ok());
+  EXPECT_EQ(ErrorCodeOf(store_->HeadBucket(kBucket)), ErrorCode::kNoSuchBucket);
+  // A bucket of the same name later starts with no uploads.
+  ASSERT_TRUE(store_->CreateBucket(kBucket).ok());
+  auto page = mp_->ListUploads(kBucket, "", "", "", 0);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_TRUE(page->uploads.empty());
+}
+
+// AOBJ-OBJ-232: Create and DeleteBucket racing on one bucket: afterwards either the bucket is
+// gone and no upload of it exists, or it stands with the uploads that were created.
+TEST_P(MultipartTest, CreateRacingDeleteBucketLeavesNoOrphanUpload) {
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<int> created{0};
+    std::thread creator([&] {
+      for (int i = 0; i < 5; ++i) {
+        auto u = mp_->Create(kBucket, "k" + std::to_string(i), WriteOptions{});
+        if (u.ok()) ++created;
+      }
+    });
+    const absl::Status deleted = mp_->DeleteBucket(kBucket);
+    creator.join();
+    auto page = mp_->ListUploads(kBucket, "", "", "", 0);
+    if (deleted.ok()) {
+      // ListUploads of a missing bucket fails, or (none created) lists nothing.
+      EXPECT_TRUE(!page.ok() || page->uploads.empty()) << round;
+      EXPECT_EQ(created.load(), 0) << round;
+      ASSERT_TRUE(store_->CreateBucket(kBucket).ok());
+      auto fresh = mp_->ListUploads(kBucket, "", "", "", 0);
+      ASSERT_TRUE(fresh.ok());
+      EXPECT_TRUE(fresh->uploads.empty()) << "an upload outlived its bucket, round " << round;
+    } else {
+      EXPECT_EQ(ErrorCodeOf(deleted), ErrorCode::kBucketNotEmpty) << deleted;
+      ASSERT_TRUE(page.ok());
+      for (const auto& u : page->uploads) ASSERT_TRUE(mp_->Abort(kBucket, u.key, u.upload_id).ok());
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Areas, MultipartTest, ::testing::Values("memory", "fs"),
                          [](const auto& info) { return info.param; });
 

@@ -298,7 +298,11 @@ class ServerImpl final : public Server {
   void Wait() override { done_.WaitForNotification(); }
 
   ServerStats stats() override {
-    if (stopped_) return final_stats_;
+    // Also the destructor's Shutdown() after an Init() that failed half-way (a bad --grant or
+    // owners file): nothing below may exist yet (issue 16: that used to crash at start).
+    if (stopped_ || sessions_ == nullptr || channel_ == nullptr || handler_ == nullptr) {
+      return final_stats_;
+    }
     ServerStats s;
     s.open_sessions = sessions_->open_sessions();
     s.endpoints = channel_->endpoint_count();

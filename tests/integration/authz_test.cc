@@ -1,8 +1,13 @@
 // Per-principal bucket authorization with two principals (spec 14.8, AOBJ-SEC-008..011):
 // owner-only buckets, read-only and write grants, refused requests without effect, owners kept
 // across a restart of the filesystem store.
+#include <sys/stat.h>
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "aobj/client.h"
 #include "aobj/status.h"
@@ -163,6 +168,41 @@ TEST_F(AuthzTest, OwnersSurviveARestart) {
   Connect();
   EXPECT_TRUE(a_->HeadBucket("kept").ok());  // AOBJ-SEC-011
   EXPECT_TRUE(Denied(b_->HeadBucket("kept")));
+}
+
+// Issue 16 finding 6: a bad grant or a malformed owners file is reported at start with the
+// reason and exit status 1, not a crash.
+TEST(AuthzStartTest, BadGrantOrOwnersFileIsReportedNotACrash) {
+  const std::string dir = testing::TestDir();
+  const std::string creds = dir + "/creds";
+  {
+    std::ofstream f(creds);
+    f << kAccessKey << " " << kSecret << "\n";
+  }
+  chmod(creds.c_str(), 0600);
+  std::system(("mkdir -p '" + dir + "/root'").c_str());
+  {
+    std::ofstream f(dir + "/root/.aobj-owners");
+    f << "this is \x01 not an owners file\n\n\n";
+  }
+  const std::vector<std::vector<std::string>> cases = {
+      {"--store", "memory", "--grant", std::string(kAccessKey) + ":BAD_Bucket!:read"},
+      {"--store", "fs", "--root", dir + "/root"}};
+  int n = 0;
+  for (const auto& extra : cases) {
+    std::vector<std::string> argv = {AOBJ_SERVER_BINARY, "--listen", "127.0.0.1:0",
+                                     "--credentials", creds, "--plaintext", "--authorization",
+                                     "owner"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    const std::string log = dir + "/start-" + std::to_string(++n) + ".log";
+    const pid_t pid = testing::Spawn(argv, log);
+    const int status = testing::WaitFor(pid, std::chrono::seconds(20));
+    ASSERT_GE(status, 0) << testing::ReadFile(log);
+    EXPECT_TRUE(WIFEXITED(status)) << "killed by a signal:\n" << testing::ReadFile(log);
+    EXPECT_NE(WEXITSTATUS(status), 0) << testing::ReadFile(log);
+    EXPECT_EQ(testing::ReadFile(log).find("Segmentation"), std::string::npos)
+        << testing::ReadFile(log);
+  }
 }
 
 }  // namespace

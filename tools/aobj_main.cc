@@ -114,7 +114,8 @@ int MultipartCommand(aobj::Client& c, const std::vector<std::string>& pos,
     for (const aobj::UploadInfo& u : page->uploads) {
       std::cout << absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMillis(u.initiated_ms),
                                     absl::UTCTimeZone())
-                << "  " << u.upload_id << "  " << u.key << "\n";
+                << "  " << aobj::tools::Printable(u.upload_id) << "  "
+                << aobj::tools::Printable(u.key) << "\n";
       ++count;
     }
     if (!page->truncated) break;
@@ -343,12 +344,14 @@ int main(int argc, char** argv) {
     std::cout << "key:           " << bucket << "/" << key << "\n"
               << "size:          " << info->size << " (" << aobj::tools::HumanBytes(info->size)
               << ")\n"
-              << "etag:          " << info->etag << "\n"
+              << "etag:          " << aobj::tools::Printable(info->etag) << "\n"
               << "last-modified: "
               << absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMillis(info->last_modified_ms),
                                   absl::UTCTimeZone())
               << "\n"
-              << "content-type:  " << (info->content_type.empty() ? "-" : info->content_type) << "\n"
+              << "content-type:  "
+              << (info->content_type.empty() ? "-" : aobj::tools::Printable(info->content_type))
+              << "\n"
               << "crc32c:        " << Checksum(*info) << "\n";
     return 0;
   }

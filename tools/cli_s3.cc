@@ -51,7 +51,8 @@ int Usage(const std::string& msg) {
 }
 
 std::string Uri(const std::string& bucket, const std::string& key) {
-  return absl::StrCat(kScheme, bucket, "/", key);
+  // For messages only: a hostile server's names must not reach the terminal raw (issue 16).
+  return absl::StrCat(kScheme, tools::Printable(bucket), "/", tools::Printable(key));
 }
 
 std::string FormatTime(int64_t ms) {
@@ -611,7 +612,7 @@ int RunCp(Client& client, const std::vector<std::string>& args, const CliSetting
     progress.FileDone();
     if (!n.ok()) {
       progress.Clear();
-      Fail(absl::StrCat("download ", from, " to ", job.target), n.status());
+      Fail(absl::StrCat("download ", from, " to ", tools::Printable(job.target)), n.status());
       ++failed;
       continue;
     }
@@ -619,7 +620,7 @@ int RunCp(Client& client, const std::vector<std::string>& args, const CliSetting
       if (job.target == "-") {
         std::cerr << "download: " << from << " to -\n";
       } else {
-        progress.Print(absl::StrCat("download: ", from, " to ", job.target));
+        progress.Print(absl::StrCat("download: ", from, " to ", tools::Printable(job.target)));
       }
     }
   }
@@ -633,7 +634,7 @@ int RunLs(Client& client, const std::vector<std::string>& args, const CliSetting
     absl::StatusOr<std::vector<BucketSummary>> buckets = client.ListBuckets();
     if (!buckets.ok()) return Fail("list buckets", buckets.status());
     for (const BucketSummary& b : *buckets) {
-      std::cout << FormatTime(b.creation_time_ms) << " " << b.name << "\n";
+      std::cout << FormatTime(b.creation_time_ms) << " " << tools::Printable(b.name) << "\n";
     }
     return 0;
   }
@@ -652,12 +653,12 @@ int RunLs(Client& client, const std::vector<std::string>& args, const CliSetting
           (i < page.objects.size() && page.objects[i].key < page.common_prefixes[j])) {
         const ObjectSummary& o = page.objects[i++];
         std::cout << FormatTime(o.last_modified_ms) << " " << absl::StrFormat("%10d", o.size) << " "
-                  << o.key.substr(dir) << "\n";
+                  << tools::Printable(o.key.substr(dir)) << "\n";
         ++objects;
         bytes += o.size;
       } else {
-        std::cout << std::string(27, ' ') << "PRE " << page.common_prefixes[j++].substr(dir)
-                  << "\n";
+        std::cout << std::string(27, ' ') << "PRE "
+                  << tools::Printable(page.common_prefixes[j++].substr(dir)) << "\n";
       }
     }
     return absl::OkStatus();
@@ -728,7 +729,7 @@ int RunStat(Client& client, const std::vector<std::string>& args, const CliSetti
             << "content-type:  " << (info->content_type.empty() ? "-" : info->content_type) << "\n"
             << "crc32c:        " << absl::StrFormat("%08x", info->crc32c) << "\n";
   for (const auto& [name, value] : info->user_metadata) {
-    std::cout << "metadata:      " << name << "=" << value << "\n";
+    std::cout << "metadata:      " << tools::Printable(name) << "=" << tools::Printable(value) << "\n";
   }
   return 0;
 }

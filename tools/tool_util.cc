@@ -73,6 +73,20 @@ std::string HumanRate(uint64_t bytes, double seconds) {
   return absl::StrFormat("%.2f GB/s", static_cast<double>(bytes) / seconds / 1e9);
 }
 
+std::string Printable(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      absl::StrAppendFormat(&out, "\\x%02x", u);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 std::string DescribeError(const absl::Status& status) {
   const ErrorInfo info = GetErrorInfo(ErrorCodeOf(status));
   return absl::StrCat(std::string(info.name), " (", std::string(info.s3_code), "): ",

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace aobj::tools {
 
@@ -27,6 +28,10 @@ absl::Status ParseArgs(int argc, char** argv, int first, const std::vector<std::
 std::string HumanBytes(uint64_t bytes);
 // "2.31 GB/s" (10^9 bytes per second).
 std::string HumanRate(uint64_t bytes, double seconds);
+
+// `text` (a key, bucket or metadata from a server, which a hostile peer chooses) safe to print on
+// a terminal: C0 control characters and DEL as \xNN, everything else as it is (UTF-8 included).
+std::string Printable(absl::string_view text);
 
 // "NO_SUCH_KEY (NoSuchKey): message".
 std::string DescribeError(const absl::Status& status);

@@ -196,6 +196,25 @@ TEST_P(CliS3Test, LsShowsCommonPrefixesLikeAwsS3) {
   EXPECT_NE(out.find("NoSuchBucket"), std::string::npos) << out;
 }
 
+// Issue 16 finding 6: keys chosen by a hostile writer carry terminal escape sequences; the CLI
+// prints them escaped (\x1b), never raw, in listings and in its messages.
+TEST_P(CliS3Test, HostileKeysArePrintedEscaped) {
+  auto c = Connect();
+  auto buf = c->AllocateBuffer(16);
+  ASSERT_TRUE(buf.ok());
+  const std::string key = "evil\x1b]0;owned\x07\x1b[2Jname";
+  auto put = c->Put("test-bucket", key, **buf, 16);
+  if (!put.ok()) GTEST_SKIP() << "the server refuses control characters in keys: " << put.status();
+  std::string out;
+  ASSERT_EQ(Cli({"ls", "aobj://test-bucket"}, &out), 0) << out;
+  EXPECT_NE(out.find("evil\\x1b]0;owned\\x07\\x1b[2Jname\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << "a raw ESC reached the terminal";
+  EXPECT_EQ(out.find('\x07'), std::string::npos);
+  ASSERT_EQ(Cli({"rm", "--recursive", "aobj://test-bucket/evil"}, &out), 0) << out;
+  EXPECT_NE(out.find("delete: aobj://test-bucket/evil\\x1b]0;"), std::string::npos) << out;
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+}
+
 TEST_P(CliS3Test, RmRecursiveMbAndRbForce) {
   ASSERT_EQ(Cli({"mb", "aobj://scratch"}), 0) << last_output_;
   EXPECT_NE(last_output_.find("make_bucket: scratch"), std::string::npos);

@@ -1,0 +1,19 @@
+// Shared helpers of the command-line tools.
+#include "tool_util.h"
+
+#include "gtest/gtest.h"
+
+namespace aobj::tools {
+namespace {
+
+// Issue 16 finding 6: names from a server never reach a terminal raw.
+TEST(PrintableTest, EscapesControlCharactersAndKeepsTheRest) {
+  EXPECT_EQ(Printable("plain/key.txt"), "plain/key.txt");
+  EXPECT_EQ(Printable("caf\xc3\xa9 \xe2\x9c\x93"), "caf\xc3\xa9 \xe2\x9c\x93");  // UTF-8 as is
+  EXPECT_EQ(Printable("a\x1b[2Jb"), "a\\x1b[2Jb");
+  EXPECT_EQ(Printable(std::string("\0\t\n\r\x7f", 5)), "\\x00\\x09\\x0a\\x0d\\x7f");
+  EXPECT_EQ(Printable(""), "");
+}
+
+}  // namespace
+}  // namespace aobj::tools

@@ -122,7 +122,36 @@ absl::Status RemoveAllFilesIn(const std::string& dir) {
   if (absl::Status s = ListDir(dir, &names); !s.ok()) return s;
   for (const std::string& name : names) {
     const std::string path = absl::StrCat(dir, "/", name);
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return IoError("unlink", path, errno);
+    // unlink() removes a link itself, never what it points to; a directory is no object
+    // being written and is reported, not descended into (issue 16).
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      if (errno == EISDIR || errno == EPERM) {
+        return MakeError(ErrorCode::kStorageError,
+                         absl::StrCat(path, " is a directory where the store keeps only files of "
+                                            "writes in progress; remove it"));
+      }
+      return IoError("unlink", path, errno);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The store never follows a symbolic link out of its root, and never mistakes something else for
+// one of its directories (issue 16): `path` must be a real directory, or not exist.
+absl::Status CheckNoLink(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return IoError("lstat", path, errno);
+  }
+  if (S_ISLNK(st.st_mode)) {
+    return MakeError(ErrorCode::kStorageError,
+                     absl::StrCat(path, " is a symbolic link; the filesystem store never follows "
+                                        "links out of its root: remove it, or move the data in"));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return MakeError(ErrorCode::kStorageError,
+                     absl::StrCat(path, " is not a directory"));
   }
   return absl::OkStatus();
 }
@@ -618,8 +647,20 @@ absl::StatusOr<BucketIndex> BuildIndex(const FileStoreState& state, const std::s
   if (absl::Status s = ListDir(objects, &names); !s.ok()) return s;
   for (const std::string& name : names) {
     const std::string path = absl::StrCat(objects, "/", name);
-    ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    // Never blocks (a FIFO) and never follows a link (issue 16): only regular files are objects.
+    ScopedFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid() && errno == ELOOP) {
+      return MakeError(ErrorCode::kStorageError,
+                       absl::StrCat(path, " is a symbolic link, not an object file; remove it"));
+    }
     if (!fd.valid()) return IoError("open", path, errno);
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) return IoError("fstat", path, errno);
+    if (!S_ISREG(st.st_mode)) {
+      return MakeError(ErrorCode::kStorageError,
+                       absl::StrCat(path, " is not a regular file (a directory, FIFO, socket or "
+                                          "device), so it cannot be an object; remove it"));
+    }
     absl::StatusOr<Header> header = ReadHeader(fd.get(), path);
     if (!header.ok()) {
       if (IsCorrupt(header.status())) continue;  // unreadable by key too; OpenRead reports it
@@ -642,9 +683,13 @@ absl::Status Recover(FileStoreState& state) {
   for (const std::string& name : names) {
     if (!CheckBucketName(name).ok()) continue;
     const std::string dir = absl::StrCat(state.root, "/", name);
-    absl::StatusOr<bool> is_dir = IsDir(dir);
-    if (!is_dir.ok()) return is_dir.status();
-    if (!*is_dir) continue;  // LOCK and anything else that is not a bucket
+    struct stat st;
+    if (::lstat(dir.c_str(), &st) != 0) return IoError("lstat", dir, errno);
+    if (S_ISLNK(st.st_mode)) return CheckNoLink(dir);  // reported: never followed
+    if (!S_ISDIR(st.st_mode)) continue;  // LOCK and anything else that is not a bucket
+    for (const std::string& sub : {state.ObjectDir(name), state.TmpDir(name)}) {
+      if (absl::Status s = CheckNoLink(sub); !s.ok()) return s;
+    }
     if (absl::Status s = MakeDir(state.ObjectDir(name), true); !s.ok()) return s;
     if (absl::Status s = MakeDir(state.TmpDir(name), true); !s.ok()) return s;
     if (absl::Status s = RemoveAllFilesIn(state.TmpDir(name)); !s.ok()) return s;

@@ -2,11 +2,14 @@
 // and the on-disk layout documented in src/store/file_store.cc and src/store/object_file.h.
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <memory>
 #include <string>
@@ -180,6 +183,56 @@ TEST_F(FileStoreTest, LeftoverTempFilesAreRemovedAtOpen) {
   EXPECT_EQ(Get(*store_, "bucket", "kept").value_or("<error>"), "still here");
   ASSERT_OK(store_->Delete("bucket", "kept"));
   EXPECT_TRUE(store_->DeleteBucket("bucket").ok());
+}
+
+// Issue 16 finding 6: a symbolic link in the root is reported, never followed: the files in the
+// target's tmp/ survive, and the store does not start on it.
+TEST_F(FileStoreTest, SymlinkInTheRootIsReportedAndNeverFollowed) {
+  store_.reset();
+  const fs::path outside = scratch_ / "outside";
+  fs::create_directories(outside / "o");
+  fs::create_directories(outside / "tmp");
+  WriteFile(outside / "tmp" / "precious", "not the store's");
+  ASSERT_TRUE(fs::exists(outside / "tmp" / "precious"));
+  fs::create_directory_symlink(outside, root_ / "linked");
+  absl::StatusOr<std::unique_ptr<ObjectStore>> store = OpenFileStore(root_.string());
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find("symbolic link"), std::string::npos) << store.status();
+  EXPECT_TRUE(fs::exists(outside / "tmp" / "precious"));
+  // A link in place of a bucket's tmp/ is refused the same way.
+  fs::remove(root_ / "linked");
+  ASSERT_TRUE(fs::create_directories(root_ / "bucket" / "o"));
+  fs::create_directory_symlink(outside / "tmp", root_ / "bucket" / "tmp");
+  store = OpenFileStore(root_.string());
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find("symbolic link"), std::string::npos) << store.status();
+  EXPECT_TRUE(fs::exists(outside / "tmp" / "precious"));
+}
+
+// Issue 16 finding 6: a FIFO among the objects used to hang the start (open() blocked), and a
+// directory in tmp/ stopped it with a bare errno; both are now reported by path.
+TEST_F(FileStoreTest, FifoOrDirectoryWhereFilesBelongIsReportedWithoutHanging) {
+  ASSERT_OK(store_->CreateBucket("bucket"));
+  store_.reset();
+  const fs::path fifo = root_ / "bucket" / "o" / std::string(64, 'a');
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto opened = std::async(std::launch::async, [&] { return OpenFileStore(root_.string()); });
+  if (opened.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "OpenFileStore hangs on a FIFO";
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // releases the blocked open
+    if (fd >= 0) ::close(fd);
+  }
+  absl::StatusOr<std::unique_ptr<ObjectStore>> store = opened.get();
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find("not a regular file"), std::string::npos)
+      << store.status();
+  fs::remove(fifo);
+  fs::create_directory(root_ / "bucket" / "tmp" / "stray");
+  store = OpenFileStore(root_.string());
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find("is a directory"), std::string::npos) << store.status();
+  fs::remove(root_ / "bucket" / "tmp" / "stray");
+  Reopen();
 }
 
 TEST_F(FileStoreTest, BucketCutShortByACrashIsRepairedAtOpen) {

@@ -1,5 +1,6 @@
 // aobj-server: the AOBJ/1 reference server as a process. A thin main over aobj::Server.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -105,6 +106,12 @@ int main(int argc, char** argv) {
   // on every request (docs/benchmarks.md, appendix A.10.3). The tests keep the check on; the
   // server binary turns it off.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // Every descriptor the operator allows (issue 16): the soft limit (often 1024) up to the hard
+  // one; the control listener keeps a reserve below whatever the limit is.
+  if (rlimit rl{}; getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
       std::cout << kUsage;

@@ -17,6 +17,7 @@
 #include "control/tls.h"
 #include "server/data_channel.h"
 #include "server/handler.h"
+#include "server/listener.h"
 #include "wire/protocol.h"
 #include "server/metrics.h"
 #include "server/metrics_http.h"
@@ -246,8 +247,17 @@ class ServerImpl final : public Server {
 
     auto creds = MakeServerCredentials(options_.tls, options_.allow_plaintext);
     if (!creds.ok()) return creds.status();
+    // Issue 16: our own listener in front of gRPC, which survives descriptor exhaustion.
+    auto listener = ControlListener::Bind(options_.listen_address, kReservedDescriptors);
+    if (!listener.ok()) return listener.status();
+    listener_ = std::move(*listener);
+    port_ = listener_->port();
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(options_.listen_address, *creds, &port_);
+    auto acceptor = builder.experimental().AddExternalConnectionAcceptor(
+        grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, *creds);
+    // Connections that never finish their handshake, or stay idle, give their descriptor back.
+    builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, kHandshakeTimeoutMs);
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, kConnectionIdleMs);
     builder.RegisterService(service_.get());
     // AOBJ-CTL-005: requests are small except inline bodies.
     builder.SetMaxReceiveMessageSize(8 << 20);
@@ -257,6 +267,7 @@ class ServerImpl final : public Server {
       return MakeError(ErrorCode::kInternal,
                        absl::StrCat("cannot listen on ", options_.listen_address));
     }
+    listener_->Start(std::move(acceptor));
     reaper_ = std::thread([this] { Reap(); });
     if (!options_.metrics_listen.empty()) {
       auto http = MetricsHttpServer::Start(options_.metrics_listen, options_.metrics_allow_remote,
@@ -277,6 +288,7 @@ class ServerImpl final : public Server {
       shut_down_ = true;
     }
     metrics_http_.reset();  // its handler reads everything below
+    if (listener_) listener_->Stop();  // no new connections from here on
     // AOBJ-OPS-009: transfers end within the grace whatever their peers do; gRPC then cancels
     // what is left of the calls a little later, and the request threads drain.
     const int64_t grace_ms = std::max<int64_t>(options_.shutdown_grace_ms, 0);
@@ -365,6 +377,12 @@ class ServerImpl final : public Server {
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<MetricsHttpServer> metrics_http_;  // borrows everything above
   int port_ = 0;
+  // Descriptors kept for the server's own work when connections pile up (issue 16), and the
+  // timeouts that give a connection's descriptor back.
+  static constexpr int kReservedDescriptors = 64;
+  static constexpr int kHandshakeTimeoutMs = 10000;
+  static constexpr int kConnectionIdleMs = 120000;
+  std::unique_ptr<ControlListener> listener_;
   std::thread reaper_;
   absl::Mutex mu_;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;

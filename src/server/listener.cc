@@ -1,0 +1,157 @@
+#include "server/listener.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "aobj/status.h"
+
+namespace aobj {
+namespace {
+
+// The soft descriptor limit (what open() and accept4() fail at).
+long SoftFdLimit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 1 << 20;
+  return static_cast<long>(rl.rlim_cur);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ControlListener>> ControlListener::Bind(absl::string_view address,
+                                                                       int reserve_fds) {
+  const size_t colon = address.rfind(':');
+  if (colon == absl::string_view::npos) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("listen address '", address, "' is not HOST:PORT"));
+  }
+  std::string host(address.substr(0, colon));
+  int port = 0;
+  if (!absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("listen address '", address, "' has no valid port"));
+  }
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
+      rc != 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("cannot resolve listen host '", host, "': ", gai_strerror(rc)));
+  }
+  int fd = -1;
+  std::string why = "no address";
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+      why = std::strerror(errno);
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  if (fd < 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("cannot listen on ", address, ": ", why));
+  }
+  sockaddr_storage bound{};
+  socklen_t len = sizeof(bound);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  const int actual = bound.ss_family == AF_INET6
+                         ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                         : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  return std::unique_ptr<ControlListener>(new ControlListener(fd, actual, reserve_fds));
+}
+
+ControlListener::ControlListener(int fd, int port, int reserve_fds)
+    : fd_(fd), port_(port), reserve_fds_(reserve_fds) {
+  spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
+}
+
+ControlListener::~ControlListener() {
+  Stop();
+  for (int f : {fd_, spare_fd_, wake_[0], wake_[1]}) {
+    if (f >= 0) close(f);
+  }
+}
+
+void ControlListener::Start(
+    std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor) {
+  acceptor_ = std::move(acceptor);
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void ControlListener::Stop() {
+  if (stop_.exchange(true)) return;
+  if (wake_[1] >= 0) {
+    const char c = 0;
+    (void)!write(wake_[1], &c, 1);
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void ControlListener::Refuse(int fd) {
+  close(fd);
+  refused_.fetch_add(1);
+}
+
+void ControlListener::Loop() {
+  const long limit = SoftFdLimit();
+  while (!stop_.load()) {
+    pollfd p[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    if (poll(p, wake_[0] >= 0 ? 2 : 1, 200) <= 0 || (p[0].revents & POLLIN) == 0) continue;
+    // Non-blocking, as gRPC expects of every socket it is given (a blocking one stalled gRPC on
+    // the first idle connection).
+    const int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (conn < 0) {
+      if (errno == EMFILE || errno == ENFILE) {
+        // Out of descriptors: free the spare to take the pending connection off the queue and
+        // close it, so that poll() does not report it again and again; then take the spare
+        // back. A short pause keeps a flood from spinning this thread.
+        if (spare_fd_ >= 0) {
+          close(spare_fd_);
+          const int victim = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+          if (victim >= 0) Refuse(victim);
+          spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        }
+        usleep(10000);
+      }
+      continue;  // EAGAIN, ECONNABORTED, EINTR, ...: the next connection
+    }
+    // Descriptors are allocated lowest first, so the new one's number is about how many are
+    // open: past the limit less the reserve, the server keeps them for its own work.
+    if (conn >= limit - reserve_fds_) {
+      Refuse(conn);
+      continue;
+    }
+    accepted_.fetch_add(1);
+    grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters params;
+    params.listener_fd = fd_;
+    params.fd = conn;
+    acceptor_->HandleNewConnection(&params);
+  }
+}
+
+}  // namespace aobj

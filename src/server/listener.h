@@ -1,0 +1,73 @@
+// The control channel's TCP listener, in front of gRPC (issue 16, control-plane probe finding 1).
+//
+// gRPC 1.51's own listener stops accepting for good once accept4() fails with EMFILE: anyone who
+// could open enough idle connections killed the control channel until a restart. This listener
+// accepts on its own thread and hands each connection to gRPC through an
+// ExternalConnectionAcceptor, so that:
+//   * a connection that would leave fewer than `reserve_fds` descriptors free is closed at once
+//     (the descriptors the server needs for its store, sessions and transports stay available);
+//   * when accept4() fails with EMFILE or ENFILE anyway, a spare descriptor is released to
+//     accept and close the pending connection, and accepting goes on;
+//   * it never stops accepting while it runs.
+// gRPC's handshake and idle timeouts (set by the server) end connections that never become, or
+// stop being, useful.
+//
+// Threading: Create() and Stop() from one thread; the accept loop runs on its own thread.
+// Ownership: `acceptor` is owned; the gRPC server it belongs to must outlive Stop().
+#ifndef AOBJ_SERVER_LISTENER_H_
+#define AOBJ_SERVER_LISTENER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "grpcpp/server_builder.h"
+
+namespace aobj {
+
+struct ListenerStats {
+  uint64_t accepted = 0;
+  uint64_t refused = 0;  // closed at once: descriptors short (EMFILE, ENFILE or the reserve)
+};
+
+class ControlListener {
+ public:
+  // Binds and listens on `address` ("HOST:PORT", port 0 for any; IPv6 hosts in brackets).
+  // Accepting starts with Start().
+  static absl::StatusOr<std::unique_ptr<ControlListener>> Bind(absl::string_view address,
+                                                               int reserve_fds);
+  ~ControlListener();
+  ControlListener(const ControlListener&) = delete;
+  ControlListener& operator=(const ControlListener&) = delete;
+
+  int port() const { return port_; }
+  // Hands every accepted connection to `acceptor` (after grpc::Server started).
+  void Start(std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor);
+  // Stops accepting and closes the listening socket; connections already handed over stay
+  // gRPC's.
+  void Stop();
+  ListenerStats stats() const { return {accepted_.load(), refused_.load()}; }
+
+ private:
+  ControlListener(int fd, int port, int reserve_fds);
+  void Loop();
+  void Refuse(int fd);
+
+  const int fd_;
+  const int port_;
+  const int reserve_fds_;
+  int spare_fd_ = -1;  // released to accept-and-close when descriptors run out
+  int wake_[2] = {-1, -1};
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> accepted_{0}, refused_{0};
+};
+
+}  // namespace aobj
+
+#endif  // AOBJ_SERVER_LISTENER_H_

@@ -120,8 +120,11 @@ void ControlListener::Refuse(int fd) {
 void ControlListener::Loop() {
   const long limit = SoftFdLimit();
   while (!stop_.load()) {
+    // Idle, this thread sleeps until a connection or Stop()'s wake-up (AOBJ-TRN-004); without
+    // the wake pipe it looks at stop_ every 200 ms instead.
     pollfd p[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-    if (poll(p, wake_[0] >= 0 ? 2 : 1, 200) <= 0 || (p[0].revents & POLLIN) == 0) continue;
+    const bool pipe = wake_[0] >= 0;
+    if (poll(p, pipe ? 2 : 1, pipe ? -1 : 200) <= 0 || (p[0].revents & POLLIN) == 0) continue;
     // Non-blocking, as gRPC expects of every socket it is given (a blocking one stalled gRPC on
     // the first idle connection).
     const int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);

@@ -1101,6 +1101,22 @@ void UcxWorker::Loop() {
       }
     }
   }
+  // Wireup messages that UCX queued on endpoints it made itself must leave before the worker
+  // goes: a client's reply to the server's wireup request travels on one, and UCX 1.13.1 asserts
+  // when ucp_worker_destroy purges a pending reply (ucp_request.c:684; seen in CI when the
+  // conformance suite closed a session 3 ms after opening it). A flush of the whole worker lets
+  // them go, bounded like the closes above.
+  if (jobs_.empty()) {
+    ucp_request_param_t flush{};
+    ucs_status_ptr_t req = ucp_worker_flush_nbx(worker_, &flush);
+    if (req != nullptr && !UCS_PTR_IS_ERR(req)) {
+      const absl::Time flush_deadline = absl::Now() + absl::Milliseconds(500);
+      while (ucp_request_check_status(req) == UCS_INPROGRESS && absl::Now() < flush_deadline) {
+        ucp_worker_progress(worker_);
+      }
+      ucp_request_free(req);
+    }
+  }
   // A close still in progress is handed back to UCX (it completes it internally); the worker
   // must not be destroyed with requests the application still holds.
   for (const Closing& c : closing_) ucp_request_free(c.request);

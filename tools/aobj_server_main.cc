@@ -59,9 +59,23 @@ Session limits (spec section "Sessions"):
   --max-in-flight N         data requests in flight per session (default: 16)
   --inline-threshold N      largest body sent inside control messages (default: 16384)
   --max-transfer-bytes N    largest object one request may move (default: 64 GiB)
-  --threads N               request threads (default: 8)
   --max-sessions N          open sessions at once; SLOW_DOWN beyond (default: 4096)
   --max-sessions-per-principal N  of one access key (default: 1024)
+
+Requests and tenants (spec section 14.6; one tenant cannot starve another):
+  --threads N               request threads (default: 10)
+  --max-requests-per-principal N  requests of one access key running at once
+                            (default: threads - 2, so two threads stay for the others)
+  --max-queued-requests N   requests waiting for a thread; SLOW_DOWN beyond (default: 4096)
+  --max-queued-requests-per-principal N  of one access key (default: 1024)
+  --max-queued-request-bytes N  bytes of the waiting requests' messages (default: 256 MiB)
+  --control-memory N        memory gRPC may use for requests not yet handed over, in bytes
+                            (default: 128 MiB; past it gRPC cancels streams)
+  --max-uploads-per-principal N  multipart uploads in progress of one access key;
+                            TOO_MANY_UPLOADS beyond (default: 1000; the server holds 10000)
+  --upload-expiry-ms N      multipart uploads not completed this long after they began are
+                            aborted, across restarts (default: 604800000, 7 days, S3's
+                            AbortIncompleteMultipartUpload; 0: never)
   --max-key-bytes N         longest object key accepted, at most 1024 (default: 1024)
   --max-list-page N         largest listing page, at most 1000 (default: 1000)
 
@@ -123,7 +137,10 @@ int main(int argc, char** argv) {
   config_keys.value_keys = {
       "store", "root", "create-bucket", "listen", "port-file", "credentials", "lease-ms",
        "data-wait-ms", "shutdown-grace-ms", "keepalive-ms",
-       "max-in-flight", "inline-threshold", "max-transfer-bytes", "threads", "max-sessions", "max-sessions-per-principal", "max-key-bytes", "max-list-page", "net-devices",
+       "max-in-flight", "inline-threshold", "max-transfer-bytes", "threads", "max-sessions", "max-sessions-per-principal",
+       "max-requests-per-principal", "max-queued-requests", "max-queued-requests-per-principal",
+       "max-queued-request-bytes", "control-memory", "max-uploads-per-principal",
+       "upload-expiry-ms", "max-key-bytes", "max-list-page", "net-devices",
        "transports", "tls-cert", "tls-key", "tls-client-ca", "min-part-size",
        "metrics-listen", "metrics-port-file", "authorization", "grant"};
   config_keys.bool_keys = {"quiet", "plaintext", "metrics-allow-remote"};
@@ -189,8 +206,38 @@ int main(int argc, char** argv) {
     return fail(std::string(st.message()));
   }
   options.limits.max_transfer_bytes = static_cast<uint64_t>(v);
-  if (!(st = args.GetInt("threads", 8, &v)).ok()) return fail(std::string(st.message()));
+  if (!(st = args.GetInt("threads", 10, &v)).ok() || v < 1 || v > 1024) {
+    return fail("--threads takes 1 to 1024");
+  }
   options.request_threads = static_cast<int>(v);
+  if (!(st = args.GetInt("max-requests-per-principal", 0, &v)).ok() || v < 0 || v > 1024) {
+    return fail("--max-requests-per-principal takes 0 (threads - 2) to 1024");
+  }
+  options.max_requests_per_principal = static_cast<int>(v);
+  if (!(st = args.GetInt("max-queued-requests", 4096, &v)).ok() || v < 1) {
+    return fail("--max-queued-requests takes a positive number");
+  }
+  options.max_queued_requests = static_cast<size_t>(v);
+  if (!(st = args.GetInt("max-queued-requests-per-principal", 1024, &v)).ok() || v < 1) {
+    return fail("--max-queued-requests-per-principal takes a positive number");
+  }
+  options.max_queued_requests_per_principal = static_cast<size_t>(v);
+  if (!(st = args.GetInt("max-queued-request-bytes", int64_t{256} << 20, &v)).ok() || v < 1) {
+    return fail("--max-queued-request-bytes takes a positive number of bytes");
+  }
+  options.max_queued_request_bytes = static_cast<uint64_t>(v);
+  if (!(st = args.GetInt("control-memory", int64_t{128} << 20, &v)).ok() || v < (16 << 20)) {
+    return fail("--control-memory takes at least 16777216 bytes (16 MiB)");
+  }
+  options.control_memory_bytes = static_cast<uint64_t>(v);
+  if (!(st = args.GetInt("max-uploads-per-principal", 1000, &v)).ok() || v < 1) {
+    return fail("--max-uploads-per-principal takes a positive number");
+  }
+  options.max_uploads_per_principal = static_cast<size_t>(v);
+  if (!(st = args.GetInt("upload-expiry-ms", 604800000, &v)).ok() || v < 0) {
+    return fail("--upload-expiry-ms takes 0 (never) or more milliseconds");
+  }
+  options.upload_expiry_ms = v;
   if (!(st = args.GetInt("max-sessions", 4096, &v)).ok()) return fail(std::string(st.message()));
   options.max_sessions = static_cast<size_t>(v);
   if (!(st = args.GetInt("max-sessions-per-principal", 1024, &v)).ok()) {

@@ -1237,6 +1237,21 @@ void RegisterClientCases(Registry& r) {
               RequireNotRetried(ctx, *server, Method::kPutObject, "ENTITY_TOO_LARGE");
             });
 
+  AddClient(r, "cli/14.6/1",
+            "a call the server's transport shed under load (RESOURCE_EXHAUSTED, no trailer) is "
+            "SLOW_DOWN, not a final error",
+            {"AOBJ-SEC-015"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              Fault f = KindFault(Method::kGetObject, FaultKind::kErrorNoTrailer);
+              f.nth = 0;  // every GET: a client that retries still ends with the code
+              f.grpc_code = grpc::StatusCode::RESOURCE_EXHAUSTED;
+              script.faults.push_back(f);
+              auto server = Serve(ctx, script);
+              server->AddObject(kBucket, "obj", Content(70000, 116));
+              ClientRun run = RunClient(ctx, *server, {"get", kBucket, "obj", OutPath(ctx)});
+              RequireFailure(ctx, run, "GET shed by the transport", ErrorCode::kSlowDown);
+            });
+
   // ---- 13: transport binding -------------------------------------------------------------
   AddClient(r, "cli/13.1/1", "PUT by RMA: the server reads the client's whole window",
             {"AOBJ-TRN-001", "AOBJ-TRN-005", "AOBJ-TRN-007", "AOBJ-MEM-017"}, false,

@@ -88,6 +88,8 @@ const std::vector<Unobservable>& UnobservableRequirements() {
       {"AOBJ-OBJ-226", "needs a server crash (tests/integration/process_faults_test.cc)"},
       {"AOBJ-OBJ-227", "needs a server restart (tests/integration/process_faults_test.cc)"},
       {"AOBJ-SEC-011", "needs a server restart (tests/integration/authz_test.cc)"},
+      {"AOBJ-SEC-016", "needs a storage failure or crash inside CreateBucket "
+                       "(tests/integration/authz_test.cc)"},
       {"AOBJ-SES-020", "needs the server to repeat a 128-bit random value; case ses/5.5/1 checks "
                        "format and that 64 IDs differ"},
       {"AOBJ-DAT-153", "needs a part corrupted on the server's storage "
@@ -97,6 +99,17 @@ const std::vector<Unobservable>& UnobservableRequirements() {
                        "slow-tier)"},
       {"AOBJ-OBJ-214", "needs a server whose maximum object size is small enough to reach"},
       {"AOBJ-OBJ-228", "needs a server with a configured upload limit"},
+      {"AOBJ-OBJ-233", "needs a server with a per-principal upload limit small enough to reach "
+                       "and two principals (tests/store/multipart_test.cc "
+                       "OneInitiatorCannotTakeEveryUploadSlot, tests/integration/authz_test.cc)"},
+      {"AOBJ-OBJ-234", "needs an upload older than the server's expiry age "
+                       "(tests/store/multipart_test.cc, tests/integration/multipart_test.cc)"},
+      {"AOBJ-SEC-012", "needs a flood and the server's memory (tests/integration/"
+                       "request_flood_test.cc); refusals of unsigned requests are the auth cases"},
+      {"AOBJ-SEC-013", "needs a flood past the server's queue bound (tests/integration/"
+                       "request_flood_test.cc ForgedRequestsMeetABoundedQueue)"},
+      {"AOBJ-SEC-014", "needs two principals and requests that hold the server's threads "
+                       "(tests/integration/dead_peer_test.cc, tests/integration/scheduler_test.cc)"},
       {"AOBJ-DAT-009", "needs the server's side of the data channel to fail "
                        "(tests/integration/channel_loss_test.cc)"},
       {"AOBJ-DAT-010", "needs an RMA failure in the middle of a transfer "

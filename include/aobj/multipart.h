@@ -28,6 +28,9 @@ struct UploadInfo {
   std::string content_type;                          // of the object Complete will create
   std::map<std::string, std::string> user_metadata;  // likewise (S3 x-amz-meta-*)
   int64_t initiated_ms = 0;                          // Unix epoch milliseconds
+  // Server side only (not on the wire): the access key id that began the upload (S3's
+  // Initiator), whose per-principal limit it counts against (AOBJ-OBJ-233); may be empty.
+  std::string initiator;
 };
 
 // One uploaded part.

@@ -63,7 +63,19 @@ struct ServerOptions {
   int64_t shutdown_grace_ms = 2000;
   int64_t clock_skew_ms = 300000;     // AOBJ-AUTH-007
   int64_t session_tombstone_ms = 600000;
-  int request_threads = 8;  // requests handled at once; each data request holds one throughout
+  int request_threads = 10;  // requests handled at once; each data request holds one throughout
+  // Fairness and pre-authentication bounds (spec section 14.6, AOBJ-SEC-012 to AOBJ-SEC-014).
+  // Requests of one access key running at once; 0 = request_threads - 2 (at least 1), so two
+  // threads always stay for other principals.
+  int max_requests_per_principal = 0;
+  // Requests waiting for a thread, in all and of one access key, and the bytes of their
+  // messages; SLOW_DOWN beyond.
+  size_t max_queued_requests = 4096;
+  size_t max_queued_requests_per_principal = 1024;
+  uint64_t max_queued_request_bytes = uint64_t{256} << 20;
+  // Memory gRPC may use for connections and requests not yet handed to the server (a gRPC
+  // resource quota; at least 16 MiB).
+  uint64_t control_memory_bytes = uint64_t{128} << 20;
   size_t max_sessions = 4096;         // open sessions at once; SLOW_DOWN beyond
   size_t max_sessions_per_principal = 1024;  // of one access key; SLOW_DOWN beyond
   size_t max_key_bytes = 1024;   // longest object key (at most S3's 1024); KEY_TOO_LONG beyond
@@ -80,6 +92,12 @@ struct ServerOptions {
   // The smallest size of every part but the last (AOBJ-OBJ-213); 0 = S3's 5 MiB. Smaller values
   // are for tests.
   uint64_t multipart_min_part_size = 0;
+  // Uploads in progress of one access key (AOBJ-OBJ-233); TOO_MANY_UPLOADS beyond. The server
+  // holds at most 10000 in all.
+  size_t max_uploads_per_principal = 1000;
+  // Uploads not completed this long after they began are aborted, across restarts
+  // (AOBJ-OBJ-234; S3's AbortIncompleteMultipartUpload lifecycle rule); 0 = never.
+  int64_t upload_expiry_ms = int64_t{7} * 24 * 3600 * 1000;
   std::string server_name = "aobj-server/0.1";
   // Structured log lines ("event=... session=..."); empty = no logging.
   std::function<void(const std::string&)> log;

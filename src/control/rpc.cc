@@ -79,6 +79,15 @@ absl::Status FromGrpcStatus(const grpc::Status& status,
     // INTERNAL.
     return MakeError(static_cast<ErrorCode>(error.code()), error.message());
   }
+  // AOBJ-SEC-015: a server's transport cancels streams under memory pressure (AOBJ-SEC-012)
+  // with RESOURCE_EXHAUSTED and no AOBJ error. The reference client never sends a message above
+  // what AOBJ-CTL-005 obliges a server to accept (its inline bodies are at most the negotiated
+  // threshold), so such a call had no effect and is retryable.
+  if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+    return MakeError(ErrorCode::kSlowDown,
+                     absl::StrCat("the server's control channel shed the call under load (",
+                                  status.error_message(), "); retry later"));
+  }
   return MakeError(ErrorCode::kInternal,
                    absl::StrCat("control channel: ", status.error_message(), " (gRPC code ",
                                 static_cast<int>(status.error_code()), ")"));

@@ -138,8 +138,35 @@ absl::Status BucketAuthorizer::Check(absl::string_view principal, absl::string_v
 absl::Status BucketAuthorizer::RecordOwner(absl::string_view bucket, absl::string_view principal) {
   if (open()) return absl::OkStatus();
   absl::MutexLock l(&mu_);
-  owners_[std::string(bucket)] = std::string(principal);
-  return Save();
+  std::string& owner = owners_[std::string(bucket)];
+  const std::string previous = std::move(owner);
+  owner = std::string(principal);
+  absl::Status saved = Save();
+  if (!saved.ok()) {
+    // Not recorded: memory says what the file says (AOBJ-SEC-016).
+    if (previous.empty()) {
+      owners_.erase(std::string(bucket));
+    } else {
+      owners_[std::string(bucket)] = previous;
+    }
+  }
+  return saved;
+}
+
+absl::Status BucketAuthorizer::ForgetMissing(
+    const std::function<bool(const std::string&)>& exists) {
+  if (open()) return absl::OkStatus();
+  absl::MutexLock l(&mu_);
+  size_t dropped = 0;
+  for (auto it = owners_.begin(); it != owners_.end();) {
+    if (exists(it->first)) {
+      ++it;
+    } else {
+      it = owners_.erase(it);
+      ++dropped;
+    }
+  }
+  return dropped == 0 ? absl::OkStatus() : Save();
 }
 
 absl::Status BucketAuthorizer::ForgetOwner(absl::string_view bucket) {

@@ -12,6 +12,7 @@
 #ifndef AOBJ_SERVER_AUTHZ_H_
 #define AOBJ_SERVER_AUTHZ_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -46,9 +47,14 @@ class BucketAuthorizer {
   static std::vector<std::pair<std::string, BucketAccess>> Needs(Method method,
                                                                  absl::string_view body);
 
-  // CreateBucket succeeded / DeleteBucket succeeded.
+  // AOBJ-SEC-016: a CreateBucket records its owner durably before the bucket is created (and
+  // forgets it when the creation fails); a DeleteBucket that succeeded forgets it. A failed
+  // RecordOwner changes nothing, in memory or on disk.
   absl::Status RecordOwner(absl::string_view bucket, absl::string_view principal);
   absl::Status ForgetOwner(absl::string_view bucket);
+  // At start: forgets the owners of buckets that do not exist (a crash between recording an owner
+  // and creating its bucket, or between deleting a bucket and forgetting its owner).
+  absl::Status ForgetMissing(const std::function<bool(const std::string&)>& exists);
 
  private:
   BucketAuthorizer(AuthorizationPolicy policy, std::vector<BucketGrant> grants,

@@ -85,19 +85,31 @@ absl::StatusOr<std::string> RequestHandler::Handle(Method method, const RequestA
   absl::StatusOr<std::string> result = Dispatch(method, auth, body, now, call);
   counters_.methods.Record(method, ErrorCodeOf(result.status()), absl::Now() - start);
   if (!result.ok()) {
-    counters_.errors.fetch_add(1, std::memory_order_relaxed);
     if (ErrorCodeOf(result.status()) == ErrorCode::kUnsupportedVersion && supported != nullptr) {
       supported->set_min(config_.min_version);
       supported->set_max(config_.max_version);
     }
-    // AOBJ-OPS-003: one structured event per failed request.
-    Log(absl::StrCat("event=request_failed method=", MethodName(method),
-                     " session=", auth.session_hex.empty() ? "-" : auth.session_hex,
-                     " access_key=", LogToken(auth.access_key_id),
-                     " code=", GetErrorInfo(ErrorCodeOf(result.status())).name.data(),
-                     " message=\"", result.status().message(), "\""));
+    RecordFailure(method, auth, result.status());
   }
   return result;
+}
+
+absl::Status RequestHandler::Refuse(Method method, const RequestAuth& auth, absl::Status error) {
+  counters_.requests.fetch_add(1, std::memory_order_relaxed);
+  counters_.methods.Record(method, ErrorCodeOf(error), absl::ZeroDuration());
+  RecordFailure(method, auth, error);
+  return error;
+}
+
+void RequestHandler::RecordFailure(Method method, const RequestAuth& auth,
+                                   const absl::Status& error) {
+  counters_.errors.fetch_add(1, std::memory_order_relaxed);
+  // AOBJ-OPS-003: one structured event per failed request.
+  Log(absl::StrCat("event=request_failed method=", MethodName(method),
+                   " session=", auth.session_hex.empty() ? "-" : auth.session_hex,
+                   " access_key=", LogToken(auth.access_key_id),
+                   " code=", GetErrorInfo(ErrorCodeOf(error)).name.data(), " message=\"",
+                   error.message(), "\""));
 }
 
 absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const RequestAuth& auth,
@@ -184,15 +196,25 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
       aobj::v1::CreateBucketRequest req;
       AOBJ_RETURN_IF_ERROR(Parse(body, &req));
       AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
-      AOBJ_RETURN_IF_ERROR(store_->CreateBucket(req.bucket()));
-      // AOBJ-SEC-009: the creator owns the bucket.
-      if (authz_ != nullptr) AOBJ_RETURN_IF_ERROR(authz_->RecordOwner(req.bucket(), s.access_key_id));
+      absl::MutexLock l(&buckets_mu_);
+      if (authz_ == nullptr || authz_->open() || store_->HeadBucket(req.bucket()).ok()) {
+        AOBJ_RETURN_IF_ERROR(store_->CreateBucket(req.bucket()));  // or its "exists" error
+        return Serialize(aobj::v1::CreateBucketResponse());
+      }
+      // AOBJ-SEC-009, AOBJ-SEC-016: the creator owns the bucket, recorded before the bucket
+      // exists, so that no failure or crash leaves a bucket without its owner.
+      AOBJ_RETURN_IF_ERROR(authz_->RecordOwner(req.bucket(), s.access_key_id));
+      if (absl::Status created = store_->CreateBucket(req.bucket()); !created.ok()) {
+        authz_->ForgetOwner(req.bucket()).IgnoreError();  // else dropped at the next start
+        return created;
+      }
       return Serialize(aobj::v1::CreateBucketResponse());
     }
     case Method::kDeleteBucket: {
       aobj::v1::DeleteBucketRequest req;
       AOBJ_RETURN_IF_ERROR(Parse(body, &req));
       AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
+      absl::MutexLock l(&buckets_mu_);
       // AOBJ-OBJ-232: through the multipart manager, which refuses while uploads are in progress.
       AOBJ_RETURN_IF_ERROR(multipart_ != nullptr ? multipart_->DeleteBucket(req.bucket())
                                                  : store_->DeleteBucket(req.bucket()));
@@ -230,7 +252,7 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
     case Method::kCopyObject:
       return CopyObject(s, body);  // handler_copy.cc
     case Method::kCreateMultipartUpload:
-      return CreateMultipartUpload(body);
+      return CreateMultipartUpload(body, s.access_key_id);
     case Method::kCompleteMultipartUpload:
       return CompleteMultipartUpload(body);
     case Method::kAbortMultipartUpload:

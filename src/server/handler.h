@@ -176,12 +176,18 @@ class RequestHandler {
                                      aobj::v1::VersionRange* supported,
                                      const CallControl* call = nullptr);
 
+  // Records a request the server answered `error` without handling it (its queue was full,
+  // AOBJ-SEC-013): counted and logged as a failed request. Returns `error`.
+  absl::Status Refuse(Method method, const RequestAuth& auth, absl::Status error);
+
   InFlightRequests& in_flight() { return in_flight_; }
 
   HandlerCounters& counters() { return counters_; }
   const HandlerConfig& config() const { return config_; }
 
  private:
+  // Counts and logs a failed request (AOBJ-OPS-003).
+  void RecordFailure(Method method, const RequestAuth& auth, const absl::Status& error);
   absl::StatusOr<std::string> Dispatch(Method method, const RequestAuth& auth,
                                        absl::string_view body, absl::Time now,
                                        const CallControl* call);
@@ -205,7 +211,8 @@ class RequestHandler {
                                            const BodyPlan& plan, ObjectWriter* writer,
                                            const ActiveCall& call);
   // Multipart upload (spec section 9.15); defined in handler_multipart.cc.
-  absl::StatusOr<std::string> CreateMultipartUpload(absl::string_view body);
+  absl::StatusOr<std::string> CreateMultipartUpload(absl::string_view body,
+                                                    const std::string& initiator);
   absl::StatusOr<std::string> UploadPart(const SessionState& s, absl::string_view body,
                                          const ActiveCall& call);
   absl::StatusOr<std::string> CompleteMultipartUpload(absl::string_view body);
@@ -242,6 +249,8 @@ class RequestHandler {
   BucketAuthorizer* authz_;      // may be null: every principal may do everything
   StagingPool staging_;
   HandlerCounters counters_;
+  // Serializes CreateBucket and DeleteBucket, each with its owner record (AOBJ-SEC-016).
+  absl::Mutex buckets_mu_;
   InFlightRequests in_flight_;
   // Authenticates continuation tokens (AOBJ-OBJ-107); random per process, so tokens do not
   // survive a restart of the server (AOBJ-OBJ-113).

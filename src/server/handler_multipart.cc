@@ -51,7 +51,8 @@ absl::StatusOr<MultipartManager*> RequestHandler::Multipart() {
   return multipart_;
 }
 
-absl::StatusOr<std::string> RequestHandler::CreateMultipartUpload(absl::string_view body) {
+absl::StatusOr<std::string> RequestHandler::CreateMultipartUpload(absl::string_view body,
+                                                                  const std::string& initiator) {
   pb::CreateMultipartUploadRequest req;
   AOBJ_RETURN_IF_ERROR(Parse(body, &req));
   AOBJ_RETURN_IF_ERROR(CheckNames(req.bucket(), req.key()));
@@ -64,7 +65,7 @@ absl::StatusOr<std::string> RequestHandler::CreateMultipartUpload(absl::string_v
   WriteOptions attributes;
   attributes.content_type = req.content_type();
   attributes.user_metadata = *std::move(metadata);
-  auto upload = (*mp)->Create(req.bucket(), req.key(), attributes);  // AOBJ-OBJ-200
+  auto upload = (*mp)->Create(req.bucket(), req.key(), attributes, initiator);  // AOBJ-OBJ-200
   if (!upload.ok()) return upload.status();
   Log(absl::StrCat("event=upload_created bucket=", req.bucket(), " upload=", upload->upload_id));
   pb::CreateMultipartUploadResponse resp;

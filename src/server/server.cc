@@ -1,9 +1,8 @@
-// Server: wires the gRPC control channel, the request thread pool, the UCX data channel and the
+// Server: wires the gRPC control channel, the request scheduler, the UCX data channel and the
 // lease reaper around RequestHandler.
 #include "aobj/server.h"
 
 #include <atomic>
-#include <deque>
 #include <thread>
 #include <vector>
 
@@ -21,64 +20,18 @@
 #include "wire/protocol.h"
 #include "server/metrics.h"
 #include "server/metrics_http.h"
+#include "server/scheduler.h"
 #include "store/multipart.h"
 #include "session/authenticator.h"
 #include "session/session_table.h"
 #include "transport/ucx_context.h"
 #include "transport/ucx_worker.h"
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/support/byte_buffer.h>
 
 namespace aobj {
 namespace {
-
-// A fixed pool of request threads. Request handling blocks (store I/O, waiting for RMA), so it
-// runs here rather than on gRPC's callback threads.
-class ThreadPool {
- public:
-  explicit ThreadPool(int n) {
-    for (int i = 0; i < n; ++i) threads_.emplace_back([this] { Run(); });
-  }
-  ~ThreadPool() { Stop(); }
-  bool Submit(std::function<void()> fn) {
-    absl::MutexLock l(&mu_);
-    if (stopping_) return false;
-    queue_.push_back(std::move(fn));
-    return true;
-  }
-  void Stop() {
-    {
-      absl::MutexLock l(&mu_);
-      if (stopping_ && threads_.empty()) return;
-      stopping_ = true;
-    }
-    for (auto& t : threads_) t.join();
-    threads_.clear();
-  }
-
- private:
-  void Run() {
-    for (;;) {
-      std::function<void()> fn;
-      {
-        absl::MutexLock l(&mu_);
-        mu_.Await(absl::Condition(
-            +[](ThreadPool* p) ABSL_SHARED_LOCKS_REQUIRED(p->mu_) {
-              return p->stopping_ || !p->queue_.empty();
-            },
-            this));
-        if (queue_.empty()) return;  // stopping and drained
-        fn = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      fn();
-    }
-  }
-  absl::Mutex mu_;
-  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<std::thread> threads_;
-};
 
 // The call's deadline; gRPC reports "none" as the largest time_point, which does not convert.
 absl::Time DeadlineOf(const grpc::ServerContextBase& ctx) {
@@ -105,7 +58,8 @@ class Service final : public aobj::v1::ObjectService::Service {
  public:
   // Registers a raw handler for every method of the service, matched by name, so the order of
   // rpcs in the .proto and of the Method enum are independent.
-  Service(RequestHandler* handler, ThreadPool* pool) : handler_(handler), pool_(pool) {
+  Service(RequestHandler* handler, const Authenticator* auth, RequestScheduler* scheduler)
+      : handler_(handler), auth_(auth), scheduler_(scheduler) {
     const google::protobuf::ServiceDescriptor* sd =
         google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
             "aobj.v1.ObjectService");
@@ -126,11 +80,6 @@ class Service final : public aobj::v1::ObjectService::Service {
       reactor->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "method not implemented"));
       return reactor;
     }
-    auto body = std::make_shared<std::string>();
-    std::vector<grpc::Slice> slices;
-    if (req->Dump(&slices).ok()) {
-      for (const auto& s : slices) body->append(reinterpret_cast<const char*>(s.begin()), s.size());
-    }
     RequestAuth auth;
     const auto& md = ctx->client_metadata();
     auth.access_key_id = MetadataValue(md, kMetaAccessKeyId);
@@ -143,9 +92,16 @@ class Service final : public aobj::v1::ObjectService::Service {
     call->cancelled = [ctx] { return ctx->IsCancelled(); };
     call->deadline = DeadlineOf(*ctx);
     if (method == Method::kRenewSession) call->cancel_nonce = MetadataValue(md, kMetaCancel);
-    auto run = [this, method, ctx, resp, reactor, body, auth, call] {
+    // The request message stays in gRPC's buffer (`req` lives until Finish) while it waits; it is
+    // copied out on the request thread.
+    auto run = [this, method, ctx, req, resp, reactor, auth, call] {
+      std::string body;
+      std::vector<grpc::Slice> slices;
+      if (req->Dump(&slices).ok()) {
+        for (const auto& s : slices) body.append(reinterpret_cast<const char*>(s.begin()), s.size());
+      }
       aobj::v1::VersionRange supported;
-      absl::StatusOr<std::string> out = handler_->Handle(method, auth, *body, absl::Now(),
+      absl::StatusOr<std::string> out = handler_->Handle(method, auth, body, absl::Now(),
                                                          &supported, call.get());
       if (out.ok()) {
         grpc::Slice slice(out->data(), out->size());
@@ -153,32 +109,36 @@ class Service final : public aobj::v1::ObjectService::Service {
         reactor->Finish(grpc::Status::OK);  // AOBJ-CTL-008: no error trailer on success
         return;
       }
-      std::string trailer;
       const bool version_error = ErrorCodeOf(out.status()) == ErrorCode::kUnsupportedVersion;
-      grpc::Status gs = ToGrpcStatus(out.status(), &trailer, version_error ? &supported : nullptr);
-      ctx->AddTrailingMetadata(kErrorTrailer, trailer);
-      reactor->Finish(gs);
+      Fail(ctx, reactor, out.status(), version_error ? &supported : nullptr);
     };
     // AOBJ-DAT-156, AOBJ-DAT-160: a cancellation must not queue behind the data requests it is
     // meant to stop (they may hold every request thread). A RenewSession never blocks, so every
     // one runs here (its cancel entries may be in the signed body, unparsed yet).
-    if (method == Method::kRenewSession) {
+    // AOBJ-SEC-012: so does a request whose claim already fails (no or malformed authentication,
+    // an unknown access key): it is answered without hashing, and its body is not held.
+    if (method == Method::kRenewSession ||
+        !auth_->CheckClaim(auth, method != Method::kOpenSession).ok()) {
       run();
       return reactor;
     }
-    bool queued = pool_->Submit(std::move(run));
-    if (!queued) {
-      std::string trailer;
-      grpc::Status gs = ToGrpcStatus(
-          MakeError(ErrorCode::kSlowDown, "the server is shutting down"), &trailer);
-      ctx->AddTrailingMetadata(kErrorTrailer, trailer);
-      reactor->Finish(gs);
-    }
+    // AOBJ-SEC-013, AOBJ-SEC-014: queued under the principal it claims, within the bounds.
+    absl::Status queued = scheduler_->Submit(auth.access_key_id, req->Length(), std::move(run));
+    if (!queued.ok()) Fail(ctx, reactor, handler_->Refuse(method, auth, queued), nullptr);
     return reactor;
   }
 
+  static void Fail(grpc::CallbackServerContext* ctx, grpc::ServerUnaryReactor* reactor,
+                   const absl::Status& error, const aobj::v1::VersionRange* supported) {
+    std::string trailer;
+    grpc::Status gs = ToGrpcStatus(error, &trailer, supported);
+    ctx->AddTrailingMetadata(kErrorTrailer, trailer);
+    reactor->Finish(gs);
+  }
+
   RequestHandler* handler_;
-  ThreadPool* pool_;
+  const Authenticator* auth_;
+  RequestScheduler* scheduler_;
 };
 
 class ServerImpl final : public Server {
@@ -191,6 +151,10 @@ class ServerImpl final : public Server {
     // Multipart uploads live beside the store: in memory, or in multipart_root (spec 9.15).
     MultipartLimits mpl;
     if (options_.multipart_min_part_size) mpl.min_part_size = options_.multipart_min_part_size;
+    mpl.max_uploads_per_initiator = std::max<size_t>(options_.max_uploads_per_principal, 1);
+    if (options_.upload_expiry_ms > 0) {
+      mpl.upload_expiry = absl::Milliseconds(options_.upload_expiry_ms);
+    }
     auto mp = MultipartManager::Open(store_.get(), options_.multipart_root, mpl);
     if (!mp.ok()) return mp.status();
     multipart_ = std::move(*mp);
@@ -201,6 +165,11 @@ class ServerImpl final : public Server {
                                           options_.owners_file);
     if (!authz.ok()) return authz.status();
     authz_ = std::move(*authz);
+    // AOBJ-SEC-016: an owner recorded for a bucket that was never created (or whose deletion
+    // was not followed by forgetting it) does not outlive a restart.
+    authz_->ForgetMissing([this](const std::string& bucket) {
+      return ErrorCodeOf(store_->HeadBucket(bucket)) != ErrorCode::kNoSuchBucket;
+    }).IgnoreError();
     DataChannelOptions data_channel = options_.data_channel;
     if (data_channel.transports.empty()) data_channel.transports = "^posix";
     auto ctx = UcxContext::Create(data_channel);
@@ -242,8 +211,14 @@ class ServerImpl final : public Server {
     handler_ = std::make_unique<RequestHandler>(std::move(hc), store_.get(), channel_.get(),
                                                 auth_.get(), sessions_.get(), multipart_.get(),
                                                 authz_.get());
-    pool_ = std::make_unique<ThreadPool>(std::max(1, options_.request_threads));
-    service_ = std::make_unique<Service>(handler_.get(), pool_.get());
+    SchedulerLimits sl;
+    sl.threads = std::max(1, options_.request_threads);
+    sl.max_running_per_principal = options_.max_requests_per_principal;
+    sl.max_queued = options_.max_queued_requests;
+    sl.max_queued_per_principal = options_.max_queued_requests_per_principal;
+    sl.max_queued_bytes = options_.max_queued_request_bytes;
+    scheduler_ = std::make_unique<RequestScheduler>(sl);
+    service_ = std::make_unique<Service>(handler_.get(), auth_.get(), scheduler_.get());
 
     auto creds = MakeServerCredentials(options_.tls, options_.allow_plaintext);
     if (!creds.ok()) return creds.status();
@@ -259,6 +234,13 @@ class ServerImpl final : public Server {
     builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, kHandshakeTimeoutMs);
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, kConnectionIdleMs);
     builder.RegisterService(service_.get());
+    // AOBJ-SEC-012: what gRPC itself buffers of requests not yet handed over (their messages,
+    // before anyone knows who sent them) is bounded by a memory quota; under it gRPC shrinks
+    // its flow-control windows, and past it cancels streams.
+    grpc::ResourceQuota quota("aobj-control");
+    quota.Resize(static_cast<size_t>(std::max<uint64_t>(options_.control_memory_bytes, 16 << 20)));
+    builder.SetResourceQuota(quota);
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, kMaxStreamsPerConnection);
     // AOBJ-CTL-005: requests are small except inline bodies.
     builder.SetMaxReceiveMessageSize(8 << 20);
     builder.SetMaxSendMessageSize(8 << 20);
@@ -297,7 +279,7 @@ class ServerImpl final : public Server {
       grpc_->Shutdown(std::chrono::system_clock::now() +
                       std::chrono::milliseconds(grace_ms + 1000));
     }
-    if (pool_) pool_->Stop();
+    if (scheduler_) scheduler_->Stop();
     if (reaper_.joinable()) reaper_.join();
     // Endpoints still open at shutdown (sessions that never closed) are counted, then closed with
     // the worker; stats() after Shutdown() reports this final picture.
@@ -347,12 +329,24 @@ class ServerImpl final : public Server {
     return r;
   }
 
-  // Releases the endpoints of expired and closed sessions (AOBJ-SES-009, AOBJ-SES-010).
+  // Releases the endpoints of expired and closed sessions (AOBJ-SES-009, AOBJ-SES-010), and
+  // aborts expired multipart uploads (AOBJ-OBJ-234) a few times per expiry period.
   void Reap() {
+    const absl::Duration expiry = multipart_->limits().upload_expiry;
+    const absl::Duration sweep_every =
+        std::clamp(expiry / 4, absl::Milliseconds(200), absl::Seconds(60));
+    absl::Time next_sweep = absl::Now() + sweep_every;
     for (;;) {
       {
         absl::MutexLock l(&mu_);
         if (mu_.AwaitWithTimeout(absl::Condition(&shut_down_), absl::Milliseconds(200))) return;
+      }
+      if (expiry != absl::InfiniteDuration() && absl::Now() >= next_sweep) {
+        const size_t n = multipart_->ExpireUploads(absl::Now());
+        if (n > 0 && options_.log) {
+          options_.log(absl::StrCat("event=uploads_expired count=", n));
+        }
+        next_sweep = absl::Now() + sweep_every;
       }
       for (uint64_t ep : sessions_->Reap(absl::Now())) {
         channel_->Disconnect(ep);
@@ -372,7 +366,7 @@ class ServerImpl final : public Server {
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<SessionTable> sessions_;
   std::unique_ptr<RequestHandler> handler_;
-  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<RequestScheduler> scheduler_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<MetricsHttpServer> metrics_http_;  // borrows everything above
@@ -382,6 +376,7 @@ class ServerImpl final : public Server {
   static constexpr int kReservedDescriptors = 64;
   static constexpr int kHandshakeTimeoutMs = 10000;
   static constexpr int kConnectionIdleMs = 120000;
+  static constexpr int kMaxStreamsPerConnection = 256;
   std::unique_ptr<ControlListener> listener_;
   std::thread reaper_;
   absl::Mutex mu_;

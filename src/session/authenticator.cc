@@ -12,15 +12,26 @@ Authenticator::Authenticator(const std::map<std::string, std::string>& secrets,
   for (const auto& [id, secret] : secrets) signing_keys_[id] = DeriveSigningKey(secret);
 }
 
+absl::Status Authenticator::CheckClaim(const RequestAuth& auth, bool needs_session) const {
+  int64_t ts_ms = 0;
+  return CheckClaim(auth, needs_session, &ts_ms);
+}
+
+absl::Status Authenticator::CheckClaim(const RequestAuth& auth, bool needs_session,
+                                       int64_t* ts_ms) const {
+  if (absl::Status s = CheckAuthSyntax(auth, needs_session, ts_ms); !s.ok()) return s;
+  // AOBJ-AUTH-005
+  if (!signing_keys_.contains(auth.access_key_id)) {
+    return MakeError(ErrorCode::kInvalidAccessKeyId, "the access key id is not known");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Authenticator::Verify(absl::string_view method, const RequestAuth& auth,
                                    absl::string_view body, bool needs_session, absl::Time now) {
   int64_t ts_ms = 0;
-  if (absl::Status s = CheckAuthSyntax(auth, needs_session, &ts_ms); !s.ok()) return s;
-  // AOBJ-AUTH-005
+  if (absl::Status s = CheckClaim(auth, needs_session, &ts_ms); !s.ok()) return s;
   auto key = signing_keys_.find(auth.access_key_id);
-  if (key == signing_keys_.end()) {
-    return MakeError(ErrorCode::kInvalidAccessKeyId, "the access key id is not known");
-  }
   // AOBJ-AUTH-006
   if (absl::Status s = VerifySignature(key->second, method, auth, body); !s.ok()) return s;
   // AOBJ-AUTH-007

@@ -35,12 +35,19 @@ class Authenticator {
   absl::Status Verify(absl::string_view method, const RequestAuth& auth, absl::string_view body,
                       bool needs_session, absl::Time now);
 
+  // The first two steps of Verify alone (metadata syntax, key lookup), with Verify's errors:
+  // no hashing, no state. A request that fails here fails Verify with the same status, so the
+  // server can answer it at once instead of queueing its body (issue 16, AOBJ-SEC-012).
+  absl::Status CheckClaim(const RequestAuth& auth, bool needs_session) const;
+
   size_t nonces_remembered();
   // The signing key of `access_key_id` (AOBJ-AUTH-003), or null when it is not known; for the
   // endpoint key of its sessions (AOBJ-SES-026).
   const std::string* SigningKey(absl::string_view access_key_id) const;
 
  private:
+  absl::Status CheckClaim(const RequestAuth& auth, bool needs_session, int64_t* ts_ms) const;
+
   absl::flat_hash_map<std::string, std::string> signing_keys_;  // immutable after construction
   const absl::Duration skew_;
   const size_t max_nonces_;

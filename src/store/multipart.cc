@@ -93,8 +93,21 @@ struct Core {
   // The same, per bucket: a bucket with a Create in flight is not empty (AOBJ-OBJ-232).
   absl::flat_hash_map<std::string, size_t> creating_in ABSL_GUARDED_BY(mu);
   bool closed ABSL_GUARDED_BY(mu) = false;  // the manager was destroyed
+  // Uploads in progress or being created, per initiator (AOBJ-OBJ-233).
+  absl::flat_hash_map<std::string, size_t> per_initiator ABSL_GUARDED_BY(mu);
 
-  void Insert(std::shared_ptr<Upload> u) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  void Count(const std::string& initiator, bool add) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (add) {
+      ++per_initiator[initiator];
+    } else if (auto it = per_initiator.find(initiator);
+               it != per_initiator.end() && --it->second == 0) {
+      per_initiator.erase(it);
+    }
+  }
+
+  // Inserts an upload; it counts against its initiator unless `counted` (a Create reserved it).
+  void Insert(std::shared_ptr<Upload> u, bool counted = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (!counted) Count(u->info.initiator, true);
     part_count += u->parts.size();
     by_bucket[u->info.bucket][{u->info.key, u->info.upload_id}] = u;
     by_id[u->info.upload_id] = std::move(u);
@@ -102,6 +115,7 @@ struct Core {
 
   void Erase(const std::shared_ptr<Upload>& u) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     u->state = Upload::State::kGone;
+    Count(u->info.initiator, false);
     part_count -= u->parts.size();
     by_id.erase(u->info.upload_id);
     auto b = by_bucket.find(u->info.bucket);
@@ -220,7 +234,8 @@ class Manager final : public MultipartManager {
   const MultipartLimits& limits() const override { return core_->limits; }
 
   absl::StatusOr<UploadInfo> Create(absl::string_view bucket, absl::string_view key,
-                                    const WriteOptions& attributes) override {
+                                    const WriteOptions& attributes,
+                                    absl::string_view initiator) override {
     AOBJ_MP_RETURN_IF_ERROR(CheckNames(bucket, key));
     if (attributes.content_type.size() > kMaxContentTypeBytes) {
       return MakeError(ErrorCode::kInvalidArgument,
@@ -240,6 +255,7 @@ class Manager final : public MultipartManager {
     info.key = std::string(key);
     info.content_type = attributes.content_type;
     info.user_metadata = attributes.user_metadata;
+    info.initiator = std::string(initiator);
     {
       absl::MutexLock lock(&core_->mu);
       // AOBJ-OBJ-200, checked under the lock that DeleteBucket holds (AOBJ-OBJ-232): the bucket
@@ -250,6 +266,15 @@ class Manager final : public MultipartManager {
         return MakeError(ErrorCode::kTooManyUploads,
                          absl::StrCat("the server holds its maximum of ", core_->limits.max_uploads,
                                       " uploads in progress"));
+      }
+      // AOBJ-OBJ-233: one principal cannot take the slots every other principal needs.
+      if (auto it = core_->per_initiator.find(info.initiator);
+          it != core_->per_initiator.end() &&
+          it->second >= core_->limits.max_uploads_per_initiator) {
+        return MakeError(ErrorCode::kTooManyUploads,
+                         absl::StrCat("this access key has ", it->second,
+                                      " uploads in progress, the server's limit for one access "
+                                      "key; complete or abort some first"));
       }
       const absl::Time now = absl::Now();
       info.initiated_ms = absl::ToUnixMillis(now);
@@ -264,17 +289,46 @@ class Manager final : public MultipartManager {
       } while (core_->by_id.contains(info.upload_id));
       ++core_->creating;
       ++core_->creating_in[info.bucket];
+      core_->Count(info.initiator, true);
     }
     // Outside the lock: the directory area fsyncs.
     absl::Status added = core_->area->AddUpload(info);
     absl::MutexLock lock(&core_->mu);
     --core_->creating;
     if (--core_->creating_in[info.bucket] == 0) core_->creating_in.erase(info.bucket);
-    if (!added.ok()) return added;
+    if (!added.ok()) {
+      core_->Count(info.initiator, false);
+      return added;
+    }
     auto upload = std::make_shared<Upload>();
     upload->info = info;
-    core_->Insert(std::move(upload));
+    core_->Insert(std::move(upload), /*counted=*/true);
     return info;
+  }
+
+  size_t ExpireUploads(absl::Time now) override {
+    if (core_->limits.upload_expiry == absl::InfiniteDuration()) return 0;
+    const int64_t before_ms = absl::ToUnixMillis(now - core_->limits.upload_expiry);
+    std::vector<std::string> tokens;
+    {
+      absl::MutexLock lock(&core_->mu);
+      std::vector<std::shared_ptr<Upload>> expired;
+      for (const auto& [id, u] : core_->by_id) {
+        if (u->state == Upload::State::kActive && u->info.initiated_ms < before_ms) {
+          expired.push_back(u);
+        }
+      }
+      for (const auto& u : expired) {
+        // As Abort (AOBJ-OBJ-220): gone from disk first. One that cannot be detached now is
+        // tried again on the next sweep.
+        auto detached = core_->area->DetachUpload(u->info);
+        if (!detached.ok()) continue;
+        tokens.push_back(*std::move(detached));
+        core_->Erase(u);
+      }
+    }
+    for (const std::string& token : tokens) core_->area->Purge(token);
+    return tokens.size();
   }
 
   absl::Status DeleteBucket(absl::string_view bucket) override {
@@ -623,7 +677,9 @@ absl::StatusOr<std::unique_ptr<MultipartManager>> MultipartManager::Open(
       core->Insert(std::move(upload));
     }
   }
-  return std::unique_ptr<MultipartManager>(new Manager(std::move(core)));
+  auto manager = std::make_unique<Manager>(std::move(core));
+  manager->ExpireUploads(absl::Now());  // AOBJ-OBJ-234: also what expired while stopped
+  return std::unique_ptr<MultipartManager>(std::move(manager));
 }
 
 }  // namespace aobj

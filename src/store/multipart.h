@@ -39,6 +39,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "aobj/multipart.h"
 #include "aobj/store.h"
 
@@ -51,8 +52,12 @@ struct MultipartLimits {
   uint64_t max_part_size = kDefaultMaxPartSize;  // AOBJ-OBJ-209
   uint64_t max_object_size = uint64_t{5} << 40;  // AOBJ-OBJ-214 (S3: 5 TiB)
   size_t max_uploads = 10000;                    // AOBJ-OBJ-228: in progress, server-wide
+  size_t max_uploads_per_initiator = 1000;       // AOBJ-OBJ-233: of one access key
   uint64_t max_parts = 1000000;                  // AOBJ-OBJ-228: held by all uploads together
   size_t copy_chunk_bytes = 8 << 20;             // Complete reads parts in chunks of this size
+  // AOBJ-OBJ-234: uploads initiated longer ago than this are aborted by ExpireUploads (and when
+  // the manager opens); infinite = never.
+  absl::Duration upload_expiry = absl::InfiniteDuration();
 };
 
 // True for a string the manager could have issued as an upload ID (AOBJ-OBJ-203).
@@ -70,10 +75,18 @@ class MultipartManager {
 
   virtual const MultipartLimits& limits() const = 0;
 
-  // AOBJ-OBJ-200: a new upload for bucket/key. NO_SUCH_BUCKET, TOO_MANY_UPLOADS.
-  // `attributes` (content type, user metadata) go to the object that Complete creates.
+  // AOBJ-OBJ-200: a new upload for bucket/key, begun by `initiator` (an access key id; kept with
+  // the upload, across restarts). NO_SUCH_BUCKET, TOO_MANY_UPLOADS (the server's limit, or the
+  // initiator's, AOBJ-OBJ-233). `attributes` (content type, user metadata) go to the object that
+  // Complete creates.
   virtual absl::StatusOr<UploadInfo> Create(absl::string_view bucket, absl::string_view key,
-                                            const WriteOptions& attributes) = 0;
+                                            const WriteOptions& attributes,
+                                            absl::string_view initiator = "") = 0;
+
+  // AOBJ-OBJ-234: aborts every upload initiated before now - limits().upload_expiry (an upload
+  // being completed is left to its Complete). Returns how many it aborted. Open() runs it once,
+  // so uploads that expired while the server was down go at start.
+  virtual size_t ExpireUploads(absl::Time now) = 0;
 
   // A writer for part `part_number` (1..10000) of `size` bytes. Its Commit(info) installs the
   // part, replacing an earlier part of that number (AOBJ-OBJ-208); `info.etag` must be the

@@ -12,7 +12,7 @@
 // MANIFEST:
 //   offset  size  field
 //        0     8  magic "AOBJMPU1"
-//        8     4  format version (1)
+//        8     4  format version (2; 1 is still read)
 //       12     8  initiated_ms (int64, two's complement)
 //       20     4  bucket_len
 //       24     4  key_len
@@ -21,6 +21,8 @@
 //       36     .  bucket, key, content_type, upload_id bytes
 //        .     4  metadata_count: user metadata pairs, then per pair
 //                   4 name_len, name bytes, 4 value_len, value bytes
+//        .     .  format 2 only: 4 initiator_len, initiator bytes (the access key id that began
+//                 the upload, AOBJ-OBJ-233); a format-1 manifest has none (initiator "")
 //      end-4   4  CRC32C of every preceding byte
 //
 // Part file: a 64-byte header, then the part's bytes.
@@ -174,7 +176,9 @@ constexpr mode_t kDirMode = 0700;
 constexpr mode_t kFileMode = 0600;
 constexpr char kManifestMagic[8] = {'A', 'O', 'B', 'J', 'M', 'P', 'U', '1'};
 constexpr char kPartMagic[8] = {'A', 'O', 'B', 'J', 'P', 'R', 'T', '1'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 1;          // of part files
+constexpr uint32_t kManifestVersion = 2;        // of manifests written now
+constexpr uint32_t kOldestManifestVersion = 1;  // read too: no initiator
 constexpr size_t kPartHeaderBytes = 64;
 constexpr size_t kManifestFixedBytes = 36;
 constexpr size_t kMaxManifestBytes = 64 * 1024;
@@ -230,7 +234,7 @@ uint64_t GetU64(absl::string_view in, size_t at) {
 
 std::string EncodeManifest(const UploadInfo& u) {
   std::string out(kManifestMagic, sizeof(kManifestMagic));
-  PutU32(&out, kFormatVersion);
+  PutU32(&out, kManifestVersion);
   PutU64(&out, static_cast<uint64_t>(u.initiated_ms));
   PutU32(&out, static_cast<uint32_t>(u.bucket.size()));
   PutU32(&out, static_cast<uint32_t>(u.key.size()));
@@ -247,6 +251,8 @@ std::string EncodeManifest(const UploadInfo& u) {
     PutU32(&out, static_cast<uint32_t>(value.size()));
     out += value;
   }
+  PutU32(&out, static_cast<uint32_t>(u.initiator.size()));
+  out += u.initiator;
   PutU32(&out, Crc32c(0, out.data(), out.size()));
   return out;
 }
@@ -258,7 +264,10 @@ absl::StatusOr<UploadInfo> DecodeManifest(absl::string_view in, const std::strin
   };
   if (in.size() < kManifestFixedBytes + 4) return corrupt("too short");
   if (in.substr(0, 8) != absl::string_view(kManifestMagic, 8)) return corrupt("bad magic");
-  if (GetU32(in, 8) != kFormatVersion) return corrupt("unsupported version");
+  const uint32_t version = GetU32(in, 8);
+  if (version < kOldestManifestVersion || version > kManifestVersion) {
+    return corrupt("unsupported version");
+  }
   if (GetU32(in, in.size() - 4) != Crc32c(0, in.data(), in.size() - 4)) {
     return corrupt("checksum mismatch");
   }
@@ -292,6 +301,7 @@ absl::StatusOr<UploadInfo> DecodeManifest(absl::string_view in, const std::strin
     if (!read_string(&name) || !read_string(&value)) return corrupt("metadata overruns");
     u.user_metadata[std::move(name)] = std::move(value);
   }
+  if (version >= 2 && !read_string(&u.initiator)) return corrupt("initiator overruns");
   if (at != end) return corrupt("trailing bytes");
   return u;
 }

@@ -170,6 +170,50 @@ TEST_F(AuthzTest, OwnersSurviveARestart) {
   EXPECT_TRUE(Denied(b_->HeadBucket("kept")));
 }
 
+// AOBJ-SEC-016 (issue 16, finding 6): a CreateBucket whose owner cannot be recorded (here the
+// owners file cannot be rewritten: a directory sits where its temporary file goes; on the probe,
+// a full disk) used to create the bucket anyway, with no owner: after a restart its creator was
+// refused and the name was taken. Now the bucket is not created, and once the store can record
+// owners again, the creator creates and owns it.
+TEST_F(AuthzTest, ABucketNeverExistsWithoutItsOwner) {
+  const std::string blocker = server_->dir() + "/data/.aobj-owners.tmp";
+  ASSERT_EQ(mkdir(blocker.c_str(), 0700), 0);
+  const absl::Status failed = a_->CreateBucket("unowned");
+  EXPECT_EQ(ErrorCodeOf(failed), ErrorCode::kStorageError) << failed;
+  struct stat st;
+  EXPECT_NE(stat((server_->dir() + "/data/unowned").c_str(), &st), 0)
+      << "the bucket was created without its owner";
+  ASSERT_EQ(rmdir(blocker.c_str()), 0);
+  a_.reset();
+  b_.reset();
+  ASSERT_TRUE(server_->Restart()) << server_->log();
+  Connect();
+  ASSERT_TRUE(a_->CreateBucket("unowned").ok());
+  EXPECT_TRUE(a_->HeadBucket("unowned").ok());
+  EXPECT_TRUE(Denied(b_->HeadBucket("unowned")));
+}
+
+// AOBJ-SEC-016: an owner recorded for a bucket that does not exist (what a crash between the
+// owner's record and the bucket's creation leaves) is forgotten at start, so it keeps nobody from
+// the name.
+TEST_F(AuthzTest, AnOwnerWithoutItsBucketIsForgottenAtStart) {
+  a_.reset();
+  b_.reset();
+  server_->Stop();
+  {
+    std::ofstream f(server_->dir() + "/data/.aobj-owners", std::ios::app);
+    f << "ghost " << kAccessKey << "\n";
+  }
+  ASSERT_TRUE(server_->Start()) << server_->log();
+  Connect();
+  ASSERT_TRUE(b_->CreateBucket("ghost").ok());
+  EXPECT_TRUE(b_->HeadBucket("ghost").ok());
+  EXPECT_TRUE(Denied(a_->HeadBucket("ghost"))) << "the stale owner took the new bucket";
+  EXPECT_EQ(testing::ReadFile(server_->dir() + "/data/.aobj-owners").find("ghost " +
+                                                                           std::string(kAccessKey)),
+            std::string::npos);
+}
+
 // Issue 16 finding 6: a bad grant or a malformed owners file is reported at start with the
 // reason and exit status 1, not a crash.
 TEST(AuthzStartTest, BadGrantOrOwnersFileIsReportedNotACrash) {

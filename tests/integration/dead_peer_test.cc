@@ -461,6 +461,58 @@ TEST_F(DeadPeerTest, HealthyClientKeepsHalfItsThroughputBesideStalledPeers) {
   EXPECT_GE(best, 0.5) << "healthy GETs beside two stalled peers fell below half";
 }
 
+// ---- fairness between principals (issue 16, control-plane probe finding 5) ---------------------
+
+// Requests of one principal that hold their threads (here: PUTs from four stalled peers, each
+// stuck until the data wait passes) used to take every request thread, so another principal's
+// listing waited for them (10 parallel CopyObjects made a listing take 19.9 s). Each principal
+// now runs at most threads - 2 requests at once (AOBJ-SEC-014): the other principal's listing is
+// answered while all four stalled PUTs are still waiting.
+TEST_F(DeadPeerTest, StalledRequestsOfOnePrincipalLeaveThreadsForAnother) {
+  server_->Stop();
+  server_ = std::make_unique<ServerProcess>(
+      dir_, "memory", std::vector<std::string>{"--threads", "4", "--data-wait-ms", "8000"});
+  ASSERT_TRUE(server_->Start()) << server_->log();
+  std::vector<pid_t> peers;
+  std::vector<std::string> outs;
+  for (int i = 0; i < 4; ++i) {
+    outs.push_back(dir_ + "/heavy-" + std::to_string(i));
+    peers.push_back(Spawn(PeerArgs({"--behaviour", "stall", "--memory", "heap", "--op", "put",
+                                    "--key", "heavy-" + std::to_string(i)}),
+                          outs.back()));
+  }
+  // At least two PUTs stuck. (The old server opened all four sessions and let their PUTs take
+  // all four threads; this one runs two of the principal's requests at once, so the other two
+  // peers' OpenSession calls wait behind them.)
+  auto opened = [&] {
+    int n = 0;
+    for (const std::string& out : outs) n += Slurp(out).find("opened") != std::string::npos;
+    return n;
+  };
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < until && opened() < 2) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GE(opened(), 2) << server_->log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // their PUTs are stuck by now
+  ClientOptions o = testing::TestClientOptions(*server_);
+  o.access_key_id = "AKTESTSECOND";
+  o.secret = "second-secret-for-tests";
+  auto other = Client::Connect(o);
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto listing = (*other)->ListObjects("test-bucket", ListObjectsOptions{});
+  ASSERT_TRUE(listing.ok()) << listing.status();
+  // Ordering, not timing: no stalled PUT had been answered when the listing was.
+  int answered = 0;
+  for (const std::string& out : outs) answered += ReplyOf(Slurp(out), 1).code.empty() ? 0 : 1;
+  EXPECT_EQ(answered, 0) << "the listing waited for the stalled requests of another principal";
+  for (pid_t p : peers) {
+    kill(p, SIGKILL);
+    WaitFor(p, std::chrono::seconds(5));
+  }
+  testing::ExpectStillServes(*server_, "after-heavy", 0x52);
+}
+
 // ---- shutdown -----------------------------------------------------------------------------------
 
 // AOBJ-OPS-009: a transfer that can never complete does not hold the server past SIGTERM's bound,

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -437,6 +438,69 @@ TEST_P(MultipartIntegrationTest, UploadsSurviveServerRestart) {
                                                {{1, p1->etag}, {2, p2->etag}});
   ASSERT_TRUE(info.ok()) << info.status();
   ExpectObject(*client_, "restart", src->data(), 300000);
+}
+
+// AOBJ-OBJ-233 (issue 16, finding 3): one principal used to take all 10,000 upload slots in 20 s,
+// after which another principal's CreateMultipartUpload in its own bucket failed.
+TEST_P(MultipartIntegrationTest, OnePrincipalCannotTakeAnothersUploadSlots) {
+  client_.reset();
+  server_->Stop();
+  server_ = std::make_unique<ServerProcess>(
+      server_->dir(), GetParam(),
+      std::vector<std::string>{"--min-part-size", std::to_string(kMinPart),
+                               "--max-uploads-per-principal", "3"});
+  ASSERT_TRUE(server_->Start()) << server_->log();
+  client_ = Connect();
+  ASSERT_NE(client_, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(client_->CreateMultipartUpload(kBucket, "mine-" + std::to_string(i)).ok());
+  }
+  auto refused = client_->CreateMultipartUpload(kBucket, "mine-3");
+  EXPECT_EQ(ErrorCodeOf(refused.status()), ErrorCode::kTooManyUploads) << refused.status();
+  ClientOptions o;
+  o.endpoint = server_->endpoint();
+  o.access_key_id = "AKTESTSECOND";
+  o.secret = "second-secret-for-tests";
+  auto other = Client::Connect(o);
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto theirs = (*other)->CreateMultipartUpload(kBucket, "theirs");
+  EXPECT_TRUE(theirs.ok()) << theirs.status();
+}
+
+// AOBJ-OBJ-234 (issue 16, finding 3): uploads nobody completes or aborts used to stay forever,
+// parts and all. With a short expiry the server aborts them by itself while it serves.
+TEST_P(MultipartIntegrationTest, AbandonedUploadsExpire) {
+  client_.reset();
+  server_->Stop();
+  server_ = std::make_unique<ServerProcess>(
+      server_->dir(), GetParam(),
+      std::vector<std::string>{"--min-part-size", std::to_string(kMinPart),
+                               "--upload-expiry-ms", "1000"});
+  ASSERT_TRUE(server_->Start()) << server_->log();
+  client_ = Connect();
+  ASSERT_NE(client_, nullptr);
+  auto src = Random(100000, 12);
+  auto up = client_->CreateMultipartUpload(kBucket, "abandoned");
+  ASSERT_TRUE(up.ok()) << up.status();
+  ASSERT_TRUE(client_->UploadPart(kBucket, "abandoned", up->upload_id, 1, *src, 0, 100000).ok());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (UploadCount(*client_) != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(UploadCount(*client_), 0u) << "the upload did not expire\n" << server_->log();
+  auto late = client_->UploadPart(kBucket, "abandoned", up->upload_id, 2, *src, 0, 100000);
+  EXPECT_EQ(ErrorCodeOf(late.status()), ErrorCode::kNoSuchUpload) << late.status();
+  if (fs()) {
+    const std::string uploads = server_->dir() + "/data/.multipart/uploads/" + kBucket;
+    size_t left = 0;
+    if (std::filesystem::exists(uploads)) {
+      for (const auto& e : std::filesystem::directory_iterator(uploads)) {
+        (void)e;
+        ++left;
+      }
+    }
+    EXPECT_EQ(left, 0u) << "the expired upload's parts are still on disk";
+  }
 }
 
 // AOBJ-OBJ-226: a server killed with SIGKILL during CompleteMultipartUpload and restarted on the

@@ -56,6 +56,30 @@ TEST_F(AuthenticatorTest, AcceptsEveryConfiguredPrincipal) {
   EXPECT_EQ(Verify(other.Sign(kMethod, kSession, kBody, Now())), ErrorCode::kOk);
 }
 
+// AOBJ-SEC-012: the claim check answers exactly what Verify would for a request that fails its
+// first steps, and lets through (for queueing) a known key whatever its signature; it records
+// nothing.
+TEST_F(AuthenticatorTest, CheckClaimAgreesWithVerifyOnItsSteps) {
+  RequestAuth good = Sign();
+  EXPECT_TRUE(auth_.CheckClaim(good, true).ok());
+  RequestAuth forged = good;
+  forged.signature_hex = std::string(64, 'c');
+  EXPECT_TRUE(auth_.CheckClaim(forged, true).ok()) << "only the signature check can tell";
+  EXPECT_EQ(Verify(forged), ErrorCode::kSignatureDoesNotMatch);
+  RequestAuth unknown = good;
+  unknown.access_key_id = "AKNOBODY";
+  EXPECT_EQ(ErrorCodeOf(auth_.CheckClaim(unknown, true)), ErrorCode::kInvalidAccessKeyId);
+  EXPECT_EQ(Verify(unknown), ErrorCode::kInvalidAccessKeyId);
+  RequestAuth unsigned_request;
+  EXPECT_EQ(ErrorCodeOf(auth_.CheckClaim(unsigned_request, true)),
+            ErrorCode::kMissingAuthentication);
+  EXPECT_EQ(Verify(unsigned_request), ErrorCode::kMissingAuthentication);
+  RequestAuth no_session = good;
+  no_session.session_hex.clear();
+  EXPECT_FALSE(auth_.CheckClaim(no_session, true).ok());
+  EXPECT_EQ(auth_.nonces_remembered(), 0u);
+}
+
 TEST_F(AuthenticatorTest, RejectsMalformedMetadata) {
   // AOBJ-AUTH-001
   RequestAuth a = Sign();

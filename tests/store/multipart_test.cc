@@ -11,6 +11,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
@@ -544,6 +546,89 @@ TEST_P(MultipartTest, UploadAndPartLimits) {
   ASSERT_TRUE(mp_->Abort(kBucket, "a", a).ok());
   EXPECT_TRUE(Part(b, 2, "4", "b").ok());
   EXPECT_TRUE(mp_->Create(kBucket, "c", WriteOptions()).ok());
+}
+
+// AOBJ-OBJ-233 (issue 16, control-plane probe finding 3): one principal used to take every
+// upload slot of the server, and another principal's CreateMultipartUpload in its own bucket then
+// failed. Each initiator now has a limit of its own, counted across restarts.
+TEST_P(MultipartTest, OneInitiatorCannotTakeEveryUploadSlot) {
+  limits_.max_uploads = 10;
+  limits_.max_uploads_per_initiator = 3;
+  Reopen();
+  std::vector<std::string> mine;
+  for (int i = 0; i < 3; ++i) {
+    auto u = mp_->Create(kBucket, "a" + std::to_string(i), WriteOptions(), "AKHEAVY");
+    ASSERT_TRUE(u.ok()) << u.status();
+    EXPECT_EQ(u->initiator, "AKHEAVY");
+    mine.push_back(u->upload_id);
+  }
+  auto refused = mp_->Create(kBucket, "a3", WriteOptions(), "AKHEAVY");
+  EXPECT_EQ(ErrorCodeOf(refused.status()), ErrorCode::kTooManyUploads);
+  EXPECT_NE(refused.status().message().find("this access key"), std::string::npos)
+      << refused.status();
+  // Another principal is not affected.
+  auto other = mp_->Create(kBucket, "b", WriteOptions(), "AKOTHER");
+  ASSERT_TRUE(other.ok()) << other.status();
+  // The count follows the uploads: an abort frees a slot, a completion too.
+  ASSERT_TRUE(mp_->Abort(kBucket, "a0", mine[0]).ok());
+  auto again = mp_->Create(kBucket, "a4", WriteOptions(), "AKHEAVY");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(ErrorCodeOf(mp_->Create(kBucket, "a5", WriteOptions(), "AKHEAVY").status()),
+            ErrorCode::kTooManyUploads);
+  auto e = Part(mine[1], 1, "x", "a1");
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_TRUE(mp_->Complete(kBucket, "a1", mine[1], {{1, *e}}).ok());
+  EXPECT_TRUE(mp_->Create(kBucket, "a6", WriteOptions(), "AKHEAVY").ok());
+  if (!fs()) return;
+  // After a restart the initiator of every upload is known again, and so is its count.
+  Restart();
+  auto listed = mp_->ListUploads(kBucket, "a", "", "", 0);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->uploads.size(), 3u);
+  for (const UploadInfo& u : listed->uploads) EXPECT_EQ(u.initiator, "AKHEAVY") << u.key;
+  EXPECT_EQ(ErrorCodeOf(mp_->Create(kBucket, "a7", WriteOptions(), "AKHEAVY").status()),
+            ErrorCode::kTooManyUploads);
+  EXPECT_TRUE(mp_->Create(kBucket, "b2", WriteOptions(), "AKOTHER").ok());
+}
+
+// AOBJ-OBJ-234 (issue 16, finding 3): abandoned uploads used to hold their parts forever.
+// ExpireUploads aborts every upload begun before the expiry period, parts and all; an upload
+// being completed is left to its Complete.
+TEST_P(MultipartTest, ExpiredUploadsAreAbortedWithTheirParts) {
+  limits_.upload_expiry = absl::Hours(24);
+  Reopen();
+  const std::string old_id = Create("old");
+  ASSERT_TRUE(Part(old_id, 1, RandomData(300, 1), "old").ok());
+  const absl::Time now = absl::Now();
+  EXPECT_EQ(mp_->ExpireUploads(now + absl::Hours(23)), 0u) << "not yet expired";
+  EXPECT_EQ(UploadCount(), 1u);
+  const std::string udir = area_dir() + "/uploads/" + kBucket + "/" + old_id;
+  if (fs()) EXPECT_TRUE(std::filesystem::exists(udir));
+  EXPECT_EQ(mp_->ExpireUploads(now + absl::Hours(25)), 1u);
+  EXPECT_EQ(UploadCount(), 0u);
+  EXPECT_EQ(ErrorCodeOf(mp_->ListParts(kBucket, "old", old_id, 0, 0).status()),
+            ErrorCode::kNoSuchUpload);
+  EXPECT_EQ(ErrorCodeOf(Part(old_id, 2, "late", "old").status()), ErrorCode::kNoSuchUpload);
+  if (fs()) EXPECT_FALSE(std::filesystem::exists(udir)) << "the parts stay on disk";
+  // The bucket can be deleted again once its uploads expired (AOBJ-OBJ-232).
+  EXPECT_TRUE(mp_->DeleteBucket(kBucket).ok());
+}
+
+// AOBJ-OBJ-234 across a restart: uploads that expired while the server was stopped are aborted
+// when it opens, before any request can see them.
+TEST_P(MultipartTest, UploadsThatExpiredWhileStoppedGoAtStart) {
+  if (!fs()) GTEST_SKIP() << "the in-memory area is lost at exit by design";
+  const std::string id = Create("abandoned");
+  ASSERT_TRUE(Part(id, 1, RandomData(200, 3), "abandoned").ok());
+  const std::string kept = Create("recent");
+  limits_.upload_expiry = absl::Hours(1);
+  Restart();
+  EXPECT_EQ(UploadCount(), 2u) << "nothing is an hour old yet";
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  limits_.upload_expiry = absl::Milliseconds(10);
+  Restart();
+  EXPECT_EQ(UploadCount(), 0u);
+  EXPECT_FALSE(std::filesystem::exists(area_dir() + "/uploads/" + kBucket + "/" + id));
 }
 
 // AOBJ-OBJ-225: Complete and Abort racing on one upload: exactly one wins, every time.

@@ -1,0 +1,139 @@
+// RequestScheduler (src/server/scheduler.h): fairness between principals and bounded queues
+// (issue 16, control-plane probe findings 4 and 5; AOBJ-SEC-013, AOBJ-SEC-014). Tasks block on
+// notifications the test controls, so every assertion is about order and counts, not timing.
+#include "server/scheduler.h"
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "aobj/status.h"
+#include "gtest/gtest.h"
+
+namespace aobj {
+namespace {
+
+// One principal with more blocking requests than there are threads leaves threads for another:
+// the other's request runs while every one of the first principal's is still blocked.
+TEST(SchedulerTest, OnePrincipalCannotTakeEveryThread) {
+  SchedulerLimits limits;
+  limits.threads = 4;  // max_running_per_principal: 4 - 2
+  RequestScheduler s(limits);
+  EXPECT_EQ(s.limits().max_running_per_principal, 2);
+  absl::Notification release;
+  std::atomic<int> running{0}, most{0}, finished{0};
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(s.Submit("heavy", 0, [&] {
+                   const int now = ++running;
+                   int seen = most.load();
+                   while (now > seen && !most.compare_exchange_weak(seen, now)) {
+                   }
+                   release.WaitForNotification();
+                   --running;
+                   ++finished;
+                 }).ok());
+  }
+  // Two of them block on their threads (the most they may hold), the other eight wait.
+  for (int i = 0; i < 3000 && running.load() < 2; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_EQ(running.load(), 2);
+  absl::Notification other_ran;
+  ASSERT_TRUE(s.Submit("light", 0, [&] { other_ran.Notify(); }).ok());
+  EXPECT_TRUE(other_ran.WaitForNotificationWithTimeout(absl::Seconds(30)))
+      << "the light principal's request waited behind the heavy one's";
+  EXPECT_EQ(finished.load(), 0);
+  EXPECT_LE(most.load(), 2) << "the heavy principal ran more than its share at once";
+  release.Notify();
+  s.Stop();
+  EXPECT_EQ(finished.load(), 10) << "Stop runs what is queued";
+  EXPECT_EQ(most.load(), 2);
+}
+
+// Waiting principals are served in turn, not in arrival order.
+TEST(SchedulerTest, PrincipalsTakeTurns) {
+  SchedulerLimits limits;
+  limits.threads = 1;
+  RequestScheduler s(limits);
+  absl::Notification gate_started, open_gate;
+  ASSERT_TRUE(s.Submit("gate", 0, [&] {
+                 gate_started.Notify();
+                 open_gate.WaitForNotification();
+               }).ok());
+  gate_started.WaitForNotification();
+  std::mutex mu;
+  std::string order;
+  for (char c : std::string("AAAB")) {
+    ASSERT_TRUE(s.Submit(std::string(1, c), 0, [&, c] {
+                   std::lock_guard<std::mutex> l(mu);
+                   order += c;
+                 }).ok());
+  }
+  ASSERT_TRUE(s.Submit("C", 0, [&] {
+                 std::lock_guard<std::mutex> l(mu);
+                 order += 'C';
+               }).ok());
+  open_gate.Notify();
+  s.Stop();
+  EXPECT_EQ(order, "ABCAA");
+}
+
+// The queue bounds answer SLOW_DOWN at once: in all, per principal, and in bytes; nothing
+// refused is ever run, and a request larger than the byte budget gets in when nothing waits.
+TEST(SchedulerTest, QueuesAreBoundedWithSlowDown) {
+  SchedulerLimits limits;
+  limits.threads = 1;
+  limits.max_queued = 4;
+  limits.max_queued_per_principal = 2;
+  limits.max_queued_bytes = 1000;
+  RequestScheduler s(limits);
+  absl::Notification gate_started, open_gate;
+  ASSERT_TRUE(s.Submit("gate", 0, [&] {
+                 gate_started.Notify();
+                 open_gate.WaitForNotification();
+               }).ok());
+  gate_started.WaitForNotification();
+  std::atomic<int> ran{0}, refused_ran{0};
+  auto counted = [&] { ++ran; };
+  auto never = [&] { ++refused_ran; };
+  EXPECT_TRUE(s.Submit("a", 0, counted).ok());
+  EXPECT_TRUE(s.Submit("a", 0, counted).ok());
+  const absl::Status per = s.Submit("a", 0, never);
+  EXPECT_EQ(ErrorCodeOf(per), ErrorCode::kSlowDown) << "per principal";
+  EXPECT_NE(per.message().find("this access key"), std::string::npos) << per;
+  EXPECT_TRUE(s.Submit("b", 600, counted).ok());
+  EXPECT_EQ(ErrorCodeOf(s.Submit("c", 500, never)), ErrorCode::kSlowDown) << "bytes";
+  EXPECT_EQ(s.stats().queued_bytes, 600u);
+  EXPECT_TRUE(s.Submit("c", 0, counted).ok());
+  EXPECT_EQ(ErrorCodeOf(s.Submit("d", 0, never)), ErrorCode::kSlowDown) << "in all";
+  const SchedulerStats st = s.stats();
+  EXPECT_EQ(st.queued, 4u);
+  EXPECT_EQ(st.running, 1u);
+  EXPECT_EQ(st.rejected, 3u);
+  open_gate.Notify();
+  s.Stop();
+  EXPECT_EQ(ran.load(), 4);
+  EXPECT_EQ(refused_ran.load(), 0);
+  EXPECT_EQ(ErrorCodeOf(s.Submit("a", 0, never)), ErrorCode::kSlowDown) << "after Stop";
+  EXPECT_EQ(s.stats().queued_bytes, 0u);
+
+  // A request larger than the whole byte budget is not refused forever: it gets in alone.
+  RequestScheduler t(limits);
+  absl::Notification t_started, t_open;
+  ASSERT_TRUE(t.Submit("gate", 0, [&] {
+                 t_started.Notify();
+                 t_open.WaitForNotification();
+               }).ok());
+  t_started.WaitForNotification();
+  EXPECT_TRUE(t.Submit("a", 5000, counted).ok());
+  EXPECT_EQ(ErrorCodeOf(t.Submit("b", 1, never)), ErrorCode::kSlowDown);
+  t_open.Notify();
+  t.Stop();
+  EXPECT_EQ(ran.load(), 5);
+  EXPECT_EQ(refused_ran.load(), 0);
+}
+
+}  // namespace
+}  // namespace aobj

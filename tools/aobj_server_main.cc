@@ -73,6 +73,8 @@ Requests and tenants (spec section 14.6; one tenant cannot starve another):
                             (default: 128 MiB; past it gRPC cancels streams)
   --max-uploads-per-principal N  multipart uploads in progress of one access key;
                             TOO_MANY_UPLOADS beyond (default: 1000; the server holds 10000)
+  --max-upload-parts-per-principal N  parts held by the uploads in progress of one access
+                            key (default: 100000; the server holds 1000000)
   --upload-expiry-ms N      multipart uploads not completed this long after they began are
                             aborted, across restarts (default: 604800000, 7 days, S3's
                             AbortIncompleteMultipartUpload; 0: never)
@@ -140,7 +142,7 @@ int main(int argc, char** argv) {
        "max-in-flight", "inline-threshold", "max-transfer-bytes", "threads", "max-sessions", "max-sessions-per-principal",
        "max-requests-per-principal", "max-queued-requests", "max-queued-requests-per-principal",
        "max-queued-request-bytes", "control-memory", "max-uploads-per-principal",
-       "upload-expiry-ms", "max-key-bytes", "max-list-page", "net-devices",
+       "max-upload-parts-per-principal", "upload-expiry-ms", "max-key-bytes", "max-list-page", "net-devices",
        "transports", "tls-cert", "tls-key", "tls-client-ca", "min-part-size",
        "metrics-listen", "metrics-port-file", "authorization", "grant"};
   config_keys.bool_keys = {"quiet", "plaintext", "metrics-allow-remote"};
@@ -234,6 +236,10 @@ int main(int argc, char** argv) {
     return fail("--max-uploads-per-principal takes a positive number");
   }
   options.max_uploads_per_principal = static_cast<size_t>(v);
+  if (!(st = args.GetInt("max-upload-parts-per-principal", 100000, &v)).ok() || v < 1) {
+    return fail("--max-upload-parts-per-principal takes a positive number");
+  }
+  options.max_upload_parts_per_principal = static_cast<uint64_t>(v);
   if (!(st = args.GetInt("upload-expiry-ms", 604800000, &v)).ok() || v < 0) {
     return fail("--upload-expiry-ms takes 0 (never) or more milliseconds");
   }

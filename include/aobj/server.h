@@ -95,6 +95,9 @@ struct ServerOptions {
   // Uploads in progress of one access key (AOBJ-OBJ-233); TOO_MANY_UPLOADS beyond. The server
   // holds at most 10000 in all.
   size_t max_uploads_per_principal = 1000;
+  // Parts held by the uploads in progress of one access key (AOBJ-OBJ-233); TOO_MANY_UPLOADS
+  // beyond. The server holds at most one million in all.
+  uint64_t max_upload_parts_per_principal = 100000;
   // Uploads not completed this long after they began are aborted, across restarts
   // (AOBJ-OBJ-234; S3's AbortIncompleteMultipartUpload lifecycle rule); 0 = never.
   int64_t upload_expiry_ms = int64_t{7} * 24 * 3600 * 1000;

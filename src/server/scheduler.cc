@@ -16,8 +16,7 @@ RequestScheduler::RequestScheduler(const SchedulerLimits& limits) : limits_(limi
   if (limits_.max_running_per_principal <= 0) {
     limits_.max_running_per_principal = std::max(1, limits_.threads - 2);
   }
-  limits_.max_running_per_principal =
-      std::min(limits_.max_running_per_principal, limits_.threads);
+  limits_.max_running_per_principal = std::min(limits_.max_running_per_principal, limits_.threads);
   limits_.max_queued = std::max<size_t>(1, limits_.max_queued);
   limits_.max_queued_per_principal = std::max<size_t>(1, limits_.max_queued_per_principal);
   for (int i = 0; i < limits_.threads; ++i) threads_.emplace_back([this] { Run(); });
@@ -70,10 +69,10 @@ void RequestScheduler::Run() {
             return s->Runnable() || (s->stopping_ && s->queued_ == 0);
           },
           this));
-      auto t = std::find_if(turn_.begin(), turn_.end(), [this](const std::string& p)
-                                                            ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return lanes_.at(p).running < limits_.max_running_per_principal;
-      });
+      auto t = std::find_if(turn_.begin(), turn_.end(),
+                            [this](const std::string& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                              return lanes_.at(p).running < limits_.max_running_per_principal;
+                            });
       if (t == turn_.end()) return;  // stopping and drained
       principal = std::move(*t);
       turn_.erase(t);

@@ -98,7 +98,9 @@ class Service final : public aobj::v1::ObjectService::Service {
       std::string body;
       std::vector<grpc::Slice> slices;
       if (req->Dump(&slices).ok()) {
-        for (const auto& s : slices) body.append(reinterpret_cast<const char*>(s.begin()), s.size());
+        for (const auto& s : slices) {
+          body.append(reinterpret_cast<const char*>(s.begin()), s.size());
+        }
       }
       aobj::v1::VersionRange supported;
       absl::StatusOr<std::string> out = handler_->Handle(method, auth, body, absl::Now(),
@@ -152,6 +154,8 @@ class ServerImpl final : public Server {
     MultipartLimits mpl;
     if (options_.multipart_min_part_size) mpl.min_part_size = options_.multipart_min_part_size;
     mpl.max_uploads_per_initiator = std::max<size_t>(options_.max_uploads_per_principal, 1);
+    mpl.max_parts_per_initiator =
+        std::max<uint64_t>(options_.max_upload_parts_per_principal, 1);
     if (options_.upload_expiry_ms > 0) {
       mpl.upload_expiry = absl::Milliseconds(options_.upload_expiry_ms);
     }

@@ -93,28 +93,55 @@ struct Core {
   // The same, per bucket: a bucket with a Create in flight is not empty (AOBJ-OBJ-232).
   absl::flat_hash_map<std::string, size_t> creating_in ABSL_GUARDED_BY(mu);
   bool closed ABSL_GUARDED_BY(mu) = false;  // the manager was destroyed
-  // Uploads in progress or being created, per initiator (AOBJ-OBJ-233).
-  absl::flat_hash_map<std::string, size_t> per_initiator ABSL_GUARDED_BY(mu);
+  // Per initiator (AOBJ-OBJ-233): uploads in progress or being created, and their parts.
+  struct Holdings {
+    size_t uploads = 0;
+    uint64_t parts = 0;
+  };
+  absl::flat_hash_map<std::string, Holdings> per_initiator ABSL_GUARDED_BY(mu);
 
   void Count(const std::string& initiator, bool add) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (add) {
-      ++per_initiator[initiator];
+      ++per_initiator[initiator].uploads;
     } else if (auto it = per_initiator.find(initiator);
-               it != per_initiator.end() && --it->second == 0) {
+               it != per_initiator.end() && --it->second.uploads == 0) {
       per_initiator.erase(it);
     }
+  }
+  uint64_t& PartsOf(const std::string& initiator) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return per_initiator[initiator].parts;
+  }
+
+  // TOO_MANY_UPLOADS when one more part would pass the server's or the initiator's part limit
+  // (AOBJ-OBJ-228, AOBJ-OBJ-233).
+  absl::Status CheckPartRoom(const std::string& initiator) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (part_count >= limits.max_parts) {
+      return MakeError(ErrorCode::kTooManyUploads,
+                       absl::StrCat("the server holds its maximum of ", limits.max_parts,
+                                    " parts of uploads in progress"));
+    }
+    auto it = per_initiator.find(initiator);
+    if (it != per_initiator.end() && it->second.parts >= limits.max_parts_per_initiator) {
+      return MakeError(ErrorCode::kTooManyUploads,
+                       absl::StrCat("the uploads in progress of this access key hold ",
+                                    it->second.parts, " parts, the server's limit for one access "
+                                    "key; complete or abort some first"));
+    }
+    return absl::OkStatus();
   }
 
   // Inserts an upload; it counts against its initiator unless `counted` (a Create reserved it).
   void Insert(std::shared_ptr<Upload> u, bool counted = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (!counted) Count(u->info.initiator, true);
     part_count += u->parts.size();
+    PartsOf(u->info.initiator) += u->parts.size();
     by_bucket[u->info.bucket][{u->info.key, u->info.upload_id}] = u;
     by_id[u->info.upload_id] = std::move(u);
   }
 
   void Erase(const std::shared_ptr<Upload>& u) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     u->state = Upload::State::kGone;
+    PartsOf(u->info.initiator) -= u->parts.size();
     Count(u->info.initiator, false);
     part_count -= u->parts.size();
     by_id.erase(u->info.upload_id);
@@ -196,16 +223,15 @@ class PartWriter final : public ObjectWriter {
       return NoSuchUpload(upload_->info.upload_id);
     }
     const bool replaces = upload_->parts.count(part_number_) > 0;  // AOBJ-OBJ-208
-    if (!replaces && core_->part_count >= core_->limits.max_parts) {
-      return MakeError(ErrorCode::kTooManyUploads,
-                       absl::StrCat("the server holds its maximum of ", core_->limits.max_parts,
-                                    " parts of uploads in progress"));  // AOBJ-OBJ-228
-    }
+    if (!replaces) AOBJ_MP_RETURN_IF_ERROR(core_->CheckPartRoom(upload_->info.initiator));
     auto blob = pending_->Install();
     if (!blob.ok()) return blob.status();
     pending_.reset();
     upload_->parts[part_number_] = Part{part, *std::move(blob)};
-    if (!replaces) ++core_->part_count;
+    if (!replaces) {
+      ++core_->part_count;
+      ++core_->PartsOf(upload_->info.initiator);
+    }
 
     ObjectInfo out;
     out.size = part.size;
@@ -270,9 +296,9 @@ class Manager final : public MultipartManager {
       // AOBJ-OBJ-233: one principal cannot take the slots every other principal needs.
       if (auto it = core_->per_initiator.find(info.initiator);
           it != core_->per_initiator.end() &&
-          it->second >= core_->limits.max_uploads_per_initiator) {
+          it->second.uploads >= core_->limits.max_uploads_per_initiator) {
         return MakeError(ErrorCode::kTooManyUploads,
-                         absl::StrCat("this access key has ", it->second,
+                         absl::StrCat("this access key has ", it->second.uploads,
                                       " uploads in progress, the server's limit for one access "
                                       "key; complete or abort some first"));
       }
@@ -369,10 +395,8 @@ class Manager final : public MultipartManager {
     absl::MutexLock lock(&core_->mu);
     auto upload = core_->FindActive(bucket, key, upload_id);
     if (!upload.ok()) return upload.status();
-    if ((*upload)->parts.count(part_number) == 0 && core_->part_count >= core_->limits.max_parts) {
-      return MakeError(ErrorCode::kTooManyUploads,
-                       absl::StrCat("the server holds its maximum of ", core_->limits.max_parts,
-                                    " parts of uploads in progress"));  // AOBJ-OBJ-228
+    if ((*upload)->parts.count(part_number) == 0) {
+      AOBJ_MP_RETURN_IF_ERROR(core_->CheckPartRoom((*upload)->info.initiator));
     }
     // Under the lock, so that the part's temporary file is created in an upload that is still
     // there (Abort and Complete detach it under the same lock).

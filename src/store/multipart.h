@@ -53,6 +53,7 @@ struct MultipartLimits {
   uint64_t max_object_size = uint64_t{5} << 40;  // AOBJ-OBJ-214 (S3: 5 TiB)
   size_t max_uploads = 10000;                    // AOBJ-OBJ-228: in progress, server-wide
   size_t max_uploads_per_initiator = 1000;       // AOBJ-OBJ-233: of one access key
+  uint64_t max_parts_per_initiator = 100000;     // AOBJ-OBJ-233: held by its uploads together
   uint64_t max_parts = 1000000;                  // AOBJ-OBJ-228: held by all uploads together
   size_t copy_chunk_bytes = 8 << 20;             // Complete reads parts in chunks of this size
   // AOBJ-OBJ-234: uploads initiated longer ago than this are aborted by ExpireUploads (and when

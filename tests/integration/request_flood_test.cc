@@ -2,6 +2,8 @@
 // PutObject calls used to push the server to 1.8 GB of memory, 1.4 GB of it still held afterwards,
 // because every request was copied and queued for a request thread before anyone looked at who
 // sent it. A real aobj-server on loopback; its peak resident size (VmHWM) is read from /proc.
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
 
 #include <atomic>
@@ -10,8 +12,8 @@
 #include <fstream>
 #include <future>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -22,8 +24,6 @@
 #include "aobj/v1/aobj.pb.h"
 #include "gtest/gtest.h"
 #include "integration/server_process.h"
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/grpcpp.h>
 
 namespace aobj {
 namespace {
@@ -59,8 +59,7 @@ FloodResult Flood(const std::string& endpoint, int count, int parallel, int chan
     grpc::ChannelArguments args;
     args.SetInt("grpc.aobj_flood_channel", i);  // a distinct connection per channel
     args.SetMaxSendMessageSize(16 << 20);
-    chans.push_back(
-        grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args));
+    chans.push_back(grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args));
   }
   const std::string payload(body_bytes, 'x');
   FloodResult result;
@@ -79,8 +78,8 @@ FloodResult Flood(const std::string& endpoint, int count, int parallel, int chan
         grpc::Slice slice(payload);
         grpc::ByteBuffer req(&slice, 1), resp;
         std::promise<grpc::Status> done;
-        stub.UnaryCall(&ctx, "/aobj.v1.ObjectService/PutObject", grpc::StubOptions(), &req,
-                       &resp, [&done](grpc::Status s) { done.set_value(s); });
+        stub.UnaryCall(&ctx, "/aobj.v1.ObjectService/PutObject", grpc::StubOptions(), &req, &resp,
+                       [&done](grpc::Status s) { done.set_value(s); });
         const grpc::Status s = done.get_future().get();
         std::string aobj_code;
         const auto& trailers = ctx.GetServerTrailingMetadata();
@@ -112,8 +111,8 @@ std::string Describe(const FloodResult& r) {
 class RequestFloodTest : public ::testing::Test {
  protected:
   void StartServer(std::vector<std::string> flags) {
-    server_ = std::make_unique<testing::ServerProcess>(testing::TestDir(), "memory",
-                                                       std::move(flags));
+    server_ =
+        std::make_unique<testing::ServerProcess>(testing::TestDir(), "memory", std::move(flags));
     ASSERT_TRUE(server_->Start()) << server_->log();
   }
   bool Served() {
@@ -143,11 +142,11 @@ TEST_F(RequestFloodTest, UnsignedRequestsDoNotPileUpInMemory) {
   FloodResult r = Flood(server_->endpoint(), count, 100, 10, body, {});
   const uint64_t peak_kib = ProcStatusKiB(server_->pid(), "VmHWM");
   const uint64_t rss_kib = ProcStatusKiB(server_->pid(), "VmRSS");
-  std::printf("flood: %d x %zu MiB unsigned: %s; server VmHWM %llu -> %llu MiB, VmRSS after %llu MiB\n",
-              count, body >> 20, Describe(r).c_str(),
-              static_cast<unsigned long long>(before_kib >> 10),
-              static_cast<unsigned long long>(peak_kib >> 10),
-              static_cast<unsigned long long>(rss_kib >> 10));
+  std::printf(
+      "flood: %d x %zu MiB unsigned: %s; server VmHWM %llu -> %llu MiB, VmRSS after %llu MiB\n",
+      count, body >> 20, Describe(r).c_str(), static_cast<unsigned long long>(before_kib >> 10),
+      static_cast<unsigned long long>(peak_kib >> 10),
+      static_cast<unsigned long long>(rss_kib >> 10));
   EXPECT_EQ(r.done, count);
   EXPECT_EQ(r.ok, 0) << Describe(r);
   // Nothing unsigned is ever accepted: each is refused for its missing authentication, or

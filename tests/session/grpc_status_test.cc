@@ -1,4 +1,6 @@
 // Errors at the gRPC edge as a client reads them (src/control/rpc.h FromGrpcStatus).
+#include <grpcpp/grpcpp.h>
+
 #include <map>
 #include <string>
 
@@ -6,7 +8,6 @@
 #include "aobj/v1/aobj.pb.h"
 #include "control/rpc.h"
 #include "gtest/gtest.h"
-#include <grpcpp/grpcpp.h>
 
 namespace aobj {
 namespace {
@@ -18,15 +19,14 @@ using Trailers = std::multimap<grpc::string_ref, grpc::string_ref>;
 // and nothing retried it.
 TEST(GrpcStatusTest, TransportResourceExhaustedIsRetryableSlowDown) {
   const Trailers none;
-  const absl::Status s =
-      FromGrpcStatus(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "Buffers full"), none,
-                     nullptr);
+  const absl::Status s = FromGrpcStatus(
+      grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "Buffers full"), none, nullptr);
   EXPECT_EQ(ErrorCodeOf(s), ErrorCode::kSlowDown);
   EXPECT_TRUE(GetErrorInfo(ErrorCodeOf(s)).retryable);
   EXPECT_NE(s.message().find("Buffers full"), std::string::npos) << s;
   // Other transport failures without an AOBJ error stay INTERNAL.
-  EXPECT_EQ(ErrorCodeOf(FromGrpcStatus(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "x"), none,
-                                       nullptr)),
+  EXPECT_EQ(ErrorCodeOf(
+                FromGrpcStatus(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "x"), none, nullptr)),
             ErrorCode::kInternal);
 }
 

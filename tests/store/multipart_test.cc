@@ -591,6 +591,28 @@ TEST_P(MultipartTest, OneInitiatorCannotTakeEveryUploadSlot) {
   EXPECT_TRUE(mp_->Create(kBucket, "b2", WriteOptions(), "AKOTHER").ok());
 }
 
+// AOBJ-OBJ-233: parts too are limited per initiator (the probe filled the server-wide part cap
+// in minutes); replacing a part adds none, and another initiator is not affected.
+TEST_P(MultipartTest, OneInitiatorCannotTakeEveryPartSlot) {
+  limits_.max_parts_per_initiator = 2;
+  Reopen();
+  auto mine = mp_->Create(kBucket, "m", WriteOptions(), "AKHEAVY");
+  auto theirs = mp_->Create(kBucket, "t", WriteOptions(), "AKOTHER");
+  ASSERT_TRUE(mine.ok() && theirs.ok());
+  ASSERT_TRUE(Part(mine->upload_id, 1, "1", "m").ok());
+  ASSERT_TRUE(Part(mine->upload_id, 2, "2", "m").ok());
+  auto refused = Part(mine->upload_id, 3, "3", "m");
+  EXPECT_EQ(ErrorCodeOf(refused.status()), ErrorCode::kTooManyUploads) << refused.status();
+  EXPECT_TRUE(Part(mine->upload_id, 2, "two", "m").ok()) << "replacing a part adds none";
+  EXPECT_TRUE(Part(theirs->upload_id, 1, "x", "t").ok());
+  EXPECT_TRUE(Part(theirs->upload_id, 2, "y", "t").ok());
+  ASSERT_TRUE(mp_->Abort(kBucket, "m", mine->upload_id).ok());
+  auto again = mp_->Create(kBucket, "m2", WriteOptions(), "AKHEAVY");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(Part(again->upload_id, 1, "1", "m2").ok())
+      << "the aborted upload's parts count no more";
+}
+
 // AOBJ-OBJ-234 (issue 16, finding 3): abandoned uploads used to hold their parts forever.
 // ExpireUploads aborts every upload begun before the expiry period, parts and all; an upload
 // being completed is left to its Complete.

@@ -113,6 +113,17 @@ std::string RenderPrometheus(const MetricsView& view) {
   absl::StrAppend(&out, "aobj_rkeys_outstanding ", s.rkeys_outstanding, "\n");
   Family(&out, "aobj_transfers_in_flight", "gauge", "Admitted data requests in progress.");
   absl::StrAppend(&out, "aobj_transfers_in_flight ", view.transfers_in_flight, "\n");
+  const SchedulerStats& q = view.scheduler;
+  Family(&out, "aobj_requests_queued", "gauge", "Requests waiting for a request thread.");
+  absl::StrAppend(&out, "aobj_requests_queued ", q.queued, "\n");
+  Family(&out, "aobj_requests_queued_bytes", "gauge",
+         "Bytes of the messages of the requests waiting for a request thread.");
+  absl::StrAppend(&out, "aobj_requests_queued_bytes ", q.queued_bytes, "\n");
+  Family(&out, "aobj_requests_running", "gauge", "Requests on a request thread.");
+  absl::StrAppend(&out, "aobj_requests_running ", q.running, "\n");
+  Family(&out, "aobj_requests_shed_total", "counter",
+         "Requests answered SLOW_DOWN because a queue bound was reached.");
+  absl::StrAppend(&out, "aobj_requests_shed_total ", q.rejected, "\n");
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include "aobj/server.h"
 #include "aobj/status.h"
 #include "control/rpc.h"
+#include "server/scheduler.h"
 #include "session/session_table.h"
 
 namespace aobj {
@@ -52,6 +53,7 @@ class MethodMetrics {
 struct MetricsView {
   ServerStats stats;
   uint64_t transfers_in_flight = 0;
+  SchedulerStats scheduler;  // the request scheduler's queue (AOBJ-SEC-013)
   const MethodMetrics* methods = nullptr;  // borrowed for the call
 };
 

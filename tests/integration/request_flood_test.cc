@@ -4,7 +4,10 @@
 // sent it. A real aobj-server on loopback; its peak resident size (VmHWM) is read from /proc.
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -100,6 +103,34 @@ FloodResult Flood(const std::string& endpoint, int count, int parallel, int chan
   return result;
 }
 
+// GET /metrics from the server's metrics endpoint on 127.0.0.1:port; "" when unreachable.
+std::string Metrics(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string req = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  (void)!write(fd, req.data(), req.size());
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+
+// The value of the sample line `name`, or -1.
+double Sample(const std::string& text, const std::string& name) {
+  const size_t pos = text.find("\n" + name + " ");
+  return pos == std::string::npos ? -1 : std::stod(text.substr(pos + name.size() + 2));
+}
+
 std::string Describe(const FloodResult& r) {
   std::string s = "done=" + std::to_string(r.done) + " ok=" + std::to_string(r.ok) + " grpc:";
   for (const auto& [c, n] : r.by_grpc_code) s += " " + std::to_string(c) + "x" + std::to_string(n);
@@ -167,7 +198,10 @@ TEST_F(RequestFloodTest, UnsignedRequestsDoNotPileUpInMemory) {
 // signature check, on a request thread, can tell), but the queue is bounded: past it they are
 // answered SLOW_DOWN at once, none is accepted, and a real client is served afterwards.
 TEST_F(RequestFloodTest, ForgedRequestsMeetABoundedQueue) {
-  ASSERT_NO_FATAL_FAILURE(StartServer({"--threads", "1", "--max-queued-requests", "8"}));
+  const std::string port_file = testing::TestDir() + "-metrics-port";
+  ASSERT_NO_FATAL_FAILURE(
+      StartServer({"--threads", "1", "--max-queued-requests", "8", "--metrics-listen",
+                   "127.0.0.1:0", "--metrics-port-file", port_file}));
   const std::vector<std::pair<std::string, std::string>> md = {
       {"aobj-access-key-id", testing::kAccessKey},
       {"aobj-timestamp", std::to_string(absl::ToUnixMillis(absl::Now()))},
@@ -187,6 +221,12 @@ TEST_F(RequestFloodTest, ForgedRequestsMeetABoundedQueue) {
     }
   }
   EXPECT_GT(slow, 0) << "64 callers and a queue of 8: some must have been refused at once";
+  // Each refusal is counted where an operator looks, and nothing is left queued.
+  const std::string metrics = Metrics(std::stoi(testing::ReadFile(port_file)));
+  EXPECT_EQ(Sample(metrics, "aobj_requests_shed_total"), slow) << metrics;
+  EXPECT_EQ(Sample(metrics, "aobj_requests_queued"), 0) << metrics;
+  EXPECT_EQ(Sample(metrics, "aobj_requests_queued_bytes"), 0) << metrics;
+  unlink(port_file.c_str());
   EXPECT_TRUE(Served()) << server_->log();
 }
 

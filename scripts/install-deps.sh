@@ -12,6 +12,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev
   python3
   libcurl4-openssl-dev nginx-light wrk
+  libmicrohttpd-dev
   doxygen
 )
 

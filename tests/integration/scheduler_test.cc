@@ -17,6 +17,26 @@
 namespace aobj {
 namespace {
 
+// Holds the one thread of a single-thread scheduler until Open(), so that what is submitted
+// meanwhile waits in the queue.
+class Gate {
+ public:
+  explicit Gate(RequestScheduler& s) {
+    EXPECT_TRUE(s.Submit("gate", 0, [this] {
+                   started_.Notify();
+                   open_.WaitForNotification();
+                 }).ok());
+    started_.WaitForNotification();
+  }
+  ~Gate() { Open(); }  // before the scheduler's Stop, should a test end early
+  void Open() {
+    if (!open_.HasBeenNotified()) open_.Notify();
+  }
+
+ private:
+  absl::Notification started_, open_;
+};
+
 // One principal with more blocking requests than there are threads leaves threads for another:
 // the other's request runs while every one of the first principal's is still blocked.
 TEST(SchedulerTest, OnePrincipalCannotTakeEveryThread) {
@@ -57,12 +77,7 @@ TEST(SchedulerTest, PrincipalsTakeTurns) {
   SchedulerLimits limits;
   limits.threads = 1;
   RequestScheduler s(limits);
-  absl::Notification gate_started, open_gate;
-  ASSERT_TRUE(s.Submit("gate", 0, [&] {
-                 gate_started.Notify();
-                 open_gate.WaitForNotification();
-               }).ok());
-  gate_started.WaitForNotification();
+  Gate gate(s);
   std::mutex mu;
   std::string order;
   for (char c : std::string("AAAB")) {
@@ -75,7 +90,7 @@ TEST(SchedulerTest, PrincipalsTakeTurns) {
                  std::lock_guard<std::mutex> l(mu);
                  order += 'C';
                }).ok());
-  open_gate.Notify();
+  gate.Open();
   s.Stop();
   EXPECT_EQ(order, "ABCAA");
 }
@@ -89,12 +104,7 @@ TEST(SchedulerTest, QueuesAreBoundedWithSlowDown) {
   limits.max_queued_per_principal = 2;
   limits.max_queued_bytes = 1000;
   RequestScheduler s(limits);
-  absl::Notification gate_started, open_gate;
-  ASSERT_TRUE(s.Submit("gate", 0, [&] {
-                 gate_started.Notify();
-                 open_gate.WaitForNotification();
-               }).ok());
-  gate_started.WaitForNotification();
+  Gate gate(s);
   std::atomic<int> ran{0}, refused_ran{0};
   auto counted = [&] { ++ran; };
   auto never = [&] { ++refused_ran; };
@@ -112,7 +122,7 @@ TEST(SchedulerTest, QueuesAreBoundedWithSlowDown) {
   EXPECT_EQ(st.queued, 4u);
   EXPECT_EQ(st.running, 1u);
   EXPECT_EQ(st.rejected, 3u);
-  open_gate.Notify();
+  gate.Open();
   s.Stop();
   EXPECT_EQ(ran.load(), 4);
   EXPECT_EQ(refused_ran.load(), 0);
@@ -121,15 +131,10 @@ TEST(SchedulerTest, QueuesAreBoundedWithSlowDown) {
 
   // A request larger than the whole byte budget is not refused forever: it gets in alone.
   RequestScheduler t(limits);
-  absl::Notification t_started, t_open;
-  ASSERT_TRUE(t.Submit("gate", 0, [&] {
-                 t_started.Notify();
-                 t_open.WaitForNotification();
-               }).ok());
-  t_started.WaitForNotification();
+  Gate t_gate(t);
   EXPECT_TRUE(t.Submit("a", 5000, counted).ok());
   EXPECT_EQ(ErrorCodeOf(t.Submit("b", 1, never)), ErrorCode::kSlowDown);
-  t_open.Notify();
+  t_gate.Open();
   t.Stop();
   EXPECT_EQ(ran.load(), 5);
   EXPECT_EQ(refused_ran.load(), 0);

@@ -1,14 +1,18 @@
 // AOBJ_PEER_INPUT: decodes authentication metadata (fuzz target in fuzz/).
 #include "session/authenticator.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "aobj/status.h"
 
 namespace aobj {
 
-Authenticator::Authenticator(const std::map<std::string, std::string>& secrets,
-                             absl::Duration skew, size_t max_nonces)
-    : skew_(skew), max_nonces_(max_nonces) {
+Authenticator::Authenticator(const std::map<std::string, std::string>& secrets, absl::Duration skew,
+                             size_t max_nonces)
+    : skew_(skew),
+      max_nonces_(max_nonces),
+      max_nonces_per_key_(std::max<size_t>(1, max_nonces / 2)) {
   for (const auto& [id, secret] : secrets) signing_keys_[id] = DeriveSigningKey(secret);
 }
 
@@ -45,7 +49,11 @@ absl::Status Authenticator::Verify(absl::string_view method, const RequestAuth& 
   std::string nonce_key = absl::StrCat(auth.access_key_id, "/", auth.nonce_hex);
   absl::MutexLock l(&mu_);
   while (!expiry_.empty() && expiry_.front().first < now) {
-    nonces_.erase(expiry_.front().second);
+    if (nonces_.erase(expiry_.front().second) > 0) {
+      const std::string& k = expiry_.front().second;  // "<access key>/<32 hex>"
+      auto it = per_key_.find(absl::string_view(k).substr(0, k.size() - 2 * kNonceBytes - 1));
+      if (it != per_key_.end() && --it->second == 0) per_key_.erase(it);
+    }
     expiry_.pop_front();
   }
   if (nonces_.contains(nonce_key)) {
@@ -54,6 +62,15 @@ absl::Status Authenticator::Verify(absl::string_view method, const RequestAuth& 
   if (nonces_.size() >= max_nonces_) {  // AOBJ-AUTH-017: a full cache answers SLOW_DOWN
     return MakeError(ErrorCode::kSlowDown, "too many requests in the replay window; retry later");
   }
+  // AOBJ-AUTH-018: one access key holds at most half of the cache, so that one tenant's flood
+  // (16,800 RenewSessions a second filled it in 65 s) cannot refuse everyone else's requests.
+  size_t& mine = per_key_[auth.access_key_id];
+  if (mine >= max_nonces_per_key_) {
+    return MakeError(ErrorCode::kSlowDown,
+                     "this access key has sent too many requests in the replay window; retry "
+                     "later");
+  }
+  ++mine;
   // Remember until no timestamp could make it valid again: ts + skew, at least 2*skew from now.
   const absl::Time forget = std::max(ts + skew_, now) + skew_;
   nonces_[nonce_key] = forget;

@@ -31,7 +31,7 @@ class Authenticator {
   // Verifies `auth` for `method` over `body` (the exact request bytes) at time `now`.
   // On success the nonce is recorded. Errors: MISSING_AUTHENTICATION, INVALID_ACCESS_KEY_ID,
   // SIGNATURE_DOES_NOT_MATCH, REQUEST_TIME_TOO_SKEWED, REQUEST_REPLAYED, SLOW_DOWN (replay cache
-  // full).
+  // full, or this access key holds half of it).
   absl::Status Verify(absl::string_view method, const RequestAuth& auth, absl::string_view body,
                       bool needs_session, absl::Time now);
 
@@ -51,11 +51,14 @@ class Authenticator {
   absl::flat_hash_map<std::string, std::string> signing_keys_;  // immutable after construction
   const absl::Duration skew_;
   const size_t max_nonces_;
+  const size_t max_nonces_per_key_;  // half the cache (AOBJ-AUTH-018)
 
   absl::Mutex mu_;
   // (access key, nonce) -> time after which it may be forgotten.
   absl::flat_hash_map<std::string, absl::Time> nonces_ ABSL_GUARDED_BY(mu_);
   std::deque<std::pair<absl::Time, std::string>> expiry_ ABSL_GUARDED_BY(mu_);
+  // Entries of nonces_ per access key.
+  absl::flat_hash_map<std::string, size_t> per_key_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace aobj

@@ -203,23 +203,55 @@ TEST_F(AuthenticatorTest, ForgottenNonceCannotBeReplayedBecauseItIsSkewed) {
 
 TEST(AuthenticatorCacheTest, FullCacheAnswersSlowDown) {
   // AOBJ-AUTH-008 bound (spec "Resource limits"): a full replay cache refuses with SLOW_DOWN
-  // (AOBJ-AUTH-017).
-  Authenticator auth(Secrets(), kSkew, /*max_nonces=*/3);
+  // (AOBJ-AUTH-017). Two keys fill it, each its half (AOBJ-AUTH-018).
+  Authenticator auth(Secrets(), kSkew, /*max_nonces=*/4);
   RequestSigner signer("AKEXAMPLE", "example-secret-do-not-use");
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(
-        auth.Verify(kMethod, signer.Sign(kMethod, kSession, kBody, Now()), kBody, true, Now())
-            .ok());
+  RequestSigner other("AKOTHER", "other-secret");
+  for (int i = 0; i < 2; ++i) {
+    for (RequestSigner* s : {&signer, &other}) {
+      ASSERT_TRUE(
+          auth.Verify(kMethod, s->Sign(kMethod, kSession, kBody, Now()), kBody, true, Now()).ok());
+    }
   }
-  RequestAuth fourth = signer.Sign(kMethod, kSession, kBody, Now());
-  EXPECT_EQ(ErrorCodeOf(auth.Verify(kMethod, fourth, kBody, true, Now())), ErrorCode::kSlowDown);
-  EXPECT_EQ(auth.nonces_remembered(), 3u);
+  RequestAuth fifth = signer.Sign(kMethod, kSession, kBody, Now());
+  EXPECT_EQ(ErrorCodeOf(auth.Verify(kMethod, fifth, kBody, true, Now())), ErrorCode::kSlowDown);
+  EXPECT_EQ(auth.nonces_remembered(), 4u);
   // Once the window has passed, room is made again and the refused request may be retried as a
   // new one.
   const absl::Time later = Now() + 2 * kSkew + absl::Seconds(1);
   RequestAuth retry = signer.Sign(kMethod, kSession, kBody, later);
   EXPECT_TRUE(auth.Verify(kMethod, retry, kBody, true, later).ok());
   EXPECT_EQ(auth.nonces_remembered(), 1u);
+}
+
+// AOBJ-AUTH-018 (hostile probe of issue 16, N2): one access key used to fill the whole cache
+// (16,800 RenewSessions a second for 65 s), after which every other principal got SLOW_DOWN for
+// up to ten minutes. One key now holds at most half; the others keep theirs.
+TEST(AuthenticatorCacheTest, OneKeyCannotFillTheCache) {
+  Authenticator auth(Secrets(), kSkew, /*max_nonces=*/8);
+  RequestSigner flooder("AKEXAMPLE", "example-secret-do-not-use");
+  RequestSigner other("AKOTHER", "other-secret");
+  int accepted = 0;
+  for (int i = 0; i < 20; ++i) {
+    const absl::Status s =
+        auth.Verify(kMethod, flooder.Sign(kMethod, kSession, kBody, Now()), kBody, true, Now());
+    if (s.ok()) {
+      ++accepted;
+    } else {
+      EXPECT_EQ(ErrorCodeOf(s), ErrorCode::kSlowDown) << s;
+      EXPECT_NE(s.message().find("this access key"), std::string::npos) << s;
+    }
+  }
+  EXPECT_EQ(accepted, 4);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_TRUE(
+        auth.Verify(kMethod, other.Sign(kMethod, kSession, kBody, Now()), kBody, true, Now()).ok())
+        << i;
+  }
+  // The flooder's half comes back as its entries expire.
+  const absl::Time later = Now() + 2 * kSkew + absl::Seconds(1);
+  EXPECT_TRUE(
+      auth.Verify(kMethod, flooder.Sign(kMethod, kSession, kBody, later), kBody, true, later).ok());
 }
 
 TEST(AuthenticatorCacheTest, ReplayIsReportedEvenWhenCacheIsFull) {

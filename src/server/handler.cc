@@ -101,9 +101,45 @@ absl::Status RequestHandler::Refuse(Method method, const RequestAuth& auth, absl
   return error;
 }
 
+void RequestHandler::FlushLogSummary() {
+  uint64_t suppressed = 0;
+  {
+    absl::MutexLock l(&log_mu_);
+    const absl::Time now = absl::Now();
+    if (now - log_window_start_ < absl::Seconds(1)) return;
+    log_window_start_ = now;
+    log_window_lines_ = 0;
+    suppressed = log_suppressed_;
+    log_suppressed_ = 0;
+  }
+  if (suppressed > 0) {
+    Log(absl::StrCat("event=request_failed_suppressed count=", suppressed,
+                     " reason=\"failures before authentication above ",
+                     kUnverifiedLogLinesPerSecond, " a second\""));
+  }
+}
+
 void RequestHandler::RecordFailure(Method method, const RequestAuth& auth,
                                    const absl::Status& error) {
   counters_.errors.fetch_add(1, std::memory_order_relaxed);
+  if (!config_.log) return;
+  // AOBJ-OPS-010: failures before the signature is verified (anyone can cause them, as fast as
+  // they can send) are logged at most kUnverifiedLogLinesPerSecond a second; the rest are
+  // counted and reported in one line when logging resumes. Counters see every one.
+  const ErrorCode code = ErrorCodeOf(error);
+  const bool unverified = code == ErrorCode::kMissingAuthentication ||
+                          code == ErrorCode::kInvalidAccessKeyId ||
+                          code == ErrorCode::kSignatureDoesNotMatch ||
+                          code == ErrorCode::kSlowDown;
+  if (unverified) {
+    FlushLogSummary();
+    absl::MutexLock l(&log_mu_);
+    if (log_window_lines_ >= kUnverifiedLogLinesPerSecond) {
+      ++log_suppressed_;
+      return;
+    }
+    ++log_window_lines_;
+  }
   // AOBJ-OPS-003: one structured event per failed request.
   Log(absl::StrCat("event=request_failed method=", MethodName(method),
                    " session=", auth.session_hex.empty() ? "-" : auth.session_hex,

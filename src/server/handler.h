@@ -180,6 +180,10 @@ class RequestHandler {
   // AOBJ-SEC-013): counted and logged as a failed request. Returns `error`.
   absl::Status Refuse(Method method, const RequestAuth& auth, absl::Status error);
 
+  // AOBJ-OPS-010: logs how many failures before authentication were left out of the log in the
+  // last second, if any (the reaper calls it, so a flood that stopped is still reported).
+  void FlushLogSummary();
+
   InFlightRequests& in_flight() { return in_flight_; }
 
   HandlerCounters& counters() { return counters_; }
@@ -251,6 +255,12 @@ class RequestHandler {
   HandlerCounters counters_;
   // Serializes CreateBucket and DeleteBucket, each with its owner record (AOBJ-SEC-016).
   absl::Mutex buckets_mu_;
+  // Rate of log lines for failures before authentication (AOBJ-OPS-010).
+  static constexpr int kUnverifiedLogLinesPerSecond = 20;
+  absl::Mutex log_mu_;
+  absl::Time log_window_start_ ABSL_GUARDED_BY(log_mu_) = absl::InfinitePast();
+  int log_window_lines_ ABSL_GUARDED_BY(log_mu_) = 0;
+  uint64_t log_suppressed_ ABSL_GUARDED_BY(log_mu_) = 0;
   InFlightRequests in_flight_;
   // Authenticates continuation tokens (AOBJ-OBJ-107); random per process, so tokens do not
   // survive a restart of the server (AOBJ-OBJ-113).

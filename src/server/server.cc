@@ -359,6 +359,7 @@ class ServerImpl final : public Server {
         }
         next_sweep = absl::Now() + sweep_every;
       }
+      handler_->FlushLogSummary();  // AOBJ-OPS-010
       for (uint64_t ep : sessions_->Reap(absl::Now())) {
         channel_->Disconnect(ep);
         if (options_.log) options_.log(absl::StrCat("event=endpoint_released endpoint=", ep));

@@ -20,6 +20,7 @@
 #include "session/credentials.h"
 #include "config_file.h"
 #include "tool_util.h"
+#include "wire/names.h"
 
 namespace {
 
@@ -333,6 +334,11 @@ int main(int argc, char** argv) {
   }
   if (args.Has("create-bucket")) {
     for (const auto& b : args.flags.at("create-bucket")) {
+      // A name no request could ever reach is a mistake to report, not a directory to make.
+      if (absl::Status valid = aobj::ValidateBucketName(b); !valid.ok()) {
+        return fail(absl::StrCat("--create-bucket ", aobj::tools::Printable(b), ": ",
+                                 valid.message()));
+      }
       absl::Status s = store->CreateBucket(b);
       if (!s.ok() && aobj::ErrorCodeOf(s) != aobj::ErrorCode::kBucketAlreadyExists) {
         return fail(absl::StrCat("cannot create bucket ", b, ": ", aobj::tools::DescribeError(s)));

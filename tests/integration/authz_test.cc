@@ -219,19 +219,21 @@ TEST_F(AuthzTest, AnOwnerWithoutItsBucketIsForgottenAtStart) {
 TEST(AuthzStartTest, BadGrantOrOwnersFileIsReportedNotACrash) {
   const std::string dir = testing::TestDir();
   const std::string creds = dir + "/creds";
+  std::system(("mkdir -p '" + dir + "/root'").c_str());  // before the credentials go in it
   {
     std::ofstream f(creds);
     f << kAccessKey << " " << kSecret << "\n";
   }
   chmod(creds.c_str(), 0600);
-  std::system(("mkdir -p '" + dir + "/root'").c_str());
   {
     std::ofstream f(dir + "/root/.aobj-owners");
     f << "this is \x01 not an owners file\n\n\n";
   }
   const std::vector<std::vector<std::string>> cases = {
       {"--store", "memory", "--grant", std::string(kAccessKey) + ":BAD_Bucket!:read"},
-      {"--store", "fs", "--root", dir + "/root"}};
+      {"--store", "fs", "--root", dir + "/root"},
+      // Hostile probe of issue 16 (N6): a bucket name no request can reach used to be created.
+      {"--store", "fs", "--root", dir + "/root2", "--create-bucket", "Not_A_Bucket"}};
   int n = 0;
   for (const auto& extra : cases) {
     std::vector<std::string> argv = {AOBJ_SERVER_BINARY, "--listen", "127.0.0.1:0",
@@ -246,7 +248,15 @@ TEST(AuthzStartTest, BadGrantOrOwnersFileIsReportedNotACrash) {
     EXPECT_NE(WEXITSTATUS(status), 0) << testing::ReadFile(log);
     EXPECT_EQ(testing::ReadFile(log).find("Segmentation"), std::string::npos)
         << testing::ReadFile(log);
+    // Refused for the reason under test, not for want of credentials.
+    EXPECT_EQ(testing::ReadFile(log).find("credentials"), std::string::npos)
+        << testing::ReadFile(log);
   }
+  EXPECT_NE(testing::ReadFile(dir + "/start-3.log").find("--create-bucket Not_A_Bucket"),
+            std::string::npos)
+      << testing::ReadFile(dir + "/start-3.log");
+  struct stat st;
+  EXPECT_NE(stat((dir + "/root2/Not_A_Bucket").c_str(), &st), 0) << "the directory was made";
 }
 
 }  // namespace

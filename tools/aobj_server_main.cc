@@ -64,6 +64,9 @@ Session limits (spec section "Sessions"):
   --max-sessions-per-principal N  of one access key (default: 1024)
 
 Requests and tenants (spec section 14.6; one tenant cannot starve another):
+  --max-connections-per-address N  control connections of one peer address; further ones
+                            are closed at once (default: 1024; 0: no limit; local processes
+                            all share 127.0.0.1)
   --threads N               request threads (default: 10)
   --max-requests-per-principal N  requests of one access key running at once
                             (default: threads - 2, so two threads stay for the others)
@@ -141,7 +144,7 @@ int main(int argc, char** argv) {
       "store", "root", "create-bucket", "listen", "port-file", "credentials", "lease-ms",
        "data-wait-ms", "shutdown-grace-ms", "keepalive-ms",
        "max-in-flight", "inline-threshold", "max-transfer-bytes", "threads", "max-sessions", "max-sessions-per-principal",
-       "max-requests-per-principal", "max-queued-requests", "max-queued-requests-per-principal",
+       "max-requests-per-principal", "max-connections-per-address", "max-queued-requests", "max-queued-requests-per-principal",
        "max-queued-request-bytes", "control-memory", "max-uploads-per-principal",
        "max-upload-parts-per-principal", "upload-expiry-ms", "max-key-bytes", "max-list-page", "net-devices",
        "transports", "tls-cert", "tls-key", "tls-client-ca", "min-part-size",
@@ -213,6 +216,10 @@ int main(int argc, char** argv) {
     return fail("--threads takes 1 to 1024");
   }
   options.request_threads = static_cast<int>(v);
+  if (!(st = args.GetInt("max-connections-per-address", 1024, &v)).ok() || v < 0) {
+    return fail("--max-connections-per-address takes 0 (no limit) or more");
+  }
+  options.max_connections_per_address = static_cast<size_t>(v);
   if (!(st = args.GetInt("max-requests-per-principal", 0, &v)).ok() || v < 0 || v > 1024) {
     return fail("--max-requests-per-principal takes 0 (threads - 2) to 1024");
   }

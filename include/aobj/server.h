@@ -63,6 +63,9 @@ struct ServerOptions {
   int64_t shutdown_grace_ms = 2000;
   int64_t clock_skew_ms = 300000;     // AOBJ-AUTH-007
   int64_t session_tombstone_ms = 600000;
+  // Control connections of one peer address at once; further ones are closed at accept
+  // (AOBJ-SEC-012). 0 = no limit. Local processes all share 127.0.0.1.
+  size_t max_connections_per_address = 1024;
   int request_threads = 10;  // requests handled at once; each data request holds one throughout
   // Fairness and pre-authentication bounds (spec section 14.6, AOBJ-SEC-012 to AOBJ-SEC-014).
   // Requests of one access key running at once; 0 = request_threads - 2 (at least 1), so two

@@ -6,8 +6,10 @@
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -17,6 +19,26 @@
 
 namespace aobj {
 namespace {
+
+// The peer's address without its port, as raw octets (the key of the per-address count).
+std::string AddressKey(const sockaddr_storage& peer) {
+  if (peer.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&peer);
+    return std::string(reinterpret_cast<const char*>(&a->sin_addr), sizeof(a->sin_addr));
+  }
+  if (peer.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&peer);
+    return std::string(reinterpret_cast<const char*>(&a->sin6_addr), sizeof(a->sin6_addr));
+  }
+  return "";
+}
+
+// What identifies the file open on `fd` (device and inode); zeros when `fd` is not open.
+std::pair<dev_t, ino_t> FileOf(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return {0, 0};
+  return {st.st_dev, st.st_ino};
+}
 
 // The soft descriptor limit (what open() and accept4() fail at).
 long SoftFdLimit() {
@@ -28,7 +50,8 @@ long SoftFdLimit() {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ControlListener>> ControlListener::Bind(absl::string_view address,
-                                                                       int reserve_fds) {
+                                                                       int reserve_fds,
+                                                                       size_t max_per_address) {
   const size_t colon = address.rfind(':');
   if (colon == absl::string_view::npos) {
     return MakeError(ErrorCode::kInvalidArgument,
@@ -81,11 +104,12 @@ absl::StatusOr<std::unique_ptr<ControlListener>> ControlListener::Bind(absl::str
   const int actual = bound.ss_family == AF_INET6
                          ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                          : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  return std::unique_ptr<ControlListener>(new ControlListener(fd, actual, reserve_fds));
+  return std::unique_ptr<ControlListener>(
+      new ControlListener(fd, actual, reserve_fds, max_per_address));
 }
 
-ControlListener::ControlListener(int fd, int port, int reserve_fds)
-    : fd_(fd), port_(port), reserve_fds_(reserve_fds) {
+ControlListener::ControlListener(int fd, int port, int reserve_fds, size_t max_per_address)
+    : fd_(fd), port_(port), reserve_fds_(reserve_fds), max_per_address_(max_per_address) {
   spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
 }
@@ -112,6 +136,32 @@ void ControlListener::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool ControlListener::Admit(const std::string& address, int conn) {
+  // gRPC closes the connections it was given without telling us; a descriptor still open on the
+  // same socket (same device and inode) is a connection still held. Checked only when the address
+  // is at its limit, so a flood costs one fstat per held connection of that address.
+  auto prune = [](std::vector<Held>* held) {
+    held->erase(std::remove_if(held->begin(), held->end(),
+                               [](const Held& h) { return FileOf(h.fd) != h.file; }),
+                held->end());
+  };
+  if (by_address_.size() > 4096) {  // many addresses: forget those with nothing held
+    for (auto it = by_address_.begin(); it != by_address_.end();) {
+      prune(&it->second);
+      if (it->second.empty()) {
+        by_address_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+  }
+  std::vector<Held>& held = by_address_[address];
+  if (held.size() >= max_per_address_) prune(&held);
+  if (held.size() >= max_per_address_) return false;
+  held.push_back(Held{conn, FileOf(conn)});
+  return true;
+}
+
 void ControlListener::Refuse(int fd) {
   close(fd);
   refused_.fetch_add(1);
@@ -127,7 +177,10 @@ void ControlListener::Loop() {
     if (poll(p, pipe ? 2 : 1, pipe ? -1 : 200) <= 0 || (p[0].revents & POLLIN) == 0) continue;
     // Non-blocking, as gRPC expects of every socket it is given (a blocking one stalled gRPC on
     // the first idle connection).
-    const int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof(peer);
+    const int conn =
+        accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (conn < 0) {
       if (errno == EMFILE || errno == ENFILE) {
         // Out of descriptors: free the spare to take the pending connection off the queue and
@@ -147,6 +200,11 @@ void ControlListener::Loop() {
     // open: past the limit less the reserve, the server keeps them for its own work.
     if (conn >= limit - reserve_fds_) {
       Refuse(conn);
+      continue;
+    }
+    if (max_per_address_ > 0 && !Admit(AddressKey(peer), conn)) {
+      Refuse(conn);
+      per_address_refused_.fetch_add(1);
       continue;
     }
     accepted_.fetch_add(1);

@@ -8,6 +8,9 @@
 //     (the descriptors the server needs for its store, sessions and transports stay available);
 //   * when accept4() fails with EMFILE or ENFILE anyway, a spare descriptor is released to
 //     accept and close the pending connection, and accepting goes on;
+//   * one peer address holds at most `max_per_address` connections (0: no limit); further ones
+//     from it are closed at once (AOBJ-SEC-012). On one host every local process shares an
+//     address, so this bounds remote peers, not local ones;
 //   * it never stops accepting while it runs.
 // gRPC's handshake and idle timeouts (set by the server) end connections that never become, or
 // stop being, useful.
@@ -17,12 +20,17 @@
 #ifndef AOBJ_SERVER_LISTENER_H_
 #define AOBJ_SERVER_LISTENER_H_
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "grpcpp/server_builder.h"
@@ -32,6 +40,8 @@ namespace aobj {
 struct ListenerStats {
   uint64_t accepted = 0;
   uint64_t refused = 0;  // closed at once: descriptors short (EMFILE, ENFILE or the reserve)
+                         // or the address at its limit
+  uint64_t refused_per_address = 0;  // of those, for the address's limit
 };
 
 class ControlListener {
@@ -39,7 +49,8 @@ class ControlListener {
   // Binds and listens on `address` ("HOST:PORT", port 0 for any; IPv6 hosts in brackets).
   // Accepting starts with Start().
   static absl::StatusOr<std::unique_ptr<ControlListener>> Bind(absl::string_view address,
-                                                               int reserve_fds);
+                                                               int reserve_fds,
+                                                               size_t max_per_address = 0);
   ~ControlListener();
   ControlListener(const ControlListener&) = delete;
   ControlListener& operator=(const ControlListener&) = delete;
@@ -50,22 +61,33 @@ class ControlListener {
   // Stops accepting and closes the listening socket; connections already handed over stay
   // gRPC's.
   void Stop();
-  ListenerStats stats() const { return {accepted_.load(), refused_.load()}; }
+  ListenerStats stats() const {
+    return {accepted_.load(), refused_.load(), per_address_refused_.load()};
+  }
 
  private:
-  ControlListener(int fd, int port, int reserve_fds);
+  ControlListener(int fd, int port, int reserve_fds, size_t max_per_address);
   void Loop();
   void Refuse(int fd);
+  // Records `conn` for `address` unless the address holds max_per_address_ connections.
+  bool Admit(const std::string& address, int conn);
 
   const int fd_;
   const int port_;
   const int reserve_fds_;
+  const size_t max_per_address_;
+  // Loop thread only: per peer address, the connections handed to gRPC and not yet seen closed.
+  struct Held {
+    int fd;
+    std::pair<dev_t, ino_t> file;  // the socket's device and inode
+  };
+  absl::flat_hash_map<std::string, std::vector<Held>> by_address_;
   int spare_fd_ = -1;  // released to accept-and-close when descriptors run out
   int wake_[2] = {-1, -1};
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> accepted_{0}, refused_{0};
+  std::atomic<uint64_t> accepted_{0}, refused_{0}, per_address_refused_{0};
 };
 
 }  // namespace aobj

@@ -233,7 +233,8 @@ class ServerImpl final : public Server {
     auto creds = MakeServerCredentials(options_.tls, options_.allow_plaintext);
     if (!creds.ok()) return creds.status();
     // Issue 16: our own listener in front of gRPC, which survives descriptor exhaustion.
-    auto listener = ControlListener::Bind(options_.listen_address, kReservedDescriptors);
+    auto listener = ControlListener::Bind(options_.listen_address, kReservedDescriptors,
+                                          options_.max_connections_per_address);
     if (!listener.ok()) return listener.status();
     listener_ = std::move(*listener);
     port_ = listener_->port();

@@ -2,6 +2,7 @@
 // its descriptors exhausted by idle TCP connections, gRPC's own listener used to stop accepting
 // for good. A real aobj-server with `ulimit -n 256`, 300 idle connections on loopback.
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -109,6 +110,57 @@ TEST_F(ConnectionFloodTest, ANewClientIsServedAfterDescriptorExhaustion) {
   for (int fd : flood_) close(fd);
   flood_.clear();
   EXPECT_TRUE(Served()) << testing::ReadFile(dir_ + "/server.log");
+}
+
+// Per-address limit (AOBJ-SEC-012; hostile probe of issue 16, N3: connections that open a stream
+// and never finish it are not dropped by the handshake or idle timeouts). With
+// --max-connections-per-address 20, of 30 connections from one address the last 10 are closed at
+// once by the server, the first 20 stay open; once they close, the address is served again.
+TEST(ConnectionLimitTest, OneAddressHoldsAtMostItsLimit) {
+  testing::ServerProcess server(testing::TestDir(), "memory",
+                                {"--max-connections-per-address", "20"});
+  ASSERT_TRUE(server.Start()) << server.log();
+  const int port = std::stoi(server.endpoint().substr(server.endpoint().rfind(':') + 1));
+  std::vector<int> fds;
+  for (int i = 0; i < 30; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    fds.push_back(fd);
+    // One at a time, so that the server has taken each before the next: the order is known.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // A connection the server closed reads end-of-file at once; one it holds has nothing to read.
+  auto closed = [](int fd) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 2000) <= 0) return false;
+    char c;
+    return recv(fd, &c, 1, MSG_DONTWAIT) == 0;
+  };
+  int first_closed = 0, last_closed = 0;
+  for (int i = 0; i < 30; ++i) {
+    const bool c = closed(fds[i]);
+    (i < 20 ? first_closed : last_closed) += c ? 1 : 0;
+  }
+  EXPECT_EQ(first_closed, 0) << "a connection within the limit was closed";
+  EXPECT_EQ(last_closed, 10) << "connections past the limit were kept";
+  for (int fd : fds) close(fd);
+  ClientOptions o;
+  o.endpoint = server.endpoint();
+  o.access_key_id = testing::kAccessKey;
+  o.secret = testing::kSecret;
+  o.timeout_ms = 10000;
+  bool served = false;
+  for (int attempt = 0; attempt < 50 && !served; ++attempt) {
+    auto c = Client::Connect(o);
+    served = c.ok() && (*c)->HeadBucket("test-bucket").ok();
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(served) << server.log();
 }
 
 }  // namespace

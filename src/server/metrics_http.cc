@@ -89,8 +89,28 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     }
     return Queue(connection, self->handler_(url), /*allow_header=*/false);
   };
+  // Every connection is tracked from accept to close, so that the deadline sweeper can cut one
+  // that has not been answered within kMetricsHttpRequestDeadline (a slow sender resets
+  // libmicrohttpd's inactivity timeout with every byte).
+  auto on_connection = [](void* cls, MHD_Connection* connection, void** /*socket_context*/,
+                          MHD_ConnectionNotificationCode toe) {
+    auto* self = static_cast<MetricsHttpServer*>(cls);
+    absl::MutexLock l(&self->conns_mu_);
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+      const MHD_ConnectionInfo* info =
+          MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+      if (info != nullptr) {
+        self->conns_[connection] = Tracked{info->connect_fd, absl::Now(), false};
+      }
+    } else {
+      // libmicrohttpd closes the socket after this returns: the sweeper, which holds conns_mu_
+      // while it shuts a socket down, never touches a descriptor that was closed or reused.
+      self->conns_.erase(connection);
+    }
+  };
   MHD_OptionItem options[] = {
       {MHD_OPTION_LISTEN_SOCKET, fd, nullptr},
+      {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(+on_connection), server.get()},
       {MHD_OPTION_CONNECTION_LIMIT, kMetricsHttpMaxConnections, nullptr},
       {MHD_OPTION_PER_IP_CONNECTION_LIMIT, kMetricsHttpMaxConnectionsPerIp, nullptr},
       {MHD_OPTION_CONNECTION_TIMEOUT, absl::ToInt64Seconds(kMetricsHttpIdleTimeout), nullptr},
@@ -107,13 +127,33 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     return MakeError(ErrorCode::kInternal,
                      absl::StrCat("metrics: cannot start the HTTP server on ", listen));
   }
+  server->sweeper_ = std::thread([raw = server.get()] { raw->Sweep(); });
   return server;
+}
+
+void MetricsHttpServer::Sweep() {
+  absl::MutexLock l(&conns_mu_);
+  while (!stopping_) {
+    conns_mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Seconds(1));
+    const absl::Time too_old = absl::Now() - kMetricsHttpRequestDeadline;
+    for (auto& [connection, t] : conns_) {
+      if (!t.cut && t.accepted < too_old) {
+        shutdown(t.fd, SHUT_RDWR);  // libmicrohttpd sees the error and closes the connection
+        t.cut = true;
+      }
+    }
+  }
 }
 
 MetricsHttpServer::MetricsHttpServer(int port, Handler handler)
     : port_(port), handler_(std::move(handler)) {}
 
 MetricsHttpServer::~MetricsHttpServer() {
+  {
+    absl::MutexLock l(&conns_mu_);
+    stopping_ = true;
+  }
+  if (sweeper_.joinable()) sweeper_.join();
   // Joins the polling thread, then closes every connection and the listening socket.
   if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
 }

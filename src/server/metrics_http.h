@@ -18,8 +18,12 @@
 // a one-word request line unanswered). An unknown path is the handler's 404. Every response
 // closes its connection (`Connection: close`), so no keep-alive holds a slot.
 //
+// A connection not answered within kMetricsHttpRequestDeadline of its accept is cut (shutdown),
+// however slowly it keeps sending, since every response closes its connection anyway.
+//
 // Threading: libmicrohttpd runs one internal thread that polls (epoll) all connections; the
-// handler runs on that thread, one request at a time, and must not block.
+// handler runs on that thread, one request at a time, and must not block. A sweeper thread
+// wakes once a second to cut connections past their deadline.
 #ifndef AOBJ_SERVER_METRICS_HTTP_H_
 #define AOBJ_SERVER_METRICS_HTTP_H_
 
@@ -27,10 +31,15 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
+struct MHD_Connection;
 struct MHD_Daemon;
 
 namespace aobj {
@@ -42,6 +51,10 @@ inline constexpr unsigned kMetricsHttpMaxConnections = 256;
 inline constexpr unsigned kMetricsHttpMaxConnectionsPerIp = 64;
 inline constexpr absl::Duration kMetricsHttpIdleTimeout = absl::Seconds(10);
 inline constexpr size_t kMetricsHttpConnectionMemory = 16 * 1024;
+// A connection not answered this long after it was accepted is closed, however slowly it keeps
+// sending (hostile probe of issue 16, N4: 64 connections sending a header line every 5 s blinded
+// the endpoint).
+inline constexpr absl::Duration kMetricsHttpRequestDeadline = absl::Seconds(10);
 
 struct HttpResponse {
   int status = 200;
@@ -70,9 +83,21 @@ class MetricsHttpServer {
  private:
   MetricsHttpServer(int port, Handler handler);
 
+  void Sweep();  // the deadline sweeper's loop
+
   const int port_;
   const Handler handler_;
   MHD_Daemon* daemon_ = nullptr;  // owned; stopped by the destructor
+  // Open connections (libmicrohttpd's thread adds and removes them; the sweeper cuts the old).
+  struct Tracked {
+    int fd;
+    absl::Time accepted;
+    bool cut;
+  };
+  absl::Mutex conns_mu_;
+  absl::flat_hash_map<MHD_Connection*, Tracked> conns_ ABSL_GUARDED_BY(conns_mu_);
+  bool stopping_ ABSL_GUARDED_BY(conns_mu_) = false;
+  std::thread sweeper_;
 };
 
 }  // namespace aobj

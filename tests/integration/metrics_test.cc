@@ -320,6 +320,44 @@ TEST(MetricsEndpointTest, ClosesConnectionsPastThePerAddressLimit) {
   for (int fd : idle) close(fd);
 }
 
+// Hostile probe of issue 16 (N4): connections that send a header line every few seconds reset
+// libmicrohttpd's inactivity timeout forever; 64 of them (the per-address limit) blinded the
+// endpoint. Each is now cut kMetricsHttpRequestDeadline after its accept, and scrapes come back
+// while the slow senders are still sending.
+TEST(MetricsEndpointTest, SlowSendersAreCutAtTheRequestDeadline) {
+  auto server = MetricsHttpServer::Start("127.0.0.1:0", false, FakeMetrics);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  std::vector<int> slow;
+  for (unsigned i = 0; i < kMetricsHttpMaxConnectionsPerIp; ++i) {
+    const int fd = ConnectLoopback(port);
+    ASSERT_GE(fd, 0) << "slow connection " << i;
+    ASSERT_GT(send(fd, "GET /metrics HTTP/1.1\r\n", 23, MSG_NOSIGNAL), 0);
+    slow.push_back(fd);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const auto limit = absl::ToChronoSeconds(kMetricsHttpRequestDeadline);
+  const auto deadline = limit + std::chrono::seconds(6);
+  int status = 0;
+  while (status != 200 && std::chrono::steady_clock::now() - start < deadline) {
+    for (int fd : slow) (void)send(fd, "X-Slow: 1\r\n", 11, MSG_NOSIGNAL);  // keep each alive
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    status = StatusOf(RawHttp(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"));
+  }
+  EXPECT_EQ(status, 200) << "the slow senders held every slot past the deadline";
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, limit - std::chrono::seconds(1))
+      << "served before the deadline: the slow senders did not take the slots";
+  int cut = 0;
+  for (int fd : slow) {
+    char c;
+    const ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT);
+    cut += n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+    close(fd);
+  }
+  EXPECT_EQ(cut, static_cast<int>(slow.size()));
+}
+
 // The number of open file descriptors of this process.
 int OpenFds() {
   int n = 0;

@@ -62,6 +62,8 @@ Session limits (spec section "Sessions"):
   --max-transfer-bytes N    largest object one request may move (default: 64 GiB)
   --max-sessions N          open sessions at once; SLOW_DOWN beyond (default: 4096)
   --max-sessions-per-principal N  of one access key (default: 1024)
+  --max-key-bytes N         longest object key accepted, at most 1024 (default: 1024)
+  --max-list-page N         largest listing page, at most 1000 (default: 1000)
 
 Requests and tenants (spec section 14.6; one tenant cannot starve another):
   --max-connections-per-address N  control connections of one peer address; further ones
@@ -82,8 +84,6 @@ Requests and tenants (spec section 14.6; one tenant cannot starve another):
   --upload-expiry-ms N      multipart uploads not completed this long after they began are
                             aborted, across restarts (default: 604800000, 7 days, S3's
                             AbortIncompleteMultipartUpload; 0: never)
-  --max-key-bytes N         longest object key accepted, at most 1024 (default: 1024)
-  --max-list-page N         largest listing page, at most 1000 (default: 1000)
 
 Authorization (spec section 14.8):
   --authorization open|owner  open: every principal may do everything (default); owner: a

@@ -195,7 +195,13 @@ TEST_F(RequestFloodTest, UnsignedRequestsDoNotPileUpInMemory) {
   // The flood moved count * 7 MiB (4.2 GB by default); 100 requests of it were in flight at
   // any time (700 MiB). The server holds at most its pre-authentication budget of them (the
   // server before the bounds: 552 MiB more after 300 requests, 1.8 GB after 1,200).
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed memory in quarantine (256 MiB) and adds redzones: the figure
+  // says nothing about the server's bounds there (CI measured 712 MiB). Checked in normal builds.
+  (void)before_kib;
+#else
   EXPECT_LT(peak_kib - before_kib, uint64_t{512} << 10) << Describe(r);
+#endif
   EXPECT_TRUE(Served()) << server_->log();
 }
 

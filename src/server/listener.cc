@@ -1,5 +1,6 @@
 #include "server/listener.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -15,6 +16,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "aobj/status.h"
 
 namespace aobj {
@@ -32,6 +37,49 @@ std::string AddressKey(const sockaddr_storage& peer) {
   }
   return "";
 }
+
+// "ADDR|PORT" of a peer (ADDR as inet_ntop writes it); "" for other families.
+std::string PeerKey(const sockaddr_storage& peer) {
+  char text[INET6_ADDRSTRLEN] = {0};
+  if (peer.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&peer);
+    inet_ntop(AF_INET, &a->sin_addr, text, sizeof(text));
+    return absl::StrCat(text, "|", ntohs(a->sin_port));
+  }
+  if (peer.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&peer);
+    inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof(text));
+    return absl::StrCat(text, "|", ntohs(a->sin6_port));
+  }
+  return "";
+}
+
+// The same key from gRPC's peer string ("ipv4:127.0.0.1:5555", "ipv6:[::1]:5555", brackets
+// possibly percent-encoded); "" when it is neither.
+std::string PeerKeyFromGrpc(absl::string_view peer) {
+  int family;
+  if (absl::ConsumePrefix(&peer, "ipv4:")) {
+    family = AF_INET;
+  } else if (absl::ConsumePrefix(&peer, "ipv6:")) {
+    family = AF_INET6;
+  } else {
+    return "";
+  }
+  const size_t colon = peer.rfind(':');
+  if (colon == absl::string_view::npos) return "";
+  std::string addr(peer.substr(0, colon));
+  const absl::string_view port = peer.substr(colon + 1);
+  addr = absl::StrReplaceAll(addr, {{"%5B", ""}, {"%5D", ""}, {"[", ""}, {"]", ""}});
+  unsigned char raw[sizeof(in6_addr)];
+  char text[INET6_ADDRSTRLEN] = {0};
+  if (inet_pton(family, addr.c_str(), raw) != 1 ||
+      inet_ntop(family, raw, text, sizeof(text)) == nullptr) {
+    return "";
+  }
+  return absl::StrCat(text, "|", port);
+}
+
+int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
 // What identifies the file open on `fd` (device and inode); zeros when `fd` is not open.
 std::pair<dev_t, ino_t> FileOf(int fd) {
@@ -162,6 +210,59 @@ bool ControlListener::Admit(const std::string& address, int conn) {
   return true;
 }
 
+void ControlListener::MarkAuthenticated(const std::string& peer) {
+  std::string key = PeerKeyFromGrpc(peer);
+  if (key.empty()) return;
+  absl::MutexLock l(&auth_mu_);
+  authenticated_.insert(std::move(key));
+}
+
+bool ControlListener::EvictOne() {
+  constexpr int64_t kGraceMs = 1000;  // a client authenticates within this of connecting
+  constexpr int kScan = 256;          // live connections looked at, oldest first
+  const int64_t now = NowMs();
+  absl::MutexLock l(&auth_mu_);
+  int scanned = 0;
+  for (auto it = conns_.begin(); it != conns_.end() && scanned < kScan;) {
+    if (FileOf(it->fd) != it->file) {  // gRPC closed it
+      authenticated_.erase(it->peer);
+      it = conns_.erase(it);
+      continue;
+    }
+    if (!authenticated_.contains(it->peer) && now - it->accepted_ms >= kGraceMs) {
+      shutdown(it->fd, SHUT_RDWR);  // gRPC sees the end and closes it
+      conns_.erase(it);
+      evicted_.fetch_add(1);
+      return true;
+    }
+    ++it;
+    ++scanned;
+  }
+  return false;
+}
+
+void ControlListener::PruneAll() {
+  absl::MutexLock l(&auth_mu_);
+  absl::flat_hash_set<std::string> live;
+  for (auto it = conns_.begin(); it != conns_.end();) {
+    if (FileOf(it->fd) != it->file) {
+      it = conns_.erase(it);
+    } else {
+      live.insert(it->peer);
+      ++it;
+    }
+  }
+  // Marks for connections the listener no longer holds (or never saw) go.
+  for (auto it = authenticated_.begin(); it != authenticated_.end();) {
+    if (live.contains(*it)) {
+      ++it;
+    } else {
+      authenticated_.erase(it++);
+    }
+  }
+  since_prune_ = 0;
+}
+
 void ControlListener::Refuse(int fd) {
   close(fd);
   refused_.fetch_add(1);
@@ -198,7 +299,9 @@ void ControlListener::Loop() {
     }
     // Descriptors are allocated lowest first, so the new one's number is about how many are
     // open: past the limit less the reserve, the server keeps them for its own work.
-    if (conn >= limit - reserve_fds_) {
+    // Within the reserve, an unauthenticated connection is cut to make room for this one, which
+    // may then use a descriptor of the reserve's upper half until the cut one is closed.
+    if (conn >= limit - reserve_fds_ && !(conn < limit - reserve_fds_ / 2 && EvictOne())) {
       Refuse(conn);
       continue;
     }
@@ -208,6 +311,8 @@ void ControlListener::Loop() {
       continue;
     }
     accepted_.fetch_add(1);
+    conns_.push_back(Conn{conn, FileOf(conn), PeerKey(peer), NowMs()});
+    if (++since_prune_ >= 4096) PruneAll();
     grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters params;
     params.listener_fd = fd_;
     params.fd = conn;

@@ -11,6 +11,10 @@
 //   * one peer address holds at most `max_per_address` connections (0: no limit); further ones
 //     from it are closed at once (AOBJ-SEC-012). On one host every local process shares an
 //     address, so this bounds remote peers, not local ones;
+//   * when descriptors run short, the oldest connection that has not carried a request whose
+//     signature verified (MarkAuthenticated) for at least a second is cut (shutdown) to make room,
+//     so that a flood of connections that never authenticate (idle after the HTTP/2 preface, or
+//     holding a stream they never finish: hostile probe N3) cannot keep new clients out;
 //   * it never stops accepting while it runs.
 // gRPC's handshake and idle timeouts (set by the server) end connections that never become, or
 // stop being, useful.
@@ -24,15 +28,19 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "grpcpp/server_builder.h"
 
 namespace aobj {
@@ -42,6 +50,7 @@ struct ListenerStats {
   uint64_t refused = 0;  // closed at once: descriptors short (EMFILE, ENFILE or the reserve)
                          // or the address at its limit
   uint64_t refused_per_address = 0;  // of those, for the address's limit
+  uint64_t evicted = 0;              // unauthenticated connections cut to make room
 };
 
 class ControlListener {
@@ -62,8 +71,11 @@ class ControlListener {
   // gRPC's.
   void Stop();
   ListenerStats stats() const {
-    return {accepted_.load(), refused_.load(), per_address_refused_.load()};
+    return {accepted_.load(), refused_.load(), per_address_refused_.load(), evicted_.load()};
   }
+  // The connection of `peer` (grpc::ServerContext::peer(): "ipv4:ADDR:PORT", "ipv6:[ADDR]:PORT")
+  // carried a request whose signature verified: it is never cut to make room. Thread-safe.
+  void MarkAuthenticated(const std::string& peer);
 
  private:
   ControlListener(int fd, int port, int reserve_fds, size_t max_per_address);
@@ -71,6 +83,11 @@ class ControlListener {
   void Refuse(int fd);
   // Records `conn` for `address` unless the address holds max_per_address_ connections.
   bool Admit(const std::string& address, int conn);
+  // Cuts the oldest live connection that is unauthenticated and at least a second old; false
+  // when there is none.
+  bool EvictOne();
+  // Forgets connections that gRPC closed (and their authenticated marks).
+  void PruneAll();
 
   const int fd_;
   const int port_;
@@ -82,12 +99,24 @@ class ControlListener {
     std::pair<dev_t, ino_t> file;  // the socket's device and inode
   };
   absl::flat_hash_map<std::string, std::vector<Held>> by_address_;
+  // Loop thread only: every connection handed over, in acceptance order, with its peer key
+  // ("ADDR|PORT"); closed ones are dropped lazily.
+  struct Conn {
+    int fd;
+    std::pair<dev_t, ino_t> file;
+    std::string peer;
+    int64_t accepted_ms;
+  };
+  std::deque<Conn> conns_;
+  uint64_t since_prune_ = 0;
+  absl::Mutex auth_mu_;
+  absl::flat_hash_set<std::string> authenticated_ ABSL_GUARDED_BY(auth_mu_);  // peer keys
   int spare_fd_ = -1;  // released to accept-and-close when descriptors run out
   int wake_[2] = {-1, -1};
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> accepted_{0}, refused_{0}, per_address_refused_{0};
+  std::atomic<uint64_t> accepted_{0}, refused_{0}, per_address_refused_{0}, evicted_{0};
 };
 
 }  // namespace aobj

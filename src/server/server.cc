@@ -72,6 +72,9 @@ class Service final : public aobj::v1::ObjectService::Service {
     }
   }
 
+  // Requests that succeed mark their connection authenticated there (see ControlListener).
+  void set_listener(ControlListener* l) { listener_.store(l, std::memory_order_release); }
+
  private:
   grpc::ServerUnaryReactor* Handle(Method method, grpc::CallbackServerContext* ctx,
                                    const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
@@ -112,6 +115,10 @@ class Service final : public aobj::v1::ObjectService::Service {
       absl::StatusOr<std::string> out = handler_->Handle(method, auth, body, absl::Now(),
                                                          &supported, call.get());
       if (out.ok()) {
+        // This connection carries signed requests: never cut to make room (ControlListener).
+        if (ControlListener* l = listener_.load(std::memory_order_acquire)) {
+          l->MarkAuthenticated(ctx->peer());
+        }
         grpc::Slice slice(out->data(), out->size());
         *resp = grpc::ByteBuffer(&slice, 1);
         reactor->Finish(grpc::Status::OK);  // AOBJ-CTL-008: no error trailer on success
@@ -147,6 +154,7 @@ class Service final : public aobj::v1::ObjectService::Service {
   RequestHandler* handler_;
   const Authenticator* auth_;
   RequestScheduler* scheduler_;
+  std::atomic<ControlListener*> listener_{nullptr};  // set once it is bound
 };
 
 class ServerImpl final : public Server {
@@ -238,6 +246,7 @@ class ServerImpl final : public Server {
     if (!listener.ok()) return listener.status();
     listener_ = std::move(*listener);
     port_ = listener_->port();
+    service_->set_listener(listener_.get());
     grpc::ServerBuilder builder;
     auto acceptor = builder.experimental().AddExternalConnectionAcceptor(
         grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, *creds);

@@ -89,6 +89,18 @@ class MultipartIntegrationTest : public ::testing::TestWithParam<std::string> {
   }
   bool fs() const { return GetParam() == "fs"; }
 
+  // The server stopped and started again on the same store with `flags` added; a new client.
+  void RestartWith(const std::vector<std::string>& flags) {
+    client_.reset();
+    server_->Stop();
+    std::vector<std::string> all = {"--min-part-size", std::to_string(kMinPart)};
+    all.insert(all.end(), flags.begin(), flags.end());
+    server_ = std::make_unique<ServerProcess>(server_->dir(), GetParam(), all);
+    ASSERT_TRUE(server_->Start()) << server_->log();
+    client_ = Connect();
+    ASSERT_NE(client_, nullptr);
+  }
+
   std::unique_ptr<Client> Connect() {
     ClientOptions o;
     o.endpoint = server_->endpoint();
@@ -443,15 +455,7 @@ TEST_P(MultipartIntegrationTest, UploadsSurviveServerRestart) {
 // AOBJ-OBJ-233 (issue 16, finding 3): one principal used to take all 10,000 upload slots in 20 s,
 // after which another principal's CreateMultipartUpload in its own bucket failed.
 TEST_P(MultipartIntegrationTest, OnePrincipalCannotTakeAnothersUploadSlots) {
-  client_.reset();
-  server_->Stop();
-  server_ = std::make_unique<ServerProcess>(
-      server_->dir(), GetParam(),
-      std::vector<std::string>{"--min-part-size", std::to_string(kMinPart),
-                               "--max-uploads-per-principal", "3"});
-  ASSERT_TRUE(server_->Start()) << server_->log();
-  client_ = Connect();
-  ASSERT_NE(client_, nullptr);
+  ASSERT_NO_FATAL_FAILURE(RestartWith({"--max-uploads-per-principal", "3"}));
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(client_->CreateMultipartUpload(kBucket, "mine-" + std::to_string(i)).ok());
   }
@@ -470,15 +474,7 @@ TEST_P(MultipartIntegrationTest, OnePrincipalCannotTakeAnothersUploadSlots) {
 // AOBJ-OBJ-234 (issue 16, finding 3): uploads nobody completes or aborts used to stay forever,
 // parts and all. With a short expiry the server aborts them by itself while it serves.
 TEST_P(MultipartIntegrationTest, AbandonedUploadsExpire) {
-  client_.reset();
-  server_->Stop();
-  server_ = std::make_unique<ServerProcess>(
-      server_->dir(), GetParam(),
-      std::vector<std::string>{"--min-part-size", std::to_string(kMinPart),
-                               "--upload-expiry-ms", "1000"});
-  ASSERT_TRUE(server_->Start()) << server_->log();
-  client_ = Connect();
-  ASSERT_NE(client_, nullptr);
+  ASSERT_NO_FATAL_FAILURE(RestartWith({"--upload-expiry-ms", "1000"}));
   auto src = Random(100000, 12);
   auto up = client_->CreateMultipartUpload(kBucket, "abandoned");
   ASSERT_TRUE(up.ok()) << up.status();

@@ -135,6 +135,16 @@ double Sample(const std::string& text, const std::string& name) {
   return pos == std::string::npos ? -1 : std::stod(text.substr(pos + name.size() + 2));
 }
 
+// Well-formed authentication metadata of a known access key with a forged signature: only the
+// signature check, on a request thread, can refuse it. `c` fills the nonce.
+std::vector<std::pair<std::string, std::string>> ForgedAuth(char c) {
+  return {{"aobj-access-key-id", testing::kAccessKey},
+          {"aobj-timestamp", std::to_string(absl::ToUnixMillis(absl::Now()))},
+          {"aobj-nonce", std::string(32, c)},
+          {"aobj-session-id", std::string(32, 'b')},
+          {"aobj-signature", std::string(64, 'c')}};
+}
+
 std::string Describe(const FloodResult& r) {
   std::string s = "done=" + std::to_string(r.done) + " ok=" + std::to_string(r.ok) + " grpc:";
   for (const auto& [c, n] : r.by_grpc_code) s += " " + std::to_string(c) + "x" + std::to_string(n);
@@ -213,12 +223,7 @@ TEST_F(RequestFloodTest, ForgedRequestsMeetABoundedQueue) {
   ASSERT_NO_FATAL_FAILURE(
       StartServer({"--threads", "1", "--max-queued-requests", "8", "--metrics-listen",
                    "127.0.0.1:0", "--metrics-port-file", port_file}));
-  const std::vector<std::pair<std::string, std::string>> md = {
-      {"aobj-access-key-id", testing::kAccessKey},
-      {"aobj-timestamp", std::to_string(absl::ToUnixMillis(absl::Now()))},
-      {"aobj-nonce", std::string(32, 'a')},
-      {"aobj-session-id", std::string(32, 'b')},
-      {"aobj-signature", std::string(64, 'c')}};
+  const auto md = ForgedAuth('a');
   FloodResult r = Flood(server_->endpoint(), 400, 64, 4, size_t{1} << 20, md);
   std::printf("forged: %s\n", Describe(r).c_str());
   EXPECT_EQ(r.done, 400);
@@ -273,12 +278,7 @@ TEST_F(RequestFloodTest, UnauthenticatedFailuresAreLoggedInSummary) {
 // the last reference to a request's message. Now they are answered, and the server lives.
 TEST_F(RequestFloodTest, ForgedLargeRequestsUnderMemoryPressureDoNotCrashTheServer) {
   ASSERT_NO_FATAL_FAILURE(StartServer({"--threads", "2"}));
-  const std::vector<std::pair<std::string, std::string>> md = {
-      {"aobj-access-key-id", testing::kAccessKey},
-      {"aobj-timestamp", std::to_string(absl::ToUnixMillis(absl::Now()))},
-      {"aobj-nonce", std::string(32, 'd')},
-      {"aobj-session-id", std::string(32, 'e')},
-      {"aobj-signature", std::string(64, 'f')}};
+  const auto md = ForgedAuth('d');
   for (int round = 0; round < 2; ++round) {
     FloodResult r = Flood(server_->endpoint(), 300, 100, 10, size_t{7} << 20, md);
     std::printf("forged 7 MiB, round %d: %s\n", round, Describe(r).c_str());

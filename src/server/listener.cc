@@ -184,7 +184,7 @@ void ControlListener::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool ControlListener::Admit(const std::string& address, int conn) {
+bool ControlListener::Admit(const std::string& address, const std::string& peer_key, int conn) {
   // gRPC closes the connections it was given without telling us; a descriptor still open on the
   // same socket (same device and inode) is a connection still held. Checked only when the address
   // is at its limit, so a flood costs one fstat per held connection of that address.
@@ -205,38 +205,95 @@ bool ControlListener::Admit(const std::string& address, int conn) {
   }
   std::vector<Held>& held = by_address_[address];
   if (held.size() >= max_per_address_) prune(&held);
-  if (held.size() >= max_per_address_) return false;
+  // At its limit, the address makes room the way a short descriptor supply does (hostile probe
+  // N3, second round: otherwise 1024 half-sent calls from 127.0.0.1 kept every local client out).
+  // The cut connection counts until gRPC has closed it.
+  if (held.size() >= max_per_address_ && !EvictOne(peer_key.substr(0, peer_key.rfind('|') + 1))) {
+    return false;
+  }
   held.push_back(Held{conn, FileOf(conn)});
   return true;
 }
 
-void ControlListener::MarkAuthenticated(const std::string& peer) {
+void ControlListener::MarkAuthenticated(const std::string& peer, const std::string& principal) {
   std::string key = PeerKeyFromGrpc(peer);
   if (key.empty()) return;
   absl::MutexLock l(&auth_mu_);
-  authenticated_.insert(std::move(key));
+  auto [it, inserted] = authenticated_.try_emplace(std::move(key), principal);
+  if (!inserted) {
+    if (it->second == principal) return;
+    if (--per_principal_[it->second] <= 0) per_principal_.erase(it->second);
+    it->second = principal;
+  }
+  ++per_principal_[principal];
 }
 
-bool ControlListener::EvictOne() {
+void ControlListener::Forget(const std::string& peer) {
+  auto it = authenticated_.find(peer);
+  if (it == authenticated_.end()) return;
+  if (--per_principal_[it->second] <= 0) per_principal_.erase(it->second);
+  authenticated_.erase(it);
+}
+
+bool ControlListener::EvictOne(const std::string& address_prefix) {
   constexpr int64_t kGraceMs = 1000;  // a client authenticates within this of connecting
-  constexpr int kScan = 256;          // live connections looked at, oldest first
+  constexpr int kScan = 4096;         // live connections looked at, oldest first
   const int64_t now = NowMs();
   absl::MutexLock l(&auth_mu_);
+  // The principal holding the most connections (at least two), whose oldest is cut when no
+  // connection is unauthenticated: one tenant cannot hold the descriptors others need.
+  std::string heaviest;
+  int most = 1;
+  for (const auto& [principal, n] : per_principal_) {
+    if (n > most) {
+      most = n;
+      heaviest = principal;
+    }
+  }
+  auto cut = [&](std::deque<Conn>::iterator it) {
+    shutdown(it->fd, SHUT_RDWR);  // gRPC sees the end and closes it
+    Forget(it->peer);
+    conns_.erase(it);
+    evicted_.fetch_add(1);
+  };
+  std::deque<Conn>::iterator of_heaviest = conns_.end();
   int scanned = 0;
   for (auto it = conns_.begin(); it != conns_.end() && scanned < kScan;) {
     if (FileOf(it->fd) != it->file) {  // gRPC closed it
-      authenticated_.erase(it->peer);
+      Forget(it->peer);
       it = conns_.erase(it);
+      of_heaviest = conns_.end();  // erase invalidates; found again below if needed
       continue;
     }
-    if (!authenticated_.contains(it->peer) && now - it->accepted_ms >= kGraceMs) {
-      shutdown(it->fd, SHUT_RDWR);  // gRPC sees the end and closes it
-      conns_.erase(it);
-      evicted_.fetch_add(1);
-      return true;
+    if (!address_prefix.empty() && it->peer.rfind(address_prefix, 0) != 0) {
+      ++it;
+      continue;
+    }
+    auto mark = authenticated_.find(it->peer);
+    if (mark == authenticated_.end()) {
+      if (now - it->accepted_ms >= kGraceMs) {
+        cut(it);
+        return true;
+      }
+    } else if (of_heaviest == conns_.end() && !heaviest.empty() && mark->second == heaviest) {
+      of_heaviest = it;
     }
     ++it;
     ++scanned;
+  }
+  if (of_heaviest == conns_.end() && !heaviest.empty()) {  // lost to an erase above: look again
+    for (auto it = conns_.begin(); it != conns_.end(); ++it) {
+      auto mark = authenticated_.find(it->peer);
+      if (mark != authenticated_.end() && mark->second == heaviest &&
+          (address_prefix.empty() || it->peer.rfind(address_prefix, 0) == 0)) {
+        of_heaviest = it;
+        break;
+      }
+    }
+  }
+  if (of_heaviest != conns_.end()) {
+    cut(of_heaviest);
+    return true;
   }
   return false;
 }
@@ -253,13 +310,11 @@ void ControlListener::PruneAll() {
     }
   }
   // Marks for connections the listener no longer holds (or never saw) go.
-  for (auto it = authenticated_.begin(); it != authenticated_.end();) {
-    if (live.contains(*it)) {
-      ++it;
-    } else {
-      authenticated_.erase(it++);
-    }
+  std::vector<std::string> gone;
+  for (const auto& [peer, principal] : authenticated_) {
+    if (!live.contains(peer)) gone.push_back(peer);
   }
+  for (const std::string& peer : gone) Forget(peer);
   since_prune_ = 0;
 }
 
@@ -305,13 +360,14 @@ void ControlListener::Loop() {
       Refuse(conn);
       continue;
     }
-    if (max_per_address_ > 0 && !Admit(AddressKey(peer), conn)) {
+    const std::string peer_key = PeerKey(peer);
+    if (max_per_address_ > 0 && !Admit(AddressKey(peer), peer_key, conn)) {
       Refuse(conn);
       per_address_refused_.fetch_add(1);
       continue;
     }
     accepted_.fetch_add(1);
-    conns_.push_back(Conn{conn, FileOf(conn), PeerKey(peer), NowMs()});
+    conns_.push_back(Conn{conn, FileOf(conn), peer_key, NowMs()});
     if (++since_prune_ >= 4096) PruneAll();
     grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters params;
     params.listener_fd = fd_;

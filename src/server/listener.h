@@ -11,10 +11,12 @@
 //   * one peer address holds at most `max_per_address` connections (0: no limit); further ones
 //     from it are closed at once (AOBJ-SEC-012). On one host every local process shares an
 //     address, so this bounds remote peers, not local ones;
-//   * when descriptors run short, the oldest connection that has not carried a request whose
-//     signature verified (MarkAuthenticated) for at least a second is cut (shutdown) to make room,
-//     so that a flood of connections that never authenticate (idle after the HTTP/2 preface, or
-//     holding a stream they never finish: hostile probe N3) cannot keep new clients out;
+//   * when descriptors run short, or an address is at its limit, a connection is cut (shutdown)
+//     to make room: the oldest that has not carried a request whose signature verified
+//     (MarkAuthenticated) within a second of its accept, else the oldest of the principal that
+//     holds the most connections; so that neither a flood of connections that never
+//     authenticate (idle after the HTTP/2 preface, or holding a call they never finish: hostile
+//     probe N3) nor one tenant's held connections can keep new clients out;
 //   * it never stops accepting while it runs.
 // gRPC's handshake and idle timeouts (set by the server) end connections that never become, or
 // stop being, useful.
@@ -74,18 +76,22 @@ class ControlListener {
     return {accepted_.load(), refused_.load(), per_address_refused_.load(), evicted_.load()};
   }
   // The connection of `peer` (grpc::ServerContext::peer(): "ipv4:ADDR:PORT", "ipv6:[ADDR]:PORT")
-  // carried a request whose signature verified: it is never cut to make room. Thread-safe.
-  void MarkAuthenticated(const std::string& peer);
+  // carried a request of `principal` whose signature verified: it is cut to make room only
+  // after every unauthenticated one, and only if that principal holds the most. Thread-safe.
+  void MarkAuthenticated(const std::string& peer, const std::string& principal);
 
  private:
   ControlListener(int fd, int port, int reserve_fds, size_t max_per_address);
   void Loop();
   void Refuse(int fd);
-  // Records `conn` for `address` unless the address holds max_per_address_ connections.
-  bool Admit(const std::string& address, int conn);
-  // Cuts the oldest live connection that is unauthenticated and at least a second old; false
-  // when there is none.
-  bool EvictOne();
+  // Records `conn` for `address` unless the address holds max_per_address_ connections and
+  // none of them can be cut.
+  bool Admit(const std::string& address, const std::string& peer_key, int conn);
+  // Cuts one connection to make room (see above), among those whose peer key starts with
+  // `address_prefix` ("" = all); false when none may be cut.
+  bool EvictOne(const std::string& address_prefix = "");
+  // Drops the mark of `peer`. Requires auth_mu_.
+  void Forget(const std::string& peer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(auth_mu_);
   // Forgets connections that gRPC closed (and their authenticated marks).
   void PruneAll();
 
@@ -110,7 +116,9 @@ class ControlListener {
   std::deque<Conn> conns_;
   uint64_t since_prune_ = 0;
   absl::Mutex auth_mu_;
-  absl::flat_hash_set<std::string> authenticated_ ABSL_GUARDED_BY(auth_mu_);  // peer keys
+  // Peer key -> the principal whose signed request it carried; connections per principal.
+  absl::flat_hash_map<std::string, std::string> authenticated_ ABSL_GUARDED_BY(auth_mu_);
+  absl::flat_hash_map<std::string, int> per_principal_ ABSL_GUARDED_BY(auth_mu_);
   int spare_fd_ = -1;  // released to accept-and-close when descriptors run out
   int wake_[2] = {-1, -1};
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;

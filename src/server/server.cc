@@ -117,7 +117,7 @@ class Service final : public aobj::v1::ObjectService::Service {
       if (out.ok()) {
         // This connection carries signed requests: never cut to make room (ControlListener).
         if (ControlListener* l = listener_.load(std::memory_order_acquire)) {
-          l->MarkAuthenticated(ctx->peer());
+          l->MarkAuthenticated(ctx->peer(), auth.access_key_id);
         }
         grpc::Slice slice(out->data(), out->size());
         *resp = grpc::ByteBuffer(&slice, 1);

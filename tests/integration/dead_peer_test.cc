@@ -513,6 +513,48 @@ TEST_F(DeadPeerTest, StalledRequestsOfOnePrincipalLeaveThreadsForAnother) {
   testing::ExpectStillServes(*server_, "after-heavy", 0x52);
 }
 
+// Second hostile probe of issue 16 (F2): connections of one principal that each carried a signed
+// request and then hold a call were never cut to make room, so one tenant could hold every slot of
+// an address (or every descriptor). Now, with no unauthenticated connection to cut, the oldest of
+// the principal holding the most connections goes: six stalled peers of one principal fill an
+// address limit of six, and another principal's client is still served.
+TEST_F(DeadPeerTest, OneTenantsHeldConnectionsMakeRoomForAnother) {
+  server_->Stop();
+  server_ = std::make_unique<ServerProcess>(
+      dir_, "memory",
+      std::vector<std::string>{"--max-connections-per-address", "6", "--data-wait-ms", "20000"});
+  ASSERT_TRUE(server_->Start()) << server_->log();
+  std::vector<pid_t> peers;
+  std::vector<std::string> outs;
+  for (int i = 0; i < 6; ++i) {
+    outs.push_back(dir_ + "/holder-" + std::to_string(i));
+    peers.push_back(Spawn(PeerArgs({"--behaviour", "stall", "--memory", "heap", "--op", "put",
+                                    "--key", "held-" + std::to_string(i)}),
+                          outs.back()));
+    // One at a time: each opens its session (signed) before the next connects.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < until &&
+           Slurp(outs.back()).find("opened") == std::string::npos) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // past the grace
+  ClientOptions o = testing::TestClientOptions(*server_);
+  o.access_key_id = "AKTESTSECOND";
+  o.secret = "second-secret-for-tests";
+  o.timeout_ms = 5000;
+  bool served = false;
+  for (int attempt = 0; attempt < 3 && !served; ++attempt) {
+    auto other = Client::Connect(o);
+    served = other.ok() && (*other)->HeadBucket("test-bucket").ok();
+  }
+  EXPECT_TRUE(served) << "one principal's held connections kept another out\n" << server_->log();
+  for (pid_t p : peers) {
+    kill(p, SIGKILL);
+    WaitFor(p, std::chrono::seconds(5));
+  }
+}
+
 // ---- shutdown -----------------------------------------------------------------------------------
 
 // AOBJ-OPS-009: a transfer that can never complete does not hold the server past SIGTERM's bound,

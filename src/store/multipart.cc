@@ -251,6 +251,7 @@ class PartWriter final : public ObjectWriter {
 
 class Manager final : public MultipartManager {
  public:
+  using MultipartManager::Create;
   explicit Manager(std::shared_ptr<Core> core) : core_(std::move(core)) {}
   ~Manager() override {
     absl::MutexLock lock(&core_->mu);

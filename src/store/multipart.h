@@ -82,7 +82,12 @@ class MultipartManager {
   // Complete creates.
   virtual absl::StatusOr<UploadInfo> Create(absl::string_view bucket, absl::string_view key,
                                             const WriteOptions& attributes,
-                                            absl::string_view initiator = "") = 0;
+                                            absl::string_view initiator) = 0;
+  // The same with no initiator (counted under "": tests and single-tenant embedders).
+  absl::StatusOr<UploadInfo> Create(absl::string_view bucket, absl::string_view key,
+                                    const WriteOptions& attributes) {
+    return Create(bucket, key, attributes, "");
+  }
 
   // AOBJ-OBJ-234: aborts every upload initiated before now - limits().upload_expiry (an upload
   // being completed is left to its Complete). Returns how many it aborted. Open() runs it once,

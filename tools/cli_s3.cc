@@ -354,15 +354,8 @@ absl::StatusOr<ObjectInfo> UploadFileInParts(Client& client, int fd, uint64_t si
       }
       absl::StatusOr<UploadPartResult> part =
           st.ok() ? absl::StatusOr<UploadPartResult>(UploadPartResult()) : st;
-      for (int attempt = 0; st.ok(); ++attempt) {
+      if (st.ok()) {  // a busy server's refusals are retried by the client library
         part = client.UploadPart(bucket, key, id, static_cast<uint32_t>(i + 1), *buf, 0, len);
-        const ErrorCode code = ErrorCodeOf(part.status());
-        // AOBJ-FLO-003: busy servers are retried after a growing pause.
-        if (part.ok() || attempt == 5 ||
-            (code != ErrorCode::kTooManyTransfers && code != ErrorCode::kSlowDown)) {
-          break;
-        }
-        absl::SleepFor(absl::Milliseconds(20 << attempt));
       }
       absl::MutexLock l(&mu);
       if (!part.ok()) {

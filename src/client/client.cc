@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 #include <deque>
+#include <random>
 #include <system_error>
 #include <thread>
 
@@ -45,6 +46,15 @@ using client_internal::OperationImpl;
 using client_internal::ScopedDeadline;
 using client_internal::tls_deadline;
 using client_internal::tls_op;
+
+// The pause before busy retry `attempt` (0 first): a random point in the upper half of
+// 20 ms * 2^attempt, at most 1 s (AOBJ-FLO-003: exponentially increasing, randomized).
+absl::Duration BusyPause(int attempt) {
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  const int64_t ceiling_us = std::min<int64_t>(int64_t{20000} << std::min(attempt, 10), 1000000);
+  std::uniform_int_distribution<int64_t> pick(ceiling_us / 2, ceiling_us);
+  return absl::Microseconds(pick(rng));
+}
 
 // A Buffer: registered for its whole life, or (ClientOptions::register_per_request, caller
 // memory only) just a region that each request registers for itself (RequestRegistrations).
@@ -695,18 +705,9 @@ class ClientImpl final : public Client, public CancelSender {
         }
         const uint64_t off = i * part_size;
         const uint64_t len = size == 0 ? 0 : std::min(part_size, size - off);
-        absl::StatusOr<UploadPartResult> r;
-        // AOBJ-FLO-003: back off and retry when the server is busy. AOBJ-ERR-007: each attempt is
-        // a new request (new nonce and timestamp); AOBJ-ERR-008: other codes are not repeated.
-        for (int attempt = 0;; ++attempt) {
-          r = UploadPart(bucket, key, id, static_cast<uint32_t>(i + 1), buffer, off, len);
-          const ErrorCode code = ErrorCodeOf(r.status());
-          if (r.ok() || attempt == 6 ||
-              (code != ErrorCode::kTooManyTransfers && code != ErrorCode::kSlowDown)) {
-            break;
-          }
-          absl::SleepFor(absl::Milliseconds((10 << attempt) + static_cast<int>(i % 10)));
-        }
+        // A busy server's refusals are retried by Call (ClientOptions::busy_retries).
+        absl::StatusOr<UploadPartResult> r =
+            UploadPart(bucket, key, id, static_cast<uint32_t>(i + 1), buffer, off, len);
         absl::MutexLock l(&mu);
         if (!r.ok()) {
           if (first_error.ok()) first_error = r.status();
@@ -1135,15 +1136,30 @@ class ClientImpl final : public Client, public CancelSender {
       return MakeError(ErrorCode::kDeadlineExceeded, "the operation's deadline passed before "
                                                      "the call was sent");
     }
-    RequestAuth auth = signer_->Sign(MethodPath(method), session, body, now);
-    // An asynchronous operation that was cancelled sends nothing more; otherwise Cancel() can
-    // name this call by its nonce (AOBJ-DAT-156).
-    if (tls_op != nullptr && !tls_op->Sending(auth.nonce_hex)) {
-      return MakeError(ErrorCode::kCancelled, "cancelled before it was sent");
+    RawReply reply;
+    for (int attempt = 0;; ++attempt) {
+      const absl::Time sent = absl::Now();
+      // AOBJ-ERR-007: every attempt is a new request, with its own nonce and timestamp.
+      RequestAuth auth = signer_->Sign(MethodPath(method), session, body, sent);
+      // An asynchronous operation that was cancelled sends nothing more; otherwise Cancel()
+      // can name this call by its nonce (AOBJ-DAT-156).
+      if (tls_op != nullptr && !tls_op->Sending(auth.nonce_hex)) {
+        return MakeError(ErrorCode::kCancelled, "cancelled before it was sent");
+      }
+      std::vector<std::pair<std::string, std::string>> md = AuthMetadata(auth);
+      for (const auto& entry : extra_md) md.push_back(entry);
+      reply = rpc_->Call(MethodPath(method), body, md, deadline - sent);
+      const ErrorCode code = ErrorCodeOf(reply.status);
+      if (reply.status.ok() || attempt >= options_.busy_retries ||
+          (code != ErrorCode::kSlowDown && code != ErrorCode::kTooManyTransfers)) {
+        break;
+      }
+      // AOBJ-FLO-003: the server did nothing; wait a randomized, doubling pause, unless the
+      // deadline would pass first.
+      const absl::Duration pause = BusyPause(attempt);
+      if (absl::Now() + pause >= deadline) break;
+      absl::SleepFor(pause);
     }
-    std::vector<std::pair<std::string, std::string>> md = AuthMetadata(auth);
-    for (auto& entry : extra_md) md.push_back(std::move(entry));
-    RawReply reply = rpc_->Call(MethodPath(method), body, md, deadline - now);
     if (!reply.status.ok()) {
       const ErrorCode code = ErrorCodeOf(reply.status);
       if (!session.empty() &&

@@ -213,6 +213,31 @@ TEST_F(HostileTest, SessionLimitAnswersSlowDownAndRecovers) {
   EXPECT_TRUE(raw_->Open().status.ok());  // room again once a session closed
 }
 
+// AOBJ-FLO-003: the client library waits and retries a busy refusal by itself. At the session
+// limit, a Connect that starts while the only session is held succeeds once it is closed (the
+// library used to return the first SLOW_DOWN); with busy_retries 0 the refusal comes back as is.
+TEST_F(HostileTest, TheClientRetriesABusyRefusalAfterAPause) {
+  StartServer({"--max-sessions", "1"});
+  ASSERT_TRUE(raw_->Open().status.ok());
+  ClientOptions o;
+  o.endpoint = server_->endpoint();
+  o.access_key_id = kAccessKey;
+  o.secret = kSecret;
+  o.busy_retries = 0;
+  auto refused = Client::Connect(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(ErrorCodeOf(refused.status()), ErrorCode::kSlowDown) << refused.status();
+  o.busy_retries = 5;  // pauses of 10-20, 20-40, 40-80, ... ms: about a second in all
+  std::thread closer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_TRUE(raw_->Send(Method::kCloseSession, pb::CloseSessionRequest()).status.ok());
+  });
+  auto c = Client::Connect(o);
+  closer.join();
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE((*c)->HeadBucket("test-bucket").ok());
+}
+
 TEST_F(HostileTest, OnePrincipalCannotTakeEverySession) {
   StartServer({"--max-sessions-per-principal", "2"});
   RawSession a(server_->endpoint(), kAccessKey, kSecret), b(server_->endpoint(), kAccessKey, kSecret);

@@ -90,9 +90,11 @@ const std::vector<Unobservable>& UnobservableRequirements() {
       {"AOBJ-OBJ-226", "needs a server crash (tests/integration/process_faults_test.cc)"},
       {"AOBJ-OBJ-227", "needs a server restart (tests/integration/process_faults_test.cc)"},
       {"AOBJ-SEC-011", "needs a server restart (tests/integration/authz_test.cc)"},
-      {"AOBJ-AUTH-018", "needs half of the server's replay cache (2^19 requests on the "
-                        "reference server) from one access key "
-                        "(tests/session/authenticator_test.cc OneKeyCannotFillTheCache)"},
+      {"AOBJ-AUTH-017", "needs a full replay cache (2^20 requests within the skew window on "
+                        "the reference server; tests/session/authenticator_test.cc "
+                        "AForgottenNonceIsRefusedByItsKeysFloor)"},
+      {"AOBJ-AUTH-018", "needs a full replay cache (tests/session/authenticator_test.cc "
+                        "NoSetOfKeysCanFillTheCacheForAnother)"},
       {"AOBJ-SEC-016", "needs a storage failure or crash inside CreateBucket "
                        "(tests/integration/authz_test.cc)"},
       {"AOBJ-SES-020", "needs the server to repeat a 128-bit random value; case ses/5.5/1 checks "

@@ -10,9 +10,7 @@ namespace aobj {
 
 Authenticator::Authenticator(const std::map<std::string, std::string>& secrets, absl::Duration skew,
                              size_t max_nonces)
-    : skew_(skew),
-      max_nonces_(max_nonces),
-      max_nonces_per_key_(std::max<size_t>(1, max_nonces / 2)) {
+    : skew_(skew), max_nonces_(std::max<size_t>(1, max_nonces)) {
   for (const auto& [id, secret] : secrets) signing_keys_[id] = DeriveSigningKey(secret);
 }
 
@@ -48,36 +46,57 @@ absl::Status Authenticator::Verify(absl::string_view method, const RequestAuth& 
   // AOBJ-AUTH-008
   std::string nonce_key = absl::StrCat(auth.access_key_id, "/", auth.nonce_hex);
   absl::MutexLock l(&mu_);
-  while (!expiry_.empty() && expiry_.front().first < now) {
-    if (nonces_.erase(expiry_.front().second) > 0) {
-      const std::string& k = expiry_.front().second;  // "<access key>/<32 hex>"
-      auto it = per_key_.find(absl::string_view(k).substr(0, k.size() - 2 * kNonceBytes - 1));
-      if (it != per_key_.end() && --it->second == 0) per_key_.erase(it);
-    }
-    expiry_.pop_front();
-  }
+  KeyNonces& mine = keys_[auth.access_key_id];
+  Sweep(mine, now);
   if (nonces_.contains(nonce_key)) {
     return MakeError(ErrorCode::kRequestReplayed, "this request was already received (replay)");
   }
-  if (nonces_.size() >= max_nonces_) {  // AOBJ-AUTH-017: a full cache answers SLOW_DOWN
-    return MakeError(ErrorCode::kSlowDown, "too many requests in the replay window; retry later");
-  }
-  // AOBJ-AUTH-018: one access key holds at most half of the cache, so that one tenant's flood
-  // (16,800 RenewSessions a second filled it in 65 s) cannot refuse everyone else's requests.
-  size_t& mine = per_key_[auth.access_key_id];
-  if (mine >= max_nonces_per_key_) {
+  // AOBJ-AUTH-017: this key's nonces up to its floor were forgotten; one of them may be this.
+  if (ts_ms <= mine.floor_ms) {
     return MakeError(ErrorCode::kSlowDown,
-                     "this access key has sent too many requests in the replay window; retry "
-                     "later");
+                     "this access key sends requests faster than the replay cache remembers "
+                     "them, and this one is stamped before the oldest it holds; retry as a new "
+                     "request");
   }
-  ++mine;
+  if (nonces_.size() >= max_nonces_) MakeRoom(now);  // may drop keys_ entries: look up again
   // Remember until no timestamp could make it valid again: ts + skew, at least 2*skew from now.
   const absl::Time forget = std::max(ts + skew_, now) + skew_;
-  nonces_[nonce_key] = forget;
-  // Expiry order is only approximately monotone; the sweep above tolerates that by stopping at
-  // the first unexpired entry, and a late entry is swept on a later call.
-  expiry_.emplace_back(forget, std::move(nonce_key));
+  nonces_.insert(nonce_key);
+  keys_[auth.access_key_id].entries.push_back({forget, ts_ms, std::move(nonce_key)});
   return absl::OkStatus();
+}
+
+void Authenticator::Sweep(KeyNonces& k, absl::Time now) {
+  // Expiry order is only approximately monotone; this stops at the first unexpired entry, and
+  // a late one goes on a later call (or when the cache is full, MakeRoom).
+  while (!k.entries.empty() && k.entries.front().forget < now) {
+    nonces_.erase(k.entries.front().nonce_key);
+    k.entries.pop_front();
+  }
+}
+
+void Authenticator::MakeRoom(absl::Time now) {
+  const int64_t oldest_valid_ms = absl::ToUnixMillis(now - skew_);
+  for (auto it = keys_.begin(); it != keys_.end();) {
+    Sweep(it->second, now);
+    // A floor below the skew window refuses nothing the time check would let through.
+    if (it->second.entries.empty() && it->second.floor_ms < oldest_valid_ms) {
+      keys_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  while (nonces_.size() >= max_nonces_) {
+    KeyNonces* most = nullptr;
+    for (auto& [id, k] : keys_) {
+      if (most == nullptr || k.entries.size() > most->entries.size()) most = &k;
+    }
+    if (most == nullptr || most->entries.empty()) return;  // cannot happen: nonces_ is not empty
+    KeyNonces::Entry& oldest = most->entries.front();
+    most->floor_ms = std::max(most->floor_ms, oldest.ts_ms);
+    nonces_.erase(oldest.nonce_key);
+    most->entries.pop_front();
+  }
 }
 
 size_t Authenticator::nonces_remembered() {

@@ -15,6 +15,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -30,8 +31,13 @@ class Authenticator {
 
   // Verifies `auth` for `method` over `body` (the exact request bytes) at time `now`.
   // On success the nonce is recorded. Errors: MISSING_AUTHENTICATION, INVALID_ACCESS_KEY_ID,
-  // SIGNATURE_DOES_NOT_MATCH, REQUEST_TIME_TOO_SKEWED, REQUEST_REPLAYED, SLOW_DOWN (replay cache
-  // full, or this access key holds half of it).
+  // SIGNATURE_DOES_NOT_MATCH, REQUEST_TIME_TOO_SKEWED, REQUEST_REPLAYED, SLOW_DOWN (the request
+  // is not newer than a nonce of its key that a full cache forgot: AOBJ-AUTH-017).
+  //
+  // A full cache makes room by forgetting the oldest nonce of the access key that holds the
+  // most, and from then on refuses that key's requests stamped no later than the forgotten one
+  // (its floor), so a replay of it still fails. One key's flood, or several keys' together,
+  // costs only the keys that hold the most, never another key's requests (AOBJ-AUTH-018).
   absl::Status Verify(absl::string_view method, const RequestAuth& auth, absl::string_view body,
                       bool needs_session, absl::Time now);
 
@@ -51,14 +57,29 @@ class Authenticator {
   absl::flat_hash_map<std::string, std::string> signing_keys_;  // immutable after construction
   const absl::Duration skew_;
   const size_t max_nonces_;
-  const size_t max_nonces_per_key_;  // half the cache (AOBJ-AUTH-018)
+
+  // The remembered nonces of one access key, oldest first.
+  struct KeyNonces {
+    struct Entry {
+      absl::Time forget;  // when AOBJ-AUTH-008 allows it to go
+      int64_t ts_ms;      // the request's aobj-timestamp
+      std::string nonce_key;
+    };
+    std::deque<Entry> entries;  // insertion order; forget times are only roughly monotone
+    // Requests of this key stamped at or before it are refused: a nonce that old was forgotten
+    // early to make room (AOBJ-AUTH-017). INT64_MIN: none was.
+    int64_t floor_ms = INT64_MIN;
+  };
+  // Drops the expired entries at the front of `k`'s queue.
+  void Sweep(KeyNonces& k, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops expired entries of every key, then, while the cache is still full, forgets the oldest
+  // nonce of the key holding the most and raises that key's floor (AOBJ-AUTH-018).
+  void MakeRoom(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
-  // (access key, nonce) -> time after which it may be forgotten.
-  absl::flat_hash_map<std::string, absl::Time> nonces_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::pair<absl::Time, std::string>> expiry_ ABSL_GUARDED_BY(mu_);
-  // Entries of nonces_ per access key.
-  absl::flat_hash_map<std::string, size_t> per_key_ ABSL_GUARDED_BY(mu_);
+  // "<access key>/<nonce hex>" of every remembered request.
+  absl::flat_hash_set<std::string> nonces_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, KeyNonces> keys_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace aobj

@@ -78,7 +78,12 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   auto on_request = [](void* cls, MHD_Connection* connection, const char* url, const char* method,
                        const char* /*version*/, const char* /*upload_data*/,
                        size_t* /*upload_data_size*/, void** /*req_cls*/) -> MHD_Result {
-    const auto* self = static_cast<const MetricsHttpServer*>(cls);
+    auto* self = static_cast<MetricsHttpServer*>(cls);
+    {
+      absl::MutexLock l(&self->conns_mu_);
+      auto it = self->conns_.find(connection);
+      if (it != self->conns_.end()) it->second.requested = true;  // never cut to make room
+    }
     // HEAD is answered like GET; libmicrohttpd leaves the body out.
     if (std::strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
         std::strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
@@ -97,10 +102,18 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     auto* self = static_cast<MetricsHttpServer*>(cls);
     absl::MutexLock l(&self->conns_mu_);
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-      const MHD_ConnectionInfo* info =
+      const MHD_ConnectionInfo* fd =
           MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
-      if (info != nullptr) {
-        self->conns_[connection] = Tracked{info->connect_fd, absl::Now(), false};
+      const MHD_ConnectionInfo* peer =
+          MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+      if (fd != nullptr) {
+        uint32_t address = 0;
+        if (peer != nullptr && peer->client_addr != nullptr &&
+            peer->client_addr->sa_family == AF_INET) {
+          address = ntohl(reinterpret_cast<const sockaddr_in*>(peer->client_addr)->sin_addr.s_addr);
+        }
+        self->conns_[connection] = Tracked{fd->connect_fd, address, absl::Now(), false, false};
+        self->MakeRoom(connection);
       }
     } else {
       // libmicrohttpd closes the socket after this returns: the sweeper, which holds conns_mu_
@@ -111,8 +124,9 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   MHD_OptionItem options[] = {
       {MHD_OPTION_LISTEN_SOCKET, fd, nullptr},
       {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(+on_connection), server.get()},
-      {MHD_OPTION_CONNECTION_LIMIT, kMetricsHttpMaxConnections, nullptr},
-      {MHD_OPTION_PER_IP_CONNECTION_LIMIT, kMetricsHttpMaxConnectionsPerIp, nullptr},
+      // MakeRoom applies the bounds; libmicrohttpd's own limit only leaves room for connections
+      // that were cut and are not closed yet.
+      {MHD_OPTION_CONNECTION_LIMIT, 2 * kMetricsHttpMaxConnections, nullptr},
       {MHD_OPTION_CONNECTION_TIMEOUT, absl::ToInt64Seconds(kMetricsHttpIdleTimeout), nullptr},
       {MHD_OPTION_CONNECTION_MEMORY_LIMIT, kMetricsHttpConnectionMemory, nullptr},
       {MHD_OPTION_END, 0, nullptr},
@@ -129,6 +143,36 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   }
   server->sweeper_ = std::thread([raw = server.get()] { raw->Sweep(); });
   return server;
+}
+
+void MetricsHttpServer::MakeRoom(MHD_Connection* fresh) {
+  const uint32_t address = conns_.at(fresh).address;
+  size_t total = 0;
+  absl::flat_hash_map<uint32_t, size_t> per_address;
+  for (const auto& [c, t] : conns_) {
+    if (t.cut) continue;
+    ++total;
+    ++per_address[t.address];
+  }
+  uint32_t victim_address;
+  if (per_address[address] > kMetricsHttpMaxConnectionsPerIp) {
+    victim_address = address;
+  } else if (total > kMetricsHttpMaxConnections) {
+    victim_address = address;
+    for (const auto& [a, n] : per_address) {
+      if (n > per_address[victim_address]) victim_address = a;
+    }
+  } else {
+    return;
+  }
+  Tracked* victim = nullptr;
+  for (auto& [c, t] : conns_) {
+    if (c == fresh || t.cut || t.requested || t.address != victim_address) continue;
+    if (victim == nullptr || t.accepted < victim->accepted) victim = &t;
+  }
+  if (victim == nullptr) victim = &conns_.at(fresh);  // all are being answered: not this one
+  shutdown(victim->fd, SHUT_RDWR);  // libmicrohttpd sees the error and closes the connection
+  victim->cut = true;
 }
 
 void MetricsHttpServer::Sweep() {

@@ -9,8 +9,13 @@
 // is left here is policy: which address, which methods, what the handler answers.
 //
 // Bounds on peer input (kMetricsHttp* below): at most kMetricsHttpMaxConnections connections at
-// once and kMetricsHttpMaxConnectionsPerIp from one address (further ones are closed at
-// accept); a connection without traffic for kMetricsHttpIdleTimeout is closed; a connection's
+// once and kMetricsHttpMaxConnectionsPerIp from one address. A connection past either bound makes
+// room by cutting the oldest connection that has not sent a whole request, of its own address
+// (per-address bound) or of the address holding the most (total bound); only when every such
+// connection has sent its request (it is being answered) is the new one closed. So a process that
+// reconnects as fast as it is cut, from one address or many (all of 127/8 is local), displaces
+// its own connections, and a scraper, which sends its request at once, is answered. A
+// connection without traffic for kMetricsHttpIdleTimeout is closed; a connection's
 // request line, headers and buffers live in a pool of kMetricsHttpConnectionMemory bytes, so a
 // longer header block is refused by libmicrohttpd (431; 414 for a long target) and memory does
 // not grow. GET and HEAD only (405 with `Allow: GET, HEAD` otherwise; a request body is never
@@ -28,6 +33,7 @@
 #define AOBJ_SERVER_METRICS_HTTP_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -91,9 +97,14 @@ class MetricsHttpServer {
   // Open connections (libmicrohttpd's thread adds and removes them; the sweeper cuts the old).
   struct Tracked {
     int fd;
+    uint32_t address;  // IPv4, host order
     absl::Time accepted;
-    bool cut;
+    bool cut;        // shut down; libmicrohttpd closes it on its next poll
+    bool requested;  // its request line and headers are in: it is being answered
   };
+  // Called for a new connection: applies the bounds above, cutting one connection (perhaps
+  // `fresh` itself) when they are exceeded.
+  void MakeRoom(MHD_Connection* fresh) ABSL_EXCLUSIVE_LOCKS_REQUIRED(conns_mu_);
   absl::Mutex conns_mu_;
   absl::flat_hash_map<MHD_Connection*, Tracked> conns_ ABSL_GUARDED_BY(conns_mu_);
   bool stopping_ ABSL_GUARDED_BY(conns_mu_) = false;

@@ -4,7 +4,11 @@
 #include <map>
 #include <thread>
 
+#include <grpcpp/generic/generic_stub.h>
+
 #include "absl/time/clock.h"
+#include "aobj/v1/aobj.pb.h"
+#include "control/tls.h"
 #include "conformance/src/cases_util.h"
 #include "wire/etag.h"
 
@@ -542,6 +546,51 @@ void RegisterObjectCases(Registry& r) {
         c.mutable_preconditions()->set_if_modified_since_ms(1);
         ctx.RequireCode(f.p->Send(Method::kCopyObject, c), ErrorCode::kInvalidArgument,
                         "destination If-Modified-Since");
+        ctx.RequireStillServes();
+      });
+
+  // ---- 14.6 bounds before authentication ----------------------------------------------------------
+  Add(r, "sec/14.6/1",
+      "a call without authentication is answered from its headers, before any message is sent",
+      "core", {"AOBJ-SEC-017"}, true, [](CaseContext& ctx) {
+        auto channel = MakeChannel(ctx.target().endpoint, ctx.target().tls, 8 << 20);
+        ctx.Require(channel.ok(), "a control channel to the target", "a channel",
+                    channel.ok() ? "" : channel.status().ToString());
+        // The call's headers only: no message, no half-close. A server that reads the message
+        // before it looks at the headers waits until the deadline.
+        grpc::GenericStub stub(*channel);
+        grpc::CompletionQueue cq;
+        grpc::ClientContext call_ctx;
+        call_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+        const absl::Time start = absl::Now();
+        auto call = stub.PrepareCall(&call_ctx, "/aobj.v1.ObjectService/PutObject", &cq);
+        void* tag = nullptr;
+        bool ok = false;
+        call->StartCall(reinterpret_cast<void*>(1));
+        grpc::Status status;
+        call->Finish(&status, reinterpret_cast<void*>(2));
+        bool finished = false;
+        while (!finished && cq.Next(&tag, &ok)) finished = tag == reinterpret_cast<void*>(2);
+        const absl::Duration took = absl::Now() - start;
+        cq.Shutdown();
+        while (cq.Next(&tag, &ok)) {
+        }
+        std::string code = "(no aobj-error-bin trailer)";
+        const auto& trailers = call_ctx.GetServerTrailingMetadata();
+        auto it = trailers.find("aobj-error-bin");
+        aobj::v1::Error error;
+        if (it != trailers.end() && error.ParseFromArray(it->second.data(), it->second.size())) {
+          code = error.name();
+        }
+        Exchange e;
+        e.peer = "raw";
+        e.method = "PutObject (headers only, unsigned)";
+        e.outcome = absl::StrCat(code, " (gRPC ", static_cast<int>(status.error_code()), ") after ",
+                                 absl::FormatDuration(took));
+        ctx.Record(e);
+        ctx.Require(code == "MISSING_AUTHENTICATION",
+                    "answered from the headers, without the message", "MISSING_AUTHENTICATION",
+                    e.outcome);
         ctx.RequireStillServes();
       });
 

@@ -54,6 +54,14 @@ std::string MetadataValue(const std::multimap<grpc::string_ref, grpc::string_ref
 
 // aobj.v1.ObjectService with every method taking raw bytes, so that the signature is checked
 // over exactly the bytes the client sent (AOBJ-AUTH-002).
+//
+// Every method is served as a bidirectional stream of one message each way, which is what a
+// unary call is on the wire. Unlike gRPC's unary handler, which reads the whole request message
+// before the handler runs, this reads the message only after the authentication metadata names a
+// known access key (AOBJ-SEC-012): a request without it is answered from its headers, and its
+// body is never buffered (third hostile probe of issue 16, F4: a flood of unsigned 7 MiB
+// requests pushed gRPC's memory quota into cancelling other tenants' calls and sending GOAWAY
+// on their connections).
 class Service final : public aobj::v1::ObjectService::Service {
  public:
   // Registers a raw handler for every method of the service, matched by name, so the order of
@@ -65,10 +73,17 @@ class Service final : public aobj::v1::ObjectService::Service {
             "aobj.v1.ObjectService");
     for (int i = 0; i < sd->method_count(); ++i) {
       const Method method = MethodFromName(sd->method(i)->name());
-      MarkMethodRawCallback(
-          i, new grpc::internal::CallbackUnaryHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
-                 [this, method](grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
-                                grpc::ByteBuffer* resp) { return Handle(method, ctx, req, resp); }));
+      auto handler = [this, method] {
+        return new grpc::internal::CallbackBidiHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
+            [this, method](grpc::CallbackServerContext* ctx) {
+              return new Call(this, method, ctx);
+            });
+      };
+      // MarkMethodStreamed sets the method type, so that gRPC reads no message before the
+      // reactor asks; MarkMethodRawCallback the callback API. Each takes ownership of (and
+      // frees the previous) handler, so each gets its own.
+      MarkMethodStreamed(i, handler());
+      MarkMethodRawCallback(i, handler());
     }
   }
 
@@ -76,80 +91,111 @@ class Service final : public aobj::v1::ObjectService::Service {
   void set_listener(ControlListener* l) { listener_.store(l, std::memory_order_release); }
 
  private:
-  grpc::ServerUnaryReactor* Handle(Method method, grpc::CallbackServerContext* ctx,
-                                   const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    if (method == Method::kCount) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "method not implemented"));
-      return reactor;
+  // One call: created when its headers arrive; deletes itself when gRPC is done with it.
+  class Call final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+   public:
+    Call(Service* service, Method method, grpc::CallbackServerContext* ctx)
+        : service_(service), method_(method), ctx_(ctx) {
+      if (method == Method::kCount) {
+        Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "method not implemented"));
+        return;
+      }
+      const auto& md = ctx->client_metadata();
+      auth_.access_key_id = MetadataValue(md, kMetaAccessKeyId);
+      auth_.timestamp = MetadataValue(md, kMetaTimestamp);
+      auth_.nonce_hex = MetadataValue(md, kMetaNonce);
+      auth_.session_hex = MetadataValue(md, kMetaSessionId);
+      auth_.signature_hex = MetadataValue(md, kMetaSignature);
+      // AOBJ-SEC-012: a request whose claim already fails (no or malformed authentication, an
+      // unknown access key) is answered now, without reading its message: verification fails
+      // on the claim before it would look at the body (Authenticator::CheckClaim).
+      if (!service_->auth_->CheckClaim(auth_, method != Method::kOpenSession).ok()) {
+        Run(std::string());
+        return;
+      }
+      StartRead(&request_);
     }
-    RequestAuth auth;
-    const auto& md = ctx->client_metadata();
-    auth.access_key_id = MetadataValue(md, kMetaAccessKeyId);
-    auth.timestamp = MetadataValue(md, kMetaTimestamp);
-    auth.nonce_hex = MetadataValue(md, kMetaNonce);
-    auth.session_hex = MetadataValue(md, kMetaSessionId);
-    auth.signature_hex = MetadataValue(md, kMetaSignature);
-    // Spec section 3.7, AOBJ-DAT-016: the request sees its call's cancellation and deadline.
-    auto call = std::make_shared<CallControl>();
-    call->cancelled = [ctx] { return ctx->IsCancelled(); };
-    call->deadline = DeadlineOf(*ctx);
-    if (method == Method::kRenewSession) call->cancel_nonce = MetadataValue(md, kMetaCancel);
-    // The request message stays in gRPC's buffer (`req` lives until Finish) while it waits; it is
-    // copied out on the request thread.
-    auto run = [this, method, ctx, req, resp, reactor, auth, call] {
+
+    void OnReadDone(bool ok) override {
+      if (!ok) {  // no message before the client half-closed, or the call was cancelled
+        Fail(MakeError(ErrorCode::kInvalidArgument, "the call carried no request message"),
+             nullptr);
+        return;
+      }
+      // Copied out and released here, on gRPC's thread: a slice whose last reference goes on a
+      // thread of ours returns its memory to gRPC's quota without gRPC's execution context,
+      // which crashes gRPC 1.51 (found by the hostile probe of issue 16: forged 7 MiB requests
+      // under memory pressure).
       std::string body;
+      body.reserve(request_.Length());
       {
-        // The references taken here must be dropped before Finish: gRPC frees `req` after it,
-        // and a slice whose last reference goes on a thread of ours returns its memory to gRPC's
-        // quota without gRPC's execution context, which crashes gRPC 1.51 (found by the hostile
-        // probe of issue 16: forged 7 MiB requests under memory pressure).
         std::vector<grpc::Slice> slices;
-        if (req->Dump(&slices).ok()) {
+        if (request_.Dump(&slices).ok()) {
           for (const auto& s : slices) {
             body.append(reinterpret_cast<const char*>(s.begin()), s.size());
           }
         }
       }
+      request_.Clear();
+      // AOBJ-DAT-156, AOBJ-DAT-160: a cancellation must not queue behind the data requests it
+      // is meant to stop (they may hold every request thread). A RenewSession never blocks, so
+      // every one runs here (its cancel entries may be in the signed body, unparsed yet).
+      if (method_ == Method::kRenewSession) {
+        Run(std::move(body));
+        return;
+      }
+      // AOBJ-SEC-013, AOBJ-SEC-014: queued under the principal it claims, within the bounds.
+      const size_t size = body.size();
+      absl::Status queued = service_->scheduler_->Submit(
+          auth_.access_key_id, size, [this, b = std::move(body)]() mutable { Run(std::move(b)); });
+      if (!queued.ok()) Fail(service_->handler_->Refuse(method_, auth_, queued), nullptr);
+    }
+
+    void OnDone() override { delete this; }
+
+   private:
+    // Handles the request and finishes the call; on a request thread, or on gRPC's.
+    void Run(std::string body) {
+      // Spec section 3.7, AOBJ-DAT-016: the request sees its call's cancellation and deadline.
+      auto call = std::make_shared<CallControl>();
+      grpc::CallbackServerContext* ctx = ctx_;
+      call->cancelled = [ctx] { return ctx->IsCancelled(); };
+      call->deadline = DeadlineOf(*ctx);
+      if (method_ == Method::kRenewSession) {
+        call->cancel_nonce = MetadataValue(ctx->client_metadata(), kMetaCancel);
+      }
       aobj::v1::VersionRange supported;
-      absl::StatusOr<std::string> out = handler_->Handle(method, auth, body, absl::Now(),
-                                                         &supported, call.get());
+      absl::StatusOr<std::string> out = service_->handler_->Handle(
+          method_, auth_, body, absl::Now(), &supported, call.get());
       if (out.ok()) {
         // This connection carries signed requests: never cut to make room (ControlListener).
-        if (ControlListener* l = listener_.load(std::memory_order_acquire)) {
-          l->MarkAuthenticated(ctx->peer(), auth.access_key_id);
+        if (ControlListener* l = service_->listener_.load(std::memory_order_acquire)) {
+          l->MarkAuthenticated(ctx->peer(), auth_.access_key_id);
         }
         grpc::Slice slice(out->data(), out->size());
-        *resp = grpc::ByteBuffer(&slice, 1);
-        reactor->Finish(grpc::Status::OK);  // AOBJ-CTL-008: no error trailer on success
+        response_ = grpc::ByteBuffer(&slice, 1);
+        // AOBJ-CTL-008: no error trailer on success.
+        StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
         return;
       }
       const bool version_error = ErrorCodeOf(out.status()) == ErrorCode::kUnsupportedVersion;
-      Fail(ctx, reactor, out.status(), version_error ? &supported : nullptr);
-    };
-    // AOBJ-DAT-156, AOBJ-DAT-160: a cancellation must not queue behind the data requests it is
-    // meant to stop (they may hold every request thread). A RenewSession never blocks, so every
-    // one runs here (its cancel entries may be in the signed body, unparsed yet).
-    // AOBJ-SEC-012: so does a request whose claim already fails (no or malformed authentication,
-    // an unknown access key): it is answered without hashing, and its body is not held.
-    if (method == Method::kRenewSession ||
-        !auth_->CheckClaim(auth, method != Method::kOpenSession).ok()) {
-      run();
-      return reactor;
+      Fail(out.status(), version_error ? &supported : nullptr);
     }
-    // AOBJ-SEC-013, AOBJ-SEC-014: queued under the principal it claims, within the bounds.
-    absl::Status queued = scheduler_->Submit(auth.access_key_id, req->Length(), std::move(run));
-    if (!queued.ok()) Fail(ctx, reactor, handler_->Refuse(method, auth, queued), nullptr);
-    return reactor;
-  }
 
-  static void Fail(grpc::CallbackServerContext* ctx, grpc::ServerUnaryReactor* reactor,
-                   const absl::Status& error, const aobj::v1::VersionRange* supported) {
-    std::string trailer;
-    grpc::Status gs = ToGrpcStatus(error, &trailer, supported);
-    ctx->AddTrailingMetadata(kErrorTrailer, trailer);
-    reactor->Finish(gs);
-  }
+    void Fail(const absl::Status& error, const aobj::v1::VersionRange* supported) {
+      std::string trailer;
+      grpc::Status gs = ToGrpcStatus(error, &trailer, supported);
+      ctx_->AddTrailingMetadata(kErrorTrailer, trailer);
+      Finish(gs);
+    }
+
+    Service* const service_;
+    const Method method_;
+    grpc::CallbackServerContext* const ctx_;
+    RequestAuth auth_;
+    grpc::ByteBuffer request_;
+    grpc::ByteBuffer response_;
+  };
 
   RequestHandler* handler_;
   const Authenticator* auth_;

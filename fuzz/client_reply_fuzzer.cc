@@ -114,6 +114,9 @@ struct World {
     o.access_key_id = "AKFUZZ";
     o.secret = "fuzz";
     o.timeout_ms = 5000;
+    // One scripted reply per request: a busy refusal is the client's answer, not a retry that
+    // would meet the fake server's default success (and sleep).
+    o.busy_retries = 0;
     auto c = aobj::Client::Connect(o);
     if (!c.ok()) std::abort();
     client = std::move(*c);

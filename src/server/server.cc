@@ -139,8 +139,10 @@ class Service final : public aobj::v1::ObjectService::Service {
       request_.Clear();
       // AOBJ-DAT-156, AOBJ-DAT-160: a cancellation must not queue behind the data requests it
       // is meant to stop (they may hold every request thread). A RenewSession never blocks, so
-      // every one runs here (its cancel entries may be in the signed body, unparsed yet).
-      if (method_ == Method::kRenewSession) {
+      // it runs here (its cancel entries may be in the signed body, unparsed yet); one larger
+      // than any valid one (16 cancel entries) is queued like other requests, so that forged
+      // ones cannot make gRPC's threads hash megabytes.
+      if (method_ == Method::kRenewSession && body.size() <= kMaxInlineRenewBytes) {
         Run(std::move(body));
         return;
       }
@@ -188,6 +190,9 @@ class Service final : public aobj::v1::ObjectService::Service {
       ctx_->AddTrailingMetadata(kErrorTrailer, trailer);
       Finish(gs);
     }
+
+    // A RenewSessionRequest with 16 cancel entries (AOBJ-DAT-161) is 16 * 34 octets.
+    static constexpr size_t kMaxInlineRenewBytes = 4096;
 
     Service* const service_;
     const Method method_;

@@ -238,6 +238,22 @@ TEST_F(HostileTest, TheClientRetriesABusyRefusalAfterAPause) {
   EXPECT_TRUE((*c)->HeadBucket("test-bucket").ok());
 }
 
+// Issue 16 (third probe): RenewSession runs on gRPC's thread so that a cancellation never waits
+// behind data requests, and the signature check there hashes its body. One larger than any valid
+// RenewSession (16 cancel entries) goes through the request queue instead; it is answered as
+// before: a forged one fails its signature, a signed one its 2000 cancel entries (AOBJ-DAT-161).
+TEST_F(HostileTest, AnOversizedRenewSessionIsAnsweredThroughTheQueue) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  RawSession::Tamper forged;
+  forged.flip_signature = true;
+  pb::RenewSessionRequest big;
+  for (int i = 0; i < 2000; ++i) big.add_cancel(std::string(32, 'a'));  // 68 KB
+  EXPECT_EQ(Code(raw_->Send(Method::kRenewSession, big, forged)),
+            ErrorCode::kSignatureDoesNotMatch);
+  EXPECT_EQ(Code(raw_->Send(Method::kRenewSession, big)), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(raw_->Send(Method::kRenewSession, pb::RenewSessionRequest()).status.ok());
+}
+
 TEST_F(HostileTest, OnePrincipalCannotTakeEverySession) {
   StartServer({"--max-sessions-per-principal", "2"});
   RawSession a(server_->endpoint(), kAccessKey, kSecret), b(server_->endpoint(), kAccessKey, kSecret);

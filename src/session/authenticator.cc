@@ -58,7 +58,9 @@ absl::Status Authenticator::Verify(absl::string_view method, const RequestAuth& 
                      "them, and this one is stamped before the oldest it holds; retry as a new "
                      "request");
   }
-  if (nonces_.size() >= max_nonces_) MakeRoom(now);  // may drop keys_ entries: look up again
+  if (nonces_.size() >= max_nonces_) {
+    MakeRoom(now, auth.access_key_id);  // may drop keys_ entries: look up again
+  }
   // Remember until no timestamp could make it valid again: ts + skew, at least 2*skew from now.
   const absl::Time forget = std::max(ts + skew_, now) + skew_;
   nonces_.insert(nonce_key);
@@ -75,7 +77,7 @@ void Authenticator::Sweep(KeyNonces& k, absl::Time now) {
   }
 }
 
-void Authenticator::MakeRoom(absl::Time now) {
+void Authenticator::MakeRoom(absl::Time now, const std::string& requester) {
   const int64_t oldest_valid_ms = absl::ToUnixMillis(now - skew_);
   for (auto it = keys_.begin(); it != keys_.end();) {
     Sweep(it->second, now);
@@ -87,7 +89,9 @@ void Authenticator::MakeRoom(absl::Time now) {
     }
   }
   while (nonces_.size() >= max_nonces_) {
-    KeyNonces* most = nullptr;
+    // Among keys holding equally many, the requester's own pays.
+    auto own = keys_.find(requester);
+    KeyNonces* most = own == keys_.end() ? nullptr : &own->second;
     for (auto& [id, k] : keys_) {
       if (most == nullptr || k.entries.size() > most->entries.size()) most = &k;
     }

@@ -73,8 +73,9 @@ class Authenticator {
   // Drops the expired entries at the front of `k`'s queue.
   void Sweep(KeyNonces& k, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops expired entries of every key, then, while the cache is still full, forgets the oldest
-  // nonce of the key holding the most and raises that key's floor (AOBJ-AUTH-018).
-  void MakeRoom(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // nonce of the key holding the most (`requester`'s on a tie) and raises that key's floor
+  // (AOBJ-AUTH-018).
+  void MakeRoom(absl::Time now, const std::string& requester) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
   // "<access key>/<nonce hex>" of every remembered request.

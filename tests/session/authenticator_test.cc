@@ -262,12 +262,14 @@ TEST(AuthenticatorCacheTest, NoSetOfKeysCanFillTheCacheForAnother) {
     }
   }
   EXPECT_EQ(auth.nonces_remembered(), 8u);
-  for (int i = 0; i < 3; ++i) {
+  // Two more of the quiet key (it then holds 3 of 8, no more than either flooder).
+  for (int i = 0; i < 2; ++i) {
     t += absl::Milliseconds(1);
     EXPECT_TRUE(VerifyAt(auth, SignAt(quiet, t), t).ok()) << "the quiet key, request " << i;
   }
   // The quiet key's first nonce was never forgotten (a replay is still a replay, not refused by
-  // a floor): the flooders paid for the room.
+  // a floor): the flooders paid for the room. (Once the quiet key holds as many as the most, it
+  // pays for its own requests: the requester's key is chosen on a tie.)
   EXPECT_EQ(ErrorCodeOf(VerifyAt(auth, quiet_first, t)), ErrorCode::kRequestReplayed);
   EXPECT_EQ(auth.nonces_remembered(), 8u);
 }

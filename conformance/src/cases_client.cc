@@ -845,6 +845,72 @@ void RegisterClientCases(Registry& r) {
                           "the object stored is the file", "equal", stored ? "differs" : "none");
             });
 
+  AddClient(r, "cli/7.5/3",
+            "after TRANSFER_FAILED in an EMULATED session, no data request uses that session's "
+            "worker again",
+            {"AOBJ-MEM-027"}, true, [](CaseContext& ctx) {
+              // The first GetObject fails TRANSFER_FAILED (retryable). Emulated writes of the
+              // server may still wait in the client's receive queues, so the windows of that
+              // worker are not the client's until it destroys the worker (AOBJ-MEM-014): a
+              // later data request must come from a new session (a new worker), or not at all.
+              FakeScript script;
+              script.faults.push_back(ErrorFault(Method::kGetObject, 41,
+                                                 grpc::StatusCode::UNAVAILABLE, true));
+              auto server = Serve(ctx, script);
+              std::map<std::string, std::string> objects;
+              for (int i = 0; i < 3; ++i) {
+                const std::string key = absl::StrCat("tf/k", i);
+                objects[key] = Content(256 << 10, 150 + i);
+                server->AddObject(kBucket, key, objects[key]);
+              }
+              const std::string dir = ctx.target().work_dir + "/" + ctx.Unique("dir");
+              ctx.Require(mkdir(dir.c_str(), 0700) == 0, "make the directory " + dir, "made",
+                          std::strerror(errno));
+              ClientRun run = RunClient(ctx, *server, {"get-all", "10000", kBucket, "tf/", dir});
+              ctx.Require(!run.timed_out, "the client ends within the time limit", "ends",
+                          RunText(run));
+              const std::map<std::string, std::string> outcome = KeyOutcomes(run.out);
+              for (const auto& [key, content] : objects) {
+                auto it = outcome.find(key);
+                if (it == outcome.end() || it->second != "ok") continue;
+                auto file = ReadFile(dir + "/" + key.substr(3));
+                ctx.Require(file.has_value() && *file == content,
+                            key + " reported downloaded: the file holds the object",
+                            "equal content", file ? "differs" : "no file");
+              }
+              auto gets = OfMethod(server->Requests(), Method::kGetObject);
+              ctx.Require(!gets.empty(), "the client sent a GetObject", ">= 1", "none");
+              const ReceivedRequest& failed = gets[0];
+              const std::string failed_key = ParseAs<pb::GetObjectRequest>(ctx, failed).key();
+              ctx.Require(outcome.count(failed_key) == 0 || outcome.at(failed_key) != "ok" ||
+                              gets.size() > 1,
+                          "the GET that failed TRANSFER_FAILED is not reported downloaded "
+                          "unless it was sent again",
+                          "an error, or a retry", "reported ok without a retry");
+              int later_same = 0;
+              int later_new = 0;
+              for (const auto& q : server->Requests()) {
+                if (q.index <= failed.index) continue;
+                if (q.method != Method::kGetObject && q.method != Method::kPutObject &&
+                    q.method != Method::kUploadPart) {
+                  continue;
+                }
+                if (q.auth.session_hex == failed.auth.session_hex) {
+                  ++later_same;
+                  ctx.Expect(false,
+                             Describe(q) + " uses the session (and worker) whose GET failed "
+                                           "TRANSFER_FAILED",
+                             "a new session", "the same session");
+                } else {
+                  ++later_new;
+                }
+              }
+              ctx.Require(later_same == 0,
+                          "no data request on the worker of the failed one (AOBJ-MEM-027)",
+                          "0 requests", absl::StrCat(later_same, " requests"));
+              ctx.Note(absl::StrCat(later_new, " later data request(s) on a new session"));
+            });
+
   AddClient(r, "cli/7.5/2",
             "a GET that ends without a reply: DEADLINE_EXCEEDED, and its windows are not reused "
             "on that worker",

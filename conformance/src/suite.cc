@@ -73,8 +73,6 @@ const std::vector<Unobservable>& UnobservableRequirements() {
                        "host (tests/transport/rkey_check_test.cc "
                        "PinRefusesSegmentsOfAnotherCreator)"},
       {"AOBJ-SES-030", "needs a server whose active-message send fails"},
-      {"AOBJ-MEM-027", "what a client does with its own worker after the reply "
-                       "(the reference client destroys it: src/client/client.cc DataCall)"},
       {"AOBJ-OPS-009", "needs the server to be shut down (tests/integration/dead_peer_test.cc "
                        "SigtermDuringAStalledTransferStopsWithinFiveSeconds)"},
       {"AOBJ-SEC-003", "a rule for a client's choice of servers"},

@@ -3,8 +3,9 @@
 #   conformance/run-reference-server.sh AOBJ_SERVER AOBJ_CONFORMANCE STORE OUTDIR [suite flags...]
 # STORE is memory or fs. Reports (JUnit, JSON, HTML) and the server log go to OUTDIR.
 # The server runs with a 2 s lease (so the lease cases run), a 1.5 s RMA bound (so dat/13.7/1 is
-# quick), 1 KiB minimum part size (so ENTITY_TOO_SMALL can be provoked cheaply), the owner
-# authorization policy and two principals.
+# quick), a 2 s bound on receiving a request message (so sec/14.6/2 is quick), 1 KiB minimum part
+# size (so ENTITY_TOO_SMALL can be provoked cheaply), the owner authorization policy and two
+# principals.
 set -uo pipefail
 server=$1 suite=$2 store=$3 out=$4
 shift 4
@@ -15,7 +16,7 @@ printf 'AKCONFORMANCE1 %s\nAKCONFORMANCE2 %s\n' "$(head -c 18 /dev/urandom | bas
 chmod 600 "$out/credentials"
 "$server" --listen 127.0.0.1:0 --port-file "$out/port" --credentials "$out/credentials" \
   --store "$store" --root "$out/data" --plaintext --lease-ms 2000 --data-wait-ms 1500 --min-part-size 1024 \
-  --authorization owner > "$out/server.log" 2>&1 &
+  --request-read-ms 2000 --authorization owner > "$out/server.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null' EXIT
 for _ in $(seq 100); do [ -s "$out/port" ] && break; sleep 0.1; done

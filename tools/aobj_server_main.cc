@@ -77,6 +77,12 @@ Requests and tenants (spec section 14.6; one tenant cannot starve another):
   --max-queued-request-bytes N  bytes of the waiting requests' messages (default: 256 MiB)
   --control-memory N        memory gRPC may use for requests not yet handed over, in bytes
                             (default: 128 MiB; past it gRPC cancels streams)
+  --max-reading-requests N  requests of known access keys whose message is still arriving
+                            (default: 1024); past it the oldest of the key with the most is
+                            ended with SLOW_DOWN
+  --max-reading-requests-per-principal N  of one claimed access key (default: 128)
+  --request-read-ms N       a request message not whole this long after its headers is ended
+                            with DEADLINE_EXCEEDED (default: 20000, at most 30000)
   --max-uploads-per-principal N  multipart uploads in progress of one access key;
                             TOO_MANY_UPLOADS beyond (default: 1000; the server holds 10000)
   --max-upload-parts-per-principal N  parts held by the uploads in progress of one access
@@ -145,7 +151,8 @@ int main(int argc, char** argv) {
        "data-wait-ms", "shutdown-grace-ms", "keepalive-ms",
        "max-in-flight", "inline-threshold", "max-transfer-bytes", "threads", "max-sessions", "max-sessions-per-principal",
        "max-requests-per-principal", "max-connections-per-address", "max-queued-requests", "max-queued-requests-per-principal",
-       "max-queued-request-bytes", "control-memory", "max-uploads-per-principal",
+       "max-queued-request-bytes", "control-memory", "max-reading-requests",
+       "max-reading-requests-per-principal", "request-read-ms", "max-uploads-per-principal",
        "max-upload-parts-per-principal", "upload-expiry-ms", "max-key-bytes", "max-list-page", "net-devices",
        "transports", "tls-cert", "tls-key", "tls-client-ca", "min-part-size",
        "metrics-listen", "metrics-port-file", "authorization", "grant"};
@@ -240,6 +247,18 @@ int main(int argc, char** argv) {
     return fail("--control-memory takes at least 16777216 bytes (16 MiB)");
   }
   options.control_memory_bytes = static_cast<uint64_t>(v);
+  if (!(st = args.GetInt("max-reading-requests", 1024, &v)).ok() || v < 1) {
+    return fail("--max-reading-requests takes a positive number");
+  }
+  options.max_reading_requests = static_cast<size_t>(v);
+  if (!(st = args.GetInt("max-reading-requests-per-principal", 128, &v)).ok() || v < 1) {
+    return fail("--max-reading-requests-per-principal takes a positive number");
+  }
+  options.max_reading_requests_per_principal = static_cast<size_t>(v);
+  if (!(st = args.GetInt("request-read-ms", 20000, &v)).ok() || v < 1 || v > 30000) {
+    return fail("--request-read-ms takes 1 to 30000 (AOBJ-SEC-018: at most 30 s)");
+  }
+  options.request_read_ms = v;
   if (!(st = args.GetInt("max-uploads-per-principal", 1000, &v)).ok() || v < 1) {
     return fail("--max-uploads-per-principal takes a positive number");
   }

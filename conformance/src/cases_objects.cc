@@ -55,6 +55,56 @@ std::string Read(CaseContext& ctx, Peer& p, const std::string& bucket, const std
   return out;
 }
 
+// What a PutObject call that sends only its headers (`md`), no message and no half-close,
+// got back within `wait`.
+struct HeadersOnly {
+  std::string code = "(no aobj-error-bin trailer)";  // the trailer's error name
+  absl::Duration took;
+  std::string outcome;
+};
+
+HeadersOnly SendHeadersOnly(CaseContext& ctx,
+                            const std::vector<std::pair<std::string, std::string>>& md,
+                            absl::Duration wait) {
+  HeadersOnly h;
+  auto channel = MakeChannel(ctx.target().endpoint, ctx.target().tls, 8 << 20);
+  ctx.Require(channel.ok(), "a control channel to the target", "a channel",
+              channel.ok() ? "" : channel.status().ToString());
+  grpc::GenericStub stub(*channel);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext call_ctx;
+  call_ctx.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(wait));
+  for (const auto& [k, v] : md) call_ctx.AddMetadata(k, v);
+  const absl::Time start = absl::Now();
+  auto call = stub.PrepareCall(&call_ctx, "/aobj.v1.ObjectService/PutObject", &cq);
+  call->StartCall(reinterpret_cast<void*>(1));
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(2));
+  void* tag = nullptr;
+  bool ok = false;
+  bool finished = false;
+  while (!finished && cq.Next(&tag, &ok)) finished = tag == reinterpret_cast<void*>(2);
+  h.took = absl::Now() - start;
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  const auto& trailers = call_ctx.GetServerTrailingMetadata();
+  auto it = trailers.find("aobj-error-bin");
+  aobj::v1::Error error;
+  if (it != trailers.end() && error.ParseFromArray(it->second.data(), it->second.size())) {
+    h.code = error.name();
+  }
+  h.outcome = absl::StrCat(h.code, " (gRPC ", static_cast<int>(status.error_code()), ") after ",
+                           absl::FormatDuration(h.took));
+  Exchange e;
+  e.peer = "raw";
+  e.method = md.empty() ? "PutObject (headers only, unsigned)"
+                        : "PutObject (headers only, a known key's claim, no message)";
+  e.outcome = h.outcome;
+  ctx.Record(e);
+  return h;
+}
+
 }  // namespace
 
 void RegisterObjectCases(Registry& r) {
@@ -553,44 +603,26 @@ void RegisterObjectCases(Registry& r) {
   Add(r, "sec/14.6/1",
       "a call without authentication is answered from its headers, before any message is sent",
       "core", {"AOBJ-SEC-017"}, true, [](CaseContext& ctx) {
-        auto channel = MakeChannel(ctx.target().endpoint, ctx.target().tls, 8 << 20);
-        ctx.Require(channel.ok(), "a control channel to the target", "a channel",
-                    channel.ok() ? "" : channel.status().ToString());
-        // The call's headers only: no message, no half-close. A server that reads the message
-        // before it looks at the headers waits until the deadline.
-        grpc::GenericStub stub(*channel);
-        grpc::CompletionQueue cq;
-        grpc::ClientContext call_ctx;
-        call_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-        const absl::Time start = absl::Now();
-        auto call = stub.PrepareCall(&call_ctx, "/aobj.v1.ObjectService/PutObject", &cq);
-        void* tag = nullptr;
-        bool ok = false;
-        call->StartCall(reinterpret_cast<void*>(1));
-        grpc::Status status;
-        call->Finish(&status, reinterpret_cast<void*>(2));
-        bool finished = false;
-        while (!finished && cq.Next(&tag, &ok)) finished = tag == reinterpret_cast<void*>(2);
-        const absl::Duration took = absl::Now() - start;
-        cq.Shutdown();
-        while (cq.Next(&tag, &ok)) {
-        }
-        std::string code = "(no aobj-error-bin trailer)";
-        const auto& trailers = call_ctx.GetServerTrailingMetadata();
-        auto it = trailers.find("aobj-error-bin");
-        aobj::v1::Error error;
-        if (it != trailers.end() && error.ParseFromArray(it->second.data(), it->second.size())) {
-          code = error.name();
-        }
-        Exchange e;
-        e.peer = "raw";
-        e.method = "PutObject (headers only, unsigned)";
-        e.outcome = absl::StrCat(code, " (gRPC ", static_cast<int>(status.error_code()), ") after ",
-                                 absl::FormatDuration(took));
-        ctx.Record(e);
-        ctx.Require(code == "MISSING_AUTHENTICATION",
+        const HeadersOnly h = SendHeadersOnly(ctx, {}, absl::Seconds(5));
+        ctx.Require(h.code == "MISSING_AUTHENTICATION",
                     "answered from the headers, without the message", "MISSING_AUTHENTICATION",
-                    e.outcome);
+                    h.outcome);
+        ctx.RequireStillServes();
+      });
+  Add(r, "sec/14.6/2",
+      "a call that claims a known key and never sends its message is ended within 30 s",
+      "core", {"AOBJ-SEC-018"}, true, [](CaseContext& ctx) {
+        const std::vector<std::pair<std::string, std::string>> md = {
+            {"aobj-access-key-id", ctx.target().access_key_id},
+            {"aobj-timestamp", absl::StrCat(absl::ToUnixMillis(absl::Now()))},
+            {"aobj-nonce", std::string(32, 'e')},
+            {"aobj-session-id", std::string(32, 'e')},
+            {"aobj-signature", std::string(64, 'e')}};
+        const HeadersOnly h = SendHeadersOnly(ctx, md, absl::Seconds(40));
+        ctx.Require(h.took <= absl::Seconds(31), "the call is ended within 30 s of its headers",
+                    "<= 30 s", h.outcome);
+        ctx.Require(h.code == "DEADLINE_EXCEEDED", "ended with DEADLINE_EXCEEDED",
+                    "DEADLINE_EXCEEDED", h.outcome);
         ctx.RequireStillServes();
       });
 

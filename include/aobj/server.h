@@ -79,6 +79,13 @@ struct ServerOptions {
   // Memory gRPC may use for connections and requests not yet handed to the server (a gRPC
   // resource quota; at least 16 MiB).
   uint64_t control_memory_bytes = uint64_t{128} << 20;
+  // Calls whose claim names a known access key but whose message has not arrived whole yet
+  // (AOBJ-SEC-018): at most this many in all and of one claimed key; past either, the oldest
+  // (of that key, or of the key holding the most) is ended with SLOW_DOWN; one whose message is
+  // not whole this long after its headers is ended with DEADLINE_EXCEEDED (at most 30 s).
+  size_t max_reading_requests = 1024;
+  size_t max_reading_requests_per_principal = 128;
+  int64_t request_read_ms = 20000;
   size_t max_sessions = 4096;         // open sessions at once; SLOW_DOWN beyond
   size_t max_sessions_per_principal = 1024;  // of one access key; SLOW_DOWN beyond
   size_t max_key_bytes = 1024;   // longest object key (at most S3's 1024); KEY_TOO_LONG beyond

@@ -64,6 +64,12 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& en
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(8 << 20);
   args.SetMaxSendMessageSize(max_send_bytes);
+  // No retries by gRPC, transparent ones included: gRPC would send the same signed octets again
+  // (same nonce) when it believes a stream never reached the server, and a server that did
+  // process it answers the copy REQUEST_REPLAYED, a final error for an operation that was
+  // carried out (fourth hostile probe of issue 16, N2: under memory pressure on the server).
+  // A request is repeated only by the client library, as a new request (AOBJ-ERR-007).
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
   if (!tls.enabled) {
     return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
   }

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -66,8 +67,15 @@ class Service final : public aobj::v1::ObjectService::Service {
  public:
   // Registers a raw handler for every method of the service, matched by name, so the order of
   // rpcs in the .proto and of the Method enum are independent.
-  Service(RequestHandler* handler, const Authenticator* auth, RequestScheduler* scheduler)
-      : handler_(handler), auth_(auth), scheduler_(scheduler) {
+  struct ReadBounds {
+    size_t max_total = 1024;
+    size_t max_per_key = 128;
+    absl::Duration deadline = absl::Seconds(20);
+  };
+
+  Service(RequestHandler* handler, const Authenticator* auth, RequestScheduler* scheduler,
+          ReadBounds read_bounds)
+      : handler_(handler), auth_(auth), scheduler_(scheduler), read_bounds_(read_bounds) {
     const google::protobuf::ServiceDescriptor* sd =
         google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
             "aobj.v1.ObjectService");
@@ -90,7 +98,93 @@ class Service final : public aobj::v1::ObjectService::Service {
   // Requests that succeed mark their connection authenticated there (see ControlListener).
   void set_listener(ControlListener* l) { listener_.store(l, std::memory_order_release); }
 
+  // AOBJ-SEC-018: ends the calls whose message has not arrived whole within the deadline (called
+  // by the server's reaper, every 200 ms).
+  void CutSlowReads(absl::Time now) {
+    std::vector<Call*> late;
+    {
+      absl::MutexLock l(&reading_mu_);
+      for (auto& [call, r] : reading_) {
+        if (now - r.started > read_bounds_.deadline) late.push_back(call);
+      }
+      for (Call* c : late) Forget(c);
+    }
+    for (Call* c : late) {
+      c->Cut(MakeError(ErrorCode::kDeadlineExceeded,
+                       absl::StrCat("the request message did not arrive within ",
+                                    absl::FormatDuration(read_bounds_.deadline),
+                                    " of its headers")));
+    }
+  }
+
  private:
+  class Call;
+  struct Reading {
+    std::string key;  // the access key the call claims
+    absl::Time started;
+  };
+
+  // AOBJ-SEC-018: `call` is about to read its message; on success its read is started. Past a
+  // bound, the oldest reading call of
+  // its key (per-key bound) or of the key with the most (total bound) is ended to make room;
+  // when that would be `call` itself (it is the only one of its key), `call` is refused instead:
+  // returns false and the caller answers SLOW_DOWN.
+  bool StartReading(Call* call, const std::string& key) {
+    Call* victim = nullptr;
+    {
+      absl::MutexLock l(&reading_mu_);
+      size_t& mine = reading_per_key_[key];
+      const bool key_full = mine >= read_bounds_.max_per_key;
+      const bool all_full = reading_.size() >= read_bounds_.max_total;
+      if (key_full || all_full) {
+        std::string from = key;
+        if (!key_full) {
+          for (const auto& [k, n] : reading_per_key_) {
+            if (n > reading_per_key_[from]) from = k;
+          }
+        }
+        for (const auto& [c, r] : reading_) {
+          if (r.key == from && (victim == nullptr || r.started < reading_.at(victim).started)) {
+            victim = c;
+          }
+        }
+        if (victim == nullptr) {
+          if (mine == 0) reading_per_key_.erase(key);
+          return false;
+        }
+        Forget(victim);
+      }
+      reading_[call] = Reading{key, absl::Now()};
+      ++reading_per_key_[key];
+      // Under the lock, so that no cut reaches `call` before its read is asked for. In the
+      // reactor's constructor this only records the read (gRPC starts it once the reactor is
+      // bound), so no reaction runs here.
+      call->BeginRead();
+    }
+    if (victim != nullptr) {
+      victim->Cut(MakeError(ErrorCode::kSlowDown,
+                            "too many requests of this access key (or in all) are still sending "
+                            "their message; the oldest was ended"));
+    }
+    return true;
+  }
+
+  // The call's message arrived (or its read failed). False when it was cut meanwhile: the
+  // cutter finishes it.
+  bool DoneReading(Call* call) {
+    absl::MutexLock l(&reading_mu_);
+    if (!reading_.contains(call)) return false;
+    Forget(call);
+    return true;
+  }
+
+  void Forget(Call* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    auto it = reading_.find(call);
+    auto k = reading_per_key_.find(it->second.key);
+    if (k != reading_per_key_.end() && --k->second == 0) reading_per_key_.erase(k);
+    reading_.erase(it);
+  }
+
   // One call: created when its headers arrive; deletes itself when gRPC is done with it.
   class Call final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
    public:
@@ -113,10 +207,25 @@ class Service final : public aobj::v1::ObjectService::Service {
         Run(std::string());
         return;
       }
-      StartRead(&request_);
+      // AOBJ-SEC-018: calls still sending their message are bounded in number and time.
+      if (!service_->StartReading(this, auth_.access_key_id)) {
+        Fail(service_->handler_->Refuse(
+                 method, auth_,
+                 MakeError(ErrorCode::kSlowDown,
+                           "too many requests are still sending their message; retry later")),
+             nullptr);
+        return;
+      }
     }
 
+    void BeginRead() { StartRead(&request_); }
+
+    // Ends a call whose message is still being read (StartReading, CutSlowReads): the pending
+    // read then completes with ok = false, and OnReadDone leaves the call alone.
+    void Cut(const absl::Status& why) { Fail(service_->handler_->Refuse(method_, auth_, why), nullptr); }
+
     void OnReadDone(bool ok) override {
+      if (!service_->DoneReading(this)) return;  // cut meanwhile: already finished
       if (!ok) {  // no message before the client half-closed, or the call was cancelled
         Fail(MakeError(ErrorCode::kInvalidArgument, "the call carried no request message"),
              nullptr);
@@ -205,7 +314,11 @@ class Service final : public aobj::v1::ObjectService::Service {
   RequestHandler* handler_;
   const Authenticator* auth_;
   RequestScheduler* scheduler_;
+  const ReadBounds read_bounds_;
   std::atomic<ControlListener*> listener_{nullptr};  // set once it is bound
+  absl::Mutex reading_mu_;
+  absl::flat_hash_map<Call*, Reading> reading_ ABSL_GUARDED_BY(reading_mu_);
+  absl::flat_hash_map<std::string, size_t> reading_per_key_ ABSL_GUARDED_BY(reading_mu_);
 };
 
 class ServerImpl final : public Server {
@@ -287,7 +400,13 @@ class ServerImpl final : public Server {
     sl.max_queued_per_principal = options_.max_queued_requests_per_principal;
     sl.max_queued_bytes = options_.max_queued_request_bytes;
     scheduler_ = std::make_unique<RequestScheduler>(sl);
-    service_ = std::make_unique<Service>(handler_.get(), auth_.get(), scheduler_.get());
+    Service::ReadBounds read_bounds;
+    read_bounds.max_total = std::max<size_t>(options_.max_reading_requests, 1);
+    read_bounds.max_per_key = std::max<size_t>(options_.max_reading_requests_per_principal, 1);
+    read_bounds.deadline =
+        absl::Milliseconds(std::clamp<int64_t>(options_.request_read_ms, 1, 30000));
+    service_ = std::make_unique<Service>(handler_.get(), auth_.get(), scheduler_.get(),
+                                         read_bounds);
 
     auto creds = MakeServerCredentials(options_.tls, options_.allow_plaintext);
     if (!creds.ok()) return creds.status();
@@ -421,6 +540,7 @@ class ServerImpl final : public Server {
         next_sweep = absl::Now() + sweep_every;
       }
       handler_->FlushLogSummary();  // AOBJ-OPS-010
+      service_->CutSlowReads(absl::Now());  // AOBJ-SEC-018
       for (uint64_t ep : sessions_->Reap(absl::Now())) {
         channel_->Disconnect(ep);
         if (options_.log) options_.log(absl::StrCat("event=endpoint_released endpoint=", ep));

@@ -64,16 +64,15 @@ absl::Status Authenticator::Verify(absl::string_view method, const RequestAuth& 
   // Remember until no timestamp could make it valid again: ts + skew, at least 2*skew from now.
   const absl::Time forget = std::max(ts + skew_, now) + skew_;
   nonces_.insert(nonce_key);
-  keys_[auth.access_key_id].entries.push_back({forget, ts_ms, std::move(nonce_key)});
+  keys_[auth.access_key_id].entries.emplace(ts_ms,
+                                            KeyNonces::Entry{forget, std::move(nonce_key)});
   return absl::OkStatus();
 }
 
 void Authenticator::Sweep(KeyNonces& k, absl::Time now) {
-  // Expiry order is only approximately monotone; this stops at the first unexpired entry, and
-  // a late one goes on a later call (or when the cache is full, MakeRoom).
-  while (!k.entries.empty() && k.entries.front().forget < now) {
-    nonces_.erase(k.entries.front().nonce_key);
-    k.entries.pop_front();
+  while (!k.entries.empty() && k.entries.begin()->second.forget < now) {
+    nonces_.erase(k.entries.begin()->second.nonce_key);
+    k.entries.erase(k.entries.begin());
   }
 }
 
@@ -96,10 +95,10 @@ void Authenticator::MakeRoom(absl::Time now, const std::string& requester) {
       if (most == nullptr || k.entries.size() > most->entries.size()) most = &k;
     }
     if (most == nullptr || most->entries.empty()) return;  // cannot happen: nonces_ is not empty
-    KeyNonces::Entry& oldest = most->entries.front();
-    most->floor_ms = std::max(most->floor_ms, oldest.ts_ms);
-    nonces_.erase(oldest.nonce_key);
-    most->entries.pop_front();
+    auto oldest = most->entries.begin();  // the earliest stamped
+    most->floor_ms = std::max(most->floor_ms, oldest->first);
+    nonces_.erase(oldest->second.nonce_key);
+    most->entries.erase(oldest);
   }
 }
 

@@ -9,7 +9,6 @@
 #define AOBJ_SESSION_AUTHENTICATOR_H_
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <string>
 
@@ -58,14 +57,16 @@ class Authenticator {
   const absl::Duration skew_;
   const size_t max_nonces_;
 
-  // The remembered nonces of one access key, oldest first.
+  // The remembered nonces of one access key, by their requests' timestamps. A request passes
+  // the time check only with ts >= arrival - skew, so each is kept until exactly ts + 2 * skew:
+  // timestamp order is expiry order, and the oldest stamped goes first when room is needed (a
+  // client whose clock runs ahead cannot raise its key's floor above the others' requests).
   struct KeyNonces {
     struct Entry {
       absl::Time forget;  // when AOBJ-AUTH-008 allows it to go
-      int64_t ts_ms;      // the request's aobj-timestamp
       std::string nonce_key;
     };
-    std::deque<Entry> entries;  // insertion order; forget times are only roughly monotone
+    std::multimap<int64_t, Entry> entries;  // aobj-timestamp (ms) -> entry
     // Requests of this key stamped at or before it are refused: a nonce that old was forgotten
     // early to make room (AOBJ-AUTH-017). INT64_MIN: none was.
     int64_t floor_ms = INT64_MIN;

@@ -274,6 +274,22 @@ TEST(AuthenticatorCacheTest, NoSetOfKeysCanFillTheCacheForAnother) {
   EXPECT_EQ(auth.nonces_remembered(), 8u);
 }
 
+// Fourth hostile probe of issue 16, N4: the floor came from the oldest nonce by arrival, whose
+// timestamp a client chose; one client of a key running 200 s ahead then had its key's other
+// clients refused for 200 s once its entry was forgotten. The earliest stamped goes first now.
+TEST(AuthenticatorCacheTest, AClientAheadOfTimeDoesNotRaiseItsKeysFloor) {
+  Authenticator auth(Secrets(), kSkew, /*max_nonces=*/4);
+  RequestSigner signer("AKEXAMPLE", "example-secret-do-not-use");
+  const absl::Time t0 = Now();
+  ASSERT_TRUE(VerifyAt(auth, SignAt(signer, t0 + absl::Seconds(200)), t0).ok());
+  for (int i = 1; i <= 10; ++i) {
+    const absl::Time t = t0 + absl::Milliseconds(i);
+    const absl::Status s = VerifyAt(auth, SignAt(signer, t), t);
+    EXPECT_TRUE(s.ok()) << "request " << i << " of a client with a right clock: " << s;
+  }
+  EXPECT_EQ(auth.nonces_remembered(), 4u);
+}
+
 TEST(AuthenticatorCacheTest, ReplayIsReportedEvenWhenCacheIsFull) {
   // AOBJ-AUTH-008: a remembered pair is a replay, whatever the cache fill.
   Authenticator auth(Secrets(), kSkew, /*max_nonces=*/1);

@@ -1290,6 +1290,21 @@ void RegisterClientCases(Registry& r) {
               ctx.Require(!run.timed_out && run.exit_code != 0,
                           "the client does not report success", "non-zero exit", RunText(run));
             });
+  AddClient(r, "cli/11.3/5",
+            "a PUT whose connection failed without a reply (outcome unknown) is not repeated",
+            {"AOBJ-ERR-011", "AOBJ-ERR-006"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              Fault f = KindFault(Method::kPutObject, FaultKind::kErrorNoTrailer);
+              f.grpc_code = grpc::StatusCode::UNAVAILABLE;
+              script.faults.push_back(f);
+              auto server = Serve(ctx, script);
+              ClientRun run = RunClient(
+                  ctx, *server, {"put", kBucket, "obj", WriteFile(ctx, Content(70000, 117))});
+              ctx.Require(!run.timed_out && run.exit_code != 0,
+                          "the client does not report success", "non-zero exit", RunText(run));
+              RequireNotRetried(ctx, *server, Method::kPutObject,
+                                "its outcome is unknown, and a PUT changes state");
+            });
   AddClient(r, "cli/11.3/4", "a request failing with a code that is not retryable is not repeated",
             {"AOBJ-ERR-008"}, true, [](CaseContext& ctx) {
               FakeScript script;

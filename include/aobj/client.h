@@ -63,8 +63,10 @@ struct ClientOptions {
   int64_t timeout_ms = 120000;
   // A call the server refused as busy (SLOW_DOWN or TOO_MANY_TRANSFERS: it did nothing) is sent
   // again, as a new request, up to this many times, after randomized pauses that double from
-  // 20 ms up to 1 s, while the call's deadline allows (AOBJ-FLO-003, AOBJ-ERR-007). 0: the
-  // refusal is returned at once.
+  // 20 ms up to 1 s, while the call's deadline allows (AOBJ-FLO-003, AOBJ-ERR-007). So is a
+  // call that changes nothing (OpenSession, RenewSession, HeadBucket, HeadObject, the listings)
+  // when the connection failed under it without an AOBJ reply (AOBJ-ERR-011). 0: the first
+  // failure is returned at once.
   int busy_retries = 5;
   // RegisterBuffer only records the caller's region; every request that uses it registers
   // exactly its window (ucp_mem_map, ucp_rkey_pack) and unmaps it after the reply, so a

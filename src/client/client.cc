@@ -47,6 +47,25 @@ using client_internal::ScopedDeadline;
 using client_internal::tls_deadline;
 using client_internal::tls_op;
 
+// Methods that change nothing on the server but a session that expires by itself: when one
+// ends without an AOBJ reply (outcome unknown, AOBJ-ERR-006), sending it again as a new request
+// cannot do twice what was meant once (AOBJ-ERR-011).
+bool RepeatableWhenUnknown(Method m) {
+  switch (m) {
+    case Method::kOpenSession:
+    case Method::kRenewSession:
+    case Method::kHeadBucket:
+    case Method::kHeadObject:
+    case Method::kListBuckets:
+    case Method::kListObjectsV2:
+    case Method::kListParts:
+    case Method::kListMultipartUploads:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // The pause before busy retry `attempt` (0 first): a random point in the upper half of
 // 20 ms * 2^attempt, at most 1 s (AOBJ-FLO-003: exponentially increasing, randomized).
 absl::Duration BusyPause(int attempt) {
@@ -1150,8 +1169,16 @@ class ClientImpl final : public Client, public CancelSender {
       for (const auto& entry : extra_md) md.push_back(entry);
       reply = rpc_->Call(MethodPath(method), body, md, deadline - sent);
       const ErrorCode code = ErrorCodeOf(reply.status);
+      // A connection the server's transport refused or closed (GOAWAY under memory pressure:
+      // UNAVAILABLE, no AOBJ error) leaves the outcome unknown; only a request that changes
+      // nothing is sent again.
+      const bool unknown_outcome =
+          reply.error.code() == aobj::v1::ERROR_CODE_UNSPECIFIED &&
+          reply.grpc_status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+          RepeatableWhenUnknown(method);
       if (reply.status.ok() || attempt >= options_.busy_retries ||
-          (code != ErrorCode::kSlowDown && code != ErrorCode::kTooManyTransfers)) {
+          (code != ErrorCode::kSlowDown && code != ErrorCode::kTooManyTransfers &&
+           !unknown_outcome)) {
         break;
       }
       // AOBJ-FLO-003: the server did nothing; wait a randomized, doubling pause, unless the

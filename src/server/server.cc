@@ -2,11 +2,14 @@
 // lease reaper around RequestHandler.
 #include "aobj/server.h"
 
+#include <algorithm>
 #include <atomic>
+#include <deque>
 #include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -71,6 +74,9 @@ class Service final : public aobj::v1::ObjectService::Service {
     size_t max_total = 1024;
     size_t max_per_key = 128;
     absl::Duration deadline = absl::Seconds(20);
+    // Messages read at once (each up to 8 MiB in gRPC's memory quota); the other calls wait
+    // with only their flow-control window buffered.
+    size_t slots = 8;
   };
 
   Service(RequestHandler* handler, const Authenticator* auth, RequestScheduler* scheduler,
@@ -102,12 +108,24 @@ class Service final : public aobj::v1::ObjectService::Service {
   // by the server's reaper, every 200 ms).
   void CutSlowReads(absl::Time now) {
     std::vector<Call*> late;
+    std::vector<Call*> preempted;
     {
       absl::MutexLock l(&reading_mu_);
       for (auto& [call, r] : reading_) {
         if (now - r.started > read_bounds_.deadline) late.push_back(call);
       }
       for (Call* c : late) Forget(c);
+      Admit();
+      for (size_t i = 0; i < read_bounds_.slots; ++i) {
+        Call* p = Preempt();
+        if (p == nullptr) break;
+        preempted.push_back(p);
+      }
+    }
+    for (Call* c : preempted) {
+      c->Cut(MakeError(ErrorCode::kSlowDown,
+                       "the server reads a few messages at once, shared between access keys; "
+                       "this one arrived too slowly and was ended for another key's request"));
     }
     for (Call* c : late) {
       c->Cut(MakeError(ErrorCode::kDeadlineExceeded,
@@ -122,7 +140,12 @@ class Service final : public aobj::v1::ObjectService::Service {
   struct Reading {
     std::string key;  // the access key the call claims
     absl::Time started;
+    bool reading = false;  // holds a read slot (else it waits for one)
+    absl::Time slot_since;  // when it got its slot
   };
+  // A slot is taken from a call only after it has held it this long: a message that arrives at
+  // the speed of the connection is read by then.
+  static constexpr absl::Duration kSlowReadAfter = absl::Milliseconds(200);
 
   // AOBJ-SEC-018: `call` is about to read its message; on success its read is started. Past a
   // bound, the oldest reading call of
@@ -131,6 +154,7 @@ class Service final : public aobj::v1::ObjectService::Service {
   // returns false and the caller answers SLOW_DOWN.
   bool StartReading(Call* call, const std::string& key) {
     Call* victim = nullptr;
+    Call* preempted = nullptr;
     {
       absl::MutexLock l(&reading_mu_);
       size_t& mine = reading_per_key_[key];
@@ -156,17 +180,87 @@ class Service final : public aobj::v1::ObjectService::Service {
       }
       reading_[call] = Reading{key, absl::Now()};
       ++reading_per_key_[key];
-      // Under the lock, so that no cut reaches `call` before its read is asked for. In the
-      // reactor's constructor this only records the read (gRPC starts it once the reactor is
-      // bound), so no reaction runs here.
-      call->BeginRead();
+      std::deque<Call*>& q = waiting_[key];
+      q.push_back(call);
+      if (q.size() == 1 && in_turn_.insert(key).second) turns_.push_back(key);
+      Admit();
+      preempted = Preempt();
     }
     if (victim != nullptr) {
       victim->Cut(MakeError(ErrorCode::kSlowDown,
                             "too many requests of this access key (or in all) are still sending "
                             "their message; the oldest was ended"));
     }
+    if (preempted != nullptr) {
+      preempted->Cut(MakeError(ErrorCode::kSlowDown,
+                               "the server reads a few messages at once, shared between access "
+                               "keys; this one arrived too slowly and was ended for another "
+                               "key's request"));
+    }
     return true;
+  }
+
+  // Gives free read slots to waiting calls, one key after another. Each read is started under
+  // the lock, so that no cut reaches a call between its admission and its read; StartRead only
+  // queues the operation (in a reactor's constructor it is recorded until gRPC binds the
+  // reactor), so no reaction runs here.
+  void Admit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    while (slots_used_ < read_bounds_.slots && !turns_.empty()) {
+      const std::string key = std::move(turns_.front());
+      turns_.pop_front();
+      auto w = waiting_.find(key);
+      if (w == waiting_.end() || w->second.empty()) {
+        in_turn_.erase(key);
+        if (w != waiting_.end()) waiting_.erase(w);
+        continue;
+      }
+      Call* call = w->second.front();
+      w->second.pop_front();
+      if (w->second.empty()) {
+        waiting_.erase(w);
+        in_turn_.erase(key);
+      } else {
+        turns_.push_back(key);
+      }
+      Reading& r = reading_.at(call);
+      r.reading = true;
+      r.slot_since = absl::Now();
+      ++slots_used_;
+      ++slots_per_key_[key];
+      call->BeginRead();
+    }
+  }
+
+  // When calls wait and every slot is taken, the key holding the most slots gives up the one it
+  // has held longest (at least kSlowReadAfter), if it holds more than one more than a waiting
+  // key (a slow sender cannot keep other keys' requests from being read). Returns that call, already forgotten, for the
+  // caller to end outside the lock; the freed slot is given out here.
+  Call* Preempt() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    if (slots_used_ < read_bounds_.slots || waiting_.empty()) return nullptr;
+    size_t fewest_waiting = SIZE_MAX;  // slots held by a key that has a waiting call
+    for (const auto& [key, q] : waiting_) {
+      if (q.empty()) continue;
+      auto it = slots_per_key_.find(key);
+      fewest_waiting = std::min(fewest_waiting, it == slots_per_key_.end() ? 0 : it->second);
+    }
+    if (fewest_waiting == SIZE_MAX) return nullptr;
+    const std::string* most = nullptr;
+    for (const auto& [key, n] : slots_per_key_) {
+      if (most == nullptr || n > slots_per_key_.at(*most)) most = &key;
+    }
+    if (most == nullptr || slots_per_key_.at(*most) <= fewest_waiting + 1) return nullptr;
+    const absl::Time slow = absl::Now() - kSlowReadAfter;
+    Call* victim = nullptr;
+    for (const auto& [c, r] : reading_) {
+      if (r.reading && r.key == *most && r.slot_since < slow &&
+          (victim == nullptr || r.slot_since < reading_.at(victim).slot_since)) {
+        victim = c;
+      }
+    }
+    if (victim == nullptr) return nullptr;
+    Forget(victim);
+    Admit();
+    return victim;
   }
 
   // The call's message arrived (or its read failed). False when it was cut meanwhile: the
@@ -175,12 +269,24 @@ class Service final : public aobj::v1::ObjectService::Service {
     absl::MutexLock l(&reading_mu_);
     if (!reading_.contains(call)) return false;
     Forget(call);
+    Admit();
     return true;
   }
 
+  // Drops `call` from every account: its slot, or its place in its key's queue.
   void Forget(Call* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
     auto it = reading_.find(call);
-    auto k = reading_per_key_.find(it->second.key);
+    const std::string& key = it->second.key;
+    if (it->second.reading) {
+      --slots_used_;
+      auto s = slots_per_key_.find(key);
+      if (s != slots_per_key_.end() && --s->second == 0) slots_per_key_.erase(s);
+    } else if (auto w = waiting_.find(key); w != waiting_.end()) {
+      auto pos = std::find(w->second.begin(), w->second.end(), call);
+      if (pos != w->second.end()) w->second.erase(pos);
+      if (w->second.empty()) waiting_.erase(w);  // its turn entry is dropped when reached
+    }
+    auto k = reading_per_key_.find(key);
     if (k != reading_per_key_.end() && --k->second == 0) reading_per_key_.erase(k);
     reading_.erase(it);
   }
@@ -319,6 +425,13 @@ class Service final : public aobj::v1::ObjectService::Service {
   absl::Mutex reading_mu_;
   absl::flat_hash_map<Call*, Reading> reading_ ABSL_GUARDED_BY(reading_mu_);
   absl::flat_hash_map<std::string, size_t> reading_per_key_ ABSL_GUARDED_BY(reading_mu_);
+  // Read slots (ReadBounds::slots): taken in all and per key; the waiting calls of each key in
+  // arrival order, and the order in which keys with waiting calls get the next slot.
+  size_t slots_used_ ABSL_GUARDED_BY(reading_mu_) = 0;
+  absl::flat_hash_map<std::string, size_t> slots_per_key_ ABSL_GUARDED_BY(reading_mu_);
+  absl::flat_hash_map<std::string, std::deque<Call*>> waiting_ ABSL_GUARDED_BY(reading_mu_);
+  std::deque<std::string> turns_ ABSL_GUARDED_BY(reading_mu_);
+  absl::flat_hash_set<std::string> in_turn_ ABSL_GUARDED_BY(reading_mu_);
 };
 
 class ServerImpl final : public Server {
@@ -405,6 +518,10 @@ class ServerImpl final : public Server {
     read_bounds.max_per_key = std::max<size_t>(options_.max_reading_requests_per_principal, 1);
     read_bounds.deadline =
         absl::Milliseconds(std::clamp<int64_t>(options_.request_read_ms, 1, 30000));
+    // Half the quota for messages being read, at 8 MiB each (AOBJ-CTL-005's largest), so that
+    // reading never puts gRPC under the memory pressure that makes it close other connections.
+    read_bounds.slots = std::max<size_t>(
+        4, std::max<uint64_t>(options_.control_memory_bytes, 16 << 20) / (16 << 20));
     service_ = std::make_unique<Service>(handler_.get(), auth_.get(), scheduler_.get(),
                                          read_bounds);
 

@@ -548,6 +548,10 @@ class ServerImpl final : public Server {
     quota.Resize(static_cast<size_t>(std::max<uint64_t>(options_.control_memory_bytes, 16 << 20)));
     builder.SetResourceQuota(quota);
     builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, kMaxStreamsPerConnection);
+    // Flow-control windows stay at their initial size (no bandwidth-delay probing, which grows
+    // them to megabytes): what a stream can push before the server reads it stays small, so
+    // calls waiting for a read slot (AOBJ-SEC-018) hold little of the quota.
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
     // AOBJ-CTL-005: requests are small except inline bodies.
     builder.SetMaxReceiveMessageSize(8 << 20);
     builder.SetMaxSendMessageSize(8 << 20);

@@ -122,6 +122,25 @@ void GetOk(CaseContext& ctx, FakeServer& server, const std::string& key,
               file ? absl::StrCat(file->size(), " octets, differ") : "no file");
 }
 
+// Three objects of `size` octets under `prefix` (contents seeded from `seed`) on the fake server,
+// then the driver's get-all of them into a fresh directory with a per-call deadline of
+// `deadline_ms`; the run must end within the time limit.
+ClientRun GetAll(CaseContext& ctx, FakeServer& server, const std::string& prefix, size_t size,
+                 int seed, const std::string& deadline_ms,
+                 std::map<std::string, std::string>* objects, std::string* dir) {
+  for (int i = 0; i < 3; ++i) {
+    const std::string key = absl::StrCat(prefix, "k", i);
+    (*objects)[key] = Content(size, seed + i);
+    server.AddObject(kBucket, key, (*objects)[key]);
+  }
+  *dir = ctx.target().work_dir + "/" + ctx.Unique("dir");
+  ctx.Require(mkdir(dir->c_str(), 0700) == 0, "make the directory " + *dir, "made",
+              std::strerror(errno));
+  ClientRun run = RunClient(ctx, server, {"get-all", deadline_ms, kBucket, prefix, *dir});
+  ctx.Require(!run.timed_out, "the client ends within the time limit", "ends", RunText(run));
+  return run;
+}
+
 // The client must fail, and name `code` on its "error: NAME" line.
 void RequireFailure(CaseContext& ctx, const ClientRun& run, const std::string& what,
                     ErrorCode code) {
@@ -858,17 +877,8 @@ void RegisterClientCases(Registry& r) {
                                                  grpc::StatusCode::UNAVAILABLE, true));
               auto server = Serve(ctx, script);
               std::map<std::string, std::string> objects;
-              for (int i = 0; i < 3; ++i) {
-                const std::string key = absl::StrCat("tf/k", i);
-                objects[key] = Content(256 << 10, 150 + i);
-                server->AddObject(kBucket, key, objects[key]);
-              }
-              const std::string dir = ctx.target().work_dir + "/" + ctx.Unique("dir");
-              ctx.Require(mkdir(dir.c_str(), 0700) == 0, "make the directory " + dir, "made",
-                          std::strerror(errno));
-              ClientRun run = RunClient(ctx, *server, {"get-all", "10000", kBucket, "tf/", dir});
-              ctx.Require(!run.timed_out, "the client ends within the time limit", "ends",
-                          RunText(run));
+              std::string dir;
+              ClientRun run = GetAll(ctx, *server, "tf/", 256 << 10, 150, "10000", &objects, &dir);
               const std::map<std::string, std::string> outcome = KeyOutcomes(run.out);
               for (const auto& [key, content] : objects) {
                 auto it = outcome.find(key);
@@ -924,17 +934,8 @@ void RegisterClientCases(Registry& r) {
               script.faults.push_back(late);
               auto server = Serve(ctx, script);
               std::map<std::string, std::string> objects;
-              for (int i = 0; i < 3; ++i) {
-                const std::string key = absl::StrCat("late/k", i);
-                objects[key] = Content(1 << 20, 140 + i);
-                server->AddObject(kBucket, key, objects[key]);
-              }
-              const std::string dir = ctx.target().work_dir + "/" + ctx.Unique("dir");
-              ctx.Require(mkdir(dir.c_str(), 0700) == 0, "make the directory " + dir, "made",
-                          std::strerror(errno));
-              ClientRun run = RunClient(ctx, *server, {"get-all", "2000", kBucket, "late/", dir});
-              ctx.Require(!run.timed_out, "the client ends within the time limit", "ends",
-                          RunText(run));
+              std::string dir;
+              ClientRun run = GetAll(ctx, *server, "late/", 1 << 20, 140, "2000", &objects, &dir);
               ctx.Require(server->WaitAnswered(absl::Seconds(30)),
                           "the fake server answered every request", "answered", "still busy");
               const std::map<std::string, std::string> outcome = KeyOutcomes(run.out);

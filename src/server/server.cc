@@ -147,10 +147,9 @@ class Service final : public aobj::v1::ObjectService::Service {
   // the speed of the connection is read by then.
   static constexpr absl::Duration kSlowReadAfter = absl::Milliseconds(200);
 
-  // AOBJ-SEC-018: `call` is about to read its message; on success its read is started. Past a
-  // bound, the oldest reading call of
-  // its key (per-key bound) or of the key with the most (total bound) is ended to make room;
-  // when that would be `call` itself (it is the only one of its key), `call` is refused instead:
+  // AOBJ-SEC-018: `call` is about to read its message: it waits for a read slot (Admit). Past a
+  // bound in number, the oldest registered call of its key (per-key bound) or of the key with
+  // the most (total bound) is ended to make room; when none can be, `call` is refused instead:
   // returns false and the caller answers SLOW_DOWN.
   bool StartReading(Call* call, const std::string& key) {
     Call* victim = nullptr;
@@ -233,8 +232,8 @@ class Service final : public aobj::v1::ObjectService::Service {
 
   // When calls wait and every slot is taken, the key holding the most slots gives up the one it
   // has held longest (at least kSlowReadAfter), if it holds more than one more than a waiting
-  // key (a slow sender cannot keep other keys' requests from being read). Returns that call, already forgotten, for the
-  // caller to end outside the lock; the freed slot is given out here.
+  // key (a slow sender cannot keep other keys' requests from being read). Returns that call,
+  // already forgotten, for the caller to end outside the lock; the freed slot is given out here.
   Call* Preempt() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
     if (slots_used_ < read_bounds_.slots || waiting_.empty()) return nullptr;
     size_t fewest_waiting = SIZE_MAX;  // slots held by a key that has a waiting call
@@ -328,7 +327,9 @@ class Service final : public aobj::v1::ObjectService::Service {
 
     // Ends a call whose message is still being read (StartReading, CutSlowReads): the pending
     // read then completes with ok = false, and OnReadDone leaves the call alone.
-    void Cut(const absl::Status& why) { Fail(service_->handler_->Refuse(method_, auth_, why), nullptr); }
+    void Cut(const absl::Status& why) {
+      Fail(service_->handler_->Refuse(method_, auth_, why), nullptr);
+    }
 
     void OnReadDone(bool ok) override {
       if (!service_->DoneReading(this)) return;  // cut meanwhile: already finished
@@ -366,6 +367,14 @@ class Service final : public aobj::v1::ObjectService::Service {
       absl::Status queued = service_->scheduler_->Submit(
           auth_.access_key_id, size, [this, b = std::move(body)]() mutable { Run(std::move(b)); });
       if (!queued.ok()) Fail(service_->handler_->Refuse(method_, auth_, queued), nullptr);
+    }
+
+    // The client went away: a call still waiting for its message is finished here (and its
+    // place freed) rather than at the read deadline.
+    void OnCancel() override {
+      if (service_->DoneReading(this)) {
+        Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+      }
     }
 
     void OnDone() override { delete this; }

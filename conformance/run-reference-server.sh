@@ -34,6 +34,7 @@ html = open(f"{out}/report.html").read()
 ids = [c["id"] for c in report["cases"]]
 assert ids and len(ids) == len(suites.findall(".//testcase")), "JUnit and JSON disagree"
 assert all(i in html for i in ids), "a case is missing from the HTML report"
+assert report["data_channel"].startswith("UCX "), "the report does not state its data channel"
 assert all(c["verdict"] in ("PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "INFORMATIONAL") for c in report["cases"])
 PY
 if ! kill -0 $pid 2>/dev/null; then echo "aobj-server died during the run:"; tail -50 "$out/server.log"; rc=1; fi

@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "conformance/src/peer.h"
 #include "conformance/src/suite.h"
 #include "tool_util.h"
 #include "wire/crypto.h"
@@ -53,6 +54,7 @@ Selection:
   --profile P[,P...]        core, hostile, inline, checksums, ranges, conditional, list, copy,
                             multipart, access, limits, client
   --only ID[,ID...]         case IDs or ID prefixes ("mem/7.2", "ses/")
+  --skip ID[,ID...]         leave these cases (IDs or prefixes) out; reports list them
   --strict                  NON-STRICT (a SHOULD not met) counts as a failure
 
 Client mode:
@@ -69,6 +71,10 @@ Reports:
   --timeout-ms N            deadline of every control call (default: 30000)
   --net-devices LIST        UCX_NET_DEVICES of the suite's data channel (and of the client
                             under test) unless set in the environment (default: lo)
+  --transports LIST         UCX_TLS of the suite's data channel unless set in the environment
+                            (e.g. tcp: TCP-only lanes; default: UCX's choice). Reports state
+                            the transports, the kind of memory the suite registered and the
+                            memory protection the target reported
   --verbose                 print every case as it ends, with its checks
 
 Verdicts: PASS, FAIL (a MUST not met), NON-STRICT (a SHOULD not met; FAIL with --strict),
@@ -93,7 +99,7 @@ int main(int argc, char** argv) {
       "target",        "tls-ca",   "tls-cert",   "tls-key",   "tls-server-name", "access-key",
       "secret",        "credentials", "second-access-key", "second-secret", "bucket-prefix",
       "profile",       "only",     "client-exec", "work-dir", "junit",           "json",
-      "html",          "timeout-ms",  "net-devices"};
+      "html",          "timeout-ms",  "net-devices", "skip", "transports"};
   const std::vector<std::string> bool_flags = {"plaintext", "owner-policy", "strict", "list",
                                                "coverage",  "verbose",      "help"};
   absl::Status parsed = aobj::tools::ParseArgs(argc, argv, 1, flags, bool_flags, &args);
@@ -121,7 +127,9 @@ int main(int argc, char** argv) {
   run.role = args.Has("client-exec") ? Role::kClient : Role::kServer;
   if (args.Has("profile")) run.profiles = absl::StrSplit(args.Get("profile"), ',', absl::SkipEmpty());
   if (args.Has("only")) run.only = absl::StrSplit(args.Get("only"), ',', absl::SkipEmpty());
-  const auto selected = Select(run);
+  if (args.Has("skip")) run.skip = absl::StrSplit(args.Get("skip"), ',', absl::SkipEmpty());
+  std::vector<std::string> skipped;
+  const auto selected = Select(run, &skipped);
 
   if (args.Has("list")) {
     int hostile = 0;
@@ -137,6 +145,7 @@ int main(int argc, char** argv) {
 
   TargetOptions target;
   target.data_channel.net_devices = args.Get("net-devices", "lo");
+  target.data_channel.transports = args.Get("transports");
   const char* env_endpoint = std::getenv("AOBJ_ENDPOINT");
   target.endpoint = args.Get("target", env_endpoint ? env_endpoint : "127.0.0.1:7878");
   if (args.Has("tls-ca")) {
@@ -216,6 +225,7 @@ int main(int argc, char** argv) {
   summary.mode = run.role == Role::kServer ? "server" : "client";
   summary.strict = run.strict;
   summary.started = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
+  summary.skipped = skipped;
   std::cerr << "aobj-conformance: " << selected.size() << " cases against " << summary.target
             << " (" << summary.mode << " mode)\n";
   int index = 0;
@@ -241,6 +251,7 @@ int main(int argc, char** argv) {
     summary.results.push_back(std::move(r));
   }
   if (isatty(2)) std::fprintf(stderr, "\r%60s\r", "");
+  if (run.role == Role::kServer) summary.data_channel = DescribeDataChannel(target);
   std::cout << ConsoleSummary(summary);
   bool wrote = true;
   if (args.Has("junit")) wrote &= WriteFile(args.Get("junit"), JunitXml(summary));

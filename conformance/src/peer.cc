@@ -1,6 +1,10 @@
 #include "conformance/src/peer.h"
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+
+#include <ucp/api/ucp.h>
 
 #include "absl/strings/str_cat.h"
 #include "control/tls.h"
@@ -18,6 +22,9 @@ std::shared_ptr<grpc::Channel> ChannelFor(const TargetOptions& t) {
   if (!ch.ok()) return grpc::CreateChannel(t.endpoint, grpc::InsecureChannelCredentials());
   return *ch;
 }
+
+// The memory protection targets reported in OpenSession replies (bit 1 hardware, bit 2 emulated).
+std::atomic<int> g_protections_seen{0};
 
 std::string Clip(std::string s, size_t n = 600) {
   if (s.size() > n) s = s.substr(0, n) + absl::StrCat("... (", s.size(), " chars)");
@@ -239,6 +246,8 @@ RawReply Peer::Open(const pb::OpenSessionRequest& req, bool confirm) {
   if (r.status.ok()) {
     open_.ParseFromString(r.body);
     session_hex_ = HexEncode(open_.session_id());
+    if (open_.memory_protection() == pb::MEMORY_PROTECTION_HARDWARE) g_protections_seen |= 1;
+    if (open_.memory_protection() == pb::MEMORY_PROTECTION_EMULATED) g_protections_seen |= 2;
     proof_.clear();
     if (confirm) {
       RawReply c = Confirm();
@@ -290,6 +299,44 @@ bool Peer::Negotiated(uint32_t capability) const {
     if (c == capability) return true;
   }
   return false;
+}
+
+KeyedMemory MemoryKindOf(const RegisteredMemory& m) { return KeyedMemoryOf(m.packed_rkey()); }
+
+std::string MemoryKindName(KeyedMemory kind) {
+  switch (kind) {
+    case KeyedMemory::kSysvSegment: return "System V shared memory";
+    case KeyedMemory::kStatedSegment: return "posix shared memory (keys state each segment)";
+    case KeyedMemory::kOrdinary: break;
+  }
+  return "ordinary memory (keys state no segment: no server can bound a window in it)";
+}
+
+std::string DescribeDataChannel(const TargetOptions& target) {
+  const char* tls = std::getenv("UCX_TLS");
+  const char* devices = std::getenv("UCX_NET_DEVICES");
+  std::string transports = tls != nullptr                       ? std::string(tls)
+                           : !target.data_channel.transports.empty() ? target.data_channel.transports
+                                                                      : "UCX's default";
+  std::string out = absl::StrCat("UCX ", ucp_get_version_string(), ", transports ", transports,
+                                 ", devices ",
+                                 devices != nullptr ? devices : target.data_channel.net_devices);
+  auto ctx = UcxContext::Create(target.data_channel);
+  if (ctx.ok()) {
+    auto m = RegisteredMemory::Allocate(**ctx, 1 << 16);
+    if (m.ok()) absl::StrAppend(&out, ", memory: ", MemoryKindName(MemoryKindOf(**m)));
+  }
+  const int seen = g_protections_seen.load();
+  absl::StrAppend(&out, ", memory protection reported: ",
+                  seen == 0   ? "none (no session opened)"
+                  : seen == 1 ? "HARDWARE"
+                  : seen == 2 ? "EMULATED"
+                              : "HARDWARE and EMULATED");
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<RegisteredMemory>> Peer::TryAllocate(size_t size) {
+  return RegisteredMemory::Allocate(*context_, size);
 }
 
 std::unique_ptr<RegisteredMemory> Peer::Allocate(size_t size) {

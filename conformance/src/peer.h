@@ -18,6 +18,7 @@
 #include "control/raw_call.h"
 #include "control/rpc.h"
 #include "session/signer.h"
+#include "transport/rkey_check.h"
 #include "transport/ucx_context.h"
 #include "transport/ucx_memory.h"
 #include "transport/ucx_worker.h"
@@ -75,6 +76,9 @@ class Peer {
   bool Negotiated(uint32_t capability) const;
 
   std::unique_ptr<RegisteredMemory> Allocate(size_t size);
+  // As Allocate, but a failure is returned (the allocator order may not be available on the
+  // suite's transports) rather than failing the case.
+  absl::StatusOr<std::unique_ptr<RegisteredMemory>> TryAllocate(size_t size);
   const std::string& worker_address() const { return worker_address_; }
   void DropDataChannel();  // destroys the UCX worker while the control channel lives on
   // A second UCP worker that nothing ever progresses; later DefaultOpen() requests name it, so a
@@ -128,6 +132,14 @@ class Peer {
   Method last_method_ = Method::kOpenSession;
   std::string last_shown_;
 };
+
+// What a target can check of a window in `m` (spec Section 14.1): the memory kind its key states.
+KeyedMemory MemoryKindOf(const RegisteredMemory& m);
+std::string MemoryKindName(KeyedMemory kind);
+// The suite's data channel as reports state it: UCX version, transports and devices, the kind of
+// memory the suite registers, and the memory protection the target reported for the sessions
+// the suite opened so far.
+std::string DescribeDataChannel(const TargetOptions& target);
 
 // Short text forms for transcripts and messages.
 std::string CodeName(ErrorCode code);

@@ -2,6 +2,7 @@
 // the coverage report (requirements that no case checks).
 #include <algorithm>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -93,6 +94,10 @@ std::string ConsoleSummary(const RunSummary& s) {
                   CountVerdict(s, Verdict::kNonStrict), " NON-STRICT, ",
                   CountVerdict(s, Verdict::kUnsupported), " UNSUPPORTED, ",
                   CountVerdict(s, Verdict::kInformational), " INFORMATIONAL\n");
+  if (!s.data_channel.empty()) absl::StrAppend(&out, "data channel: ", s.data_channel, "\n");
+  if (!s.skipped.empty()) {
+    absl::StrAppend(&out, "not run (--skip): ", absl::StrJoin(s.skipped, " "), "\n");
+  }
   absl::StrAppend(&out, RunFailed(s) ? "RESULT: FAIL\n" : "RESULT: PASS\n");
   return out;
 }
@@ -111,6 +116,9 @@ std::string JunitXml(const RunSummary& s) {
   absl::StrAppend(&out, "  <testsuite name=\"", s.mode, "\" tests=\"", s.results.size(),
                   "\" failures=\"", failures, "\" skipped=\"", skipped, "\" timestamp=\"",
                   XmlEscape(s.started), "\">\n");
+  absl::StrAppend(&out, "    <properties><property name=\"data_channel\" value=\"",
+                  XmlEscape(s.data_channel), "\"/><property name=\"skipped\" value=\"",
+                  XmlEscape(absl::StrJoin(s.skipped, " ")), "\"/></properties>\n");
   for (const auto& r : s.results) {
     absl::StrAppend(&out, "    <testcase classname=\"", XmlEscape(r.def->profile), "\" name=\"",
                     XmlEscape(r.def->id), " ", XmlEscape(r.def->title), "\" time=\"",
@@ -141,6 +149,12 @@ std::string JsonReport(const RunSummary& s) {
                   JsonString(s.suite_version), ",\n  \"target\": ", JsonString(s.target),
                   ",\n  \"mode\": ", JsonString(s.mode), ",\n  \"strict\": ",
                   s.strict ? "true" : "false", ",\n  \"started\": ", JsonString(s.started),
+                  ",\n  \"data_channel\": ", JsonString(s.data_channel), ",\n  \"skipped\": [",
+                  absl::StrJoin(s.skipped, ", ",
+                                [](std::string* o, const std::string& id) {
+                                  absl::StrAppend(o, JsonString(id));
+                                }),
+                  "]",
                   ",\n  \"summary\": {");
   const Verdict all[] = {Verdict::kPass, Verdict::kFail, Verdict::kNonStrict,
                          Verdict::kUnsupported, Verdict::kInformational};
@@ -204,6 +218,13 @@ th{background:#eee;text-align:left}.pass{background:#d9f2d9}.fail{background:#f7
                   XmlEscape(s.mode), " mode", s.strict ? ", strict" : "", ", started ",
                   XmlEscape(s.started), ", suite ", XmlEscape(s.suite_version), ". Result: <b>",
                   RunFailed(s) ? "FAIL" : "PASS", "</b></p>\n");
+  if (!s.data_channel.empty()) {
+    absl::StrAppend(&out, "<p>Data channel: ", XmlEscape(s.data_channel), "</p>\n");
+  }
+  if (!s.skipped.empty()) {
+    absl::StrAppend(&out, "<p>Not run (--skip): ", XmlEscape(absl::StrJoin(s.skipped, " ")),
+                    "</p>\n");
+  }
   // The matrix: profile x verdict.
   std::map<std::string, std::map<Verdict, int>> matrix;
   for (const auto& r : s.results) matrix[r.def->profile][r.verdict]++;
@@ -278,6 +299,19 @@ std::string CoverageReport(int* must_missing) {
       absl::StrAppend(&unknown, "  ", id, " (named by ", absl::StrJoin(cases, ", "), ")\n");
     }
   }
+  // Every case a reason cites exists (a vendor is sent to it).
+  std::set<std::string> case_ids;
+  for (const auto& c : AllCases().cases()) case_ids.insert(c.id);
+  const std::regex cited(R"(\b[a-z]+/[0-9][0-9.]*/[0-9]+\b)");
+  std::string dangling;
+  for (const auto& u : UnobservableRequirements()) {
+    const std::string reason = u.reason;
+    for (std::sregex_iterator m(reason.begin(), reason.end(), cited), end; m != end; ++m) {
+      if (case_ids.count(m->str()) == 0) {
+        absl::StrAppend(&dangling, "  ", u.id, " cites case ", m->str(), "\n");
+      }
+    }
+  }
   for (const auto& c : AllCases().cases()) hostile += c.hostile ? 1 : 0;
   absl::StrAppend(&out, "Requirements: ", Requirements().size(), "; checked by at least one case: ",
                   covered, "; not observable on the wire: ", UnobservableRequirements().size(),
@@ -288,6 +322,10 @@ std::string CoverageReport(int* must_missing) {
                   unobs);
   if (!unknown.empty()) {
     absl::StrAppend(&out, "\nCases name requirements the spec does not have:\n", unknown);
+    missing_must += 1000;
+  }
+  if (!dangling.empty()) {
+    absl::StrAppend(&out, "\nReasons cite cases the suite does not have:\n", dangling);
     missing_must += 1000;
   }
   if (must_missing != nullptr) *must_missing = missing_must;

@@ -193,12 +193,14 @@ struct RunOptions {
   bool strict = false;  // NON-STRICT counts as a failure
   std::vector<std::string> profiles;  // empty: all
   std::vector<std::string> only;      // IDs or ID prefixes; empty: all
+  std::vector<std::string> skip;      // IDs or ID prefixes left out (reports list them)
   Role role = Role::kServer;
   bool verbose = false;
 };
 
-// The cases `options` selects, in order.
-std::vector<const CaseDef*> Select(const RunOptions& options);
+// The cases `options` selects, in order; with `skipped`, the IDs that --skip left out.
+std::vector<const CaseDef*> Select(const RunOptions& options,
+                                   std::vector<std::string>* skipped = nullptr);
 // Runs one server case.
 CaseResult RunCase(const CaseDef& def, const TargetOptions& target, const std::string& run_id,
                    int index, bool strict);
@@ -212,6 +214,8 @@ struct RunSummary {
   std::string mode;  // "server" or "client"
   bool strict = false;
   std::string started;  // RFC 3339
+  std::string data_channel;           // server mode: DescribeDataChannel() after the run
+  std::vector<std::string> skipped;   // case IDs left out by --skip
   std::vector<CaseResult> results;
 };
 int CountVerdict(const RunSummary& s, Verdict v);

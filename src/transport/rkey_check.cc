@@ -108,6 +108,15 @@ absl::Status CheckWindowInDeclaredSegments(absl::string_view blob, uint64_t addr
   return absl::OkStatus();
 }
 
+KeyedMemory KeyedMemoryOf(absl::string_view blob) {
+  KeyedMemory kind = KeyedMemory::kOrdinary;
+  for (absl::string_view e : PackedRkeyEntries(blob)) {
+    if (e.size() == kSysvPackedRkeySize) kind = KeyedMemory::kSysvSegment;
+    if (IsSegmentEntry(e)) return KeyedMemory::kStatedSegment;
+  }
+  return kind;
+}
+
 absl::StatusOr<SysvSegmentPins> SysvSegmentPins::Pin(absl::string_view blob, pid_t creator) {
   SysvSegmentPins pins;
   for (absl::string_view entry : PackedRkeyEntries(blob)) {

@@ -53,6 +53,14 @@ inline constexpr size_t kSegmentPackedRkeySize = 24;
 absl::Status CheckWindowInDeclaredSegments(absl::string_view blob, uint64_t address,
                                            uint64_t length);
 
+// What a packed key states about the memory it covers (spec Section 14.1), which decides what
+// a server can check of a window in it: a System V segment (a server on the same host can map
+// it and check the window against the mapping, AOBJ-MEM-012), a posix or xpmem segment with its
+// address range (AOBJ-MEM-029), or nothing at all (ordinary memory registered without
+// allocation: no server can bound a window in it). `blob` passed CheckPackedRkey. Pure.
+enum class KeyedMemory { kOrdinary, kSysvSegment, kStatedSegment };
+KeyedMemory KeyedMemoryOf(absl::string_view blob);
+
 // Holds every System V segment that `blob` may name attached for the life of the object, so
 // that ucp_ep_rkey_unpack cannot fail on it: UCX 1.13.1 releases uninitialised entries when an
 // unpack fails halfway (a crash the fuzzers and sanitizers found), so every way an unpack can

@@ -122,6 +122,30 @@ TEST(RkeyCheckTest, UcxPosixKeyDeclaresItsSegment) {
             ErrorCode::kDescriptorOutOfBounds);
 }
 
+// What UCX packs for each allocator states the memory kind the conformance suite reports:
+// System V and posix segments by default and with md:posix, nothing for ordinary memory (the
+// TCP-only data channel allocates from mmap, and its key has one empty entry).
+TEST(RkeyCheckTest, KeysStateTheirMemoryKind) {
+  struct Case {
+    const char* prio;
+    KeyedMemory want;
+  };
+  for (const Case& c : {Case{"md:sysv", KeyedMemory::kSysvSegment},
+                        Case{"md:posix", KeyedMemory::kStatedSegment},
+                        Case{"mmap", KeyedMemory::kOrdinary}}) {
+    SCOPED_TRACE(c.prio);
+    setenv("UCX_ALLOC_PRIO", c.prio, 1);
+    auto ctx = UcxContext::Create(DataChannelOptions{});
+    unsetenv("UCX_ALLOC_PRIO");
+    ASSERT_TRUE(ctx.ok()) << ctx.status();
+    auto mem = RegisteredMemory::Allocate(**ctx, 1 << 16);
+    ASSERT_TRUE(mem.ok()) << mem.status();
+    ASSERT_TRUE(CheckPackedRkey((*mem)->packed_rkey(), 1024).ok());
+    EXPECT_EQ(KeyedMemoryOf((*mem)->packed_rkey()), c.want);
+  }
+  EXPECT_EQ(KeyedMemoryOf(Header(1) + std::string("\x00", 1)), KeyedMemory::kOrdinary);
+}
+
 TEST(RkeyCheckTest, RejectsEmptyAndOversized) {
   EXPECT_EQ(ErrorCodeOf(CheckPackedRkey("", 1024)), ErrorCode::kInvalidRkey);  // AOBJ-MEM-003
   std::string ok = Header(1) + std::string("\x02xy", 3);

@@ -1,5 +1,6 @@
 // aobj-conformance: checks an AOBJ/1 server (or, in client mode, a client) against the spec.
 // A thin main over conformance/src (conformance/README.md).
+#include <google/protobuf/stubs/logging.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -8,8 +9,6 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
-
-#include <google/protobuf/stubs/logging.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -23,7 +22,8 @@
 
 namespace {
 
-constexpr char kUsage[] = R"(aobj-conformance: test an AOBJ/1 server or client against spec/aobj-1.md
+constexpr char kUsage[] =
+    R"(aobj-conformance: test an AOBJ/1 server or client against spec/aobj-1.md
 
 Usage:
   aobj-conformance [flags]                     run the server suite against --target
@@ -96,10 +96,11 @@ int main(int argc, char** argv) {
   google::protobuf::SetLogHandler([](google::protobuf::LogLevel, const char*, int, const std::string&) {});
   aobj::tools::ParsedArgs args;
   const std::vector<std::string> flags = {
-      "target",        "tls-ca",   "tls-cert",   "tls-key",   "tls-server-name", "access-key",
-      "secret",        "credentials", "second-access-key", "second-secret", "bucket-prefix",
-      "profile",       "only",     "client-exec", "work-dir", "junit",           "json",
-      "html",          "timeout-ms",  "net-devices", "skip", "transports"};
+      "target",        "tls-ca",    "tls-cert",    "tls-key",           "tls-server-name",
+      "access-key",    "secret",    "credentials", "second-access-key", "second-secret",
+      "bucket-prefix", "profile",   "only",        "client-exec",       "work-dir",
+      "junit",         "json",      "html",        "timeout-ms",        "net-devices",
+      "skip",          "transports"};
   const std::vector<std::string> bool_flags = {"plaintext", "owner-policy", "strict", "list",
                                                "coverage",  "verbose",      "help"};
   absl::Status parsed = aobj::tools::ParseArgs(argc, argv, 1, flags, bool_flags, &args);

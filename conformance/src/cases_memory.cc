@@ -380,15 +380,18 @@ void RegisterMemoryCases(Registry& r) {
         constexpr size_t kSize = 65536;
         auto allocated = p.TryAllocate(kSize);
         if (!allocated.ok()) {
-          ctx.Unsupported(absl::StrCat("the suite's UCX cannot allocate posix shared memory on "
-                                       "this data channel: ",
-                                       allocated.status().message()));
+          ctx.Unsupported(
+              absl::StrCat("the suite's UCX cannot allocate posix shared memory on "
+                           "this data channel: ",
+                           allocated.status().message()));
         }
         auto seg = std::move(*allocated);
         const uint64_t base = reinterpret_cast<uint64_t>(seg->data());
         if (MemoryKindOf(*seg) != KeyedMemory::kStatedSegment) {
-          ctx.Unsupported(absl::StrCat("the suite's UCX did not allocate from posix shared memory "
-                                       "here (it gave ", MemoryKindName(MemoryKindOf(*seg)), ")"));
+          ctx.Unsupported(
+              absl::StrCat("the suite's UCX did not allocate from posix shared memory "
+                           "here (it gave ",
+                           MemoryKindName(MemoryKindOf(*seg)), ")"));
         }
         // The object comes from the fixture's session: this case's requests are all refused
         // before any RMA, so nothing here depends on the emulated path.

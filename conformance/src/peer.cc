@@ -1,10 +1,10 @@
 #include "conformance/src/peer.h"
 
+#include <ucp/api/ucp.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-
-#include <ucp/api/ucp.h>
 
 #include "absl/strings/str_cat.h"
 #include "control/tls.h"
@@ -305,9 +305,12 @@ KeyedMemory MemoryKindOf(const RegisteredMemory& m) { return KeyedMemoryOf(m.pac
 
 std::string MemoryKindName(KeyedMemory kind) {
   switch (kind) {
-    case KeyedMemory::kSysvSegment: return "System V shared memory";
-    case KeyedMemory::kStatedSegment: return "posix shared memory (keys state each segment)";
-    case KeyedMemory::kOrdinary: break;
+    case KeyedMemory::kSysvSegment:
+      return "System V shared memory";
+    case KeyedMemory::kStatedSegment:
+      return "posix shared memory (keys state each segment)";
+    case KeyedMemory::kOrdinary:
+      break;
   }
   return "ordinary memory (keys state no segment: no server can bound a window in it)";
 }
@@ -315,12 +318,13 @@ std::string MemoryKindName(KeyedMemory kind) {
 std::string DescribeDataChannel(const TargetOptions& target) {
   const char* tls = std::getenv("UCX_TLS");
   const char* devices = std::getenv("UCX_NET_DEVICES");
-  std::string transports = tls != nullptr                       ? std::string(tls)
-                           : !target.data_channel.transports.empty() ? target.data_channel.transports
-                                                                      : "UCX's default";
-  std::string out = absl::StrCat("UCX ", ucp_get_version_string(), ", transports ", transports,
-                                 ", devices ",
-                                 devices != nullptr ? devices : target.data_channel.net_devices);
+  std::string transports = tls != nullptr ? std::string(tls)
+                           : !target.data_channel.transports.empty()
+                               ? target.data_channel.transports
+                               : "UCX's default";
+  std::string out =
+      absl::StrCat("UCX ", ucp_get_version_string(), ", transports ", transports, ", devices ",
+                   devices != nullptr ? devices : target.data_channel.net_devices);
   auto ctx = UcxContext::Create(target.data_channel);
   if (ctx.ok()) {
     auto m = RegisteredMemory::Allocate(**ctx, 1 << 16);

@@ -145,17 +145,16 @@ std::string JunitXml(const RunSummary& s) {
 
 std::string JsonReport(const RunSummary& s) {
   std::string out = "{\n";
-  absl::StrAppend(&out, "  \"suite\": \"aobj-conformance\",\n  \"suite_version\": ",
-                  JsonString(s.suite_version), ",\n  \"target\": ", JsonString(s.target),
-                  ",\n  \"mode\": ", JsonString(s.mode), ",\n  \"strict\": ",
-                  s.strict ? "true" : "false", ",\n  \"started\": ", JsonString(s.started),
-                  ",\n  \"data_channel\": ", JsonString(s.data_channel), ",\n  \"skipped\": [",
-                  absl::StrJoin(s.skipped, ", ",
-                                [](std::string* o, const std::string& id) {
-                                  absl::StrAppend(o, JsonString(id));
-                                }),
-                  "]",
-                  ",\n  \"summary\": {");
+  absl::StrAppend(
+      &out,
+      "  \"suite\": \"aobj-conformance\",\n  \"suite_version\": ", JsonString(s.suite_version),
+      ",\n  \"target\": ", JsonString(s.target), ",\n  \"mode\": ", JsonString(s.mode),
+      ",\n  \"strict\": ", s.strict ? "true" : "false", ",\n  \"started\": ", JsonString(s.started),
+      ",\n  \"data_channel\": ", JsonString(s.data_channel), ",\n  \"skipped\": [",
+      absl::StrJoin(
+          s.skipped, ", ",
+          [](std::string* o, const std::string& id) { absl::StrAppend(o, JsonString(id)); }),
+      "]", ",\n  \"summary\": {");
   const Verdict all[] = {Verdict::kPass, Verdict::kFail, Verdict::kNonStrict,
                          Verdict::kUnsupported, Verdict::kInformational};
   for (size_t i = 0; i < 5; ++i) {

@@ -37,94 +37,123 @@ bool IsShouldLevel(std::string_view level) {
 const std::vector<Unobservable>& UnobservableRequirements() {
   static const auto* kList = new std::vector<Unobservable>{
       {"AOBJ-MEM-025", "what a client relies on inside its own process"},
-      {"AOBJ-MEM-026", "what memory a client's descriptor names is not visible on EMULATED "
-                       "channels; tests/integration/device_staging_test.cc checks the reference "
-                       "client's refusal and staging"},
-      {"AOBJ-OBJ-159", "depends on the limits a target configured; obj/9.2/2 and list/9.12/4 "
-                       "check the defaults"},
+      {"AOBJ-MEM-026",
+       "what memory a client's descriptor names is not visible on EMULATED "
+       "channels; tests/integration/device_staging_test.cc checks the reference "
+       "client's refusal and staging"},
+      {"AOBJ-OBJ-159",
+       "depends on the limits a target configured; obj/9.2/2 and list/9.12/4 "
+       "check the defaults"},
       {"AOBJ-OBJ-209", "needs a part above the target's maximum part size (5 GiB in S3)"},
       {"AOBJ-FLO-002", "the order of checks inside the server; flo/10/1 checks admission"},
-      {"AOBJ-ERR-010", "the registry assigns no code at or above 0x80000000 and a target's "
-                       "private codes cannot be provoked from the wire"},
+      {"AOBJ-ERR-010",
+       "the registry assigns no code at or above 0x80000000 and a target's "
+       "private codes cannot be provoked from the wire"},
       {"AOBJ-CTL-003", "a rule for revisions of the .proto file, not for a running peer"},
       {"AOBJ-EXT-006", "a rule for revisions of the protocol"},
       {"AOBJ-EXT-008", "a rule for the registries"},
       {"AOBJ-EXT-009", "a rule for private-use assignments"},
-      {"AOBJ-EXT-010", "a rule for the registries (the value is never sent by a conforming peer; "
-                       "the suite cannot make a peer send it)"},
-      {"AOBJ-AUTH-012", "how the server hashes the octets; indistinguishable on the wire from a "
-                        "server that re-serializes identically (case auth/6.3/2 checks the "
-                        "observable half: appended unknown octets are signed over as sent)"},
+      {"AOBJ-EXT-010",
+       "a rule for the registries (the value is never sent by a conforming peer; "
+       "the suite cannot make a peer send it)"},
+      {"AOBJ-AUTH-012",
+       "how the server hashes the octets; indistinguishable on the wire from a "
+       "server that re-serializes identically (case auth/6.3/2 checks the "
+       "observable half: appended unknown octets are signed over as sent)"},
       {"AOBJ-MEM-012", "a check inside the server's address space on shared-memory transports"},
-      {"AOBJ-TRN-002", "the server never sends remote keys in AOBJ/1 messages at all; nothing to "
-                       "observe"},
+      {"AOBJ-TRN-002",
+       "the server never sends remote keys in AOBJ/1 messages at all; nothing to "
+       "observe"},
       {"AOBJ-TRN-006", "how a peer creates its UCP context"},
-      {"AOBJ-TRN-008", "which endpoint a server uses internally; the suite's sessions share one "
-                       "process, so a descriptor of one used by another names memory of the "
-                       "same process (tests/integration/endpoint_binding_test.cc "
-                       "SessionNamingAnotherWorkerGetsNoRmaIntoIt)"},
-      {"AOBJ-TRN-003", "how a server creates its endpoints internally; the observable part (a "
-                       "stalled client's request ends within the bound) is dat/13.7/1"},
-      {"AOBJ-TRN-010", "which endpoints and transports a server uses internally "
-                       "(tests/integration/dead_peer_test.cc, "
-                       "tests/transport/address_check_test.cc)"},
-      {"AOBJ-SES-024", "needs a System V segment of another process on the server's host "
-                       "(tests/transport/address_check_test.cc "
-                       "FifoSegmentsNamedByAnAddressAreChecked)"},
-      {"AOBJ-MEM-028", "needs a remote key naming a segment of a third process on the server's "
-                       "host (tests/transport/rkey_check_test.cc "
-                       "PinRefusesSegmentsOfAnotherCreator)"},
+      {"AOBJ-TRN-008",
+       "which endpoint a server uses internally; the suite's sessions share one "
+       "process, so a descriptor of one used by another names memory of the "
+       "same process (tests/integration/endpoint_binding_test.cc "
+       "SessionNamingAnotherWorkerGetsNoRmaIntoIt)"},
+      {"AOBJ-TRN-003",
+       "how a server creates its endpoints internally; the observable part (a "
+       "stalled client's request ends within the bound) is dat/13.7/1"},
+      {"AOBJ-TRN-010",
+       "which endpoints and transports a server uses internally "
+       "(tests/integration/dead_peer_test.cc, "
+       "tests/transport/address_check_test.cc)"},
+      {"AOBJ-SES-024",
+       "needs a System V segment of another process on the server's host "
+       "(tests/transport/address_check_test.cc "
+       "FifoSegmentsNamedByAnAddressAreChecked)"},
+      {"AOBJ-MEM-028",
+       "needs a remote key naming a segment of a third process on the server's "
+       "host (tests/transport/rkey_check_test.cc "
+       "PinRefusesSegmentsOfAnotherCreator)"},
       {"AOBJ-SES-030", "needs a server whose active-message send fails"},
-      {"AOBJ-OPS-009", "needs the server to be shut down (tests/integration/dead_peer_test.cc "
-                       "SigtermDuringAStalledTransferStopsWithinFiveSeconds)"},
+      {"AOBJ-OPS-009",
+       "needs the server to be shut down (tests/integration/dead_peer_test.cc "
+       "SigtermDuringAStalledTransferStopsWithinFiveSeconds)"},
       {"AOBJ-SEC-003", "a rule for a client's choice of servers"},
       {"AOBJ-SEC-005", "a rule for deployments"},
       {"AOBJ-SEC-007", "what an implementation logs"},
-      {"AOBJ-OPS-010", "what a server logs (tests/integration/request_flood_test.cc "
-                       "UnauthenticatedFailuresAreLoggedInSummary)"},
+      {"AOBJ-OPS-010",
+       "what a server logs (tests/integration/request_flood_test.cc "
+       "UnauthenticatedFailuresAreLoggedInSummary)"},
       {"AOBJ-SEC-004", "what an implementation logs"},
-      {"AOBJ-SEC-001", "bounds checks on EMULATED channels are the mem/7.2 and mem/7.4 cases; the "
-                       "deployment half is not observable"},
-      {"AOBJ-OBJ-011", "needs a server crash; the reference server's process-fault tests "
-                       "(tests/integration/process_faults_test.cc) check it"},
+      {"AOBJ-SEC-001",
+       "bounds checks on EMULATED channels are the mem/7.2 and mem/7.4 cases; the "
+       "deployment half is not observable"},
+      {"AOBJ-OBJ-011",
+       "needs a server crash; the reference server's process-fault tests "
+       "(tests/integration/process_faults_test.cc) check it"},
       {"AOBJ-OBJ-226", "needs a server crash (tests/integration/process_faults_test.cc)"},
       {"AOBJ-OBJ-227", "needs a server restart (tests/integration/process_faults_test.cc)"},
       {"AOBJ-SEC-011", "needs a server restart (tests/integration/authz_test.cc)"},
-      {"AOBJ-AUTH-017", "needs a full replay cache (2^20 requests within the skew window on "
-                        "the reference server; tests/session/authenticator_test.cc "
-                        "AForgottenNonceIsRefusedByItsKeysFloor)"},
-      {"AOBJ-AUTH-018", "needs a full replay cache (tests/session/authenticator_test.cc "
-                        "NoSetOfKeysCanFillTheCacheForAnother)"},
-      {"AOBJ-SEC-016", "needs a storage failure or crash inside CreateBucket "
-                       "(tests/integration/authz_test.cc)"},
-      {"AOBJ-SES-020", "needs the server to repeat a 128-bit random value; case ses/5.5/1 checks "
-                       "format and that 64 IDs differ"},
-      {"AOBJ-DAT-153", "needs a part corrupted on the server's storage "
-                       "(tests/store/multipart_test.cc)"},
+      {"AOBJ-AUTH-017",
+       "needs a full replay cache (2^20 requests within the skew window on "
+       "the reference server; tests/session/authenticator_test.cc "
+       "AForgottenNonceIsRefusedByItsKeysFloor)"},
+      {"AOBJ-AUTH-018",
+       "needs a full replay cache (tests/session/authenticator_test.cc "
+       "NoSetOfKeysCanFillTheCacheForAnother)"},
+      {"AOBJ-SEC-016",
+       "needs a storage failure or crash inside CreateBucket "
+       "(tests/integration/authz_test.cc)"},
+      {"AOBJ-SES-020",
+       "needs the server to repeat a 128-bit random value; case ses/5.5/1 checks "
+       "format and that 64 IDs differ"},
+      {"AOBJ-DAT-153",
+       "needs a part corrupted on the server's storage "
+       "(tests/store/multipart_test.cc)"},
       {"AOBJ-OBJ-157", "needs an object corrupted on the server's storage (tests/store)"},
-      {"AOBJ-OBJ-230", "needs objects above 4 GiB (tests/integration/multipart_test.cc, "
-                       "slow-tier)"},
+      {"AOBJ-OBJ-230",
+       "needs objects above 4 GiB (tests/integration/multipart_test.cc, "
+       "slow-tier)"},
       {"AOBJ-OBJ-214", "needs a server whose maximum object size is small enough to reach"},
       {"AOBJ-OBJ-228", "needs a server with a configured upload limit"},
-      {"AOBJ-OBJ-233", "needs a server with a per-principal upload limit small enough to reach "
-                       "and two principals (tests/store/multipart_test.cc "
-                       "OneInitiatorCannotTakeEveryUploadSlot, tests/integration/authz_test.cc)"},
-      {"AOBJ-OBJ-234", "needs an upload older than the server's expiry age "
-                       "(tests/store/multipart_test.cc, tests/integration/multipart_test.cc)"},
-      {"AOBJ-SEC-012", "needs a flood and the server's memory (tests/integration/"
-                       "request_flood_test.cc); refusals of unsigned requests are the auth cases"},
-      {"AOBJ-SEC-013", "needs a flood past the server's queue bound (tests/integration/"
-                       "request_flood_test.cc ForgedRequestsMeetABoundedQueue)"},
-      {"AOBJ-SEC-014", "needs two principals and requests that hold the server's threads "
-                       "(tests/integration/dead_peer_test.cc, tests/integration/scheduler_test.cc)"},
-      {"AOBJ-DAT-009", "needs the server's side of the data channel to fail "
-                       "(tests/integration/channel_loss_test.cc)"},
-      {"AOBJ-DAT-010", "needs an RMA failure in the middle of a transfer "
-                       "(tests/integration/channel_loss_test.cc)"},
+      {"AOBJ-OBJ-233",
+       "needs a server with a per-principal upload limit small enough to reach "
+       "and two principals (tests/store/multipart_test.cc "
+       "OneInitiatorCannotTakeEveryUploadSlot, tests/integration/authz_test.cc)"},
+      {"AOBJ-OBJ-234",
+       "needs an upload older than the server's expiry age "
+       "(tests/store/multipart_test.cc, tests/integration/multipart_test.cc)"},
+      {"AOBJ-SEC-012",
+       "needs a flood and the server's memory (tests/integration/"
+       "request_flood_test.cc); refusals of unsigned requests are the auth cases"},
+      {"AOBJ-SEC-013",
+       "needs a flood past the server's queue bound (tests/integration/"
+       "request_flood_test.cc ForgedRequestsMeetABoundedQueue)"},
+      {"AOBJ-SEC-014",
+       "needs two principals and requests that hold the server's threads "
+       "(tests/integration/dead_peer_test.cc, tests/integration/scheduler_test.cc)"},
+      {"AOBJ-DAT-009",
+       "needs the server's side of the data channel to fail "
+       "(tests/integration/channel_loss_test.cc)"},
+      {"AOBJ-DAT-010",
+       "needs an RMA failure in the middle of a transfer "
+       "(tests/integration/channel_loss_test.cc)"},
       {"AOBJ-SES-023", "endpoint release inside the server on refusal"},
       {"AOBJ-SES-017", "the state table as a whole; its rows are the ses/5.9 and ses/5.8 cases"},
       {"AOBJ-CTL-011", "a server start-up rule (tests/integration/tls_test.cc)"},
-      {"AOBJ-CTL-012", "needs a server configured with a client CA (tests/integration/tls_test.cc)"},
+      {"AOBJ-CTL-012",
+       "needs a server configured with a client CA (tests/integration/tls_test.cc)"},
   };
   return *kList;
 }

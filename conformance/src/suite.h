@@ -214,8 +214,8 @@ struct RunSummary {
   std::string mode;  // "server" or "client"
   bool strict = false;
   std::string started;  // RFC 3339
-  std::string data_channel;           // server mode: DescribeDataChannel() after the run
-  std::vector<std::string> skipped;   // case IDs left out by --skip
+  std::string data_channel;          // server mode: DescribeDataChannel() after the run
+  std::vector<std::string> skipped;  // case IDs left out by --skip
   std::vector<CaseResult> results;
 };
 int CountVerdict(const RunSummary& s, Verdict v);

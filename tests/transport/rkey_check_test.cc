@@ -130,9 +130,9 @@ TEST(RkeyCheckTest, KeysStateTheirMemoryKind) {
     const char* prio;
     KeyedMemory want;
   };
-  for (const Case& c : {Case{"md:sysv", KeyedMemory::kSysvSegment},
-                        Case{"md:posix", KeyedMemory::kStatedSegment},
-                        Case{"mmap", KeyedMemory::kOrdinary}}) {
+  for (const Case& c :
+       {Case{"md:sysv", KeyedMemory::kSysvSegment}, Case{"md:posix", KeyedMemory::kStatedSegment},
+        Case{"mmap", KeyedMemory::kOrdinary}}) {
     SCOPED_TRACE(c.prio);
     setenv("UCX_ALLOC_PRIO", c.prio, 1);
     auto ctx = UcxContext::Create(DataChannelOptions{});

@@ -709,7 +709,9 @@ absl::Status RequestHandler::ExecuteRma(const SessionState& s, const RmaBatch& b
     }
   }
   if (!part.ops.empty() || batch.ops.empty()) AOBJ_RETURN_IF_ERROR(run());
-  return absl::OkStatus();
+  // AOBJ-DAT-155: a call stopped during its last step is failed like one stopped between steps:
+  // nothing is committed for it and it is not answered OK.
+  return call.Check();
 }
 
 }  // namespace aobj

@@ -48,6 +48,7 @@ struct UcxWorker::Job {
   uint64_t endpoint = 0;
   std::vector<CachedRkey*> rkeys;  // borrowed from the endpoint's cache, one per window
   size_t pending = 0;           // RMA requests not yet completed
+  size_t pending_emu = 0;       // those of them issued on the session's emulation worker
   bool issued = false;          // at least one operation reached UCX
   std::vector<ucp_ep_h> used;   // endpoints it issued operations on (flushed for writes)
   struct Flush {
@@ -406,14 +407,22 @@ void UcxWorker::StartJob(const std::shared_ptr<Command>& cmd) {
   for (const RmaOp& op : batch.ops) {
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    param.user_data = job.get();
+    const CachedRkey& key = *job->rkeys[op.window];
+    // The low bit marks an operation of the emulation worker: destroying that worker ends it
+    // without a callback (DestroyEmulationWorker), while the PEER endpoint's operations still
+    // complete through theirs after its forced close.
+    const bool emu = key.ep == state.emu_ep && key.ep != nullptr;
+    static_assert(alignof(Job) >= 2);
+    param.user_data =
+        reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(job.get()) | (emu ? 1u : 0u));
     param.cb.send = [](void* request, ucs_status_t status, void* user_data) {
-      auto* j = static_cast<Job*>(user_data);
+      const auto bits = reinterpret_cast<uintptr_t>(user_data);
+      auto* j = reinterpret_cast<Job*>(bits & ~uintptr_t{1});
       if (status != UCS_OK && j->status.ok()) j->status = TransferError("RMA", status);
       --j->pending;
+      if ((bits & 1) != 0) --j->pending_emu;
       ucp_request_free(request);
     };
-    const CachedRkey& key = *job->rkeys[op.window];
     if (std::find(job->used.begin(), job->used.end(), key.ep) == job->used.end()) {
       job->used.push_back(key.ep);
     }
@@ -426,7 +435,10 @@ void UcxWorker::StartJob(const std::shared_ptr<Command>& cmd) {
       if (job->status.ok()) job->status = TransferError("issue RMA", UCS_PTR_STATUS(req));
       break;
     }
-    if (req != nullptr) ++job->pending;
+    if (req != nullptr) {
+      ++job->pending;
+      if (emu) ++job->pending_emu;
+    }
   }
   jobs_.push_back(std::move(job));
 }
@@ -759,9 +771,12 @@ void UcxWorker::DestroyEmulationWorker(uint64_t id, EndpointState& state) {
   for (auto& job : jobs_) {
     if (job->endpoint != id) continue;
     std::erase_if(job->flushes, [gone](const Job::Flush& f) { return f.ep == gone; });
-    // Whatever ran on the destroyed worker is over, and the PEER endpoint's operations were
-    // completed by its forced close just before.
-    job->pending = 0;
+    // Whatever ran on the destroyed worker is over (its callbacks, if the destruction ran them,
+    // already counted themselves out). Operations on the PEER endpoint are not: its forced
+    // close completes them through their callbacks, which may come on a later progress call,
+    // and the job (their user data) must outlive them.
+    job->pending -= job->pending_emu;
+    job->pending_emu = 0;
     if (job->status.ok()) {
       job->status = MakeError(ErrorCode::kTransferFailed, "the session's data channel failed");
     }

@@ -1,6 +1,6 @@
 // A UCP worker (two on the server) and the one progress thread that owns it.
 //
-// Spec: "Transport binding (UCX)", "Data movement", "Data-channel failure model" (13.5). Every UCX
+// Spec: "Transport binding (UCX)", "Data movement", "Data-channel failure model" (13.7). Every UCX
 // call on the workers, their endpoints and their rkeys happens on the progress thread; other
 // threads hand it commands and wait for their results. The thread spins on ucp_worker_progress
 // only while operations make progress and otherwise sleeps on the workers' event fds

@@ -1,4 +1,4 @@
-// The data channel under a dead, stalled or crashing peer (spec section 13.5, issue: "The data
+// The data channel under a dead, stalled or crashing peer (spec section 13.7, issue: "The data
 // channel under a dead, stalled or hostile peer"): a real client process (aobj-hostile-peer)
 // stops progressing its UCX worker, exits or aborts in the middle of a transfer whose RMA needs
 // its progress (ordinary heap memory, shared-memory or TCP-only lanes). For each: the request is
@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <random>
 #include <regex>
@@ -106,8 +107,11 @@ class DeadPeerTest : public ::testing::Test {
 
   // Runs the peer to its end (it exits by itself in every behaviour).
   // `tls` and `alloc` set the peer's UCX_TLS and UCX_ALLOC_PRIO when not empty.
+  // `during`, when given, runs on a thread of its own while the peer runs, with the path of the
+  // peer's output.
   PeerRun RunPeer(const std::vector<std::string>& extra, const std::string& tls = "",
-                  const std::string& alloc = "") {
+                  const std::string& alloc = "",
+                  const std::function<void(const std::string&)>& during = nullptr) {
     const std::string out = dir_ + "/peer-" + std::to_string(++runs_) + ".out";
     if (!tls.empty()) setenv("UCX_TLS", tls.c_str(), 1);
     if (!alloc.empty()) setenv("UCX_ALLOC_PRIO", alloc.c_str(), 1);
@@ -116,7 +120,10 @@ class DeadPeerTest : public ::testing::Test {
     if (!alloc.empty()) unsetenv("UCX_ALLOC_PRIO");
     PeerRun r;
     if (pid < 0) return r;
+    std::thread watcher;
+    if (during) watcher = std::thread([&during, out] { during(out); });
     r.status = WaitFor(pid, std::chrono::seconds(40));
+    if (watcher.joinable()) watcher.join();
     if (r.status == -1) {
       kill(pid, SIGKILL);
       WaitFor(pid, std::chrono::seconds(5));
@@ -177,9 +184,28 @@ TEST_P(StalledPeerTest, FailsWithinTheBoundThenTheChannelStaysFailed) {
   if (c.op == "get") {
     ASSERT_NO_FATAL_FAILURE(PutObject("hostile", 64 << 20));
   }
+  // AOBJ-TRN-004 while the request waits on the stalled peer, not only afterwards: from 300 ms
+  // after the peer sends it to 1100 ms (the bound is 1500 ms), the server uses less than a
+  // quarter of a core (one spinning on the peer used 65 % of one, issue finding 1).
+  long stall_ticks = -1;
+  auto measure = [this, &stall_ticks](const std::string& out) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (Slurp(out).find("request 1 sending") == std::string::npos) {
+      if (std::chrono::steady_clock::now() > give_up) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const long a = CpuTicks(server_->pid());
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    if (Slurp(out).find("reply 1 ") != std::string::npos) return;  // not a stall throughout
+    stall_ticks = CpuTicks(server_->pid()) - a;
+  };
   PeerRun r = RunPeer({"--behaviour", "stall", "--memory", "heap", "--op", c.op, "--second"},
-                      c.tls);
+                      c.tls, "", measure);
   ASSERT_NE(r.status, -1) << "the peer never got its replies:\n" << r.out << server_->log();
+  ASSERT_NE(stall_ticks, -1) << "the window did not fall inside the stall:\n" << r.out;
+  EXPECT_LT(stall_ticks, sysconf(_SC_CLK_TCK) * 8 / 10 / 4)
+      << "the server used " << stall_ticks << " ticks in 0.8 s while it waited on the peer";
   const PeerReply first = ReplyOf(r.out, 1);
   EXPECT_EQ(first.code, "TRANSFER_FAILED") << r.out;
   EXPECT_GE(first.ms, kDataWaitMs - 100) << r.out;

@@ -201,6 +201,32 @@ TEST_F(HandlerCancelTest, PassedDeadlineStopsPutAndStoresNothing) {
   EXPECT_EQ(ErrorCodeOf(store_->Head("bucket", "late").status()), ErrorCode::kNoSuchKey);
 }
 
+// AOBJ-DAT-155: a call cancelled during the last step of a PUT is failed CANCELLED and nothing is
+// committed, although every step completed; a GET likewise is not answered OK.
+TEST_F(HandlerCancelTest, CancelDuringTheLastStepFailsAndCommitsNothing) {
+  constexpr int kSteps = static_cast<int>(kObject / kStep);
+  std::atomic<bool> cancelled{false};
+  CallControl call;
+  call.cancelled = [&] { return cancelled.load(); };
+  channel_.on_execute = [&](int n) {
+    if (n == kSteps) cancelled = true;
+  };
+  auto put = Send(Method::kPutObject, PutBody("last"), &call);
+  EXPECT_EQ(ErrorCodeOf(put.status()), ErrorCode::kCancelled) << put.status();
+  EXPECT_EQ(channel_.executes.load(), kSteps);
+  EXPECT_EQ(ErrorCodeOf(store_->Head("bucket", "last").status()), ErrorCode::kNoSuchKey);
+
+  channel_.on_execute = nullptr;
+  StoreObject("k");
+  cancelled = false;
+  channel_.on_execute = [&](int n) {
+    if (n == kSteps) cancelled = true;
+  };
+  auto got = Send(Method::kGetObject, GetBody("k"), &call);
+  EXPECT_EQ(ErrorCodeOf(got.status()), ErrorCode::kCancelled) << got.status();
+  EXPECT_EQ(channel_.executes.load(), kSteps);
+}
+
 // AOBJ-DAT-156: a RenewSession carrying `aobj-cancel` with a running PUT's nonce stops that PUT,
 // which then returns CANCELLED without committing.
 TEST_F(HandlerCancelTest, CancelNamedOnRenewStopsTheRunningRequest) {

@@ -1,5 +1,5 @@
 // aobj-hostile-peer: a real client process that misbehaves on the data channel on purpose, for
-// the tests of the server's failure model (spec section 13.5, docs/security.md "Data channel").
+// the tests of the server's failure model (spec section 13.7, docs/security.md "Data channel").
 //
 // It opens a session with a UCP worker that it progresses (or not) by hand, registers memory of
 // the chosen kind, sends one data request and then behaves as told:
@@ -197,6 +197,8 @@ class Peer {
     if (int rc = ConfirmEndpoint(resp); rc != 0) return rc;
 
     started_.store(true);
+    printf("request 1 sending\n");  // tests measure the server from here on
+    fflush(stdout);
     int rc = DataRequest(1);
     if (o_.second) rc = DataRequest(2);
     stop_.store(true);

@@ -80,8 +80,13 @@ def main():
     ap.add_argument("--suite", default=os.path.join(ROOT, "build", "aobj-conformance"))
     ap.add_argument("--scratch", default="/tmp/aobj-mutants")
     ap.add_argument("--all-cases", action="store_true")
+    ap.add_argument("--extra", help="a Python file defining NEW, more mutants in the same format")
     ap.add_argument("names", nargs="*")
     args = ap.parse_args()
+    if args.extra:
+        scope = {}
+        exec(open(args.extra).read(), scope)
+        MUTANTS.update(scope["NEW"])
     names = args.names or list(MUTANTS)
     for n in names:
         if n not in MUTANTS:

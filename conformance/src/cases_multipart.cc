@@ -445,7 +445,7 @@ void RegisterMultipartCases(Registry& r) {
         const size_t n = 32u << 20;
         ctx.RequireOk(p->Put(bucket, "big", Content(n, 13)), "PUT of 32 MiB");
         constexpr int kThreads = 6;
-        std::vector<std::unique_ptr<RegisteredMemory>> mem;
+        std::vector<Memory> mem;
         for (int i = 0; i < kThreads; ++i) mem.push_back(p->Allocate(n));
         int rejected = 0, ok = 0, other = 0;
         std::string others;

@@ -2,7 +2,9 @@
 
 #include <ucp/api/ucp.h>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <cstdlib>
 #include <cstring>
 
@@ -32,6 +34,52 @@ std::string Clip(std::string s, size_t n = 600) {
 }
 
 }  // namespace
+
+struct GuardWatch {
+  CaseContext* ctx = nullptr;
+  std::mutex mu;
+  std::vector<RegisteredMemory*> live;
+};
+
+std::string BrokenGuard(const RegisteredMemory& m) {
+  const size_t g = m.guard();
+  const uint8_t* before = m.data() - g;
+  const uint8_t* after = m.data() + m.size();
+  for (size_t i = 0; i < g; ++i) {
+    if (before[i] != kGuardFill) {
+      return absl::StrCat("the octet ", g - i, " before the start of a ", m.size(),
+                          "-octet window's memory was written");
+    }
+  }
+  for (size_t i = 0; i < g; ++i) {
+    if (after[i] != kGuardFill) {
+      size_t n = 1;
+      while (i + n < g && after[i + n] != kGuardFill) ++n;
+      return absl::StrCat(n, " octet(s) from ", i, " past the end of a ", m.size(),
+                          "-octet window's memory were written");
+    }
+  }
+  return "";
+}
+
+void GuardedDeleter::operator()(RegisteredMemory* m) const {
+  if (m == nullptr) return;
+  std::string broken;
+  if (watch != nullptr) {
+    std::lock_guard<std::mutex> l(watch->mu);
+    std::erase(watch->live, m);
+    broken = BrokenGuard(*m);
+    // Released memory is checked once more; a write found only now came after the last reply.
+    if (!broken.empty() && watch->ctx != nullptr) {
+      watch->ctx->Expect(false,
+                         "no octet outside the windows the requests described was written, up "
+                         "to the memory's release after the last reply (AOBJ-MEM-009, "
+                         "AOBJ-MEM-010)",
+                         "guard octets unchanged", broken);
+    }
+  }
+  delete m;
+}
 
 std::string CodeName(ErrorCode code) {
   ErrorInfo info = GetErrorInfo(code);
@@ -68,6 +116,8 @@ Peer::Peer(CaseContext& ctx, std::string label, std::string access_key, std::str
   if (!w.ok()) ctx_.Require(false, "create the suite's UCP worker", "OK", w.status().ToString());
   worker_ = std::move(*w);
   worker_address_ = worker_->address();
+  watch_ = std::make_shared<GuardWatch>();
+  watch_->ctx = &ctx_;
 }
 
 Peer::~Peer() {
@@ -192,6 +242,7 @@ RawReply Peer::Finish(Method method, const std::string& shown, const std::string
     }
   }
   ctx_.Record(std::move(e));
+  CheckGuards(method);
   // The error-trailer rules hold for every reply (Section 3.3 and 11.1); only a broken rule is
   // recorded as a check (it ends the case).
   auto rule = [&](bool ok, std::string what, std::string expected, std::string actual) {
@@ -343,10 +394,37 @@ absl::StatusOr<std::unique_ptr<RegisteredMemory>> Peer::TryAllocate(size_t size)
   return RegisteredMemory::Allocate(*context_, size);
 }
 
-std::unique_ptr<RegisteredMemory> Peer::Allocate(size_t size) {
-  auto m = RegisteredMemory::Allocate(*context_, size);
+Memory Peer::Allocate(size_t size) {
+  auto m = RegisteredMemory::Allocate(*context_, size, kGuardBytes);
   if (!m.ok()) ctx_.Require(false, "register memory in the suite", "OK", m.status().ToString());
-  return std::move(*m);
+  RegisteredMemory* raw = m->release();
+  std::memset(raw->data() - kGuardBytes, kGuardFill, kGuardBytes);
+  std::memset(raw->data() + raw->size(), kGuardFill, kGuardBytes);
+  std::lock_guard<std::mutex> l(watch_->mu);
+  watch_->live.push_back(raw);
+  return Memory(raw, GuardedDeleter{watch_});
+}
+
+void Peer::CheckGuards(Method method) {
+  std::string broken;
+  {
+    std::lock_guard<std::mutex> l(watch_->mu);
+    for (RegisteredMemory* m : watch_->live) {
+      broken = BrokenGuard(*m);
+      if (!broken.empty()) {
+        // Reported once: the memory is written again so a later reply does not repeat it.
+        std::memset(m->data() - kGuardBytes, kGuardFill, kGuardBytes);
+        std::memset(m->data() + m->size(), kGuardFill, kGuardBytes);
+        break;
+      }
+    }
+  }
+  if (!broken.empty()) {
+    ctx_.Require(false,
+                 absl::StrCat("no octet outside the windows the requests described was written, "
+                              "as of the ", MethodName(method), " reply (AOBJ-MEM-009)"),
+                 "guard octets unchanged", broken);
+  }
 }
 
 void Peer::DropDataChannel() { worker_.reset(); }

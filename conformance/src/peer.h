@@ -44,6 +44,22 @@ struct Tamper {
   std::vector<std::pair<std::string, std::string>> extra_metadata;  // e.g. aobj-cancel
 };
 
+// Memory the suite registers for windows carries kGuardBytes of guard octets on either side,
+// inside the same registration, filled with kGuardFill. Every reply a Peer receives, and the
+// memory's release at the latest, checks that they are intact: a target that writes outside every
+// window a request described (AOBJ-MEM-009), or into a window's surroundings after its reply,
+// fails the case there instead of landing in the suite's other memory.
+inline constexpr size_t kGuardBytes = 4096;
+inline constexpr uint8_t kGuardFill = 0xc3;
+struct GuardWatch;
+struct GuardedDeleter {
+  std::shared_ptr<GuardWatch> watch;
+  void operator()(RegisteredMemory* m) const;
+};
+using Memory = std::unique_ptr<RegisteredMemory, GuardedDeleter>;
+// "" when `m`'s guards are intact, else which octets changed.
+std::string BrokenGuard(const RegisteredMemory& m);
+
 class Peer {
  public:
   // `alloc_prio`: UCX's allocator order for Allocate() (e.g. "md:posix"); UCX's default if null.
@@ -75,9 +91,11 @@ class Peer {
   const pb::OpenSessionResponse& session() const { return open_; }
   bool Negotiated(uint32_t capability) const;
 
-  std::unique_ptr<RegisteredMemory> Allocate(size_t size);
-  // As Allocate, but a failure is returned (the allocator order may not be available on the
-  // suite's transports) rather than failing the case.
+  // Registered memory of `size` octets with guards (above).
+  Memory Allocate(size_t size);
+  // Registered memory of exactly `size` octets, no guards (a case that needs the registration's
+  // own bounds); a failure is returned (the allocator order may not be available on the suite's
+  // transports) rather than failing the case.
   absl::StatusOr<std::unique_ptr<RegisteredMemory>> TryAllocate(size_t size);
   const std::string& worker_address() const { return worker_address_; }
   void DropDataChannel();  // destroys the UCX worker while the control channel lives on
@@ -110,6 +128,7 @@ class Peer {
 
  private:
   void CloseQuietly();  // CloseSession, reply ignored
+  void CheckGuards(Method method);  // fails the case when a guard of live memory changed
   RawReply Finish(Method method, const std::string& shown, const std::string& tampering,
                   RawReply reply);
   CaseContext& ctx_;
@@ -123,6 +142,7 @@ class Peer {
   std::string stalled_challenges_[kMaxEndpointChallenges];
   std::string proof_;  // the session's proof, once computed (challenges arrive once)
   std::vector<std::unique_ptr<uint8_t[]>> heap_;   // RegisterHeap() memory
+  std::shared_ptr<GuardWatch> watch_;               // live Allocate() memory
   std::string worker_address_;
   std::string session_hex_;
   pb::OpenSessionResponse open_;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -10,8 +11,14 @@
 namespace aobj {
 
 absl::StatusOr<std::unique_ptr<RegisteredMemory>> RegisteredMemory::Allocate(
-    const UcxContext& context, size_t size) {
-  return Map(context, nullptr, size, /*allocate=*/true);
+    const UcxContext& context, size_t size, size_t guard) {
+  if (size == 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "cannot register a zero-length region");
+  }
+  if (guard > (SIZE_MAX - size) / 2) {
+    return MakeError(ErrorCode::kInvalidArgument, "guard too large");
+  }
+  return Map(context, nullptr, size, /*allocate=*/true, guard);
 }
 
 absl::StatusOr<std::unique_ptr<RegisteredMemory>> RegisteredMemory::Register(
@@ -23,7 +30,7 @@ absl::StatusOr<std::unique_ptr<RegisteredMemory>> RegisteredMemory::Register(
 }
 
 absl::StatusOr<std::unique_ptr<RegisteredMemory>> RegisteredMemory::Map(
-    const UcxContext& context, void* data, size_t size, bool allocate) {
+    const UcxContext& context, void* data, size_t size, bool allocate, size_t guard) {
   if (size == 0) {
     return MakeError(ErrorCode::kInvalidArgument, "cannot register a zero-length region");
   }
@@ -31,7 +38,7 @@ absl::StatusOr<std::unique_ptr<RegisteredMemory>> RegisteredMemory::Map(
   params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
                       UCP_MEM_MAP_PARAM_FIELD_FLAGS | UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
   params.address = data;
-  params.length = size;
+  params.length = size + 2 * guard;
   params.flags = allocate ? UCP_MEM_MAP_ALLOCATE : 0;
   params.memory_type = UCS_MEMORY_TYPE_HOST;
   ucp_mem_h memh = nullptr;
@@ -66,10 +73,12 @@ absl::StatusOr<std::unique_ptr<RegisteredMemory>> RegisteredMemory::Map(
     // Pre-fault: the first write into fresh pages runs at a fraction of memcpy speed
     // (shared/FACTS.md), which would otherwise land on the first transfer.
     const long page = sysconf(_SC_PAGESIZE);
-    for (size_t off = 0; off < size; off += static_cast<size_t>(page)) bytes[off] = 0;
+    for (size_t off = 0; off < size + 2 * guard; off += static_cast<size_t>(page)) bytes[off] = 0;
   }
-  return std::unique_ptr<RegisteredMemory>(
-      new RegisteredMemory(context.get(), memh, bytes, size, allocate, std::move(rkey)));
+  auto m = std::unique_ptr<RegisteredMemory>(
+      new RegisteredMemory(context.get(), memh, bytes + guard, size, allocate, std::move(rkey)));
+  m->guard_ = guard;
+  return m;
 }
 
 RegisteredMemory::~RegisteredMemory() { ucp_mem_unmap(context_, memh_); }

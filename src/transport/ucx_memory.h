@@ -22,9 +22,12 @@ namespace aobj {
 
 class RegisteredMemory {
  public:
-  // Allocates `size` (> 0) bytes through UCX, pre-faulted (every page touched once).
+  // Allocates `size` (> 0) bytes through UCX, pre-faulted (every page touched once). With
+  // `guard` > 0, `guard` more octets on either side belong to the same registration (and its
+  // rkey) but not to data()/size(): a test harness fills them and checks that no peer wrote
+  // outside the windows it described.
   static absl::StatusOr<std::unique_ptr<RegisteredMemory>> Allocate(const UcxContext& context,
-                                                                    size_t size);
+                                                                    size_t size, size_t guard = 0);
   // Registers caller memory [data, data+size); the caller keeps ownership and must keep it
   // alive until this object is destroyed.
   static absl::StatusOr<std::unique_ptr<RegisteredMemory>> Register(const UcxContext& context,
@@ -36,6 +39,7 @@ class RegisteredMemory {
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   bool allocated_by_ucx() const { return allocated_; }
+  size_t guard() const { return guard_; }  // octets registered before data() and after the end
   // The packed rkey of the whole region (ucp_rkey_pack), for descriptors.
   const std::string& packed_rkey() const { return rkey_; }
 
@@ -46,13 +50,14 @@ class RegisteredMemory {
         rkey_(std::move(rkey)) {}
   static absl::StatusOr<std::unique_ptr<RegisteredMemory>> Map(const UcxContext& context,
                                                                void* data, size_t size,
-                                                               bool allocate);
+                                                               bool allocate, size_t guard = 0);
   ucp_context_h context_;
   ucp_mem_h memh_;
   uint8_t* data_;
   size_t size_;
   bool allocated_;
   std::string rkey_;
+  size_t guard_ = 0;
 };
 
 }  // namespace aobj

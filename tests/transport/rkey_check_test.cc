@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <string>
 
 #include "aobj/status.h"
@@ -144,6 +145,24 @@ TEST(RkeyCheckTest, KeysStateTheirMemoryKind) {
     EXPECT_EQ(KeyedMemoryOf((*mem)->packed_rkey()), c.want);
   }
   EXPECT_EQ(KeyedMemoryOf(Header(1) + std::string("\x00", 1)), KeyedMemory::kOrdinary);
+}
+
+// Guard octets (the conformance suite's watch on writes outside windows) lie inside the same
+// System V segment as the window, so a server that maps it checks windows against the whole
+// registration, and the suite's window starts page-aligned after the guard.
+TEST(RkeyCheckTest, GuardedAllocationSharesItsSegment) {
+  auto ctx = UcxContext::Create(DataChannelOptions{});
+  ASSERT_TRUE(ctx.ok()) << ctx.status();
+  auto mem = RegisteredMemory::Allocate(**ctx, 1000, 4096);
+  ASSERT_TRUE(mem.ok()) << mem.status();
+  EXPECT_EQ((*mem)->size(), 1000u);
+  EXPECT_EQ((*mem)->guard(), 4096u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>((*mem)->data()) % 4096, 0u);
+  std::memset((*mem)->data() - 4096, 0x11, 4096 + 1000 + 4096);  // all of it is mapped
+  EXPECT_EQ(KeyedMemoryOf((*mem)->packed_rkey()), KeyedMemory::kSysvSegment);
+  auto plain = RegisteredMemory::Allocate(**ctx, 1000);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ((*plain)->guard(), 0u);
 }
 
 TEST(RkeyCheckTest, RejectsEmptyAndOversized) {

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "control/tls.h"
@@ -422,7 +422,8 @@ void Peer::CheckGuards(Method method) {
   if (!broken.empty()) {
     ctx_.Require(false,
                  absl::StrCat("no octet outside the windows the requests described was written, "
-                              "as of the ", MethodName(method), " reply (AOBJ-MEM-009)"),
+                              "as of the ",
+                              MethodName(method), " reply (AOBJ-MEM-009)"),
                  "guard octets unchanged", broken);
   }
 }

@@ -142,7 +142,7 @@ class Peer {
   std::string stalled_challenges_[kMaxEndpointChallenges];
   std::string proof_;  // the session's proof, once computed (challenges arrive once)
   std::vector<std::unique_ptr<uint8_t[]>> heap_;   // RegisterHeap() memory
-  std::shared_ptr<GuardWatch> watch_;               // live Allocate() memory
+  std::shared_ptr<GuardWatch> watch_;              // live Allocate() memory
   std::string worker_address_;
   std::string session_hex_;
   pb::OpenSessionResponse open_;

@@ -29,8 +29,10 @@ absl::StatusOr<std::unique_ptr<RegisteredMemory>> RegisteredMemory::Register(
   return Map(context, data, size, /*allocate=*/false);
 }
 
-absl::StatusOr<std::unique_ptr<RegisteredMemory>> RegisteredMemory::Map(
-    const UcxContext& context, void* data, size_t size, bool allocate, size_t guard) {
+absl::StatusOr<std::unique_ptr<RegisteredMemory>> RegisteredMemory::Map(const UcxContext& context,
+                                                                        void* data, size_t size,
+                                                                        bool allocate,
+                                                                        size_t guard) {
   if (size == 0) {
     return MakeError(ErrorCode::kInvalidArgument, "cannot register a zero-length region");
   }

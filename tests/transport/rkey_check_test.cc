@@ -1,5 +1,6 @@
 #include "transport/rkey_check.h"
 
+#include <ucs/memory/memory_type.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -7,7 +8,6 @@
 
 #include "aobj/status.h"
 #include "gtest/gtest.h"
-#include <ucs/memory/memory_type.h>
 #include "transport/ucx_context.h"
 #include "transport/ucx_memory.h"
 

@@ -45,9 +45,11 @@ Target (server mode; the suite speaks only gRPC + UCX, like any client):
   --credentials FILE        "ID SECRET" lines: the first principal, then the second
   --second-access-key ID    second principal, for access cases (else they are UNSUPPORTED)
   --second-secret SECRET
-  --owner-policy            the target restricts buckets to their creator unless granted
-                            (the reference server's --authorization owner): run the sec/14.8
-                            cases that need it
+  --owner-policy            declare that the target restricts buckets to their creator
+                            unless granted (the reference server's --authorization owner);
+                            without it the suite learns the policy from the target (a bucket
+                            that does not exist answers ACCESS_DENIED or NO_SUCH_BUCKET), so one
+                            run gives every verdict; reports state the policy
   --bucket-prefix P         prefix of the buckets the suite creates (default: aobj-conf)
 
 Selection:
@@ -227,6 +229,20 @@ int main(int argc, char** argv) {
   summary.strict = run.strict;
   summary.started = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
   summary.skipped = skipped;
+  if (run.role == Role::kServer) {
+    if (target.owner_policy) {
+      summary.authorization = "restricted (declared: --owner-policy)";
+    } else {
+      auto policy = DetectAuthorizationPolicy(&target);
+      if (!policy.ok()) {
+        std::cerr << "aobj-conformance: cannot learn the target's authorization policy: "
+                  << policy.status().message() << "\n";
+        drop_work_dir();
+        return 1;
+      }
+      summary.authorization = *policy;
+    }
+  }
   std::cerr << "aobj-conformance: " << selected.size() << " cases against " << summary.target
             << " (" << summary.mode << " mode)\n";
   int index = 0;

@@ -631,7 +631,9 @@ void RegisterObjectCases(Registry& r) {
       "access", {"AOBJ-SEC-008", "AOBJ-SEC-009", "AOBJ-SEC-010", "AOBJ-OBJ-008"}, true,
       [](CaseContext& ctx) {
         if (!ctx.target().owner_policy) {
-          ctx.Unsupported("the target's authorization policy is not declared (--owner-policy)");
+          ctx.Unsupported(
+              "the target's authorization policy is open (a bucket that does not exist answers "
+              "NO_SUCH_BUCKET, not ACCESS_DENIED): no bucket is restricted to its creator");
         }
         BucketFixture f = OpenBucket(ctx);
         ctx.RequireOk(f.p->Put(f.bucket, "secret", "owner's data"), "the owner PUTs");

@@ -95,6 +95,7 @@ std::string ConsoleSummary(const RunSummary& s) {
                   CountVerdict(s, Verdict::kUnsupported), " UNSUPPORTED, ",
                   CountVerdict(s, Verdict::kInformational), " INFORMATIONAL\n");
   if (!s.data_channel.empty()) absl::StrAppend(&out, "data channel: ", s.data_channel, "\n");
+  if (!s.authorization.empty()) absl::StrAppend(&out, "authorization: ", s.authorization, "\n");
   if (!s.skipped.empty()) {
     absl::StrAppend(&out, "not run (--skip): ", absl::StrJoin(s.skipped, " "), "\n");
   }
@@ -150,7 +151,8 @@ std::string JsonReport(const RunSummary& s) {
       "  \"suite\": \"aobj-conformance\",\n  \"suite_version\": ", JsonString(s.suite_version),
       ",\n  \"target\": ", JsonString(s.target), ",\n  \"mode\": ", JsonString(s.mode),
       ",\n  \"strict\": ", s.strict ? "true" : "false", ",\n  \"started\": ", JsonString(s.started),
-      ",\n  \"data_channel\": ", JsonString(s.data_channel), ",\n  \"skipped\": [",
+      ",\n  \"data_channel\": ", JsonString(s.data_channel),
+      ",\n  \"authorization\": ", JsonString(s.authorization), ",\n  \"skipped\": [",
       absl::StrJoin(
           s.skipped, ", ",
           [](std::string* o, const std::string& id) { absl::StrAppend(o, JsonString(id)); }),
@@ -219,6 +221,9 @@ th{background:#eee;text-align:left}.pass{background:#d9f2d9}.fail{background:#f7
                   RunFailed(s) ? "FAIL" : "PASS", "</b></p>\n");
   if (!s.data_channel.empty()) {
     absl::StrAppend(&out, "<p>Data channel: ", XmlEscape(s.data_channel), "</p>\n");
+  }
+  if (!s.authorization.empty()) {
+    absl::StrAppend(&out, "<p>Authorization: ", XmlEscape(s.authorization), "</p>\n");
   }
   if (!s.skipped.empty()) {
     absl::StrAppend(&out, "<p>Not run (--skip): ", XmlEscape(absl::StrJoin(s.skipped, " ")),

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "conformance/src/cases_util.h"
 #include "conformance/src/peer.h"
 #include "wire/crypto.h"
 
@@ -334,6 +335,37 @@ std::string CaseLevel(const CaseDef& def) {
     best = std::max(best, v);
   }
   return best == 3 ? "MUST" : best == 2 ? "SHOULD" : best == 1 ? "MAY" : "";
+}
+
+absl::StatusOr<std::string> DetectAuthorizationPolicy(TargetOptions* target) {
+  CaseContext ctx(*target, HexEncode(RandomBytes(3)), 0);
+  std::string bucket;
+  RawReply r;
+  try {
+    auto p = ctx.Open();
+    pb::HeadBucketRequest hb;
+    bucket = ctx.Unique("no-such-bucket");
+    hb.set_bucket(bucket);
+    r = p->Send(Method::kHeadBucket, hb);
+  } catch (const CaseFailure&) {
+    std::string why = "the first session could not be opened";
+    for (const auto& c : ctx.checks()) {
+      if (!c.ok) why = absl::StrCat(c.what, ": expected ", c.expected, ", got ", c.actual);
+    }
+    return MakeError(ErrorCode::kInternal, why);
+  }
+  const ErrorCode code = CodeOf(r);
+  if (code == ErrorCode::kAccessDenied || code == ErrorCode::kNoSuchBucket) {
+    target->owner_policy = code == ErrorCode::kAccessDenied;
+    return absl::StrCat(target->owner_policy ? "restricted" : "open",
+                        " (detected: HeadBucket of a bucket that does not exist answered ",
+                        CodeName(code), ")");
+  }
+  return MakeError(ErrorCode::kInternal,
+                   absl::StrCat("HeadBucket of a bucket that does not exist (", bucket,
+                                ") answered ", Outcome(r),
+                                "; a target answers NO_SUCH_BUCKET, or ACCESS_DENIED when it "
+                                "restricts buckets (AOBJ-OBJ-008, AOBJ-SEC-008)"));
 }
 
 std::vector<const CaseDef*> Select(const RunOptions& options, std::vector<std::string>* skipped) {

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "aobj/status.h"
 #include "aobj/types.h"
@@ -198,6 +199,12 @@ struct RunOptions {
   bool verbose = false;
 };
 
+// Learns the target's authorization policy from the wire, so that one run gives every verdict:
+// a bucket that does not exist answers ACCESS_DENIED on a target that restricts buckets
+// (AOBJ-SEC-008: refused before any other processing) and NO_SUCH_BUCKET on an open one. Sets
+// `target->owner_policy` and returns a line for the reports; an error when the answer is neither.
+absl::StatusOr<std::string> DetectAuthorizationPolicy(TargetOptions* target);
+
 // The cases `options` selects, in order; with `skipped`, the IDs that --skip left out.
 std::vector<const CaseDef*> Select(const RunOptions& options,
                                    std::vector<std::string>* skipped = nullptr);
@@ -215,6 +222,7 @@ struct RunSummary {
   bool strict = false;
   std::string started;  // RFC 3339
   std::string data_channel;          // server mode: DescribeDataChannel() after the run
+  std::string authorization;         // server mode: the target's policy, declared or detected
   std::vector<std::string> skipped;  // case IDs left out by --skip
   std::vector<CaseResult> results;
 };

@@ -173,6 +173,38 @@ void RegisterAuthCases(Registry& r) {
                       "a timestamp 10 s ahead (inside any reasonable window)");
         ctx.RequireStillServes();
       });
+  Add(r, "auth/6.5/5",
+      "the announced skew window's edge: 1 s inside is accepted, 0.5 s outside is "
+      "REQUEST_TIME_TOO_SKEWED, both directions",
+      "core", {"AOBJ-AUTH-019", "AOBJ-AUTH-007"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        const int64_t window = f.p->session().limits().skew_window_ms();
+        if (window == 0) {
+          ctx.Unsupported(
+              "the target does not announce its skew window (Limits.skew_window_ms, "
+              "a SHOULD of AOBJ-AUTH-019)");
+        }
+        if (window < 2000) {
+          ctx.Unsupported(absl::StrCat("the announced skew window is ", window,
+                                       " ms; the edge is tested from 2 s up"));
+        }
+        // The request travels for a few milliseconds: a stamp 1 s inside stays inside, and one
+        // 500 ms outside stays outside, in either direction, on any working loopback.
+        for (int64_t sign : {int64_t{-1}, int64_t{1}}) {
+          const char* dir = sign < 0 ? "behind" : "ahead";
+          Tamper in;
+          in.clock_offset_ms = sign * (window - 1000);
+          ctx.RequireOk(f.p->Send(Method::kHeadBucket, f.head, in),
+                        absl::StrCat("a timestamp ", window - 1000, " ms ", dir, " (window ",
+                                     window, " ms)"));
+          Tamper out;
+          out.clock_offset_ms = sign * (window + 500);
+          ctx.RequireCode(
+              f.p->Send(Method::kHeadBucket, f.head, out), ErrorCode::kRequestTimeTooSkewed,
+              absl::StrCat("a timestamp ", window + 500, " ms ", dir, " (window ", window, " ms)"));
+        }
+        ctx.RequireStillServes();
+      });
   Add(r, "auth/6.5/4", "checks in the order of 6.5: key, signature, time, nonce, session", "core",
       {"AOBJ-AUTH-009"}, true, [](CaseContext& ctx) {
         Fixture f = Setup(ctx);

@@ -486,6 +486,66 @@ void RegisterMultipartCases(Registry& r) {
         std::string back;
         ctx.RequireOk(p->Get(bucket, "big", &back, nullptr, n), "a GET after the burst");
       });
+  Add(r, "flo/10/2",
+      "exactly max_in_flight data requests are admitted: with 2 held in flight the third is "
+      "TOO_MANY_TRANSFERS at once",
+      "limits", {"AOBJ-SES-012"}, true, [](CaseContext& ctx) {
+        // Requests are held in flight deterministically: their windows are ordinary memory of a
+        // worker nobody progresses, so the target's RMA waits until its bound (AOBJ-OPS-008).
+        BucketFixture f = OpenBucket(ctx);
+        auto stalled = ctx.NewPeer();
+        stalled->UseStalledWorker();
+        pb::OpenSessionRequest o = stalled->DefaultOpen();
+        o.mutable_requested_limits()->set_max_in_flight(2);
+        ctx.RequireOk(stalled->Open(o),
+                      "OpenSession with max_in_flight 2, naming a worker "
+                      "nobody progresses");
+        const uint32_t limit = stalled->session().limits().max_in_flight();
+        ctx.Require(limit == 2, "the effective max_in_flight is the requested 2 (AOBJ-SES-006)",
+                    "2", absl::StrCat(limit));
+        const uint32_t bound_ms = stalled->session().limits().data_wait_ms();
+        if (bound_ms != 0 && bound_ms < 1000) {
+          ctx.Unsupported(absl::StrCat("the target's RMA bound is ", bound_ms,
+                                       " ms; holding two requests needs 1 s"));
+        }
+        constexpr size_t kSize = 1 << 20;
+        auto heap = stalled->RegisterHeap(kSize, 0x5a);
+        std::vector<RawReply> held(2);
+        std::vector<std::thread> threads;
+        for (int i = 0; i < 2; ++i) {
+          threads.emplace_back([&, i] {
+            Peer q(ctx, absl::StrCat("S.", i), ctx.target().access_key_id, ctx.target().secret);
+            q.set_session_hex(stalled->session_hex());
+            held[i] = q.Send(Method::kPutObject,
+                             stalled->PutRequest(f.bucket, absl::StrCat("held-", i), *heap, kSize));
+            q.set_session_hex("");  // the session is the stalled peer's
+          });
+        }
+        // Both are admitted and waiting on the stalled worker well before the bound passes.
+        absl::SleepFor(
+            absl::Milliseconds(bound_ms == 0 ? 500 : std::min<uint32_t>(500, bound_ms / 3)));
+        const absl::Time start = absl::Now();
+        RawReply third =
+            stalled->Send(Method::kPutObject, stalled->PutRequest(f.bucket, "third", *heap, kSize));
+        const absl::Duration took = absl::Now() - start;
+        for (auto& t : threads) t.join();
+        if (held[0].status.ok() && held[1].status.ok()) {
+          ctx.Unsupported(
+              "the target's RMA did not need the client's progress (HARDWARE): no "
+              "request could be held in flight");
+        }
+        for (int i = 0; i < 2; ++i) {
+          ctx.Require(CodeOf(held[i]) != ErrorCode::kTooManyTransfers,
+                      absl::StrCat("held request ", i + 1, " of 2 was admitted"),
+                      "admitted (it then fails with the stalled channel)", Outcome(held[i]));
+        }
+        ctx.RequireCode(third, ErrorCode::kTooManyTransfers,
+                        "a third data request while two are in flight");
+        ctx.Require(took < absl::Milliseconds(bound_ms == 0 ? 5000 : bound_ms),
+                    "refused at once, not after the held ones ended", "before the RMA bound passes",
+                    absl::FormatDuration(took));
+        ctx.RequireStillServes();
+      });
 }
 
 }  // namespace aobj::conformance

@@ -50,6 +50,7 @@ struct HandlerConfig {
   size_t max_key_bytes = 1024;         // longest object key accepted (AOBJ-OBJ-159)
   uint32_t max_list_page = 1000;       // largest page a listing returns (AOBJ-OBJ-159)
   uint32_t data_wait_ms = 0;           // announced in Limits (AOBJ-OPS-008); 0 = not announced
+  uint32_t skew_window_ms = 0;         // announced in Limits (AOBJ-AUTH-019); 0 = not announced
   std::string server_name;
   std::function<void(const std::string&)> log;
 };

@@ -511,6 +511,8 @@ class ServerImpl final : public Server {
     hc.max_list_page = std::min<uint32_t>(options_.max_list_page, 1000);
     hc.data_wait_ms = static_cast<uint32_t>(
         std::clamp<int64_t>(options_.data_wait_ms, 1, std::numeric_limits<uint32_t>::max()));
+    hc.skew_window_ms = static_cast<uint32_t>(
+        std::clamp<int64_t>(options_.clock_skew_ms, 0, std::numeric_limits<uint32_t>::max()));
     hc.log = options_.log;
     handler_ = std::make_unique<RequestHandler>(std::move(hc), store_.get(), channel_.get(),
                                                 auth_.get(), sessions_.get(), multipart_.get(),

@@ -73,6 +73,22 @@ void RegisterAuthCases(Registry& r) {
         }
         ctx.RequireStillServes();
       });
+  Add(r, "auth/6.2/5",
+      "aobj-timestamp at its length limit: 19 digits (zero-padded) are accepted, 20 are "
+      "MISSING_AUTHENTICATION",
+      "core", {"AOBJ-AUTH-001"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        const std::string now = std::to_string(absl::ToUnixMillis(absl::Now()));
+        Tamper t;
+        t.signed_timestamp = std::string(19 - now.size(), '0') + now;
+        ctx.RequireOk(f.p->Send(Method::kHeadBucket, f.head, t),
+                      "a signed timestamp of 19 digits, zero-padded (1*19DIGIT)");
+        t.signed_timestamp = std::string(20 - now.size(), '0') + now;
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t),
+                        ErrorCode::kMissingAuthentication,
+                        "a signed timestamp of 20 digits, zero-padded");
+        ctx.RequireStillServes();
+      });
   Add(r, "auth/6.2/3", "OpenSession carrying aobj-session-id: MISSING_AUTHENTICATION", "core",
       {"AOBJ-AUTH-013"}, true, [](CaseContext& ctx) {
         auto p = ctx.NewPeer();
@@ -205,6 +221,20 @@ void RegisterAuthCases(Registry& r) {
         }
         ctx.RequireStillServes();
       });
+  Add(r, "auth/6.5/6",
+      "every hex digit of the signature counts: one changed at the end, or in the middle, is "
+      "SIGNATURE_DOES_NOT_MATCH",
+      "core", {"AOBJ-AUTH-006"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        for (size_t at : {size_t{63}, size_t{40}, size_t{32}}) {
+          Tamper t;
+          t.flip_signature_at = static_cast<int>(at);
+          ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t),
+                          ErrorCode::kSignatureDoesNotMatch,
+                          absl::StrCat("the signature's hex digit ", at, " changed"));
+        }
+        ctx.RequireStillServes();
+      });
   Add(r, "auth/6.5/4", "checks in the order of 6.5: key, signature, time, nonce, session", "core",
       {"AOBJ-AUTH-009"}, true, [](CaseContext& ctx) {
         Fixture f = Setup(ctx);
@@ -224,6 +254,21 @@ void RegisterAuthCases(Registry& r) {
         v.session_hex = HexEncode(RandomBytes(16));
         ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, v), ErrorCode::kRequestTimeTooSkewed,
                         "skewed time and an unknown session: the time is checked first");
+        ctx.RequireStillServes();
+      });
+  Add(r, "auth/6.6/3",
+      "a request replayed seconds later, past any lease or timer a server might confuse with "
+      "the skew window, is still REQUEST_REPLAYED",
+      "core", {"AOBJ-AUTH-008"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        ctx.RequireOk(f.p->Send(Method::kHeadBucket, f.head), "HeadBucket");
+        absl::SleepFor(absl::Milliseconds(2500));
+        const int64_t window = f.p->session().limits().skew_window_ms();
+        if (window != 0 && window < 5000) {
+          ctx.Unsupported(absl::StrCat("the skew window is ", window, " ms"));
+        }
+        ctx.RequireCode(f.p->Resend(), ErrorCode::kRequestReplayed,
+                        "the same HeadBucket, byte for byte, 2.5 s later");
         ctx.RequireStillServes();
       });
   Add(r, "auth/6.6/1", "a replayed request: REQUEST_REPLAYED, and it has no effect", "core",

@@ -486,6 +486,56 @@ void RegisterMultipartCases(Registry& r) {
         std::string back;
         ctx.RequireOk(p->Get(bucket, "big", &back, nullptr, n), "a GET after the burst");
       });
+  Add(r, "dat/8.3/3",
+      "every negotiated checksum algorithm is verified, on PutObject and on UploadPart: one bit "
+      "flipped is BAD_DIGEST and nothing is committed",
+      "checksums", {"AOBJ-DAT-005", "AOBJ-OBJ-014", "AOBJ-DAT-150"}, true,
+      [](CaseContext& ctx) {
+        Upload u = Create(ctx, "checked");
+        struct Algo {
+          uint32_t cap;
+          pb::ChecksumAlgorithm wire;
+          ChecksumAlgorithm local;
+          const char* name;
+        };
+        int tried = 0;
+        const std::string body = Content(70000, 41);
+        auto m = u.p->Allocate(body.size());
+        std::memcpy(m->data(), body.data(), body.size());
+        for (const Algo& a : {Algo{kCapCrc32c, pb::CHECKSUM_ALGORITHM_CRC32C,
+                                   ChecksumAlgorithm::kCrc32c, "CRC32C"},
+                              Algo{kCapCrc64, pb::CHECKSUM_ALGORITHM_CRC64NVME,
+                                   ChecksumAlgorithm::kCrc64Nvme, "CRC64NVME"}}) {
+          if (!u.p->Negotiated(a.cap)) continue;
+          ++tried;
+          Checksummer sum(a.local);
+          sum.Update(body.data(), body.size());
+          const std::string good = sum.Finish();
+          std::string bad = good;
+          bad[bad.size() - 1] = static_cast<char>(bad[bad.size() - 1] ^ 1);
+          pb::PutObjectRequest put = u.p->PutRequest(u.bucket, absl::StrCat("put-", a.name), *m,
+                                                     body.size());
+          put.set_checksum_algorithm(a.wire);
+          put.set_checksum(bad);
+          ctx.RequireCode(u.p->Send(Method::kPutObject, put), ErrorCode::kBadDigest,
+                          absl::StrCat("PutObject with its ", a.name, " off by one bit"));
+          ctx.RequireCode(u.p->Head(u.bucket, put.key()), ErrorCode::kNoSuchKey,
+                          "nothing committed");
+          put.set_checksum(good);
+          ctx.RequireOk(u.p->Send(Method::kPutObject, put),
+                        absl::StrCat("PutObject with the right ", a.name));
+          pb::UploadPartRequest part = PartRequest(u, tried, *m, body);
+          part.set_checksum_algorithm(a.wire);
+          part.set_checksum(bad);
+          ctx.RequireCode(u.p->Send(Method::kUploadPart, part), ErrorCode::kBadDigest,
+                          absl::StrCat("UploadPart with its ", a.name, " off by one bit"));
+          part.set_checksum(good);
+          ctx.RequireOk(u.p->Send(Method::kUploadPart, part),
+                        absl::StrCat("UploadPart with the right ", a.name));
+        }
+        if (tried == 0) ctx.Unsupported("the target negotiated no checksum algorithm");
+        ctx.RequireStillServes();
+      });
   Add(r, "flo/10/2",
       "exactly max_in_flight data requests are admitted: with 2 held in flight the third is "
       "TOO_MANY_TRANSFERS at once",

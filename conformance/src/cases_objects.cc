@@ -479,6 +479,28 @@ void RegisterObjectCases(Registry& r) {
         ctx.Require(Read(ctx, *f.p, f.bucket, "w") == "fourth", "the key was replaced", "fourth", "other");
         ctx.RequireStillServes();
       });
+  Add(r, "cond/9.10/6",
+      "If-Match on a key that holds no object: NO_SUCH_KEY, not PRECONDITION_FAILED, and nothing "
+      "is written, on PutObject and on CopyObject's destination",
+      "conditional", {"AOBJ-OBJ-134"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        PutSpec match;
+        match.pre.set_if_match(Md5Etag("anything"));
+        ctx.RequireCode(PutWith(*f.p, f.bucket, "absent", "anything", match),
+                        ErrorCode::kNoSuchKey, "PUT If-Match of a key that holds no object");
+        ctx.RequireCode(f.p->Head(f.bucket, "absent"), ErrorCode::kNoSuchKey, "nothing written");
+        ctx.RequireOk(f.p->Put(f.bucket, "source", "copied"), "PUT of a copy source");
+        pb::CopyObjectRequest c;
+        c.set_source_bucket(f.bucket);
+        c.set_source_key("source");
+        c.set_bucket(f.bucket);
+        c.set_key("absent");
+        c.mutable_preconditions()->set_if_match(Md5Etag("copied"));
+        ctx.RequireCode(f.p->Send(Method::kCopyObject, c), ErrorCode::kNoSuchKey,
+                        "CopyObject If-Match on a destination that holds no object");
+        ctx.RequireCode(f.p->Head(f.bucket, "absent"), ErrorCode::kNoSuchKey, "nothing written");
+        ctx.RequireStillServes();
+      });
   Add(r, "cond/9.10/5", "eight concurrent create-only PUTs of one key: exactly one wins",
       "conditional", {"AOBJ-OBJ-134"}, true, [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);

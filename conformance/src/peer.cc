@@ -151,7 +151,9 @@ RawReply Peer::Send(Method method, const std::string& body, const Tamper& t,
   else if (method != Method::kOpenSession) session = session_hex_;
   RequestAuth auth;
   auth.access_key_id = last_auth_.access_key_id;
-  auth.timestamp = std::to_string(absl::ToUnixMillis(absl::Now()) + t.clock_offset_ms);
+  auth.timestamp = !t.signed_timestamp.empty()
+                       ? t.signed_timestamp
+                       : std::to_string(absl::ToUnixMillis(absl::Now()) + t.clock_offset_ms);
   auth.nonce_hex = t.nonce_hex.empty() ? HexEncode(RandomBytes(kNonceBytes)) : t.nonce_hex;
   auth.session_hex = session;
   auth.signature_hex = SignRequest(signing_key_, MethodPath(method), auth, body);
@@ -160,6 +162,13 @@ RawReply Peer::Send(Method method, const std::string& body, const Tamper& t,
     auth.signature_hex[0] = auth.signature_hex[0] == 'a' ? 'b' : 'a';
     tampering += " [signature altered]";
   }
+  if (t.flip_signature_at >= 0 &&
+      static_cast<size_t>(t.flip_signature_at) < auth.signature_hex.size()) {
+    char& c = auth.signature_hex[t.flip_signature_at];
+    c = c == 'a' ? 'b' : 'a';
+    tampering += absl::StrCat(" [signature hex digit ", t.flip_signature_at, " altered]");
+  }
+  if (!t.signed_timestamp.empty()) tampering += " [timestamp " + t.signed_timestamp + ", signed]";
   if (!t.timestamp.empty()) {
     auth.timestamp = t.timestamp;
     tampering += " [timestamp " + t.timestamp + "]";

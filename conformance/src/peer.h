@@ -30,6 +30,8 @@ namespace pb = aobj::v1;
 // Everything a case may change about one request.
 struct Tamper {
   bool flip_signature = false;
+  int flip_signature_at = -1;          // changes this hex digit of the signature (after signing)
+  std::string signed_timestamp;        // signs with this timestamp text instead of the clock's
   bool omit_signature = false;
   bool omit_timestamp = false;
   bool omit_nonce = false;

@@ -303,9 +303,12 @@ std::string CoverageReport(int* must_missing) {
       absl::StrAppend(&unknown, "  ", id, " (named by ", absl::StrJoin(cases, ", "), ")\n");
     }
   }
-  // Every case a reason cites exists (a vendor is sent to it).
+  // Every case a reason cites exists (a vendor is sent to it), and case IDs are unique.
   std::set<std::string> case_ids;
-  for (const auto& c : AllCases().cases()) case_ids.insert(c.id);
+  std::string duplicated;
+  for (const auto& c : AllCases().cases()) {
+    if (!case_ids.insert(c.id).second) absl::StrAppend(&duplicated, "  ", c.id, "\n");
+  }
   const std::regex cited(R"(\b[a-z]+/[0-9][0-9.]*/[0-9]+\b)");
   std::string dangling;
   for (const auto& u : UnobservableRequirements()) {
@@ -326,6 +329,10 @@ std::string CoverageReport(int* must_missing) {
                   unobs);
   if (!unknown.empty()) {
     absl::StrAppend(&out, "\nCases name requirements the spec does not have:\n", unknown);
+    missing_must += 1000;
+  }
+  if (!duplicated.empty()) {
+    absl::StrAppend(&out, "\nCase IDs used twice:\n", duplicated);
     missing_must += 1000;
   }
   if (!dangling.empty()) {

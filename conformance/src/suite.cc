@@ -87,6 +87,9 @@ const std::vector<Unobservable>& UnobservableRequirements() {
        "host (tests/transport/rkey_check_test.cc "
        "PinRefusesSegmentsOfAnotherCreator)"},
       {"AOBJ-SES-030", "needs a server whose active-message send fails"},
+      {"AOBJ-SEC-019", "needs a flood of reset streams and the server's connections "
+                       "(tests/integration/request_flood_test.cc "
+                       "AConnectionThatResetsItsStreamsIsCut)"},
       {"AOBJ-OPS-009",
        "needs the server to be shut down (tests/integration/dead_peer_test.cc "
        "SigtermDuringAStalledTransferStopsWithinFiveSeconds)"},

@@ -184,6 +184,8 @@ class RequestHandler {
   // AOBJ-OPS-010: logs how many failures before authentication were left out of the log in the
   // last second, if any (the reaper calls it, so a flood that stopped is still reported).
   void FlushLogSummary();
+  // One line of the server's log, for the transport's own events.
+  void LogEvent(const std::string& line) { Log(line); }
 
   InFlightRequests& in_flight() { return in_flight_; }
 

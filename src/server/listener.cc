@@ -228,6 +228,49 @@ void ControlListener::MarkAuthenticated(const std::string& peer, const std::stri
   ++per_principal_[principal];
 }
 
+bool ControlListener::IsAuthenticated(const std::string& peer, const std::string& principal) {
+  const std::string key = PeerKeyFromGrpc(peer);
+  absl::MutexLock l(&auth_mu_);
+  auto it = authenticated_.find(key);
+  return it != authenticated_.end() && it->second == principal;
+}
+
+void ControlListener::CutConnection(const std::string& peer) {
+  std::string key = PeerKeyFromGrpc(peer);
+  if (key.empty()) return;
+  {
+    absl::MutexLock l(&cut_mu_);
+    if (cut_requests_.size() >= 1024) return;  // the accept thread is behind; enough queued
+    cut_requests_.push_back(std::move(key));
+  }
+  if (wake_[1] >= 0) {
+    const char c = 1;
+    (void)!write(wake_[1], &c, 1);
+  }
+}
+
+void ControlListener::CutRequested() {
+  std::vector<std::string> keys;
+  {
+    absl::MutexLock l(&cut_mu_);
+    keys.swap(cut_requests_);
+  }
+  if (keys.empty()) return;
+  absl::MutexLock l(&auth_mu_);
+  for (const std::string& key : keys) {
+    for (auto it = conns_.begin(); it != conns_.end(); ++it) {
+      if (it->peer != key) continue;
+      if (FileOf(it->fd) == it->file) {  // still the connection gRPC was given
+        shutdown(it->fd, SHUT_RDWR);     // gRPC sees the end and closes it
+        cut_for_abuse_.fetch_add(1);
+      }
+      Forget(it->peer);
+      conns_.erase(it);
+      break;
+    }
+  }
+}
+
 void ControlListener::Forget(const std::string& peer) {
   auto it = authenticated_.find(peer);
   if (it == authenticated_.end()) return;
@@ -330,7 +373,14 @@ void ControlListener::Loop() {
     // the wake pipe it looks at stop_ every 200 ms instead.
     pollfd p[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
     const bool pipe = wake_[0] >= 0;
-    if (poll(p, pipe ? 2 : 1, pipe ? -1 : 200) <= 0 || (p[0].revents & POLLIN) == 0) continue;
+    if (poll(p, pipe ? 2 : 1, pipe ? -1 : 200) <= 0) continue;
+    if (pipe && (p[1].revents & POLLIN) != 0) {
+      char drain[64];
+      while (read(wake_[0], drain, sizeof(drain)) > 0) {
+      }
+      CutRequested();
+    }
+    if ((p[0].revents & POLLIN) == 0) continue;
     // Non-blocking, as gRPC expects of every socket it is given (a blocking one stalled gRPC on
     // the first idle connection).
     sockaddr_storage peer{};

@@ -53,6 +53,7 @@ struct ListenerStats {
                          // or the address at its limit
   uint64_t refused_per_address = 0;  // of those, for the address's limit
   uint64_t evicted = 0;              // unauthenticated connections cut to make room
+  uint64_t cut_for_abuse = 0;        // connections cut on request (CutConnection)
 };
 
 class ControlListener {
@@ -73,12 +74,18 @@ class ControlListener {
   // gRPC's.
   void Stop();
   ListenerStats stats() const {
-    return {accepted_.load(), refused_.load(), per_address_refused_.load(), evicted_.load()};
+    return {accepted_.load(), refused_.load(), per_address_refused_.load(), evicted_.load(),
+            cut_for_abuse_.load()};
   }
   // The connection of `peer` (grpc::ServerContext::peer(): "ipv4:ADDR:PORT", "ipv6:[ADDR]:PORT")
   // carried a request of `principal` whose signature verified: it is cut to make room only
   // after every unauthenticated one, and only if that principal holds the most. Thread-safe.
   void MarkAuthenticated(const std::string& peer, const std::string& principal);
+  // Whether the connection of `peer` carried a verified request of `principal` (above).
+  bool IsAuthenticated(const std::string& peer, const std::string& principal);
+  // Cuts the connection of `peer` (as above) soon, on the accept thread: for a connection that
+  // abuses HTTP/2 (streams reset as fast as they are opened, Service). Thread-safe.
+  void CutConnection(const std::string& peer);
 
  private:
   ControlListener(int fd, int port, int reserve_fds, size_t max_per_address);
@@ -94,6 +101,8 @@ class ControlListener {
   void Forget(const std::string& peer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(auth_mu_);
   // Forgets connections that gRPC closed (and their authenticated marks).
   void PruneAll();
+  // Loop thread: carries out CutConnection requests.
+  void CutRequested();
 
   const int fd_;
   const int port_;
@@ -119,12 +128,15 @@ class ControlListener {
   // Peer key -> the principal whose signed request it carried; connections per principal.
   absl::flat_hash_map<std::string, std::string> authenticated_ ABSL_GUARDED_BY(auth_mu_);
   absl::flat_hash_map<std::string, int> per_principal_ ABSL_GUARDED_BY(auth_mu_);
+  absl::Mutex cut_mu_;
+  std::vector<std::string> cut_requests_ ABSL_GUARDED_BY(cut_mu_);  // peer keys
   int spare_fd_ = -1;  // released to accept-and-close when descriptors run out
   int wake_[2] = {-1, -1};
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> accepted_{0}, refused_{0}, per_address_refused_{0}, evicted_{0};
+  std::atomic<uint64_t> accepted_{0}, refused_{0}, per_address_refused_{0}, evicted_{0},
+      cut_for_abuse_{0};
 };
 
 }  // namespace aobj

@@ -104,9 +104,42 @@ class Service final : public aobj::v1::ObjectService::Service {
   // Requests that succeed mark their connection authenticated there (see ControlListener).
   void set_listener(ControlListener* l) { listener_.store(l, std::memory_order_release); }
 
+  // AOBJ-SEC-019: HTTP/2 Rapid Reset (CVE-2023-44487; gRPC 1.51 predates its mitigation; fifth
+  // hostile probe of issue 16, B): a client that resets its streams as fast as it opens them
+  // makes gRPC create and queue server calls faster than they are finished, and the server's
+  // memory grew by 210 MB/s from one unauthenticated connection. A connection whose calls are
+  // mostly cancelled by its client (at least kResetsToCut of them, four times as many as it
+  // let finish) is cut.
+  void NoteCallEnded(const std::string& peer, bool cancelled) {
+    bool cut = false;
+    {
+      absl::MutexLock l(&churn_mu_);
+      Churn& c = churn_[peer];
+      c.last = absl::Now();
+      ++(cancelled ? c.cancelled : c.completed);
+      if (!c.cut && c.cancelled >= kResetsToCut && c.cancelled > 4 * c.completed) {
+        c.cut = cut = true;
+      }
+    }
+    if (!cut) return;
+    if (ControlListener* l = listener_.load(std::memory_order_acquire)) l->CutConnection(peer);
+    handler_->LogEvent(absl::StrCat("event=connection_cut reason=reset_streams peer=", peer,
+                               " (its client cancelled at least ", kResetsToCut,
+                               " calls, four times as many as it let finish)"));
+  }
+
   // AOBJ-SEC-018: ends the calls whose message has not arrived whole within the deadline (called
   // by the server's reaper, every 200 ms).
   void CutSlowReads(absl::Time now) {
+    {
+      // Connections idle a minute are forgotten (many connections: those idle a second).
+      absl::MutexLock l(&churn_mu_);
+      const absl::Duration idle = churn_.size() > 65536 ? absl::Seconds(1) : absl::Minutes(1);
+      if (now - churn_swept_ > absl::Seconds(10) || churn_.size() > 65536) {
+        churn_swept_ = now;
+        absl::erase_if(churn_, [&](const auto& e) { return now - e.second.last > idle; });
+      }
+    }
     std::vector<Call*> late;
     std::vector<Call*> preempted;
     {
@@ -114,7 +147,7 @@ class Service final : public aobj::v1::ObjectService::Service {
       for (auto& [call, r] : reading_) {
         if (now - r.started > read_bounds_.deadline) late.push_back(call);
       }
-      for (Call* c : late) Forget(c);
+      for (Call* c : late) Strike(c);
       Admit();
       for (size_t i = 0; i < read_bounds_.slots; ++i) {
         Call* p = Preempt();
@@ -140,18 +173,30 @@ class Service final : public aobj::v1::ObjectService::Service {
   struct Reading {
     std::string key;  // the access key the call claims
     absl::Time started;
-    bool reading = false;  // holds a read slot (else it waits for one)
+    std::string peer;       // its connection (grpc::ServerContext::peer())
+    bool proven = false;    // that connection carried a verified request of `key` before
+    bool reading = false;   // holds a read slot (else it waits for one)
     absl::Time slot_since;  // when it got its slot
   };
+  struct Churn {
+    uint64_t cancelled = 0;
+    uint64_t completed = 0;
+    bool cut = false;
+    absl::Time last;
+  };
+  static constexpr uint64_t kResetsToCut = 64;
   // A slot is taken from a call only after it has held it this long: a message that arrives at
   // the speed of the connection is read by then.
   static constexpr absl::Duration kSlowReadAfter = absl::Milliseconds(200);
+  // A slot held this long without its message is taken for a waiting call of the same key whose
+  // connection is not proven either: a message sent with its headers is whole long before.
+  static constexpr absl::Duration kStaleHold = absl::Seconds(1);
 
   // AOBJ-SEC-018: `call` is about to read its message: it waits for a read slot (Admit). Past a
   // bound in number, the oldest registered call of its key (per-key bound) or of the key with
   // the most (total bound) is ended to make room; when none can be, `call` is refused instead:
   // returns false and the caller answers SLOW_DOWN.
-  bool StartReading(Call* call, const std::string& key) {
+  bool StartReading(Call* call, const std::string& key, const std::string& peer, bool proven) {
     Call* victim = nullptr;
     Call* preempted = nullptr;
     {
@@ -175,9 +220,9 @@ class Service final : public aobj::v1::ObjectService::Service {
           if (mine == 0) reading_per_key_.erase(key);
           return false;
         }
-        Forget(victim);
+        Strike(victim);
       }
-      reading_[call] = Reading{key, absl::Now()};
+      reading_[call] = Reading{key, absl::Now(), peer, proven};
       ++reading_per_key_[key];
       std::deque<Call*>& q = waiting_[key];
       q.push_back(call);
@@ -213,8 +258,29 @@ class Service final : public aobj::v1::ObjectService::Service {
         if (w != waiting_.end()) waiting_.erase(w);
         continue;
       }
-      Call* call = w->second.front();
-      w->second.pop_front();
+      // Within a key, a call on a connection that carried a verified request of the key goes
+      // first; then the call whose connection holds the fewest slots (the oldest of those):
+      // whoever forges the key's claim cannot keep the key's own clients waiting behind it
+      // (fifth hostile probe of issue 16, A).
+      auto pick = w->second.begin();
+      std::pair<size_t, size_t> fewest{SIZE_MAX, SIZE_MAX};  // (strikes, slots) of its connection
+      for (auto it = w->second.begin(); it != w->second.end(); ++it) {
+        const Reading& r = reading_.at(*it);
+        if (r.proven) {
+          pick = it;
+          break;
+        }
+        auto held = slots_per_conn_.find(r.peer);
+        auto struck = strikes_.find(r.peer);
+        const std::pair<size_t, size_t> n{struck == strikes_.end() ? 0 : struck->second,
+                                          held == slots_per_conn_.end() ? 0 : held->second};
+        if (n < fewest) {
+          fewest = n;
+          pick = it;
+        }
+      }
+      Call* call = *pick;
+      w->second.erase(pick);
       if (w->second.empty()) {
         waiting_.erase(w);
         in_turn_.erase(key);
@@ -226,6 +292,7 @@ class Service final : public aobj::v1::ObjectService::Service {
       r.slot_since = absl::Now();
       ++slots_used_;
       ++slots_per_key_[key];
+      ++slots_per_conn_[r.peer];
       call->BeginRead();
     }
   }
@@ -236,6 +303,7 @@ class Service final : public aobj::v1::ObjectService::Service {
   // already forgotten, for the caller to end outside the lock; the freed slot is given out here.
   Call* Preempt() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
     if (slots_used_ < read_bounds_.slots || waiting_.empty()) return nullptr;
+    if (Call* c = PreemptWithinKey()) return c;
     size_t fewest_waiting = SIZE_MAX;  // slots held by a key that has a waiting call
     for (const auto& [key, q] : waiting_) {
       if (q.empty()) continue;
@@ -257,9 +325,37 @@ class Service final : public aobj::v1::ObjectService::Service {
       }
     }
     if (victim == nullptr) return nullptr;
-    Forget(victim);
+    Strike(victim);
     Admit();
     return victim;
+  }
+
+  // Within one claimed key (fifth hostile probe of issue 16, A: eight header-only calls forging a
+  // tenant's claim held every slot, and each of the tenant's requests waited 20 s behind them):
+  // a waiting call on a proven connection takes the slot of an unproven holder of its key held
+  // kSlowReadAfter; any waiting call takes that of an unproven holder of its key held
+  // kStaleHold. A proven holder is never taken for this: its message is the key's own.
+  Call* PreemptWithinKey() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    const absl::Time now = absl::Now();
+    for (const auto& [key, q] : waiting_) {
+      if (q.empty()) continue;
+      const bool proven_waits =
+          std::any_of(q.begin(), q.end(), [&](Call* c) { return reading_.at(c).proven; });
+      const absl::Time before = now - (proven_waits ? kSlowReadAfter : kStaleHold);
+      Call* victim = nullptr;
+      for (const auto& [c, r] : reading_) {
+        if (r.reading && !r.proven && r.key == key && r.slot_since < before &&
+            (victim == nullptr || r.slot_since < reading_.at(victim).slot_since)) {
+          victim = c;
+        }
+      }
+      if (victim != nullptr) {
+        Strike(victim);
+        Admit();
+        return victim;
+      }
+    }
+    return nullptr;
   }
 
   // The call's message arrived (or its read failed). False when it was cut meanwhile: the
@@ -272,6 +368,17 @@ class Service final : public aobj::v1::ObjectService::Service {
     return true;
   }
 
+  // Forgets a call that is ended for being slow or to make room, and counts it against its
+  // connection: within a key, calls of connections with fewer such ends are read first.
+  void Strike(Call* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    auto it = reading_.find(call);
+    if (it != reading_.end() && !it->second.proven) {
+      if (strikes_.size() > 65536) strikes_.clear();  // many connections: start again
+      ++strikes_[it->second.peer];
+    }
+    Forget(call);
+  }
+
   // Drops `call` from every account: its slot, or its place in its key's queue.
   void Forget(Call* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
     auto it = reading_.find(call);
@@ -280,6 +387,8 @@ class Service final : public aobj::v1::ObjectService::Service {
       --slots_used_;
       auto s = slots_per_key_.find(key);
       if (s != slots_per_key_.end() && --s->second == 0) slots_per_key_.erase(s);
+      auto c = slots_per_conn_.find(it->second.peer);
+      if (c != slots_per_conn_.end() && --c->second == 0) slots_per_conn_.erase(c);
     } else if (auto w = waiting_.find(key); w != waiting_.end()) {
       auto pos = std::find(w->second.begin(), w->second.end(), call);
       if (pos != w->second.end()) w->second.erase(pos);
@@ -294,7 +403,7 @@ class Service final : public aobj::v1::ObjectService::Service {
   class Call final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
    public:
     Call(Service* service, Method method, grpc::CallbackServerContext* ctx)
-        : service_(service), method_(method), ctx_(ctx) {
+        : service_(service), method_(method), ctx_(ctx), peer_(ctx->peer()) {
       if (method == Method::kCount) {
         Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "method not implemented"));
         return;
@@ -313,7 +422,10 @@ class Service final : public aobj::v1::ObjectService::Service {
         return;
       }
       // AOBJ-SEC-018: calls still sending their message are bounded in number and time.
-      if (!service_->StartReading(this, auth_.access_key_id)) {
+      ControlListener* listener = service_->listener_.load(std::memory_order_acquire);
+      const bool proven =
+          listener != nullptr && listener->IsAuthenticated(peer_, auth_.access_key_id);
+      if (!service_->StartReading(this, auth_.access_key_id, peer_, proven)) {
         Fail(service_->handler_->Refuse(
                  method, auth_,
                  MakeError(ErrorCode::kSlowDown,
@@ -372,12 +484,17 @@ class Service final : public aobj::v1::ObjectService::Service {
     // The client went away: a call still waiting for its message is finished here (and its
     // place freed) rather than at the read deadline.
     void OnCancel() override {
+      counted_ = true;  // counted now rather than when the call is finally done
+      service_->NoteCallEnded(peer_, /*cancelled=*/true);
       if (service_->DoneReading(this)) {
         Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
       }
     }
 
-    void OnDone() override { delete this; }
+    void OnDone() override {
+      if (!counted_) service_->NoteCallEnded(peer_, ctx_->IsCancelled());
+      delete this;
+    }
 
    private:
     // Handles the request and finishes the call; on a request thread, or on gRPC's.
@@ -421,6 +538,8 @@ class Service final : public aobj::v1::ObjectService::Service {
     Service* const service_;
     const Method method_;
     grpc::CallbackServerContext* const ctx_;
+    const std::string peer_;
+    bool counted_ = false;  // by OnCancel, for NoteCallEnded
     RequestAuth auth_;
     grpc::ByteBuffer request_;
     grpc::ByteBuffer response_;
@@ -431,6 +550,9 @@ class Service final : public aobj::v1::ObjectService::Service {
   RequestScheduler* scheduler_;
   const ReadBounds read_bounds_;
   std::atomic<ControlListener*> listener_{nullptr};  // set once it is bound
+  absl::Mutex churn_mu_;
+  absl::flat_hash_map<std::string, Churn> churn_ ABSL_GUARDED_BY(churn_mu_);  // by peer
+  absl::Time churn_swept_ ABSL_GUARDED_BY(churn_mu_);
   absl::Mutex reading_mu_;
   absl::flat_hash_map<Call*, Reading> reading_ ABSL_GUARDED_BY(reading_mu_);
   absl::flat_hash_map<std::string, size_t> reading_per_key_ ABSL_GUARDED_BY(reading_mu_);
@@ -438,6 +560,9 @@ class Service final : public aobj::v1::ObjectService::Service {
   // arrival order, and the order in which keys with waiting calls get the next slot.
   size_t slots_used_ ABSL_GUARDED_BY(reading_mu_) = 0;
   absl::flat_hash_map<std::string, size_t> slots_per_key_ ABSL_GUARDED_BY(reading_mu_);
+  absl::flat_hash_map<std::string, size_t> slots_per_conn_ ABSL_GUARDED_BY(reading_mu_);
+  // Unproven calls of each connection ended for being slow or to make room (Strike).
+  absl::flat_hash_map<std::string, size_t> strikes_ ABSL_GUARDED_BY(reading_mu_);
   absl::flat_hash_map<std::string, std::deque<Call*>> waiting_ ABSL_GUARDED_BY(reading_mu_);
   std::deque<std::string> turns_ ABSL_GUARDED_BY(reading_mu_);
   absl::flat_hash_set<std::string> in_turn_ ABSL_GUARDED_BY(reading_mu_);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian 12 machine: install the dependencies, build, run every test,
-# then the same suite under AddressSanitizer + UndefinedBehaviorSanitizer, then every fuzz
+# then the conformance suite against seeded faults (conformance/mutants.py), then the same
+# suite under AddressSanitizer + UndefinedBehaviorSanitizer, then every fuzz
 # target (corpus replay plus a short time-boxed run). Tests use 127.0.0.1 and
 # UCX_NET_DEVICES=lo only. AOBJ_TEST_QUICK=1 stops after the first stage.
 set -euo pipefail
@@ -10,6 +11,8 @@ bash scripts/build.sh
 export UCX_NET_DEVICES=lo UCX_WARN_UNUSED_ENV_VARS=n
 ctest --test-dir build --output-on-failure --no-tests=error -j2 --timeout 600
 [ "${AOBJ_TEST_QUICK:-0}" = 1 ] && exit 0
+echo "== conformance mutants: seeded faults in the reference server that the suite must catch"
+python3 conformance/mutants.py --suite build/aobj-conformance
 echo "== sanitizers: ASan + UBSan build and the whole suite"
 bash scripts/sanitize.sh
 echo "== fuzz targets: libFuzzer build, corpus replay, ${AOBJ_FUZZ_SECONDS:-20} s per target"

@@ -1,5 +1,8 @@
 #include "server/handler.h"
 
+#include <dirent.h>
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -310,6 +313,23 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
   }
 }
 
+namespace {
+
+// Descriptors this process may still open (the soft limit less those open); -1 if unknown.
+long FreeDescriptors() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return -1;
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return -1;
+  long open = -1;  // the directory's own descriptor is listed too
+  while (readdir(d) != nullptr) ++open;
+  closedir(d);
+  open -= 2;  // "." and ".."
+  return static_cast<long>(rl.rlim_cur) - open;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
                                                         absl::string_view body, absl::Time now) {
   aobj::v1::OpenSessionRequest req;
@@ -353,6 +373,18 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
                      absl::StrCat("this access key already holds ",
                                   config_.max_sessions_per_principal,
                                   " sessions; close some or retry later"));
+  }
+  // AOBJ-SEC-006 (fifth hostile probe of issue 16, C): each session's endpoint holds a
+  // descriptor, so sessions within every count could take the descriptors new connections need.
+  if (config_.session_reserve_fds > 0) {
+    const long free = FreeDescriptors();
+    if (free >= 0 && free < config_.session_reserve_fds) {
+      return MakeError(ErrorCode::kSlowDown,
+                       absl::StrCat("the server is short of file descriptors (", free,
+                                    " free; it keeps ", config_.session_reserve_fds,
+                                    " for connections and its store); close sessions or retry "
+                                    "later"));
+    }
   }
   auto ep = channel_->Connect(req.worker_address());
   if (!ep.ok()) return ep.status();

@@ -2,6 +2,11 @@
 // lease reaper around RequestHandler.
 #include "aobj/server.h"
 
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <deque>
@@ -15,24 +20,21 @@
 #include "absl/synchronization/notification.h"
 #include "aobj/status.h"
 #include "aobj/v1/aobj.grpc.pb.h"
-#include "google/protobuf/descriptor.h"
 #include "control/rpc.h"
 #include "control/tls.h"
+#include "google/protobuf/descriptor.h"
 #include "server/data_channel.h"
 #include "server/handler.h"
 #include "server/listener.h"
-#include "wire/protocol.h"
 #include "server/metrics.h"
 #include "server/metrics_http.h"
 #include "server/scheduler.h"
-#include "store/multipart.h"
 #include "session/authenticator.h"
 #include "session/session_table.h"
+#include "store/multipart.h"
 #include "transport/ucx_context.h"
 #include "transport/ucx_worker.h"
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/resource_quota.h>
-#include <grpcpp/support/byte_buffer.h>
+#include "wire/protocol.h"
 
 namespace aobj {
 namespace {
@@ -632,10 +634,31 @@ class ServerImpl final : public Server {
     hc.server_name = options_.server_name;
     hc.max_sessions = options_.max_sessions;
     hc.max_sessions_per_principal = options_.max_sessions_per_principal;
+    // Fifth hostile probe of issue 16, C: each session's endpoint holds a descriptor, so under a
+    // low descriptor limit one principal's sessions, within its own quota, took every descriptor
+    // and new connections of everyone were refused. The session limits are cut to what the
+    // limit leaves beside the connections' reserve, and one principal to half of that.
+    if (rlimit rl{}; getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+      const long room =
+          std::max<long>(2, static_cast<long>(rl.rlim_cur) - 3 * kReservedDescriptors);
+      if (static_cast<long>(hc.max_sessions) > room) {
+        hc.max_sessions = static_cast<size_t>(room);
+        hc.max_sessions_per_principal =
+            std::min(hc.max_sessions_per_principal, std::max<size_t>(1, hc.max_sessions / 2));
+        if (options_.log) {
+          options_.log(absl::StrCat(
+              "event=warning message=\"the descriptor limit (", rl.rlim_cur, ") leaves room for ",
+              hc.max_sessions, " sessions (", hc.max_sessions_per_principal,
+              " per access key), fewer than --max-sessions ", options_.max_sessions,
+              "; raise the limit (ulimit -n) for more\""));
+        }
+      }
+    }
     hc.max_key_bytes = std::min<size_t>(options_.max_key_bytes, kMaxKeyBytes);
     hc.max_list_page = std::min<uint32_t>(options_.max_list_page, 1000);
     hc.data_wait_ms = static_cast<uint32_t>(
         std::clamp<int64_t>(options_.data_wait_ms, 1, std::numeric_limits<uint32_t>::max()));
+    hc.session_reserve_fds = kReservedDescriptors / 2;  // a backstop to the session limits above
     hc.skew_window_ms = static_cast<uint32_t>(
         std::clamp<int64_t>(options_.clock_skew_ms, 0, std::numeric_limits<uint32_t>::max()));
     hc.log = options_.log;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "aobj/client.h"
+#include "aobj/status.h"
 #include "gtest/gtest.h"
 #include "integration/server_process.h"
 
@@ -64,7 +65,8 @@ class ConnectionFloodTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
     {
       std::ofstream f(creds);
-      f << testing::kAccessKey << " " << testing::kSecret << "\n";
+      f << testing::kAccessKey << " " << testing::kSecret << "\n"
+        << "AKTESTSECOND second-secret-for-tests\n";
     }
     chmod(creds.c_str(), 0600);
     const std::string port_file = dir_ + "/port";
@@ -100,11 +102,11 @@ class ConnectionFloodTest : public ::testing::Test {
     }
   }
 
-  bool Served() {
+  bool Served(const char* key = testing::kAccessKey, const char* secret = testing::kSecret) {
     ClientOptions o;
     o.endpoint = "127.0.0.1:" + std::to_string(port_);
-    o.access_key_id = testing::kAccessKey;
-    o.secret = testing::kSecret;
+    o.access_key_id = key;
+    o.secret = secret;
     o.timeout_ms = 5000;
     auto c = Client::Connect(o);
     return c.ok() && (*c)->HeadBucket("test-bucket").ok();
@@ -236,6 +238,36 @@ TEST(ConnectionLimitTest, OneAddressHoldsAtMostItsLimit) {
     if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(served) << server.log();
+}
+
+// Fifth hostile probe of issue 16, C: each session's endpoint holds a descriptor, and under a
+// low descriptor limit one principal's sessions, all within its quota (1024), took every one of
+// them: other clients' connections were then refused. Now the session limits are cut to what
+// the limit leaves beside the connections' reserve (256 - 192 here), one principal to half of
+// that: it is refused with SLOW_DOWN there, and another principal connects and is served.
+TEST_F(ConnectionFloodTest, OnePrincipalsSessionsLeaveDescriptorsForOthers) {
+  std::vector<std::unique_ptr<Client>> held;
+  absl::Status refused;
+  for (int i = 0; i < 300 && refused.ok(); ++i) {
+    ClientOptions o;
+    o.endpoint = "127.0.0.1:" + std::to_string(port_);
+    o.access_key_id = testing::kAccessKey;
+    o.secret = testing::kSecret;
+    o.timeout_ms = 5000;
+    o.busy_retries = 0;
+    auto c = Client::Connect(o);
+    if (!c.ok()) {
+      refused = c.status();
+      break;
+    }
+    held.push_back(std::move(*c));
+  }
+  EXPECT_EQ(ErrorCodeOf(refused), ErrorCode::kSlowDown) << refused;
+  EXPECT_GE(held.size(), 8u);
+  EXPECT_LE(held.size(), 32u) << "one principal took more than half of the session room";
+  EXPECT_TRUE(Served("AKTESTSECOND", "second-secret-for-tests"))
+      << testing::ReadFile(dir_ + "/server.log");
+  EXPECT_NE(testing::ReadFile(dir_ + "/server.log").find("leaves room for"), std::string::npos);
 }
 
 }  // namespace

@@ -257,7 +257,7 @@ MUTANTS = {
         [("src/transport/ucx_worker.cc",
           "? ucp_put_nbx(key.ep, op.local, op.length, op.remote, key.rkey, &param)",
           "? ucp_put_nbx(key.ep, op.local, (op.length + 63) & ~size_t{63}, op.remote, key.rkey, &param)")],
-        "mem/7.3/3,obj/9.4/1", []),
+        "ses/5.6/3,dat/8.6/2", []),
 }
 
 
@@ -288,14 +288,17 @@ def main():
     build = os.path.join(args.scratch, "build")
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True,
                            capture_output=True, text=True).stdout.split("\n")
+    # A clean scratch tree and build every run (the compiles come from ccache): an object left
+    # from an earlier run must never stand in for a source that changed since.
     shutil.rmtree(tree, ignore_errors=True)
+    shutil.rmtree(build, ignore_errors=True)
     for f in filter(None, files):
         src = os.path.join(ROOT, f)
         if not os.path.isfile(src):
             continue
         dst = os.path.join(tree, f)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
-        shutil.copy2(src, dst)
+        shutil.copy(src, dst)  # contents and mode; a fresh modification time
     env = dict(os.environ, CCACHE_BASEDIR=tree, CCACHE_NOHASHDIR="1", UCX_NET_DEVICES="lo")
     if run(["cmake", "-S", tree, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
             "-DAOBJ_BUILD_TESTS=OFF"], env=env, stdout=subprocess.DEVNULL).returncode:

@@ -286,7 +286,7 @@ void RegisterDataCases(Registry& r) {
                     "unchanged", "written");
       });
   Add(r, "dat/8.4/2", "inline bodies only when allowed: accept_inline, INLINE, threshold", "inline",
-      {"AOBJ-DAT-008", "AOBJ-EXT-007"}, false, [](CaseContext& ctx) {
+      {"AOBJ-DAT-008", "AOBJ-DAT-014", "AOBJ-EXT-007"}, false, [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);
         const uint64_t t = f.p->session().limits().inline_threshold();
         const std::string small = Content(1000, 22);
@@ -307,6 +307,19 @@ void RegisterDataCases(Registry& r) {
         resp = Parse<pb::GetObjectResponse>(ctx, gb, "GET");
         ctx.Require(resp.path() == pb::TRANSFER_PATH_RMA, "above the threshold: RMA", "TRANSFER_PATH_RMA",
                     PathName(resp.path()));
+        // The threshold itself is inline (AOBJ-DAT-008: bodies up to it; AOBJ-DAT-014: then
+        // inline).
+        const std::string at = Content(t, 25);
+        ctx.RequireOk(f.p->Put(f.bucket, "at", at), "PUT of exactly inline_threshold octets");
+        pb::GetObjectRequest ga = f.p->GetRequest(f.bucket, "at", *m, 1 << 20);
+        ga.set_accept_inline(true);
+        RawReply gat = f.p->Send(Method::kGetObject, ga);
+        ctx.RequireOk(gat, "GET of exactly the threshold with accept_inline");
+        resp = Parse<pb::GetObjectResponse>(ctx, gat, "GET");
+        ctx.Require(
+            resp.path() == pb::TRANSFER_PATH_INLINE && resp.inline_data() == at,
+            "at the threshold: inline, the whole body", "TRANSFER_PATH_INLINE",
+            absl::StrCat(PathName(resp.path()), ", ", resp.inline_data().size(), " octets"));
         // A session without INLINE gets no inline body even when it asks.
         auto q = ctx.NewPeer();
         pb::OpenSessionRequest o = q->DefaultOpen();
@@ -345,8 +358,12 @@ void RegisterDataCases(Registry& r) {
         *both.add_source() = Peer::Descriptor(*m, 0, 100);
         ctx.RequireCode(f.p->Send(Method::kPutObject, both), ErrorCode::kInvalidArgument,
                         "inline_data and a descriptor");
+        pb::PutObjectRequest at = make(Content(t, 24), t);
+        at.set_key("at-threshold");
+        ctx.RequireOk(f.p->Send(Method::kPutObject, at),
+                      "inline_data of exactly inline_threshold octets");
         ctx.RequireCode(f.p->Send(Method::kPutObject, make(Content(t + 1), t + 1)),
-                        ErrorCode::kEntityTooLarge, "inline_data above inline_threshold");
+                        ErrorCode::kEntityTooLarge, "inline_data of inline_threshold + 1 octets");
         auto q = ctx.NewPeer();
         pb::OpenSessionRequest o = q->DefaultOpen();
         o.clear_capabilities();

@@ -127,6 +127,14 @@ void RegisterMemoryCases(Registry& r) {
           for (uint32_t i = 0; i <= max; ++i) *put.add_source() = Peer::Descriptor(*m, i, 1);
           ctx.RequireCode(f.p->Send(Method::kPutObject, put), ErrorCode::kInvalidDescriptor,
                           absl::StrCat("PUT with max_descriptors + 1 = ", max + 1, " descriptors"));
+          // The limit itself is allowed.
+          pb::PutObjectRequest at = f.p->PutRequest(f.bucket, "k", *m, max);
+          at.clear_source();
+          for (uint32_t i = 0; i < max; ++i) *at.add_source() = Peer::Descriptor(*m, i, 1);
+          if (f.p->Negotiated(kCapMultiDescriptor) || max == 1) {
+            ctx.RequireOk(f.p->Send(Method::kPutObject, at),
+                          absl::StrCat("PUT with exactly max_descriptors = ", max, " descriptors"));
+          }
         }
         // A session without MULTI_DESCRIPTOR: two descriptors are one too many.
         auto q = ctx.NewPeer();

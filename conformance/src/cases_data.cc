@@ -298,28 +298,29 @@ void RegisterDataCases(Registry& r) {
         ctx.Require(resp.path() == pb::TRANSFER_PATH_RMA && resp.inline_data().empty(),
                     "without accept_inline the body moves by RMA", "TRANSFER_PATH_RMA",
                     PathName(resp.path()));
-        const std::string big = Content(t + 1, 23);
-        ctx.RequireOk(f.p->Put(f.bucket, "big", big), "PUT of inline_threshold + 1 octets");
-        pb::GetObjectRequest gi = f.p->GetRequest(f.bucket, "big", *m, 1 << 20);
-        gi.set_accept_inline(true);
-        RawReply gb = f.p->Send(Method::kGetObject, gi);
-        ctx.RequireOk(gb, "GET above the threshold with accept_inline");
-        resp = Parse<pb::GetObjectResponse>(ctx, gb, "GET");
-        ctx.Require(resp.path() == pb::TRANSFER_PATH_RMA, "above the threshold: RMA", "TRANSFER_PATH_RMA",
-                    PathName(resp.path()));
-        // The threshold itself is inline (AOBJ-DAT-008: bodies up to it; AOBJ-DAT-014: then
-        // inline).
-        const std::string at = Content(t, 25);
-        ctx.RequireOk(f.p->Put(f.bucket, "at", at), "PUT of exactly inline_threshold octets");
-        pb::GetObjectRequest ga = f.p->GetRequest(f.bucket, "at", *m, 1 << 20);
-        ga.set_accept_inline(true);
-        RawReply gat = f.p->Send(Method::kGetObject, ga);
-        ctx.RequireOk(gat, "GET of exactly the threshold with accept_inline");
-        resp = Parse<pb::GetObjectResponse>(ctx, gat, "GET");
-        ctx.Require(
-            resp.path() == pb::TRANSFER_PATH_INLINE && resp.inline_data() == at,
-            "at the threshold: inline, the whole body", "TRANSFER_PATH_INLINE",
-            absl::StrCat(PathName(resp.path()), ", ", resp.inline_data().size(), " octets"));
+        // One octet above the threshold moves by RMA; the threshold itself is inline, the whole
+        // body (AOBJ-DAT-008: bodies up to it; AOBJ-DAT-014: then inline).
+        for (const uint64_t size : {t + 1, t}) {
+          const bool inline_expected = size <= t;
+          const std::string key = inline_expected ? "at" : "big";
+          const std::string body = Content(size, inline_expected ? 25 : 23);
+          ctx.RequireOk(f.p->Put(f.bucket, key, body), absl::StrCat("PUT of ", size, " octets"));
+          pb::GetObjectRequest gi = f.p->GetRequest(f.bucket, key, *m, 1 << 20);
+          gi.set_accept_inline(true);
+          RawReply gb = f.p->Send(Method::kGetObject, gi);
+          ctx.RequireOk(
+              gb, absl::StrCat("GET of ", size, " octets with accept_inline (threshold ", t, ")"));
+          resp = Parse<pb::GetObjectResponse>(ctx, gb, "GET");
+          if (inline_expected) {
+            ctx.Require(
+                resp.path() == pb::TRANSFER_PATH_INLINE && resp.inline_data() == body,
+                "at the threshold: inline, the whole body", "TRANSFER_PATH_INLINE",
+                absl::StrCat(PathName(resp.path()), ", ", resp.inline_data().size(), " octets"));
+          } else {
+            ctx.Require(resp.path() == pb::TRANSFER_PATH_RMA, "above the threshold: RMA",
+                        "TRANSFER_PATH_RMA", PathName(resp.path()));
+          }
+        }
         // A session without INLINE gets no inline body even when it asks.
         auto q = ctx.NewPeer();
         pb::OpenSessionRequest o = q->DefaultOpen();

@@ -33,6 +33,16 @@ RawReply PutWith(Peer& p, const std::string& bucket, const std::string& key,
   return p.Send(Method::kPutObject, put);
 }
 
+pb::CopyObjectRequest CopyRequest(const std::string& source_bucket, const std::string& source_key,
+                                  const std::string& bucket, const std::string& key) {
+  pb::CopyObjectRequest c;
+  c.set_source_bucket(source_bucket);
+  c.set_source_key(source_key);
+  c.set_bucket(bucket);
+  c.set_key(key);
+  return c;
+}
+
 RawReply HeadWith(Peer& p, const std::string& bucket, const std::string& key,
                   const pb::Preconditions& pre) {
   pb::HeadObjectRequest h;
@@ -490,11 +500,7 @@ void RegisterObjectCases(Registry& r) {
                         ErrorCode::kNoSuchKey, "PUT If-Match of a key that holds no object");
         ctx.RequireCode(f.p->Head(f.bucket, "absent"), ErrorCode::kNoSuchKey, "nothing written");
         ctx.RequireOk(f.p->Put(f.bucket, "source", "copied"), "PUT of a copy source");
-        pb::CopyObjectRequest c;
-        c.set_source_bucket(f.bucket);
-        c.set_source_key("source");
-        c.set_bucket(f.bucket);
-        c.set_key("absent");
+        pb::CopyObjectRequest c = CopyRequest(f.bucket, "source", f.bucket, "absent");
         c.mutable_preconditions()->set_if_match(Md5Etag("copied"));
         ctx.RequireCode(f.p->Send(Method::kCopyObject, c), ErrorCode::kNoSuchKey,
                         "CopyObject If-Match on a destination that holds no object");
@@ -539,11 +545,7 @@ void RegisterObjectCases(Registry& r) {
         ctx.RequireOk(PutWith(*f.p, f.bucket, "src", body, s), "PUT of the source");
         const auto src = HeadOk(ctx, *f.p, f.bucket, "src").metadata();
         absl::SleepFor(absl::Milliseconds(20));
-        pb::CopyObjectRequest c;
-        c.set_source_bucket(f.bucket);
-        c.set_source_key("src");
-        c.set_bucket(f.bucket);
-        c.set_key("dst");
+        pb::CopyObjectRequest c = CopyRequest(f.bucket, "src", f.bucket, "dst");
         ctx.RequireOk(f.p->Send(Method::kCopyObject, c), "CopyObject (COPY)");
         const auto dst = HeadOk(ctx, *f.p, f.bucket, "dst").metadata();
         ctx.Require(dst.etag() == Md5Etag(body) && dst.size() == body.size(), "ETag and size",
@@ -569,11 +571,7 @@ void RegisterObjectCases(Registry& r) {
       "copy", {"AOBJ-OBJ-151", "AOBJ-OBJ-154", "AOBJ-OBJ-003"}, true, [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);
         ctx.RequireOk(f.p->Put(f.bucket, "src", "source"), "PUT");
-        pb::CopyObjectRequest c;
-        c.set_source_bucket(f.bucket);
-        c.set_source_key("src");
-        c.set_bucket(f.bucket);
-        c.set_key("src");
+        pb::CopyObjectRequest c = CopyRequest(f.bucket, "src", f.bucket, "src");
         RawReply same = f.p->Send(Method::kCopyObject, c);
         ctx.RequireCode(same, ErrorCode::kInvalidRequest, "copy onto itself without REPLACE");
         c.set_metadata_directive(pb::METADATA_DIRECTIVE_REPLACE);
@@ -597,11 +595,7 @@ void RegisterObjectCases(Registry& r) {
         BucketFixture f = OpenBucket(ctx);
         ctx.RequireOk(f.p->Put(f.bucket, "src", "source"), "PUT source");
         ctx.RequireOk(f.p->Put(f.bucket, "dst", "old"), "PUT destination");
-        pb::CopyObjectRequest c;
-        c.set_source_bucket(f.bucket);
-        c.set_source_key("src");
-        c.set_bucket(f.bucket);
-        c.set_key("dst");
+        pb::CopyObjectRequest c = CopyRequest(f.bucket, "src", f.bucket, "dst");
         c.mutable_source_preconditions()->set_if_none_match(Md5Etag("source"));
         ctx.RequireCode(f.p->Send(Method::kCopyObject, c), ErrorCode::kPreconditionFailed,
                         "x-amz-copy-source-if-none-match the source ETag (not NOT_MODIFIED)");

@@ -339,25 +339,29 @@ class Service final : public aobj::v1::ObjectService::Service {
   // kStaleHold. A proven holder is never taken for this: its message is the key's own.
   Call* PreemptWithinKey() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
     const absl::Time now = absl::Now();
-    for (const auto& [key, q] : waiting_) {
-      if (q.empty()) continue;
-      const bool proven_waits =
-          std::any_of(q.begin(), q.end(), [&](Call* c) { return reading_.at(c).proven; });
-      const absl::Time before = now - (proven_waits ? kSlowReadAfter : kStaleHold);
-      Call* victim = nullptr;
-      for (const auto& [c, r] : reading_) {
-        if (r.reading && !r.proven && r.key == key && r.slot_since < before &&
-            (victim == nullptr || r.slot_since < reading_.at(victim).slot_since)) {
-          victim = c;
-        }
+    // One pass over the registered calls (at most ReadBounds::max_total): the longest-held
+    // unproven slot of a key that has a waiting call, past that key's threshold.
+    absl::flat_hash_map<std::string, absl::Time> before;  // per waiting key, lazily
+    Call* victim = nullptr;
+    for (const auto& [c, r] : reading_) {
+      if (!r.reading || r.proven) continue;
+      auto b = before.find(r.key);
+      if (b == before.end()) {
+        auto w = waiting_.find(r.key);
+        if (w == waiting_.end() || w->second.empty()) continue;
+        const bool proven_waits = std::any_of(w->second.begin(), w->second.end(),
+                                              [&](Call* q) { return reading_.at(q).proven; });
+        b = before.emplace(r.key, now - (proven_waits ? kSlowReadAfter : kStaleHold)).first;
       }
-      if (victim != nullptr) {
-        Strike(victim);
-        Admit();
-        return victim;
+      if (r.slot_since < b->second &&
+          (victim == nullptr || r.slot_since < reading_.at(victim).slot_since)) {
+        victim = c;
       }
     }
-    return nullptr;
+    if (victim == nullptr) return nullptr;
+    Strike(victim);
+    Admit();
+    return victim;
   }
 
   // The call's message arrived (or its read failed). False when it was cut meanwhile: the

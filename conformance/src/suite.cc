@@ -87,12 +87,16 @@ const std::vector<Unobservable>& UnobservableRequirements() {
        "host (tests/transport/rkey_check_test.cc "
        "PinRefusesSegmentsOfAnotherCreator)"},
       {"AOBJ-SES-030", "needs a server whose active-message send fails"},
-      {"AOBJ-SEC-019", "needs a flood of reset streams and the server's connections "
-                       "(tests/integration/request_flood_test.cc "
-                       "AConnectionThatResetsItsStreamsIsCut)"},
+      {"AOBJ-SEC-019",
+       "needs a flood of reset streams and the server's connections "
+       "(tests/integration/request_flood_test.cc "
+       "AConnectionThatResetsItsStreamsIsCut)"},
       {"AOBJ-OPS-009",
        "needs the server to be shut down (tests/integration/dead_peer_test.cc "
        "SigtermDuringAStalledTransferStopsWithinFiveSeconds)"},
+      {"AOBJ-SEC-020",
+       "needs the server's worker address, which only UCX's wireup carries to a peer "
+       "(tests/transport/peer_rma_guard_test.cc)"},
       {"AOBJ-SEC-003", "a rule for a client's choice of servers"},
       {"AOBJ-SEC-005", "a rule for deployments"},
       {"AOBJ-SEC-007", "what an implementation logs"},

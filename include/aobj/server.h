@@ -130,6 +130,9 @@ struct ServerStats {
   uint64_t errors = 0;
   uint64_t bytes_in = 0;
   uint64_t bytes_out = 0;
+  // Put, get and atomic requests that data-channel peers sent to the server's UCP workers and
+  // the server dropped (AOBJ-SEC-020); in this process, since it started.
+  uint64_t peer_rma_refused = 0;
 };
 
 class Server {

@@ -111,6 +111,10 @@ std::string RenderPrometheus(const MetricsView& view) {
   absl::StrAppend(&out, "aobj_endpoints ", s.endpoints, "\n");
   Family(&out, "aobj_rkeys_outstanding", "gauge", "Unpacked remote keys not yet released.");
   absl::StrAppend(&out, "aobj_rkeys_outstanding ", s.rkeys_outstanding, "\n");
+  Family(&out, "aobj_peer_rma_refused_total", "counter",
+         "Put, get and atomic requests that data-channel peers sent to the server's workers, "
+         "dropped (AOBJ-SEC-020).");
+  absl::StrAppend(&out, "aobj_peer_rma_refused_total ", s.peer_rma_refused, "\n");
   Family(&out, "aobj_transfers_in_flight", "gauge", "Admitted data requests in progress.");
   absl::StrAppend(&out, "aobj_transfers_in_flight ", view.transfers_in_flight, "\n");
   const SchedulerStats& q = view.scheduler;

@@ -32,6 +32,7 @@
 #include "session/authenticator.h"
 #include "session/session_table.h"
 #include "store/multipart.h"
+#include "transport/peer_rma_guard.h"
 #include "transport/ucx_context.h"
 #include "transport/ucx_worker.h"
 #include "wire/protocol.h"
@@ -607,7 +608,7 @@ class ServerImpl final : public Server {
     }).IgnoreError();
     DataChannelOptions data_channel = options_.data_channel;
     if (data_channel.transports.empty()) data_channel.transports = "^posix";
-    auto ctx = UcxContext::Create(data_channel);
+    auto ctx = UcxContext::CreateForServer(data_channel);
     if (!ctx.ok()) return ctx.status();
     context_ = std::move(*ctx);
     // AOBJ-TRN-003: the shared-memory lane (mode NONE) beside the network lanes (mode PEER).
@@ -617,6 +618,12 @@ class ServerImpl final : public Server {
     auto worker = UcxWorker::Create(*context_, "server", shm_context_.get());
     if (!worker.ok()) return worker.status();
     worker_ = std::move(*worker);
+    if (!worker_->peer_rma_refusal().ok() && options_.log) {
+      options_.log(
+          absl::StrCat("event=warning message=\"data-channel peers can read and write "
+                       "this process's memory (AOBJ-SEC-020): ",
+                       worker_->peer_rma_refusal().message(), "\""));
+    }
     channel_ = NewUcxDataChannel(worker_.get(),
                                  absl::Milliseconds(std::max<int64_t>(options_.data_wait_ms, 1)));
     auth_ = std::make_unique<Authenticator>(options_.credentials,
@@ -779,6 +786,8 @@ class ServerImpl final : public Server {
     s.errors = handler_->counters().errors.load();
     s.bytes_in = handler_->counters().bytes_in.load();
     s.bytes_out = handler_->counters().bytes_out.load();
+    const PeerRmaRefusals refused = PeerRmaRefused();
+    s.peer_rma_refused = refused.puts + refused.gets + refused.atomics;
     return s;
   }
 

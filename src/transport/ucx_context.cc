@@ -1,10 +1,12 @@
 #include "transport/ucx_context.h"
 
 #include <cstdlib>
+#include <initializer_list>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "aobj/status.h"
+#include "transport/peer_rma_guard.h"
 
 namespace aobj {
 
@@ -12,31 +14,50 @@ std::string UcxStatusString(ucs_status_t status) {
   return absl::StrCat(ucs_status_string(status), " (", static_cast<int>(status), ")");
 }
 
+namespace {
+
+// Whether the transport list in force (UCX_TLS, else the configured list) admits a transport
+// named by one of `names`: a comma list, "^" excludes, "all" (or an empty list) includes all.
+bool Admits(const TransportOptions& options, std::initializer_list<absl::string_view> names) {
+  const char* env = std::getenv("UCX_TLS");
+  const std::string tls = env != nullptr ? env : options.transports;
+  if (tls.empty()) return true;
+  const bool exclude = tls[0] == '^';
+  bool named = false;
+  for (absl::string_view t : absl::StrSplit(exclude ? tls.substr(1) : tls, ',')) {
+    if (t == "all") named = true;
+    for (absl::string_view n : names) named = named || t == n;
+  }
+  return exclude != named;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::Create(const TransportOptions& options,
                                                                const char* alloc_prio) {
-  return Make(options, nullptr, alloc_prio);
+  return Make(options, nullptr, alloc_prio, false);
+}
+
+absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::CreateForServer(
+    const TransportOptions& options) {
+  return Make(options, nullptr, nullptr, true);
 }
 
 absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::CreateSharedMemoryLane(
     const TransportOptions& options) {
-  // The lane exists only where the operator's transport list admits System V shared memory:
-  // UCX_TLS (or the configured list) is a comma list, "^" excludes, "all"/"shm"/"sm" include.
-  const char* env = std::getenv("UCX_TLS");
-  std::string tls = env != nullptr ? env : options.transports;
-  if (!tls.empty()) {
-    const bool exclude = tls[0] == '^';
-    bool named = false;
-    for (absl::string_view t : absl::StrSplit(exclude ? tls.substr(1) : tls, ',')) {
-      if (t == "sysv" || t == "shm" || t == "sm" || t == "all") named = true;
-    }
-    if (exclude == named) return std::unique_ptr<UcxContext>();
-  }
-  return Make(options, "sysv");
+  // The lane exists only where the operator's transport list admits System V shared memory.
+  if (!Admits(options, {"sysv", "shm", "sm"})) return std::unique_ptr<UcxContext>();
+  return Make(options, "sysv", nullptr, true);
 }
 
 absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::Make(const TransportOptions& options,
                                                              const char* forced_tls,
-                                                             const char* alloc_prio) {
+                                                             const char* alloc_prio,
+                                                             bool serves_peers) {
+  // The handlers a server worker replaces are read when a worker is created, so the replacement
+  // precedes the first worker of any context of this process (transport/peer_rma_guard.h).
+  // Where it cannot be done, server workers say so when they are created.
+  RefusePeerRma(nullptr).IgnoreError();
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) {
@@ -62,6 +83,17 @@ absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::Make(const TransportOpti
       ucp_config_release(config);
       return MakeError(ErrorCode::kInvalidArgument,
                        absl::StrCat("UCX TLS=", tls, ": ", UcxStatusString(st)));
+    }
+  }
+  // AOBJ-SEC-020: the tcp transport's put request copies to whatever address it names and
+  // cannot be refused; without the capability a peer's UCP sends its puts as software RMA.
+  if (serves_peers && forced_tls == nullptr && std::getenv("UCX_TCP_PUT_ENABLE") == nullptr &&
+      Admits(options, {"tcp"})) {
+    st = ucp_config_modify(config, "PUT_ENABLE", "n");
+    if (st != UCS_OK) {
+      ucp_config_release(config);
+      return MakeError(ErrorCode::kDataChannelUnavailable,
+                       absl::StrCat("UCX TCP_PUT_ENABLE=n: ", UcxStatusString(st)));
     }
   }
   if (alloc_prio != nullptr && std::getenv("UCX_ALLOC_PRIO") == nullptr) {
@@ -94,7 +126,7 @@ absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::Make(const TransportOpti
     return MakeError(ErrorCode::kDataChannelUnavailable,
                      absl::StrCat("ucp_init: ", UcxStatusString(st)));
   }
-  return std::unique_ptr<UcxContext>(new UcxContext(context));
+  return std::unique_ptr<UcxContext>(new UcxContext(context, serves_peers));
 }
 
 UcxContext::~UcxContext() { ucp_cleanup(context_); }

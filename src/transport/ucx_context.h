@@ -28,10 +28,16 @@ class UcxContext {
   // client memory in a chosen kind of segment).
   static absl::StatusOr<std::unique_ptr<UcxContext>> Create(const TransportOptions& options,
                                                             const char* alloc_prio = nullptr);
+  // Server side: as Create(), for workers that serve peers and initiate all RMA themselves
+  // (AOBJ-SEC-020): the tcp transport does not offer its own put (UCX_TCP_PUT_ENABLE=n unless the
+  // environment sets it), so that a peer's put to this side takes the software path that
+  // UcxWorker refuses (transport/peer_rma_guard.h).
+  static absl::StatusOr<std::unique_ptr<UcxContext>> CreateForServer(
+      const TransportOptions& options);
   // Server side: a second context for the shared-memory lane (AOBJ-TRN-003): System V shared
   // memory only, endpoints in error mode NONE, used for windows UCX maps into this process
   // (operations that are a memcpy and cannot wait on the peer). Null (and OK) when `options` or
-  // UCX_TLS leave System V shared memory out.
+  // UCX_TLS leave System V shared memory out. A server context (serves_peers()).
   static absl::StatusOr<std::unique_ptr<UcxContext>> CreateSharedMemoryLane(
       const TransportOptions& options);
   ~UcxContext();
@@ -39,13 +45,18 @@ class UcxContext {
   UcxContext& operator=(const UcxContext&) = delete;
 
   ucp_context_h get() const { return context_; }
+  // Whether workers of this context refuse peer-initiated RMA (the server's).
+  bool serves_peers() const { return serves_peers_; }
 
  private:
-  explicit UcxContext(ucp_context_h context) : context_(context) {}
+  UcxContext(ucp_context_h context, bool serves_peers)
+      : context_(context), serves_peers_(serves_peers) {}
   static absl::StatusOr<std::unique_ptr<UcxContext>> Make(const TransportOptions& options,
                                                           const char* forced_tls,
-                                                          const char* alloc_prio = nullptr);
+                                                          const char* alloc_prio,
+                                                          bool serves_peers);
   ucp_context_h context_;
+  bool serves_peers_;
 };
 
 // "UCS_ERR_..." text of a UCX status, for messages.

@@ -2,20 +2,21 @@
 
 #include <poll.h>
 #include <sys/epoll.h>
-#include <sys/shm.h>
 #include <sys/eventfd.h>
+#include <sys/shm.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <utility>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "aobj/status.h"
 #include "transport/address_check.h"
+#include "transport/peer_rma_guard.h"
 #include "transport/rkey_check.h"
 #include "transport/shm_guard.h"
 #include "wire/crypto.h"
@@ -76,9 +77,16 @@ absl::Status TransferError(absl::string_view what, ucs_status_t st) {
 
 namespace {
 
-// A worker of `context`, its packed address and its event fd.
+// Destroys a worker, first unmarking it (AOBJ-SEC-020).
+void DestroyWorker(ucp_worker_h worker) {
+  ForgetPeerRmaWorker(worker);
+  ucp_worker_destroy(worker);
+}
+
+// A worker of `context`, its packed address and its event fd. A server context's worker refuses
+// peer-initiated RMA before its address exists; `refusal` says whether that could be arranged.
 absl::Status MakeWorker(const UcxContext& context, ucp_worker_h* worker, std::string* address,
-                        int* efd) {
+                        int* efd, absl::Status* refusal) {
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   params.thread_mode = UCS_THREAD_MODE_SINGLE;  // only the progress thread touches it
@@ -87,6 +95,7 @@ absl::Status MakeWorker(const UcxContext& context, ucp_worker_h* worker, std::st
     return MakeError(ErrorCode::kDataChannelUnavailable,
                      absl::StrCat("ucp_worker_create: ", UcxStatusString(st)));
   }
+  if (context.serves_peers()) *refusal = RefusePeerRma(*worker);
   ucp_address_t* addr = nullptr;
   size_t addr_len = 0;
   st = ucp_worker_get_address(*worker, &addr, &addr_len);
@@ -96,7 +105,7 @@ absl::Status MakeWorker(const UcxContext& context, ucp_worker_h* worker, std::st
     st = ucp_worker_get_efd(*worker, efd);
   }
   if (st != UCS_OK) {
-    ucp_worker_destroy(*worker);
+    DestroyWorker(*worker);
     *worker = nullptr;
     return MakeError(ErrorCode::kDataChannelUnavailable,
                      absl::StrCat("ucp_worker_get_address/efd: ", UcxStatusString(st)));
@@ -112,10 +121,16 @@ absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(const UcxContext& c
   ucp_worker_h worker = nullptr, shm_worker = nullptr;
   std::string address, shm_address;
   int worker_fd = -1, shm_fd = -1;
-  if (absl::Status s = MakeWorker(context, &worker, &address, &worker_fd); !s.ok()) return s;
+  absl::Status refusal = context.serves_peers()
+                             ? absl::OkStatus()
+                             : absl::FailedPreconditionError("not a server context");
+  if (absl::Status s = MakeWorker(context, &worker, &address, &worker_fd, &refusal); !s.ok()) {
+    return s;
+  }
   if (shm_lane != nullptr) {
-    if (absl::Status s = MakeWorker(*shm_lane, &shm_worker, &shm_address, &shm_fd); !s.ok()) {
-      ucp_worker_destroy(worker);
+    if (absl::Status s = MakeWorker(*shm_lane, &shm_worker, &shm_address, &shm_fd, &refusal);
+        !s.ok()) {
+      DestroyWorker(worker);
       return s;
     }
   }
@@ -124,8 +139,8 @@ absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(const UcxContext& c
   if (epoll_fd < 0 || wake_fd < 0) {
     if (epoll_fd >= 0) close(epoll_fd);
     if (wake_fd >= 0) close(wake_fd);
-    ucp_worker_destroy(worker);
-    if (shm_worker != nullptr) ucp_worker_destroy(shm_worker);
+    DestroyWorker(worker);
+    if (shm_worker != nullptr) DestroyWorker(shm_worker);
     return MakeError(ErrorCode::kInternal, absl::StrCat("epoll/eventfd: ", strerror(errno)));
   }
   for (int fd : {worker_fd, shm_fd, wake_fd}) {
@@ -147,6 +162,7 @@ absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(const UcxContext& c
                                              std::move(name), std::move(address),
                                              std::move(shm_address)));
   am.arg = w.get();
+  w->peer_rma_refusal_ = std::move(refusal);
   const ucs_status_t am_status = ucp_worker_set_am_recv_handler(worker, &am);
   // The thread starts either way: stopping it is what destroys the workers.
   w->thread_ = std::thread([p = w.get()] { p->Loop(); });
@@ -730,13 +746,19 @@ ucp_ep_h UcxWorker::EmulationEp(EndpointState& state) {
     state.emu_fd = -2;  // do not try again for this session
     return nullptr;
   }
+  // Its address reaches the peer through the wireup like any other (AOBJ-SEC-020).
+  if (peer_rma_refusal_.ok() && !RefusePeerRma(w).ok()) {
+    DestroyWorker(w);
+    state.emu_fd = -2;
+    return nullptr;
+  }
   ucp_ep_params_t params{};
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   params.address = reinterpret_cast<const ucp_address_t*>(state.peer_address.data());
   params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
   ucp_ep_h ep = nullptr;
   if (ucp_worker_get_efd(w, &fd) != UCS_OK || ucp_ep_create(w, &params, &ep) != UCS_OK) {
-    ucp_worker_destroy(w);
+    DestroyWorker(w);
     state.emu_fd = -2;
     return nullptr;
   }
@@ -765,7 +787,7 @@ void UcxWorker::DestroyEmulationWorker(uint64_t id, EndpointState& state) {
   // Ends every operation it had in flight: pending ones complete with UCS_ERR_CANCELED, and
   // nothing of the worker runs afterwards, so no operation touches local memory again.
   std::erase(emulation_workers_, state.emu_worker);
-  ucp_worker_destroy(std::exchange(state.emu_worker, nullptr));
+  DestroyWorker(std::exchange(state.emu_worker, nullptr));
   const ucp_ep_h gone = std::exchange(state.emu_ep, nullptr);
   state.emu_fd = -2;
   for (auto& job : jobs_) {
@@ -1143,8 +1165,8 @@ void UcxWorker::Loop() {
     job->flushes.clear();
     job->rkeys.clear();  // their rkeys die with the workers
   }
-  ucp_worker_destroy(worker_);
-  if (shm_worker_ != nullptr) ucp_worker_destroy(shm_worker_);
+  DestroyWorker(worker_);
+  if (shm_worker_ != nullptr) DestroyWorker(shm_worker_);
   worker_ = shm_worker_ = nullptr;
   challenge_sends_.clear();
   for (auto& job : jobs_) {

@@ -91,6 +91,10 @@ class UcxWorker {
   const std::string& address() const { return address_; }
   // The shared-memory lane's worker address (empty without one).
   const std::string& shm_address() const { return shm_address_; }
+  // OK when this worker (and its shared-memory and emulation workers) drop put, get and atomic
+  // requests that a peer initiates (AOBJ-SEC-020, transport/peer_rma_guard.h); why not otherwise,
+  // always so for a client context's worker.
+  const absl::Status& peer_rma_refusal() const { return peer_rma_refusal_; }
 
   // Creates an endpoint to a peer worker address (untrusted input: bounded by the caller).
   // Returns an id for Execute/Disconnect.
@@ -237,6 +241,7 @@ class UcxWorker {
 
   ucp_worker_h worker_;
   ucp_worker_h shm_worker_;  // null without a shared-memory lane
+  absl::Status peer_rma_refusal_;
   ucp_context_h shm_context_;  // the shared-memory lane's context (emulation workers)
   std::vector<ucp_worker_h> emulation_workers_;  // every session's, for progress and arming
   int epoll_fd_;

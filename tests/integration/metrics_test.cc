@@ -135,6 +135,8 @@ TEST(MetricsEndpointTest, ReportsRealFiguresAndSessions) {
   EXPECT_EQ(Sample(text, "aobj_requests_total{method=\"PutObject\"}"), 1) << text;
   EXPECT_EQ(Sample(text, "aobj_requests_total{method=\"GetObject\"}"), 2) << text;
   EXPECT_EQ(Sample(text, "aobj_request_errors_total{code=\"NO_SUCH_KEY\"}"), 1) << text;
+  // An honest client never makes the server refuse anything (AOBJ-SEC-020).
+  EXPECT_EQ(Sample(text, "aobj_peer_rma_refused_total"), 0) << text;
   EXPECT_EQ(Sample(text, "aobj_request_duration_seconds_bucket{method=\"PutObject\",le=\"+Inf\"}"),
             1) << text;
   EXPECT_EQ(Sample(text, "aobj_request_duration_seconds_bucket{method=\"GetObject\",le=\"10\"}"),

@@ -258,6 +258,43 @@ MUTANTS = {
           "? ucp_put_nbx(key.ep, op.local, op.length, op.remote, key.rkey, &param)",
           "? ucp_put_nbx(key.ep, op.local, (op.length + 63) & ~size_t{63}, op.remote, key.rkey, &param)")],
         "ses/5.6/3,dat/8.6/2", []),
+    # Second blind set (2026-11-26): the six of 30 the suite missed, kept as regressions.
+    'ses-inline-threshold-raisable': (
+        "a requested inline_threshold larger than the server's is granted (the client can raise that one limit) (AOBJ-SES-006)",
+        [('src/wire/protocol.cc',
+          '  out.inline_threshold = pick(server.inline_threshold, requested.inline_threshold);',
+          '  out.inline_threshold =\n      requested.inline_threshold != 0 ? requested.inline_threshold : server.inline_threshold;')],
+        'ses/5.4', []),
+    'ses-lazy-lease-renewal': (
+        'a request renews the lease only once half of it has passed, so a session can expire less than lease_ms after its last request (AOBJ-SES-008)',
+        [('src/session/session_table.cc',
+          '  e.expires = now + lease_;  // AOBJ-SES-008: every authenticated request renews the lease',
+          '  if (e.expires - now < lease_ / 2) e.expires = now + lease_;  // AOBJ-SES-008: renewed past half')],
+        'ses/5.8', []),
+    'list-token-scope-ignores-delimiter': (
+        'ListObjectsV2 tokens are bound to bucket and prefix but not delimiter, so a token is accepted with another delimiter (AOBJ-OBJ-107)',
+        [('src/server/handler_list.cc',
+          'ListScope("ListObjectsV2", req.bucket(), req.prefix(), req.delimiter())',
+          'ListScope("ListObjectsV2", req.bucket(), req.prefix(), "")')],
+        'list/9.12', []),
+    'copy-explicit-copy-onto-itself': (
+        'the copy-onto-itself refusal fires only for directive UNSPECIFIED; an explicit COPY onto the same key succeeds (AOBJ-OBJ-151)',
+        [('src/server/handler_copy.cc',
+          '  if (!replace && req.source_bucket() == req.bucket() && req.source_key() == req.key()) {',
+          '  if (req.metadata_directive() == aobj::v1::METADATA_DIRECTIVE_UNSPECIFIED &&\n      req.source_bucket() == req.bucket() && req.source_key() == req.key()) {')],
+        'copy/9.14', []),
+    'copy-keeps-source-etag': (
+        "CopyObject gives the destination the source's ETag (multipart or opaque ones included) instead of the MD5 of the content (AOBJ-OBJ-150)",
+        [('src/server/handler_copy.cc',
+          '  info.etag = absl::StrCat("\\"", HexEncode(md5.Finish()), "\\"");  // AOBJ-OBJ-150',
+          '  info.etag = source.etag;  // AOBJ-OBJ-150')],
+        'copy/9.14', []),
+    'flo-uploadpart-not-counted': (
+        'UploadPart takes no in-flight slot, so parts beyond max_in_flight are never refused TOO_MANY_TRANSFERS (AOBJ-SES-012)',
+        [('src/server/handler_multipart.cc',
+          '  auto slot = sessions_->Admit(s.id_hex);  // AOBJ-SES-012: UploadPart is a data request\n  if (!slot.ok()) return slot.status();\n',
+          '')],
+        'flo/10', []),
 }
 
 

@@ -209,6 +209,40 @@ void RegisterListCases(Registry& r) {
         l = List(ctx, *f.p, req, "page 2 with start_after c");
         ctx.Require(Keys(l).rfind("b ", 0) == 0, "resumes after a (the token), not after c", "b ...", Keys(l));
       });
+  Add(r, "list/9.12/7",
+      "a continuation token is bound to its prefix and delimiter: sent with another, "
+      "INVALID_CONTINUATION_TOKEN",
+      "list", {"AOBJ-OBJ-107"}, true, [](CaseContext& ctx) {
+        BucketFixture f = Setup(ctx, {"a/1", "a/2", "b/1", "b/2", "c"});
+        struct Shape {
+          std::string prefix, delimiter;
+        };
+        const std::vector<Shape> shapes = {{"", ""}, {"", "/"}, {"a", ""}, {"a", "/"}, {"", "-"}};
+        for (const Shape& from : shapes) {
+          pb::ListObjectsV2Request req;
+          req.set_bucket(f.bucket);
+          req.set_prefix(from.prefix);
+          req.set_delimiter(from.delimiter);
+          req.set_max_keys(1);
+          auto l = List(ctx, *f.p, req,
+                        absl::StrCat("page 1 (prefix '", from.prefix, "', delimiter '",
+                                     from.delimiter, "')"));
+          if (!l.is_truncated()) continue;
+          for (const Shape& to : shapes) {
+            if (to.prefix == from.prefix && to.delimiter == from.delimiter) continue;
+            pb::ListObjectsV2Request next = req;
+            next.set_prefix(to.prefix);
+            next.set_delimiter(to.delimiter);
+            next.set_continuation_token(l.next_continuation_token());
+            ctx.RequireCode(f.p->Send(Method::kListObjectsV2, next),
+                            ErrorCode::kInvalidContinuationToken,
+                            absl::StrCat("the token of (prefix '", from.prefix, "', delimiter '",
+                                         from.delimiter, "') sent with prefix '", to.prefix,
+                                         "', delimiter '", to.delimiter, "'"));
+          }
+        }
+        ctx.RequireStillServes();
+      });
   Add(r, "del/9.13/1", "DeleteObjects with 0 or 1001 keys: INVALID_ARGUMENT", "core",
       {"AOBJ-OBJ-140"}, true, [](CaseContext& ctx) {
         BucketFixture f = Setup(ctx, {"k"});

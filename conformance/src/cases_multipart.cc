@@ -433,6 +433,41 @@ void RegisterMultipartCases(Registry& r) {
                     "the key matches the winner", completed ? "the object" : "NO_SUCH_KEY", Outcome(h));
       });
 
+  Add(r, "copy/9.14/5",
+      "a copy of a multipart object gets the MD5 ETag of its content, not the source's "
+      "multipart ETag",
+      "multipart", {"AOBJ-OBJ-150", "AOBJ-OBJ-005"}, false, [](CaseContext& ctx) {
+        Upload u = Create(ctx, "multi-src");
+        const std::string p1 = Content(kBigPart, 31), p2 = Content(4321, 32);
+        pb::CompleteMultipartUploadRequest c = CompleteRequest(u);
+        uint32_t n = 1;
+        for (const std::string* body : {&p1, &p2}) {
+          RawReply rr = Part(u, n, *body);
+          ctx.RequireOk(rr, absl::StrCat("UploadPart ", n));
+          AddPart(c, n, Parse<pb::UploadPartResponse>(ctx, rr, "UploadPart").etag());
+          ++n;
+        }
+        RawReply cr = u.p->Send(Method::kCompleteMultipartUpload, c);
+        ctx.RequireOk(cr, "CompleteMultipartUpload");
+        const std::string source_etag =
+            Parse<pb::CompleteMultipartUploadResponse>(ctx, cr, "Complete").metadata().etag();
+        pb::CopyObjectRequest copy;
+        copy.set_source_bucket(u.bucket);
+        copy.set_source_key(u.key);
+        copy.set_bucket(u.bucket);
+        copy.set_key("copied");
+        ctx.RequireOk(u.p->Send(Method::kCopyObject, copy), "CopyObject of the multipart object");
+        pb::HeadObjectRequest h;
+        h.set_bucket(u.bucket);
+        h.set_key("copied");
+        RawReply hr = u.p->Send(Method::kHeadObject, h);
+        ctx.RequireOk(hr, "HEAD of the copy");
+        const std::string etag = Parse<pb::HeadObjectResponse>(ctx, hr, "HEAD").metadata().etag();
+        ctx.Require(etag == Md5Etag(p1 + p2),
+                    absl::StrCat("the copy's ETag (the source's is ", source_etag, ")"),
+                    Md5Etag(p1 + p2), etag);
+      });
+
   // ---- 10: flow control ------------------------------------------------------------------------
   Add(r, "flo/10/1", "data requests beyond max_in_flight: TOO_MANY_TRANSFERS, retryable; rejected "
                      "ones do not count",
@@ -594,6 +629,79 @@ void RegisterMultipartCases(Registry& r) {
         ctx.Require(took < absl::Milliseconds(bound_ms == 0 ? 5000 : bound_ms),
                     "refused at once, not after the held ones ended", "before the RMA bound passes",
                     absl::FormatDuration(took));
+        ctx.RequireStillServes();
+      });
+  Add(r, "flo/10/3",
+      "UploadPart takes an in-flight slot like PutObject and GetObject: with two parts held, a "
+      "GET and a PUT are TOO_MANY_TRANSFERS",
+      "limits", {"AOBJ-SES-012", "AOBJ-FLO-005"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "small", "small object"), "PUT of a small object");
+        auto stalled = ctx.NewPeer();
+        stalled->UseStalledWorker();
+        pb::OpenSessionRequest o = stalled->DefaultOpen();
+        o.mutable_requested_limits()->set_max_in_flight(2);
+        o.mutable_requested_limits()->set_inline_threshold(1);  // the GET below must use RMA
+        ctx.RequireOk(stalled->Open(o), "OpenSession with max_in_flight 2, stalled worker");
+        const uint32_t bound_ms = stalled->session().limits().data_wait_ms();
+        if (bound_ms != 0 && bound_ms < 1000) {
+          ctx.Unsupported(absl::StrCat("the target's RMA bound is ", bound_ms,
+                                       " ms; holding two requests needs 1 s"));
+        }
+        pb::CreateMultipartUploadRequest cm;
+        cm.set_bucket(f.bucket);
+        cm.set_key("held-parts");
+        RawReply cr = stalled->Send(Method::kCreateMultipartUpload, cm);
+        ctx.RequireOk(cr, "CreateMultipartUpload");
+        Upload u;
+        u.bucket = f.bucket;
+        u.key = "held-parts";
+        u.id = Parse<pb::CreateMultipartUploadResponse>(ctx, cr, "Create").upload_id();
+        constexpr size_t kSize = 1 << 20;
+        auto heap = stalled->RegisterHeap(kSize, 0x3c);
+        std::vector<RawReply> held(2);
+        std::vector<std::thread> threads;
+        for (int i = 0; i < 2; ++i) {
+          threads.emplace_back([&, i] {
+            Peer q(ctx, absl::StrCat("U.", i), ctx.target().access_key_id, ctx.target().secret);
+            q.set_session_hex(stalled->session_hex());
+            pb::UploadPartRequest part;
+            part.set_bucket(u.bucket);
+            part.set_key(u.key);
+            part.set_upload_id(u.id);
+            part.set_part_number(i + 1);
+            part.set_size(kSize);
+            part.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+            part.set_checksum(Crc32cOf(std::string(kSize, '\x3c')));
+            *part.add_source() = Peer::Descriptor(*heap, 0, kSize);
+            held[i] = q.Send(Method::kUploadPart, part);
+            q.set_session_hex("");
+          });
+        }
+        absl::SleepFor(
+            absl::Milliseconds(bound_ms == 0 ? 500 : std::min<uint32_t>(500, bound_ms / 3)));
+        const absl::Time start = absl::Now();
+        RawReply get =
+            stalled->Send(Method::kGetObject, stalled->GetRequest(f.bucket, "small", *heap, kSize));
+        RawReply put =
+            stalled->Send(Method::kPutObject, stalled->PutRequest(f.bucket, "third", *heap, kSize));
+        const absl::Duration took = absl::Now() - start;
+        for (auto& t : threads) t.join();
+        if (held[0].status.ok() && held[1].status.ok()) {
+          ctx.Unsupported(
+              "the target's RMA did not need the client's progress (HARDWARE): no "
+              "part could be held in flight");
+        }
+        for (int i = 0; i < 2; ++i) {
+          ctx.Require(CodeOf(held[i]) != ErrorCode::kTooManyTransfers,
+                      absl::StrCat("held part ", i + 1, " of 2 was admitted"),
+                      "admitted (it then fails with the stalled channel)", Outcome(held[i]));
+        }
+        ctx.RequireCode(get, ErrorCode::kTooManyTransfers, "a GET while two parts are in flight");
+        ctx.RequireCode(put, ErrorCode::kTooManyTransfers, "a PUT while two parts are in flight");
+        ctx.Require(took < absl::Milliseconds(bound_ms == 0 ? 5000 : bound_ms),
+                    "refused at once, not after the held parts ended",
+                    "before the RMA bound passes", absl::FormatDuration(took));
         ctx.RequireStillServes();
       });
 }

@@ -615,6 +615,41 @@ void RegisterObjectCases(Registry& r) {
         ctx.RequireStillServes();
       });
 
+  Add(r, "copy/9.14/4",
+      "copy onto itself: INVALID_REQUEST with directive COPY as with none, allowed with REPLACE; "
+      "a refused one changes nothing",
+      "copy", {"AOBJ-OBJ-151"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        PutSpec s;
+        s.content_type = "text/x-self";
+        s.meta = {{"m", "1"}};
+        ctx.RequireOk(PutWith(*f.p, f.bucket, "self", "itself", s), "PUT");
+        const auto before = HeadOk(ctx, *f.p, f.bucket, "self").metadata();
+        pb::CopyObjectRequest c = CopyRequest(f.bucket, "self", f.bucket, "self");
+        for (pb::MetadataDirective d :
+             {pb::METADATA_DIRECTIVE_UNSPECIFIED, pb::METADATA_DIRECTIVE_COPY}) {
+          c.set_metadata_directive(d);
+          ctx.RequireCode(
+              f.p->Send(Method::kCopyObject, c), ErrorCode::kInvalidRequest,
+              absl::StrCat("copy onto itself, directive ", pb::MetadataDirective_Name(d)));
+        }
+        const auto after = HeadOk(ctx, *f.p, f.bucket, "self").metadata();
+        ctx.Require(
+            after.last_modified_ms() == before.last_modified_ms() && after.etag() == before.etag(),
+            "the refused copies changed nothing", before.ShortDebugString(),
+            after.ShortDebugString());
+        c.set_metadata_directive(pb::METADATA_DIRECTIVE_REPLACE);
+        c.set_content_type("text/x-replaced");
+        ctx.RequireOk(f.p->Send(Method::kCopyObject, c), "copy onto itself with REPLACE");
+        const auto replaced = HeadOk(ctx, *f.p, f.bucket, "self").metadata();
+        ctx.Require(replaced.content_type() == "text/x-replaced" &&
+                        replaced.user_metadata().empty() && replaced.etag() == Md5Etag("itself"),
+                    "REPLACE onto itself: new type, no metadata, the same content's ETag",
+                    "text/x-replaced, {}, " + Md5Etag("itself"), replaced.ShortDebugString());
+        ctx.Require(Read(ctx, *f.p, f.bucket, "self") == "itself", "the content", "itself",
+                    "changed");
+      });
+
   // ---- 14.6 bounds before authentication ----------------------------------------------------------
   Add(r, "sec/14.6/1",
       "a call without authentication is answered from its headers, before any message is sent",

@@ -288,6 +288,62 @@ void RegisterSessionCases(Registry& r) {
                     "max_rkey_bytes: a zero request gets the server's value",
                     absl::StrCat(server.max_rkey_bytes()), absl::StrCat(got.max_rkey_bytes()));
       });
+  Add(r, "ses/5.4/2",
+      "a limit requested at or one above the server's value gets the server's value, for every "
+      "limit; announced values are not negotiable",
+      "limits", {"AOBJ-SES-006"}, false, [](CaseContext& ctx) {
+        auto base = ctx.Open();
+        const pb::Limits server = base->session().limits();
+        struct Field {
+          const char* name;
+          uint64_t (*get)(const pb::Limits&);
+          void (*set)(pb::Limits*, uint64_t);
+          uint64_t max;  // the field's wire range
+        };
+        const Field fields[] = {
+            {"max_transfer_bytes", [](const pb::Limits& l) { return l.max_transfer_bytes(); },
+             [](pb::Limits* l, uint64_t v) { l->set_max_transfer_bytes(v); }, UINT64_MAX},
+            {"max_in_flight", [](const pb::Limits& l) -> uint64_t { return l.max_in_flight(); },
+             [](pb::Limits* l, uint64_t v) { l->set_max_in_flight(static_cast<uint32_t>(v)); },
+             UINT32_MAX},
+            {"inline_threshold", [](const pb::Limits& l) { return l.inline_threshold(); },
+             [](pb::Limits* l, uint64_t v) { l->set_inline_threshold(v); }, UINT64_MAX},
+            {"max_descriptors", [](const pb::Limits& l) -> uint64_t { return l.max_descriptors(); },
+             [](pb::Limits* l, uint64_t v) { l->set_max_descriptors(static_cast<uint32_t>(v)); },
+             UINT32_MAX},
+            {"max_rkey_bytes", [](const pb::Limits& l) -> uint64_t { return l.max_rkey_bytes(); },
+             [](pb::Limits* l, uint64_t v) { l->set_max_rkey_bytes(static_cast<uint32_t>(v)); },
+             UINT32_MAX},
+        };
+        for (const Field& f : fields) {
+          const uint64_t theirs = f.get(server);
+          for (uint64_t want : {theirs, theirs + 1, f.max}) {
+            if (want == 0 || (want == theirs + 1 && theirs == f.max)) continue;
+            auto p = ctx.NewPeer();
+            pb::OpenSessionRequest req = p->DefaultOpen();
+            f.set(req.mutable_requested_limits(), want);
+            ctx.RequireOk(p->Open(req), absl::StrCat("OpenSession requesting ", f.name, " ", want));
+            const uint64_t got = f.get(p->session().limits());
+            ctx.Require(
+                got == theirs,
+                absl::StrCat(f.name, " requested at ", want, " (the server's is ", theirs, ")"),
+                absl::StrCat(theirs), absl::StrCat(got));
+            p->Close();
+          }
+        }
+        // data_wait_ms and skew_window_ms are announced, never negotiated.
+        auto p = ctx.NewPeer();
+        pb::OpenSessionRequest req = p->DefaultOpen();
+        req.mutable_requested_limits()->set_data_wait_ms(1);
+        req.mutable_requested_limits()->set_skew_window_ms(1);
+        ctx.RequireOk(p->Open(req), "OpenSession requesting data_wait_ms 1 and skew_window_ms 1");
+        const pb::Limits& got = p->session().limits();
+        ctx.Require(got.data_wait_ms() == server.data_wait_ms() &&
+                        got.skew_window_ms() == server.skew_window_ms(),
+                    "announced values ignore the request",
+                    absl::StrCat(server.data_wait_ms(), ", ", server.skew_window_ms()),
+                    absl::StrCat(got.data_wait_ms(), ", ", got.skew_window_ms()));
+      });
   Add(r, "ses/5.5/1", "session IDs: 16 random octets, 32 lower-case hex in metadata, distinct",
       "core", {"AOBJ-SES-007"}, false, [](CaseContext& ctx) {
         std::set<std::string> ids;
@@ -446,6 +502,32 @@ void RegisterSessionCases(Registry& r) {
         absl::SleepFor(absl::Milliseconds(lease * 6 / 10));
         RawReply rn = p->Send(Method::kRenewSession, pb::RenewSessionRequest());
         ctx.RequireOk(rn, "RenewSession 0.6 lease after the last request");
+      });
+  Add(r, "ses/5.8/2",
+      "a request early in the lease renews it to a full lease_ms from that request, not from the "
+      "last renewal",
+      "core", {"AOBJ-SES-008"}, false, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        const uint64_t lease = p->session().lease_ms();
+        if (lease > 10000) {
+          ctx.Unsupported(absl::StrCat("lease_ms is ", lease,
+                                       "; the case needs at most 10000 "
+                                       "(start the target with a short lease)"));
+        }
+        const std::string bucket = ctx.NewBucket(*p);
+        pb::HeadBucketRequest hb;
+        hb.set_bucket(bucket);
+        // A request at 0.3 lease moves the end to 1.3 lease; the next, at 1.2 lease, is inside it
+        // only if that early request renewed the lease in full.
+        const absl::Time opened = absl::Now();
+        absl::SleepFor(absl::Milliseconds(lease * 3 / 10));
+        const absl::Time renewed = absl::Now();
+        ctx.RequireOk(p->Send(Method::kHeadBucket, hb), "HeadBucket at 0.3 lease");
+        absl::SleepFor(renewed + absl::Milliseconds(lease * 9 / 10) - absl::Now());
+        ctx.RequireOk(p->Send(Method::kHeadBucket, hb),
+                      absl::StrCat("HeadBucket 0.9 lease after the early request (",
+                                   absl::ToInt64Milliseconds(absl::Now() - opened),
+                                   " ms after OpenSession, lease ", lease, " ms)"));
       });
   Add(r, "ses/5.9/1", "after CloseSession the session is NO_SUCH_SESSION", "core",
       {"AOBJ-SES-010"}, true, [](CaseContext& ctx) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Deliberate faults in a scratch copy of the reference server, and the suite's verdict on each.
+"""Deliberate faults in a scratch copy of the reference server and client, and the suite's verdicts.
 
   python3 conformance/mutants.py [--suite build/aobj-conformance] [--all-cases] [NAME ...]
 
@@ -8,7 +8,9 @@ builds aobj-server there, then for each mutant: changes the source as described,
 runs the server suite against it (conformance/run-reference-server.sh, memory store) and expects
 the suite to FAIL. The suite binary is the one built from the unchanged tree. By default each
 mutant runs the cases that should catch it; --all-cases runs the whole suite. Exit status 1 when a
-mutant survives. Results: conformance/README.md, "Does it catch real bugs?".
+mutant survives. Faults in the client (names starting "cl-", client cases "cli/...") rebuild the CLI
+instead and run the client suite with the CLI's driver (conformance/drivers/aobj-cli.sh).
+Results: conformance/README.md, "Does it catch real bugs?".
 """
 import argparse
 import json
@@ -298,6 +300,76 @@ MUTANTS = {
 }
 
 
+# Faults in the reference client (src/client, src/session): the case IDs are client cases
+# ("cli/..."), run with --client-exec against the CLI built from the faulty tree.
+MUTANTS.update({
+    "cl-get-skips-checksum": (
+        "the client does not compare a GET's checksum with the octets it received (AOBJ-DAT-004)",
+        [("src/client/client.cc",
+          "    if (ChecksumOf(algo, destination, size) != resp.checksum()) {",
+          "    if (false) {")],
+        "cli/8.7", []),
+    "cl-get-skips-byte-count": (
+        "the client does not compare a GET's bytes_transferred with the size (AOBJ-DAT-004)",
+        [("src/client/client.cc",
+          "    if (resp.bytes_transferred() != size || size > *capacity) {",
+          "    if (size > *capacity) {")],
+        "cli/8.7", []),
+    "cl-put-skips-checksum": (
+        "the client does not compare the checksum a PUT reply reports with its own (AOBJ-DAT-004)",
+        [("src/client/client.cc",
+          "    if (resp.checksum() != checksum) {\n      return MakeError(ErrorCode::kBadDigest,\n"
+          "                       \"the server's checksum of the received body differs from ours\");",
+          "    if (false) {\n      return MakeError(ErrorCode::kBadDigest, \"\");")],
+        "cli/8.7", []),
+    "cl-part-skips-byte-count": (
+        "an UploadPart reply one octet short is accepted (AOBJ-DAT-154)",
+        [("src/client/client.cc",
+          "    // AOBJ-DAT-154: never report success for a short or different transfer.\n"
+          "    if (resp.bytes_transferred() != size) {",
+          "    // AOBJ-DAT-154: never report success for a short or different transfer.\n"
+          "    if (false) {")],
+        "cli/9.15", []),
+    "cl-inline-accepted-unasked": (
+        "a GET answered inline is accepted although the request refused inline (AOBJ-DAT-031)",
+        [("src/client/client.cc",
+          "    if (path == TransferPath::kInline && !req.accept_inline()) {",
+          "    if (false) {")],
+        "cli/8.1", []),
+    "cl-range-length-unchecked": (
+        "a ranged GET's complete_length is not compared with the object's size (AOBJ-DAT-105)",
+        [("src/client/client.cc",
+          "    if (!expected.ok() || cr.complete_length() != total || cr.first() != expected->first ||",
+          "    if (!expected.ok() || cr.first() != expected->first ||")],
+        "cli/9.9", []),
+    "cl-retries-every-error": (
+        "the client repeats a request after any error, not only SLOW_DOWN and TOO_MANY_TRANSFERS "
+        "(AOBJ-ERR-005)",
+        [("src/client/client.cc",
+          "          (code != ErrorCode::kSlowDown && code != ErrorCode::kTooManyTransfers &&\n"
+          "           !unknown_outcome)) {",
+          "          code == ErrorCode::kNoSuchKey) {")],
+        "cli/4.3,cli/11", []),
+    "cl-counter-nonces": (
+        "nonces are a per-process counter, so they repeat in the next run (AOBJ-AUTH-011)",
+        [("src/session/signer.cc",
+          "  auth.nonce_hex = HexEncode(RandomBytes(kNonceBytes));",
+          "  static uint64_t counter = 0;\n"
+          "  auth.nonce_hex = HexEncode(absl::StrCat(absl::Dec(++counter, absl::kZeroPad16)));")],
+        "cli/6.2", []),
+    "cl-session-kept-after-expiry": (
+        "after SESSION_EXPIRED the client goes on naming the session (AOBJ-SES-022)",
+        [("src/client/client.cc",
+          "        session_gone_.store(static_cast<uint32_t>(code));  // AOBJ-SES-022",
+          "        (void)code;  // AOBJ-SES-022")],
+        "cli/5.9", []),
+})
+
+
+def IsClient(mutant):
+    return all(c.startswith("cli/") for c in mutant[2].split(","))
+
+
 def run(cmd, **kw):
     return subprocess.run(cmd, check=False, **kw)
 
@@ -340,7 +412,8 @@ def main():
     if run(["cmake", "-S", tree, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
             "-DAOBJ_BUILD_TESTS=OFF"], env=env, stdout=subprocess.DEVNULL).returncode:
         sys.exit("cmake failed")
-    if run(["ninja", "-C", build, "aobj-server"], env=env, stdout=subprocess.DEVNULL).returncode:
+    targets = ["aobj-server"] + (["aobj"] if any(IsClient(MUTANTS[n]) for n in names) else [])
+    if run(["ninja", "-C", build] + targets, env=env, stdout=subprocess.DEVNULL).returncode:
         sys.exit("the unchanged scratch tree does not build")
 
     results = []
@@ -355,14 +428,26 @@ def main():
             with open(full, "w") as fh:
                 fh.write(text.replace(old, new, 1))
         try:
-            if run(["ninja", "-C", build, "aobj-server"], env=env, stdout=subprocess.DEVNULL).returncode:
+            client = IsClient(MUTANTS[name])
+            target = "aobj" if client else "aobj-server"
+            if run(["ninja", "-C", build, target], env=env, stdout=subprocess.DEVNULL).returncode:
                 results.append((name, what, "BUILD FAILED", []))
                 continue
             out = os.path.join(args.scratch, "run-" + name)
             sel = [] if args.all_cases else ["--only", cases]
-            proc = run([os.path.join(ROOT, "conformance", "run-reference-server.sh"),
-                        os.path.join(build, "aobj-server"), args.suite, "memory", out] + sel + flags,
-                       env=env, capture_output=True, text=True)
+            if client:
+                # The client suite runs its own fake server; the driver runs the faulty CLI.
+                shutil.rmtree(out, ignore_errors=True)
+                os.makedirs(os.path.join(out, "work"))
+                driver = " ".join([os.path.join(ROOT, "conformance", "drivers", "aobj-cli.sh"),
+                                   os.path.join(build, "aobj")])
+                proc = run([args.suite, "--client-exec", driver, "--work-dir",
+                            os.path.join(out, "work"), "--json", os.path.join(out, "report.json")]
+                           + sel + flags, env=env, capture_output=True, text=True)
+            else:
+                proc = run([os.path.join(ROOT, "conformance", "run-reference-server.sh"),
+                            os.path.join(build, "aobj-server"), args.suite, "memory", out]
+                           + sel + flags, env=env, capture_output=True, text=True)
             failed = []
             try:
                 report = json.load(open(os.path.join(out, "report.json")))

@@ -98,11 +98,21 @@ absl::StatusOr<ListPage> ListObjectsPage(const ObjectScan& scan, absl::string_vi
   std::string cursor =
       start.kind == ListPosition::Kind::kAfterPrefix ? PastPrefix(start.position) : start.position;
   size_t count = 0;
+  // With a delimiter, a common prefix can stand for any number of keys. The walk never reads
+  // through them: once it reports a prefix it scans again from past it, which the store answers
+  // by a seek. Scans after such a jump ask for few entries (the next may be a prefix again) and
+  // ask for twice as many each time they end without one, so a page reads at most
+  // kFirstBatch entries per common prefix and twice the objects it returns (issue 16, L3: a page
+  // used to read every key under the prefixes it reported, (max_keys + 1)^2 at worst).
+  constexpr size_t kFirstBatch = 16;
+  size_t batch_size = kFirstBatch;
   for (;;) {
     // One more than fits, to learn whether the page is truncated.
-    const size_t want = max_keys - count + 1;
+    const size_t fits = max_keys - count + 1;
+    const size_t want = delimiter.empty() ? fits : std::min(fits, batch_size);
     absl::StatusOr<std::vector<ObjectSummary>> batch = scan(cursor, want);
     if (!batch.ok()) return batch.status();
+    bool jumped = false;
     for (ObjectSummary& object : *batch) {
       // Every key the scan returns starts with `prefix` and sorts after the cursor.
       const std::string* last_prefix =
@@ -126,15 +136,21 @@ absl::StatusOr<ListPage> ListObjectsPage(const ObjectScan& scan, absl::string_vi
         page.common_prefixes.push_back(std::move(common));
         page.next = {ListPosition::Kind::kAfterPrefix, page.common_prefixes.back()};
         cursor = PastPrefix(page.common_prefixes.back());
-      } else {
-        page.next = {ListPosition::Kind::kAfterKey, object.key};
-        cursor = object.key;
-        page.objects.push_back(std::move(object));
+        jumped = true;
+        break;  // the rest of the batch may be the prefix's own keys: seek past them instead
       }
+      page.next = {ListPosition::Kind::kAfterKey, object.key};
+      cursor = object.key;
+      page.objects.push_back(std::move(object));
+    }
+    if (jumped) {
+      batch_size = kFirstBatch;
+      continue;
     }
     // Fewer than asked: nothing sorts after the cursor any more. Otherwise scan again from the
     // cursor; each scan adds an entry or ends the page, so there are at most max_keys + 1.
     if (batch->size() < want) return page;
+    batch_size = std::min<size_t>(batch_size * 2, max_keys + 1);
   }
 }
 

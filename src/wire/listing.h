@@ -90,7 +90,8 @@ struct ListPage {
 // before every other later key; the walk skips a reported prefix that way. Every page resumes
 // strictly after the last entry of the previous one, so a key that exists throughout a paged
 // listing appears in exactly one page (AOBJ-OBJ-109).
-// The number of scans is at most max_keys + 1.
+// The number of scans is at most max_keys + 1; the entries they read, at most 16 per common prefix
+// reported and about twice the objects returned (never the keys under a reported prefix).
 absl::StatusOr<ListPage> ListObjectsPage(const ObjectScan& scan, absl::string_view prefix,
                                          absl::string_view delimiter, const ListPosition& start,
                                          uint32_t max_keys);

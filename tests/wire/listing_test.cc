@@ -143,6 +143,7 @@ class Model {
               out.push_back({k, k.size(), "\"e\"", 0});
             }
           }
+          read_ += out.size();  // what a store hands over (it seeks to `after`)
           return out;
         };
   }
@@ -166,6 +167,7 @@ class Model {
   }
 
   int scans_ = 0;
+  size_t read_ = 0;
 
  private:
   std::vector<std::string> keys_;
@@ -223,6 +225,31 @@ TEST(ListObjectsPageTest, DelimiterGroupsNestedPrefixes) {
   // A delimiter of several characters, and one that is not '/'.
   EXPECT_EQ(PageThrough(model, "", "20", "", 1000), model.Expected("", "20", ""));
   EXPECT_EQ(PageThrough(model, "photos", ".", "", 1000), model.Expected("photos", ".", ""));
+}
+
+// Issue 16, L3: a delimited page read every key under the prefixes it reported (48 prefixes of
+// 1,000 keys: 48,000 entries for a page of 48). It must seek past a reported prefix instead.
+TEST(ListObjectsPageTest, ReportedPrefixesAreSkippedNotRead) {
+  std::vector<std::string> keys;
+  for (int p = 0; p < 48; ++p) {
+    for (int i = 0; i < 1000; ++i) keys.push_back(absl::StrCat("p", 100 + p, "/", 1000 + i));
+  }
+  for (int i = 0; i < 300; ++i) keys.push_back(absl::StrCat("q", 1000 + i));  // plain objects
+  Model model(keys);
+  for (uint32_t max_keys : {1000u, 48u, 60u, 7u}) {
+    model.read_ = 0;
+    int pages = 0;
+    const auto all = PageThrough(model, "", "/", "", max_keys, &pages);
+    EXPECT_EQ(all, model.Expected("", "/", "")) << "max_keys " << max_keys;
+    // 48 prefixes and 300 objects in all: 16 per prefix, twice the objects, 32 per page.
+    EXPECT_LE(model.read_, 48u * 16 + 2 * 300 + 32u * pages)
+        << "max_keys " << max_keys << ", " << pages << " pages";
+  }
+  // Without a delimiter nothing is skipped: a page reads what it returns, plus one.
+  model.read_ = 0;
+  const auto flat = PageThrough(model, "p105/", "", "", 1000);
+  EXPECT_EQ(flat.size(), 1000u);
+  EXPECT_LE(model.read_, 1001u);
 }
 
 TEST(ListObjectsPageTest, PaginationBoundaries) {

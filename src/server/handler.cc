@@ -106,6 +106,7 @@ absl::Status RequestHandler::Refuse(Method method, const RequestAuth& auth, absl
 
 void RequestHandler::FlushLogSummary() {
   uint64_t suppressed = 0;
+  std::vector<std::pair<std::string, uint64_t>> by_key;
   {
     absl::MutexLock l(&log_mu_);
     const absl::Time now = absl::Now();
@@ -114,11 +115,20 @@ void RequestHandler::FlushLogSummary() {
     log_window_lines_ = 0;
     suppressed = log_suppressed_;
     log_suppressed_ = 0;
+    for (const auto& [key, budget] : key_log_) {
+      if (budget.suppressed > 0) by_key.emplace_back(key, budget.suppressed);
+    }
+    key_log_.clear();  // a new window for every key
   }
   if (suppressed > 0) {
     Log(absl::StrCat("event=request_failed_suppressed count=", suppressed,
                      " reason=\"failures before authentication above ",
                      kUnverifiedLogLinesPerSecond, " a second\""));
+  }
+  for (const auto& [key, n] : by_key) {
+    Log(absl::StrCat("event=request_failed_suppressed count=", n, " access_key=", key,
+                     " reason=\"failures of one access key above ", kKeyLogLinesPerSecond,
+                     " a second\""));
   }
 }
 
@@ -127,28 +137,43 @@ void RequestHandler::RecordFailure(Method method, const RequestAuth& auth,
   counters_.errors.fetch_add(1, std::memory_order_relaxed);
   if (!config_.log) return;
   // AOBJ-OPS-010: failures before the signature is verified (anyone can cause them, as fast as
-  // they can send) are logged at most kUnverifiedLogLinesPerSecond a second; the rest are
-  // counted and reported in one line when logging resumes. Counters see every one.
+  // they can send) are logged at most kUnverifiedLogLinesPerSecond a second, and the failures of
+  // one access key after it at most kKeyLogLinesPerSecond a second; the rest are counted and
+  // reported in one line (per key) when the window ends. Counters see every one.
   const ErrorCode code = ErrorCodeOf(error);
   const bool unverified = code == ErrorCode::kMissingAuthentication ||
                           code == ErrorCode::kInvalidAccessKeyId ||
                           code == ErrorCode::kSignatureDoesNotMatch ||
                           code == ErrorCode::kSlowDown;
-  if (unverified) {
-    FlushLogSummary();
+  const std::string key = LogToken(auth.access_key_id);
+  FlushLogSummary();
+  {
     absl::MutexLock l(&log_mu_);
-    if (log_window_lines_ >= kUnverifiedLogLinesPerSecond) {
-      ++log_suppressed_;
-      return;
+    if (unverified) {
+      if (log_window_lines_ >= kUnverifiedLogLinesPerSecond) {
+        ++log_suppressed_;
+        return;
+      }
+      ++log_window_lines_;
+    } else {
+      auto it = key_log_.find(key);
+      if (it == key_log_.end()) {
+        // An access key here may still be forged (a failure the signature check did not reach
+        // yet): the map is bounded, and keys beyond it share one budget.
+        it = key_log_.size() < kLogKeys ? key_log_.try_emplace(key).first
+                                        : key_log_.try_emplace("(other keys)").first;
+      }
+      if (it->second.lines >= kKeyLogLinesPerSecond) {
+        ++it->second.suppressed;
+        return;
+      }
+      ++it->second.lines;
     }
-    ++log_window_lines_;
   }
   // AOBJ-OPS-003: one structured event per failed request.
-  Log(absl::StrCat("event=request_failed method=", MethodName(method),
-                   " session=", auth.session_hex.empty() ? "-" : auth.session_hex,
-                   " access_key=", LogToken(auth.access_key_id),
-                   " code=", GetErrorInfo(ErrorCodeOf(error)).name.data(), " message=\"",
-                   error.message(), "\""));
+  Log(absl::StrCat("event=request_failed method=", MethodName(method), " session=",
+                   auth.session_hex.empty() ? "-" : auth.session_hex, " access_key=", key,
+                   " code=", GetErrorInfo(code).name.data(), " message=\"", error.message(), "\""));
 }
 
 absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const RequestAuth& auth,

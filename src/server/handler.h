@@ -267,6 +267,16 @@ class RequestHandler {
   absl::Time log_window_start_ ABSL_GUARDED_BY(log_mu_) = absl::InfinitePast();
   int log_window_lines_ ABSL_GUARDED_BY(log_mu_) = 0;
   uint64_t log_suppressed_ ABSL_GUARDED_BY(log_mu_) = 0;
+  // Failures after verification, per access key (fifth hostile probe, L1: one tenant's failing
+  // requests wrote 0.5 MB of log a second): kKeyLogLinesPerSecond a second for each of up to
+  // kLogKeys keys, the keys beyond them sharing one budget; the rest summarized per key.
+  static constexpr int kKeyLogLinesPerSecond = 20;
+  static constexpr size_t kLogKeys = 256;
+  struct KeyLogBudget {
+    int lines = 0;
+    uint64_t suppressed = 0;
+  };
+  absl::flat_hash_map<std::string, KeyLogBudget> key_log_ ABSL_GUARDED_BY(log_mu_);
   InFlightRequests in_flight_;
   // Authenticates continuation tokens (AOBJ-OBJ-107); random per process, so tokens do not
   // survive a restart of the server (AOBJ-OBJ-113).

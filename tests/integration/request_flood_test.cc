@@ -476,6 +476,52 @@ TEST_F(RequestFloodTest, UnauthenticatedFailuresAreLoggedInSummary) {
   EXPECT_EQ(lines + summarized, 3000);
 }
 
+// Fifth hostile probe, L1: failures after the signature was verified were logged without a
+// bound (one tenant, 15 MB of log in 30 s). Now each access key gets 20 lines a second and a
+// summary of the rest; every failure is still counted once.
+TEST_F(RequestFloodTest, FailuresOfOneTenantAreLoggedInSummary) {
+  ASSERT_NO_FATAL_FAILURE(StartServer({}));
+  ClientOptions o;
+  o.endpoint = server_->endpoint();
+  o.access_key_id = testing::kAccessKey;
+  o.secret = testing::kSecret;
+  auto c = Client::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  constexpr int kThreads = 4, kEach = 300;
+  const auto start = std::chrono::steady_clock::now();
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        if (!(*c)->Head("test-bucket", absl::StrCat("missing-", t, "-", i)).ok()) ++failed;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(failed.load(), kThreads * kEach);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the reaper's summary
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  int lines = 0;
+  long summarized = 0;
+  std::istringstream in(server_->log());
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("event=request_failed ") != std::string::npos &&
+        line.find("code=NO_SUCH_KEY") != std::string::npos) {
+      ++lines;
+    }
+    const size_t at = line.find("event=request_failed_suppressed count=");
+    if (at != std::string::npos && line.find("access_key=") != std::string::npos) {
+      summarized += std::stol(line.substr(at + 38));
+    }
+  }
+  std::printf("%d failing HeadObjects in %.1f s: %d logged, %ld summarized\n", kThreads * kEach,
+              seconds, lines, summarized);
+  EXPECT_LE(lines, 20 * (static_cast<int>(seconds) + 2));
+  EXPECT_EQ(lines + summarized, kThreads * kEach);
+}
+
 // Found by the hostile probe of issue 16: forged 7 MiB requests under the memory quota's
 // pressure crashed the server (SIGSEGV in gRPC) in 3 of 4 runs, because a request thread dropped
 // the last reference to a request's message. Now they are answered, and the server lives.

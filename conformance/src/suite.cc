@@ -327,6 +327,7 @@ const Registry& AllCases() {
     RegisterObjectCases(*r);
     RegisterListCases(*r);
     RegisterMultipartCases(*r);
+    RegisterPropertyCases(*r);
     RegisterClientCases(*r);
     return r;
   }();

@@ -177,6 +177,7 @@ void RegisterDataCases(Registry& r);
 void RegisterObjectCases(Registry& r);
 void RegisterListCases(Registry& r);
 void RegisterMultipartCases(Registry& r);
+void RegisterPropertyCases(Registry& r);  // random sizes, ranges, listings (issue 17)
 void RegisterClientCases(Registry& r);
 
 struct CaseResult {

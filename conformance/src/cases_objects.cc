@@ -360,11 +360,18 @@ void RegisterObjectCases(Registry& r) {
             {{{"", "v"}}, ErrorCode::kInvalidArgument, "an empty name"},
             {{{"bad name", "v"}}, ErrorCode::kInvalidArgument, "a name with a space"},
             {{{"b\xc3\xa9", "v"}}, ErrorCode::kInvalidArgument, "a name with a non-ASCII octet"},
-            {{{"Dup", "1"}, {"dup", "2"}}, ErrorCode::kInvalidArgument, "names that differ only in case"},
+            {{{"Dup", "1"}, {"dup", "2"}},
+             ErrorCode::kInvalidArgument,
+             "names that differ only in case"},
             {{{"v", "a\x01z"}}, ErrorCode::kInvalidArgument, "a value with a control character"},
-            {{{"v", std::string("\xff\xfe", 2)}}, ErrorCode::kInvalidArgument, "a value that is not UTF-8"},
+            {{{"v", "a\x7fz"}}, ErrorCode::kInvalidArgument, "a value with DEL (U+007F)"},
+            {{{"v", "a\nz"}}, ErrorCode::kInvalidArgument, "a value with a line feed"},
+            {{{"v", std::string("\xff\xfe", 2)}},
+             ErrorCode::kInvalidArgument,
+             "a value that is not UTF-8"},
             {{{"big", std::string(2046, 'v')}}, ErrorCode::kMetadataTooLarge, "2049 octets in all"},
-            {{{"", std::string(3000, 'v')}}, ErrorCode::kMetadataTooLarge,
+            {{{"", std::string(3000, 'v')}},
+             ErrorCode::kMetadataTooLarge,
              "3000 octets with an empty name (size is checked first)"},
         };
         for (const Bad& b : bad) {
@@ -375,6 +382,15 @@ void RegisterObjectCases(Registry& r) {
         PutSpec ok;
         ok.meta = {{"big", std::string(2045, 'v')}};
         ctx.RequireOk(PutWith(*f.p, f.bucket, "m", "x", ok), "PUT with 2048 octets of metadata");
+        // Tab and the C1 controls (obs-text in HTTP) are allowed (AOBJ-OBJ-123).
+        PutSpec allowed;
+        allowed.meta = {{"v", "tab\there, U+0085 \xc2\x85 and U+009F \xc2\x9f"}};
+        ctx.RequireOk(PutWith(*f.p, f.bucket, "c1", "x", allowed),
+                      "PUT with a tab and C1 controls in a value");
+        const auto md = HeadOk(ctx, *f.p, f.bucket, "c1").metadata();
+        ctx.Require(md.user_metadata().count("v") == 1 &&
+                        md.user_metadata().at("v") == allowed.meta.at("v"),
+                    "the value is returned as stored", allowed.meta.at("v"), md.ShortDebugString());
         ctx.RequireStillServes();
       });
 

@@ -297,6 +297,37 @@ MUTANTS = {
           '  auto slot = sessions_->Admit(s.id_hex);  // AOBJ-SES-012: UploadPart is a data request\n  if (!slot.ok()) return slot.status();\n',
           '')],
         'flo/10', []),
+    # Third blind set (2026-11-26): the five of 30 the suite missed, kept as regressions.
+    'ses-renew-lease-in-seconds': (
+        "the RenewSession reply reports lease_ms in seconds (2 instead of 2000), not the session's lease (AOBJ-SES-017 Table 1, AOBJ-SES-008)",
+        [('src/server/handler.cc',
+          '      aobj::v1::RenewSessionResponse resp;\n      resp.set_lease_ms(absl::ToInt64Milliseconds(sessions_->lease()));',
+          '      aobj::v1::RenewSessionResponse resp;\n      resp.set_lease_ms(absl::ToInt64Seconds(sessions_->lease()));')],
+        'ses/5.8', []),
+    'dat-inline-longer-than-size': (
+        'a PUT whose inline_data is longer than size is accepted (the first size octets stored) instead of failing INVALID_ARGUMENT (AOBJ-DAT-007)',
+        [('src/server/body.cc',
+          '    if (body.inline_data->size() != size) {',
+          '    if (body.inline_data->size() < size) {')],
+        'dat/8.4', []),
+    'dat-empty-get-inline-path': (
+        'a GET of an empty object with accept_inline is answered with path INLINE instead of NONE (AOBJ-DAT-011)',
+        [('src/server/handler.cc',
+          '  if (size == 0) {\n    path = aobj::v1::TRANSFER_PATH_NONE;  // AOBJ-DAT-011',
+          '  if (size == 0 && !req.accept_inline()) {\n    path = aobj::v1::TRANSFER_PATH_NONE;  // AOBJ-DAT-011')],
+        'dat/8.5', []),
+    'err-delete-objects-s3-code-is-name': (
+        "the per-key errors of DeleteObjects carry the AOBJ name (e.g. KEY_TOO_LONG) in s3_code instead of the registry's S3 name (AOBJ-ERR-004)",
+        [('src/server/handler_object.cc',
+          '  e->set_s3_code(std::string(info.s3_code));',
+          '  e->set_s3_code(std::string(info.name));')],
+        'del/9.13', []),
+    'sec-create-existing-clobbers-owner': (
+        'CreateBucket of an existing bucket records the caller as owner, fails BUCKET_ALREADY_EXISTS, then forgets the owner, so the real owner is locked out (AOBJ-SEC-009)',
+        [('src/server/handler.cc',
+          '      if (authz_ == nullptr || authz_->open() || store_->HeadBucket(req.bucket()).ok()) {',
+          '      if (authz_ == nullptr || authz_->open()) {')],
+        'sec/14.8', []),
 }
 
 

@@ -406,6 +406,58 @@ void RegisterDataCases(Registry& r) {
         ctx.RequireOk(gw, "GET of the empty object with a window");
         ctx.Require(m->data()[0] == 0x66, "the window was not touched", "unchanged", "written");
       });
+  Add(r, "dat/8.4/5",
+      "inline_data one octet longer or shorter than size: INVALID_ARGUMENT, nothing committed",
+      "inline", {"AOBJ-DAT-007"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        RequireCapability(ctx, *f.p, kCapInline, "INLINE");
+        const uint64_t t = f.p->session().limits().inline_threshold();
+        if (t < 2) ctx.Unsupported(absl::StrCat("inline_threshold is ", t));
+        const uint64_t size = std::min<uint64_t>(t - 1, 1000);
+        for (uint64_t length : {size + 1, size - 1}) {
+          const std::string body = Content(length, 7);
+          pb::PutObjectRequest put;
+          put.set_bucket(f.bucket);
+          put.set_key("mismatched");
+          put.set_size(size);
+          put.set_inline_data(body);
+          put.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+          put.set_checksum(Crc32cOf(body.substr(0, std::min<uint64_t>(length, size))));
+          ctx.RequireCode(f.p->Send(Method::kPutObject, put), ErrorCode::kInvalidArgument,
+                          absl::StrCat("inline_data of ", length, " octets, size ", size));
+          ctx.RequireCode(f.p->Head(f.bucket, "mismatched"), ErrorCode::kNoSuchKey,
+                          "nothing committed");
+        }
+        ctx.RequireStillServes();
+      });
+  Add(r, "dat/8.5/2",
+      "an empty object read with accept_inline, with and without a window, and a ranged read: "
+      "path NONE and 0 octets every time",
+      "core", {"AOBJ-DAT-011", "AOBJ-DAT-030"}, false, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "empty", ""), "PUT of 0 octets");
+        auto m = f.p->Allocate(4096);
+        std::memset(m->data(), 0x66, 4096);
+        for (int with_window = 0; with_window < 2; ++with_window) {
+          pb::GetObjectRequest g =
+              with_window ? f.p->GetRequest(f.bucket, "empty", *m, 4096) : pb::GetObjectRequest();
+          g.set_bucket(f.bucket);
+          g.set_key("empty");
+          g.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+          g.set_accept_inline(true);
+          const std::string what = absl::StrCat("GET with accept_inline, ",
+                                                with_window ? "with" : "without", " a window");
+          RawReply gr = f.p->Send(Method::kGetObject, g);
+          ctx.RequireOk(gr, what);
+          const auto resp = Parse<pb::GetObjectResponse>(ctx, gr, what);
+          ctx.Require(resp.path() == pb::TRANSFER_PATH_NONE && resp.bytes_transferred() == 0 &&
+                          resp.inline_data().empty(),
+                      what + ": the reply", "TRANSFER_PATH_NONE, 0 octets, no inline_data",
+                      absl::StrCat(PathName(resp.path()), ", ", resp.bytes_transferred(), ", ",
+                                   resp.inline_data().size(), " inline octets"));
+        }
+        ctx.Require(m->data()[0] == 0x66, "the window was not touched", "unchanged", "written");
+      });
   Add(r, "dat/8.6/1", "PUT checksum missing, of the wrong length, or of an unknown algorithm: "
                       "INVALID_ARGUMENT",
       "checksums", {"AOBJ-DAT-020", "AOBJ-DAT-023"}, true, [](CaseContext& ctx) {

@@ -209,6 +209,33 @@ void RegisterListCases(Registry& r) {
         l = List(ctx, *f.p, req, "page 2 with start_after c");
         ctx.Require(Keys(l).rfind("b ", 0) == 0, "resumes after a (the token), not after c", "b ...", Keys(l));
       });
+  Add(r, "del/9.13/3",
+      "DeleteObjects' per-key errors carry the name, S3 code and retryable flag of their "
+      "registry row",
+      "core", {"AOBJ-ERR-004", "AOBJ-OBJ-141"}, true, [](CaseContext& ctx) {
+        BucketFixture f = Setup(ctx, {"k"});
+        pb::DeleteObjectsRequest d;
+        d.set_bucket(f.bucket);
+        d.add_keys(std::string(1025, 'l'));  // KEY_TOO_LONG
+        d.add_keys("");                      // INVALID_ARGUMENT
+        RawReply rr = f.p->Send(Method::kDeleteObjects, d);
+        ctx.RequireOk(rr, "DeleteObjects of two keys that cannot exist");
+        auto resp = Parse<pb::DeleteObjectsResponse>(ctx, rr, "DeleteObjects");
+        ctx.Require(resp.errors_size() == 2, "two failures listed", "2",
+                    absl::StrCat(resp.errors_size()));
+        for (const auto& e : resp.errors()) {
+          const pb::Error& err = e.error();
+          const ErrorInfo info = GetErrorInfo(static_cast<ErrorCode>(err.code()));
+          ctx.Require(err.name() == info.name && err.s3_code() == info.s3_code &&
+                          err.retryable() == info.retryable,
+                      absl::StrCat("the failure of a key of ", e.key().size(),
+                                   " octets matches its registry row"),
+                      absl::StrCat(std::string(info.name), " ", std::string(info.s3_code),
+                                   info.retryable ? " retryable" : ""),
+                      err.ShortDebugString());
+        }
+        ctx.RequireStillServes();
+      });
   Add(r, "list/9.12/7",
       "a continuation token is bound to its prefix and delimiter: sent with another, "
       "INVALID_CONTINUATION_TOKEN",

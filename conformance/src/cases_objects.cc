@@ -734,6 +734,38 @@ void RegisterObjectCases(Registry& r) {
                         "a bucket that does not exist is refused like any other");
         ctx.RequireStillServes();
       });
+  Add(r, "sec/14.8/2",
+      "owner policy: CreateBucket of an existing bucket, by its owner or another principal, "
+      "fails and changes no ownership",
+      "access", {"AOBJ-SEC-009", "AOBJ-OBJ-006"}, true, [](CaseContext& ctx) {
+        if (!ctx.target().owner_policy) {
+          ctx.Unsupported(
+              "the target's authorization policy is open (a bucket that does not exist answers "
+              "NO_SUCH_BUCKET, not ACCESS_DENIED): no bucket is restricted to its creator");
+        }
+        BucketFixture f = OpenBucket(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "mine", "owner's data"), "the owner PUTs");
+        auto q = ctx.Open(/*second=*/true);
+        for (int round = 0; round < 2; ++round) {
+          ctx.RequireCode(f.p->CreateBucket(f.bucket), ErrorCode::kBucketAlreadyExists,
+                          "CreateBucket of the bucket again by its owner");
+          RawReply other = q->CreateBucket(f.bucket);
+          ctx.Require(CodeOf(other) == ErrorCode::kBucketAlreadyExists ||
+                          CodeOf(other) == ErrorCode::kAccessDenied,
+                      "CreateBucket of the bucket by another principal fails",
+                      "BUCKET_ALREADY_EXISTS or ACCESS_DENIED", Outcome(other));
+        }
+        ctx.RequireOk(f.p->Put(f.bucket, "after", "still mine"),
+                      "the owner still writes to its bucket");
+        ctx.Require(Read(ctx, *f.p, f.bucket, "mine") == "owner's data",
+                    "the owner still reads its bucket", "owner's data", "other");
+        std::string out;
+        ctx.RequireCode(q->Get(f.bucket, "mine", &out), ErrorCode::kAccessDenied,
+                        "the other principal still cannot read it");
+        ctx.RequireCode(q->Put(f.bucket, "planted", "x"), ErrorCode::kAccessDenied,
+                        "nor write to it");
+        ctx.RequireStillServes();
+      });
 }
 
 }  // namespace aobj::conformance

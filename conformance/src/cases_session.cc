@@ -529,6 +529,20 @@ void RegisterSessionCases(Registry& r) {
                                    absl::ToInt64Milliseconds(absl::Now() - opened),
                                    " ms after OpenSession, lease ", lease, " ms)"));
       });
+  Add(r, "ses/5.8/3", "RenewSession answers with the session's lease_ms, as OpenSession did",
+      "core", {"AOBJ-SES-017", "AOBJ-SES-008"}, false, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        const uint64_t lease = p->session().lease_ms();
+        ctx.Require(lease > 0, "OpenSession grants a lease", "> 0", absl::StrCat(lease));
+        for (int i = 0; i < 2; ++i) {
+          RawReply rn = p->Send(Method::kRenewSession, pb::RenewSessionRequest());
+          ctx.RequireOk(rn, absl::StrCat("RenewSession ", i + 1));
+          const auto resp = Parse<pb::RenewSessionResponse>(ctx, rn, "RenewSession");
+          ctx.Require(resp.lease_ms() == lease,
+                      absl::StrCat("RenewSession ", i + 1, " reports the session's lease_ms"),
+                      absl::StrCat(lease), absl::StrCat(resp.lease_ms()));
+        }
+      });
   Add(r, "ses/5.9/1", "after CloseSession the session is NO_SUCH_SESSION", "core",
       {"AOBJ-SES-010"}, true, [](CaseContext& ctx) {
         auto p = ctx.Open();

@@ -213,6 +213,151 @@ RawReply Peer::Resend() {
                 std::move(r));
 }
 
+// What holds of every successful reply of a method, whatever the case asked (so a fault in a
+// reply field is caught by every case that meets it, not only by the case written for it). Each
+// rule is a MUST of the spec about the reply alone, or about the reply and the request as sent.
+void Peer::CheckReply(Method method, const RawReply& r, const RuleFn& rule) {
+  const std::string what = absl::StrCat(MethodName(method), " reply");
+  const bool have_session = open_.lease_ms() != 0 && HexEncode(open_.session_id()) == session_hex_;
+  auto data_reply = [&](uint64_t bytes, pb::TransferPath path, bool inline_sent,
+                        uint64_t inline_received) {
+    // AOBJ-DAT-011: an empty body moves nothing; AOBJ-DAT-030: the path is the one that moved it.
+    rule((bytes == 0) == (path == pb::TRANSFER_PATH_NONE),
+         what + ": path NONE exactly when no octet moved (AOBJ-DAT-011, AOBJ-DAT-030)",
+         bytes == 0 ? "TRANSFER_PATH_NONE" : "INLINE or RMA",
+         absl::StrCat(pb::TransferPath_Name(path), ", ", bytes, " octets"));
+    if (path == pb::TRANSFER_PATH_INLINE) {
+      rule(inline_sent || inline_received == bytes,
+           what + ": an INLINE reply carries exactly bytes_transferred octets (AOBJ-DAT-030)",
+           absl::StrCat(bytes), absl::StrCat(inline_received));
+    }
+  };
+  switch (method) {
+    case Method::kRenewSession: {
+      pb::RenewSessionResponse resp;
+      if (!have_session || !resp.ParseFromString(r.body)) return;
+      rule(resp.lease_ms() == open_.lease_ms(),
+           what + ": lease_ms is the session's lease (AOBJ-SES-008, AOBJ-SES-017)",
+           absl::StrCat(open_.lease_ms()), absl::StrCat(resp.lease_ms()));
+      return;
+    }
+    case Method::kGetObject: {
+      pb::GetObjectRequest req;
+      pb::GetObjectResponse resp;
+      if (!req.ParseFromString(last_body_) || !resp.ParseFromString(r.body)) return;
+      data_reply(resp.bytes_transferred(), resp.path(), false, resp.inline_data().size());
+      if (resp.path() == pb::TRANSFER_PATH_INLINE) {
+        rule(req.accept_inline(),
+             what + ": INLINE only to a GET that set accept_inline (AOBJ-DAT-008)",
+             "accept_inline set", "not set");
+        if (have_session) {
+          // AOBJ-DAT-104: for a range, the range's length stands for the object's size.
+          const uint64_t t = open_.limits().inline_threshold();
+          const uint64_t n = req.has_range() ? resp.bytes_transferred() : resp.metadata().size();
+          rule(n <= t,
+               what +
+                   ": INLINE only for a body of at most inline_threshold octets (AOBJ-DAT-008, "
+                   "AOBJ-DAT-104)",
+               absl::StrCat("<= ", t), absl::StrCat(n));
+        }
+      } else if (!req.has_range()) {
+        rule(resp.inline_data().empty(),
+             what + ": inline_data only on the INLINE path (AOBJ-DAT-030)", "none",
+             absl::StrCat(resp.inline_data().size(), " octets"));
+      }
+      if (!req.has_range()) {
+        rule(resp.bytes_transferred() == resp.metadata().size(),
+             what + ": a whole-object GET moves the object's size (AOBJ-DAT-003)",
+             absl::StrCat(resp.metadata().size()), absl::StrCat(resp.bytes_transferred()));
+      }
+      return;
+    }
+    case Method::kPutObject:
+    case Method::kUploadPart: {
+      uint64_t size = 0;
+      bool inline_sent = false;
+      uint64_t bytes = 0;
+      pb::TransferPath path = pb::TRANSFER_PATH_UNSPECIFIED;
+      if (method == Method::kPutObject) {
+        pb::PutObjectRequest req;
+        pb::PutObjectResponse resp;
+        if (!req.ParseFromString(last_body_) || !resp.ParseFromString(r.body)) return;
+        size = req.size();
+        inline_sent = !req.inline_data().empty();
+        bytes = resp.bytes_transferred();
+        path = resp.path();
+      } else {
+        pb::UploadPartRequest req;
+        pb::UploadPartResponse resp;
+        if (!req.ParseFromString(last_body_) || !resp.ParseFromString(r.body)) return;
+        size = req.size();
+        inline_sent = !req.inline_data().empty();
+        bytes = resp.bytes_transferred();
+        path = resp.path();
+      }
+      rule(bytes == size,
+           what + ": bytes_transferred is the declared size (AOBJ-DAT-003, AOBJ-DAT-151)",
+           absl::StrCat(size), absl::StrCat(bytes));
+      data_reply(bytes, path, true, 0);
+      if (size > 0) {
+        rule((path == pb::TRANSFER_PATH_INLINE) == inline_sent,
+             what + ": path INLINE exactly when the body came inline (AOBJ-DAT-030)",
+             inline_sent ? "TRANSFER_PATH_INLINE" : "TRANSFER_PATH_RMA",
+             pb::TransferPath_Name(path));
+      }
+      return;
+    }
+    case Method::kDeleteObjects: {
+      pb::DeleteObjectsRequest req;
+      pb::DeleteObjectsResponse resp;
+      if (!req.ParseFromString(last_body_) || !resp.ParseFromString(r.body)) return;
+      if (req.quiet()) {
+        rule(resp.deleted().empty(), what + ": quiet leaves deleted empty (AOBJ-OBJ-143)", "0",
+             absl::StrCat(resp.deleted_size()));
+      }
+      for (const auto& e : resp.errors()) {
+        const auto code = static_cast<ErrorCode>(static_cast<uint32_t>(e.error().code()));
+        const ErrorInfo info = GetErrorInfo(code);
+        rule(e.error().code() != 0 && info.code == code && e.error().name() == info.name &&
+                 e.error().s3_code() == info.s3_code && e.error().retryable() == info.retryable,
+             what + ": each failed key's error is a registry row (AOBJ-ERR-004)",
+             absl::StrCat(std::string(info.name), " ", std::string(info.s3_code)),
+             e.error().ShortDebugString());
+      }
+      return;
+    }
+    case Method::kListObjectsV2: {
+      pb::ListObjectsV2Request req;
+      pb::ListObjectsV2Response resp;
+      if (!req.ParseFromString(last_body_) || !resp.ParseFromString(r.body)) return;
+      const uint32_t max = req.max_keys() == 0 ? 1000 : req.max_keys();
+      const size_t n = resp.objects_size() + resp.common_prefixes_size();
+      if (req.max_keys() <= 1000) {
+        rule(n <= max, what + ": at most max_keys entries (AOBJ-OBJ-102)", absl::StrCat("<= ", max),
+             absl::StrCat(n));
+      }
+      if (resp.is_truncated()) {
+        rule(!resp.next_continuation_token().empty(),
+             what + ": a truncated page carries a continuation token (AOBJ-OBJ-103)", "a token",
+             "none");
+      }
+      for (int i = 0; i < resp.objects_size(); ++i) {
+        const std::string& k = resp.objects(i).key();
+        rule(k.compare(0, req.prefix().size(), req.prefix()) == 0,
+             what + ": every key starts with the prefix (AOBJ-OBJ-100)", req.prefix(), k);
+        if (i > 0) {
+          rule(resp.objects(i - 1).key() < k,
+               what + ": keys in ascending octet order, each once (AOBJ-OBJ-100)",
+               absl::StrCat("after ", resp.objects(i - 1).key()), k);
+        }
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}
+
 RawReply Peer::Finish(Method method, const std::string& shown, const std::string& tampering,
                       RawReply r) {
   Exchange e;
@@ -261,6 +406,7 @@ RawReply Peer::Finish(Method method, const std::string& shown, const std::string
   if (r.grpc_status.ok()) {
     rule(r.error_trailers == 0, what + ": no aobj-error-bin on success (AOBJ-CTL-008)",
                  "0 trailers", absl::StrCat(r.error_trailers));
+    CheckReply(method, r, rule);
   } else if (r.grpc_status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED &&
              r.grpc_status.error_code() != grpc::StatusCode::UNAVAILABLE &&
              r.grpc_status.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED) {

@@ -7,6 +7,7 @@
 #ifndef AOBJ_CONFORMANCE_PEER_H_
 #define AOBJ_CONFORMANCE_PEER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -131,6 +132,8 @@ class Peer {
  private:
   void CloseQuietly();  // CloseSession, reply ignored
   void CheckGuards(Method method);  // fails the case when a guard of live memory changed
+  using RuleFn = std::function<void(bool, std::string, std::string, std::string)>;
+  void CheckReply(Method method, const RawReply& r, const RuleFn& rule);
   RawReply Finish(Method method, const std::string& shown, const std::string& tampering,
                   RawReply reply);
   CaseContext& ctx_;

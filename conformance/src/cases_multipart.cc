@@ -91,6 +91,53 @@ RawReply ListParts(Upload& u, uint32_t marker, uint32_t max) {
 
 constexpr size_t kBigPart = 5u << 20;  // S3's minimum part size: allowed by every server
 
+// Holds two data requests of `stalled`'s session in flight: `send(q, i)` runs for i = 0 and 1,
+// each on its own thread with a Peer `q` naming that session, and waits on the worker nobody
+// progresses until the target's RMA bound (AOBJ-OPS-008). Once both are admitted, `probe` runs
+// and the time it took is returned. The case is UNSUPPORTED when the bound is under 1 s, or when
+// both held requests succeeded (the target's RMA did not need the client's progress); a held
+// request refused TOO_MANY_TRANSFERS fails it. `what` names the held requests in messages.
+absl::Duration WhileTwoAreHeld(CaseContext& ctx, Peer& stalled, const char* what,
+                               const std::function<RawReply(Peer&, int)>& send,
+                               const std::function<void()>& probe) {
+  const uint32_t bound_ms = stalled.session().limits().data_wait_ms();
+  if (bound_ms != 0 && bound_ms < 1000) {
+    ctx.Unsupported(absl::StrCat("the target's RMA bound is ", bound_ms, " ms; holding two ", what,
+                                 "s needs 1 s"));
+  }
+  std::vector<RawReply> held(2);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
+      Peer q(ctx, absl::StrCat("H.", i), ctx.target().access_key_id, ctx.target().secret);
+      q.set_session_hex(stalled.session_hex());
+      held[i] = send(q, i);
+      q.set_session_hex("");  // the session is the stalled peer's: q must not close it
+    });
+  }
+  // Both are admitted and waiting on the stalled worker well before the bound passes.
+  absl::SleepFor(absl::Milliseconds(bound_ms == 0 ? 500 : std::min<uint32_t>(500, bound_ms / 3)));
+  const absl::Time start = absl::Now();
+  probe();
+  const absl::Duration took = absl::Now() - start;
+  for (auto& t : threads) t.join();
+  if (held[0].status.ok() && held[1].status.ok()) {
+    ctx.Unsupported(
+        absl::StrCat("the target's RMA did not need the client's progress "
+                     "(HARDWARE): no ",
+                     what, " could be held in flight"));
+  }
+  for (int i = 0; i < 2; ++i) {
+    ctx.Require(CodeOf(held[i]) != ErrorCode::kTooManyTransfers,
+                absl::StrCat("held ", what, " ", i + 1, " of 2 was admitted"),
+                "admitted (it then fails with the stalled channel)", Outcome(held[i]));
+  }
+  ctx.Require(took < absl::Milliseconds(bound_ms == 0 ? 5000 : bound_ms),
+              "refused at once, not after the held ones ended", "before the RMA bound passes",
+              absl::FormatDuration(took));
+  return took;
+}
+
 }  // namespace
 
 void RegisterMultipartCases(Registry& r) {
@@ -588,47 +635,21 @@ void RegisterMultipartCases(Registry& r) {
         const uint32_t limit = stalled->session().limits().max_in_flight();
         ctx.Require(limit == 2, "the effective max_in_flight is the requested 2 (AOBJ-SES-006)",
                     "2", absl::StrCat(limit));
-        const uint32_t bound_ms = stalled->session().limits().data_wait_ms();
-        if (bound_ms != 0 && bound_ms < 1000) {
-          ctx.Unsupported(absl::StrCat("the target's RMA bound is ", bound_ms,
-                                       " ms; holding two requests needs 1 s"));
-        }
         constexpr size_t kSize = 1 << 20;
         auto heap = stalled->RegisterHeap(kSize, 0x5a);
-        std::vector<RawReply> held(2);
-        std::vector<std::thread> threads;
-        for (int i = 0; i < 2; ++i) {
-          threads.emplace_back([&, i] {
-            Peer q(ctx, absl::StrCat("S.", i), ctx.target().access_key_id, ctx.target().secret);
-            q.set_session_hex(stalled->session_hex());
-            held[i] = q.Send(Method::kPutObject,
-                             stalled->PutRequest(f.bucket, absl::StrCat("held-", i), *heap, kSize));
-            q.set_session_hex("");  // the session is the stalled peer's
-          });
-        }
-        // Both are admitted and waiting on the stalled worker well before the bound passes.
-        absl::SleepFor(
-            absl::Milliseconds(bound_ms == 0 ? 500 : std::min<uint32_t>(500, bound_ms / 3)));
-        const absl::Time start = absl::Now();
-        RawReply third =
-            stalled->Send(Method::kPutObject, stalled->PutRequest(f.bucket, "third", *heap, kSize));
-        const absl::Duration took = absl::Now() - start;
-        for (auto& t : threads) t.join();
-        if (held[0].status.ok() && held[1].status.ok()) {
-          ctx.Unsupported(
-              "the target's RMA did not need the client's progress (HARDWARE): no "
-              "request could be held in flight");
-        }
-        for (int i = 0; i < 2; ++i) {
-          ctx.Require(CodeOf(held[i]) != ErrorCode::kTooManyTransfers,
-                      absl::StrCat("held request ", i + 1, " of 2 was admitted"),
-                      "admitted (it then fails with the stalled channel)", Outcome(held[i]));
-        }
+        RawReply third;
+        WhileTwoAreHeld(
+            ctx, *stalled, "request",
+            [&](Peer& q, int i) {
+              return q.Send(Method::kPutObject,
+                            stalled->PutRequest(f.bucket, absl::StrCat("held-", i), *heap, kSize));
+            },
+            [&] {
+              third = stalled->Send(Method::kPutObject,
+                                    stalled->PutRequest(f.bucket, "third", *heap, kSize));
+            });
         ctx.RequireCode(third, ErrorCode::kTooManyTransfers,
                         "a third data request while two are in flight");
-        ctx.Require(took < absl::Milliseconds(bound_ms == 0 ? 5000 : bound_ms),
-                    "refused at once, not after the held ones ended", "before the RMA bound passes",
-                    absl::FormatDuration(took));
         ctx.RequireStillServes();
       });
   Add(r, "flo/10/3",
@@ -643,11 +664,6 @@ void RegisterMultipartCases(Registry& r) {
         o.mutable_requested_limits()->set_max_in_flight(2);
         o.mutable_requested_limits()->set_inline_threshold(1);  // the GET below must use RMA
         ctx.RequireOk(stalled->Open(o), "OpenSession with max_in_flight 2, stalled worker");
-        const uint32_t bound_ms = stalled->session().limits().data_wait_ms();
-        if (bound_ms != 0 && bound_ms < 1000) {
-          ctx.Unsupported(absl::StrCat("the target's RMA bound is ", bound_ms,
-                                       " ms; holding two requests needs 1 s"));
-        }
         pb::CreateMultipartUploadRequest cm;
         cm.set_bucket(f.bucket);
         cm.set_key("held-parts");
@@ -659,49 +675,29 @@ void RegisterMultipartCases(Registry& r) {
         u.id = Parse<pb::CreateMultipartUploadResponse>(ctx, cr, "Create").upload_id();
         constexpr size_t kSize = 1 << 20;
         auto heap = stalled->RegisterHeap(kSize, 0x3c);
-        std::vector<RawReply> held(2);
-        std::vector<std::thread> threads;
-        for (int i = 0; i < 2; ++i) {
-          threads.emplace_back([&, i] {
-            Peer q(ctx, absl::StrCat("U.", i), ctx.target().access_key_id, ctx.target().secret);
-            q.set_session_hex(stalled->session_hex());
-            pb::UploadPartRequest part;
-            part.set_bucket(u.bucket);
-            part.set_key(u.key);
-            part.set_upload_id(u.id);
-            part.set_part_number(i + 1);
-            part.set_size(kSize);
-            part.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
-            part.set_checksum(Crc32cOf(std::string(kSize, '\x3c')));
-            *part.add_source() = Peer::Descriptor(*heap, 0, kSize);
-            held[i] = q.Send(Method::kUploadPart, part);
-            q.set_session_hex("");
-          });
-        }
-        absl::SleepFor(
-            absl::Milliseconds(bound_ms == 0 ? 500 : std::min<uint32_t>(500, bound_ms / 3)));
-        const absl::Time start = absl::Now();
-        RawReply get =
-            stalled->Send(Method::kGetObject, stalled->GetRequest(f.bucket, "small", *heap, kSize));
-        RawReply put =
-            stalled->Send(Method::kPutObject, stalled->PutRequest(f.bucket, "third", *heap, kSize));
-        const absl::Duration took = absl::Now() - start;
-        for (auto& t : threads) t.join();
-        if (held[0].status.ok() && held[1].status.ok()) {
-          ctx.Unsupported(
-              "the target's RMA did not need the client's progress (HARDWARE): no "
-              "part could be held in flight");
-        }
-        for (int i = 0; i < 2; ++i) {
-          ctx.Require(CodeOf(held[i]) != ErrorCode::kTooManyTransfers,
-                      absl::StrCat("held part ", i + 1, " of 2 was admitted"),
-                      "admitted (it then fails with the stalled channel)", Outcome(held[i]));
-        }
+        RawReply get, put;
+        WhileTwoAreHeld(
+            ctx, *stalled, "part",
+            [&](Peer& q, int i) {
+              pb::UploadPartRequest part;
+              part.set_bucket(u.bucket);
+              part.set_key(u.key);
+              part.set_upload_id(u.id);
+              part.set_part_number(i + 1);
+              part.set_size(kSize);
+              part.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+              part.set_checksum(Crc32cOf(std::string(kSize, '\x3c')));
+              *part.add_source() = Peer::Descriptor(*heap, 0, kSize);
+              return q.Send(Method::kUploadPart, part);
+            },
+            [&] {
+              get = stalled->Send(Method::kGetObject,
+                                  stalled->GetRequest(f.bucket, "small", *heap, kSize));
+              put = stalled->Send(Method::kPutObject,
+                                  stalled->PutRequest(f.bucket, "third", *heap, kSize));
+            });
         ctx.RequireCode(get, ErrorCode::kTooManyTransfers, "a GET while two parts are in flight");
         ctx.RequireCode(put, ErrorCode::kTooManyTransfers, "a PUT while two parts are in flight");
-        ctx.Require(took < absl::Milliseconds(bound_ms == 0 ? 5000 : bound_ms),
-                    "refused at once, not after the held parts ended",
-                    "before the RMA bound passes", absl::FormatDuration(took));
         ctx.RequireStillServes();
       });
 }

@@ -33,6 +33,15 @@ RawReply PutWith(Peer& p, const std::string& bucket, const std::string& key,
   return p.Send(Method::kPutObject, put);
 }
 
+// The sec/14.8 cases need a target that restricts a bucket to its creator.
+void RequireOwnerPolicy(CaseContext& ctx) {
+  if (!ctx.target().owner_policy) {
+    ctx.Unsupported(
+        "the target's authorization policy is open (a bucket that does not exist answers "
+        "NO_SUCH_BUCKET, not ACCESS_DENIED): no bucket is restricted to its creator");
+  }
+}
+
 pb::CopyObjectRequest CopyRequest(const std::string& source_bucket, const std::string& source_key,
                                   const std::string& bucket, const std::string& key) {
   pb::CopyObjectRequest c;
@@ -697,11 +706,7 @@ void RegisterObjectCases(Registry& r) {
   Add(r, "sec/14.8/1", "owner policy: another principal cannot read, write or list a bucket",
       "access", {"AOBJ-SEC-008", "AOBJ-SEC-009", "AOBJ-SEC-010", "AOBJ-OBJ-008"}, true,
       [](CaseContext& ctx) {
-        if (!ctx.target().owner_policy) {
-          ctx.Unsupported(
-              "the target's authorization policy is open (a bucket that does not exist answers "
-              "NO_SUCH_BUCKET, not ACCESS_DENIED): no bucket is restricted to its creator");
-        }
+        RequireOwnerPolicy(ctx);
         BucketFixture f = OpenBucket(ctx);
         ctx.RequireOk(f.p->Put(f.bucket, "secret", "owner's data"), "the owner PUTs");
         auto q = ctx.Open(/*second=*/true);
@@ -738,11 +743,7 @@ void RegisterObjectCases(Registry& r) {
       "owner policy: CreateBucket of an existing bucket, by its owner or another principal, "
       "fails and changes no ownership",
       "access", {"AOBJ-SEC-009", "AOBJ-OBJ-006"}, true, [](CaseContext& ctx) {
-        if (!ctx.target().owner_policy) {
-          ctx.Unsupported(
-              "the target's authorization policy is open (a bucket that does not exist answers "
-              "NO_SUCH_BUCKET, not ACCESS_DENIED): no bucket is restricted to its creator");
-        }
+        RequireOwnerPolicy(ctx);
         BucketFixture f = OpenBucket(ctx);
         ctx.RequireOk(f.p->Put(f.bucket, "mine", "owner's data"), "the owner PUTs");
         auto q = ctx.Open(/*second=*/true);

@@ -328,6 +328,44 @@ MUTANTS = {
           '      if (authz_ == nullptr || authz_->open() || store_->HeadBucket(req.bucket()).ok()) {',
           '      if (authz_ == nullptr || authz_->open()) {')],
         'sec/14.8', []),
+    # Fourth blind set (2026-11-26): the six of 30 the suite missed that the spec forbids, kept
+    # as regressions.
+    'auth-timestamp-sign-accepted': (
+        'aobj-timestamp is parsed with SimpleAtoi alone, so a signed "+1712..." or "-5" is accepted (or called skewed) instead of failing MISSING_AUTHENTICATION as not 1*19DIGIT (AOBJ-AUTH-001)',
+        [('src/wire/signing.cc',
+          '  if (auth.timestamp.empty() || auth.timestamp.size() > 19 ||\n      !std::all_of(auth.timestamp.begin(), auth.timestamp.end(),\n                   [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); }) ||\n      !absl::SimpleAtoi(auth.timestamp, &ts)) {',
+          '  if (auth.timestamp.empty() || auth.timestamp.size() > 19 ||\n      !absl::SimpleAtoi(auth.timestamp, &ts)) {')],
+        'auth/6.2', []),
+    'mem-rkey-at-max-refused': (
+        'an rkey exactly max_rkey_bytes long fails INVALID_RKEY (the bound is applied as exclusive) (AOBJ-MEM-003)',
+        [('src/wire/descriptor.cc',
+          '    if (d.rkey().empty() || d.rkey().size() > limits.max_rkey_bytes) {',
+          '    if (d.rkey().empty() || d.rkey().size() >= limits.max_rkey_bytes) {')],
+        'mem/7.2', []),
+    'mem-window-ending-at-2-64-refused': (
+        'the wrap check is address + length < address, so a window ending exactly at 2^64 (which does not wrap) fails INVALID_DESCRIPTOR (AOBJ-MEM-002)',
+        [('src/wire/descriptor.cc',
+          '    if (d.address() > UINT64_MAX - (d.length() - 1)) {',
+          '    if (d.address() + d.length() < d.address()) {')],
+        'mem/7.2', []),
+    'cond-weak-if-match-accepted': (
+        'an if_match of the form W/"etag" is accepted (and fails the strong comparison, PRECONDITION_FAILED) instead of failing INVALID_ARGUMENT (AOBJ-OBJ-131)',
+        [('src/wire/conditions.cc',
+          '  if (absl::Status s = ValidateTag("if_match", in.if_match(), /*allow_weak=*/false); !s.ok()) {',
+          '  if (absl::Status s = ValidateTag("if_match", in.if_match(), /*allow_weak=*/true); !s.ok()) {')],
+        'cond/9.10', []),
+    'cond-modified-since-equal-time': (
+        'If-Modified-Since equal to last_modified_ms counts as modified (strict <), so the read succeeds instead of NOT_MODIFIED (AOBJ-OBJ-130)',
+        [('src/wire/conditions.cc',
+          '  } else if (c.if_modified_since_ms.has_value() && last_modified_ms <= *c.if_modified_since_ms) {',
+          '  } else if (c.if_modified_since_ms.has_value() && last_modified_ms < *c.if_modified_since_ms) {')],
+        'cond/9.10', []),
+    'del-duplicate-keys-once': (
+        'DeleteObjects handles a key named twice only once, so the repeated entry is missing from `deleted` (AOBJ-OBJ-141)',
+        [('src/server/handler_object.cc',
+          '  for (const std::string& key : req.keys()) {\n    // AOBJ-OBJ-141: each key as DeleteObject; a missing key counts as deleted.',
+          '  for (int i = 0; i < req.keys_size(); ++i) {\n    const std::string& key = req.keys(i);\n    bool repeated = false;\n    for (int j = 0; j < i && !repeated; ++j) repeated = req.keys(j) == key;\n    if (repeated) continue;  // already handled\n    // AOBJ-OBJ-141: each key as DeleteObject; a missing key counts as deleted.')],
+        'del/9.13', []),
 }
 
 
@@ -480,12 +518,19 @@ def main():
                             os.path.join(build, "aobj-server"), args.suite, "memory", out]
                            + sel + flags, env=env, capture_output=True, text=True)
             failed = []
+            verdict = "CAUGHT" if proc.returncode != 0 else "SURVIVED"
             try:
                 report = json.load(open(os.path.join(out, "report.json")))
                 failed = [f"{c['id']} {c['verdict']}" for c in report["cases"] if c["verdict"] != "PASS"]
+                if not report["cases"]:
+                    verdict = "NO CASES"
             except (OSError, ValueError):
-                failed = ["(no report: " + proc.stdout.strip().splitlines()[-1] + ")" if proc.stdout.strip() else "(no report)"]
-            results.append((name, what, "CAUGHT" if proc.returncode != 0 else "SURVIVED", failed))
+                # No verdict is not a catch: a selection that matches nothing, or a suite that
+                # gave up, says nothing about the fault.
+                last = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+                failed = ["(no report: " + (last[-1] if last else "nothing printed") + ")"]
+                verdict = "NO REPORT"
+            results.append((name, what, verdict, failed))
         finally:
             for path, text in originals.items():
                 with open(os.path.join(tree, path), "w") as fh:

@@ -89,6 +89,24 @@ void RegisterAuthCases(Registry& r) {
                         "a signed timestamp of 20 digits, zero-padded");
         ctx.RequireStillServes();
       });
+  Add(r, "auth/6.2/6",
+      "aobj-timestamp is digits only: with a sign, a space or a decimal point, signed, it is "
+      "MISSING_AUTHENTICATION",
+      "core", {"AOBJ-AUTH-001"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        const std::string now = std::to_string(absl::ToUnixMillis(absl::Now()));
+        Tamper t;
+        for (const std::string& bad :
+             {"+" + now, "-" + now, " " + now, now + " ", now + ".0", "0x" + now}) {
+          t.signed_timestamp = bad;
+          ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t),
+                          ErrorCode::kMissingAuthentication,
+                          absl::StrCat("a signed timestamp \"", bad, "\""));
+        }
+        t.signed_timestamp = now;
+        ctx.RequireOk(f.p->Send(Method::kHeadBucket, f.head, t), "the same time as digits");
+        ctx.RequireStillServes();
+      });
   Add(r, "auth/6.2/3", "OpenSession carrying aobj-session-id: MISSING_AUTHENTICATION", "core",
       {"AOBJ-AUTH-013"}, true, [](CaseContext& ctx) {
         auto p = ctx.NewPeer();

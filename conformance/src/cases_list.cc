@@ -236,6 +236,22 @@ void RegisterListCases(Registry& r) {
         }
         ctx.RequireStillServes();
       });
+  Add(r, "del/9.13/4",
+      "DeleteObjects naming a key twice handles it twice, in order: reported deleted each time",
+      "core", {"AOBJ-OBJ-141"}, false, [](CaseContext& ctx) {
+        BucketFixture f = Setup(ctx, {"twice", "other"});
+        pb::DeleteObjectsRequest d;
+        d.set_bucket(f.bucket);
+        for (const char* k : {"twice", "other", "twice"}) d.add_keys(k);
+        RawReply rr = f.p->Send(Method::kDeleteObjects, d);
+        ctx.RequireOk(rr, "DeleteObjects of twice, other, twice");
+        auto resp = Parse<pb::DeleteObjectsResponse>(ctx, rr, "DeleteObjects");
+        ctx.Require(
+            absl::StrJoin(resp.deleted(), " ") == "twice other twice" && resp.errors().empty(),
+            "each key reported deleted, in order", "twice other twice",
+            absl::StrJoin(resp.deleted(), " "));
+        ctx.RequireCode(f.p->Head(f.bucket, "twice"), ErrorCode::kNoSuchKey, "twice is gone");
+      });
   Add(r, "list/9.12/7",
       "a continuation token is bound to its prefix and delimiter: sent with another, "
       "INVALID_CONTINUATION_TOKEN",

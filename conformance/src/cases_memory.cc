@@ -116,6 +116,71 @@ void RegisterMemoryCases(Registry& r) {
         ctx.Require(AllBytes(*m, 0, 8192, 'r'), "the window was not written", "unchanged", "written");
         ctx.RequireStillServes();
       });
+  Add(r, "mem/7.2/6",
+      "a window that ends exactly at 2^64 does not wrap (not INVALID_DESCRIPTOR); one octet "
+      "further does",
+      "core", {"AOBJ-MEM-002"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "k", Content(4096)), "PUT of 4 KiB");
+        auto m = f.p->Allocate(4096);
+        std::memset(m->data(), 0x42, 4096);
+        pb::GetObjectRequest g = Get(*f.p, f.bucket, "k", *m, 4096);
+        g.mutable_destination(0)->set_address(0 - uint64_t{4095});
+        ctx.RequireCode(f.p->Send(Method::kGetObject, g), ErrorCode::kInvalidDescriptor,
+                        "GET into the window [2^64-4095, 2^64+1)");
+        // The window [2^64-4096, 2^64) is well formed but outside the registration: only a
+        // server that can bound windows refuses it. Where the key states no segment on an
+        // EMULATED session, none can (Section 14.1): the write would land in the suite itself.
+        if (f.p->session().memory_protection() == pb::MEMORY_PROTECTION_EMULATED &&
+            MemoryKindOf(*m) == KeyedMemory::kOrdinary) {
+          ctx.Note(absl::StrCat("the window ending at 2^64 was not sent: the suite's memory is ",
+                                MemoryKindName(KeyedMemory::kOrdinary)));
+        } else {
+          g.mutable_destination(0)->set_address(0 - uint64_t{4096});  // the last 4096 octets
+          RawReply at = f.p->Send(Method::kGetObject, g);
+          ctx.Require(!at.grpc_status.ok() && CodeOf(at) != ErrorCode::kInvalidDescriptor,
+                      "GET into the window [2^64-4096, 2^64): refused, but not as wrapping "
+                      "(it is outside the registration)",
+                      "a failure other than INVALID_DESCRIPTOR", Outcome(at));
+        }
+        ctx.Require(m->data()[0] == 0x42, "the registered window was not touched", "unchanged",
+                    "written");
+        ctx.RequireStillServes();
+      });
+  Add(r, "mem/7.2/7",
+      "an rkey of exactly max_rkey_bytes is accepted; with max_rkey_bytes one below its length, "
+      "INVALID_RKEY",
+      "core", {"AOBJ-MEM-003", "AOBJ-SES-006"}, true, [](CaseContext& ctx) {
+        auto base = ctx.Open();
+        const std::string bucket = ctx.NewBucket(*base);
+        const size_t real = base->Allocate(4096)->packed_rkey().size();
+        if (real < 2) ctx.Unsupported(absl::StrCat("a packed rkey of ", real, " octets"));
+        for (const size_t max : {real, real - 1}) {
+          auto p = ctx.NewPeer();
+          pb::OpenSessionRequest o = p->DefaultOpen();
+          o.mutable_requested_limits()->set_max_rkey_bytes(static_cast<uint32_t>(max));
+          ctx.RequireOk(p->Open(o), absl::StrCat("OpenSession requesting max_rkey_bytes ", max));
+          if (p->session().limits().max_rkey_bytes() != max) {
+            ctx.Unsupported(absl::StrCat("the target granted max_rkey_bytes ",
+                                         p->session().limits().max_rkey_bytes(), " for ", max));
+          }
+          auto m = p->Allocate(4096);
+          std::memset(m->data(), 0x24, 4096);
+          if (m->packed_rkey().size() != real) {
+            ctx.Unsupported("packed rkeys of this client differ in length");
+          }
+          RawReply put = p->Send(Method::kPutObject, p->PutRequest(bucket, "r", *m, 4096));
+          if (max == real) {
+            ctx.RequireOk(
+                put, absl::StrCat("PUT with an rkey of ", real, " octets, max_rkey_bytes ", max));
+          } else {
+            ctx.RequireCode(
+                put, ErrorCode::kInvalidRkey,
+                absl::StrCat("PUT with an rkey of ", real, " octets, max_rkey_bytes ", max));
+          }
+        }
+        ctx.RequireStillServes();
+      });
   Add(r, "mem/7.2/3", "more descriptors than allowed: INVALID_DESCRIPTOR", "core",
       {"AOBJ-MEM-005", "AOBJ-MEM-015"}, true, [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);

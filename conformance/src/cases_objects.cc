@@ -514,6 +514,41 @@ void RegisterObjectCases(Registry& r) {
         ctx.Require(Read(ctx, *f.p, f.bucket, "w") == "fourth", "the key was replaced", "fourth", "other");
         ctx.RequireStillServes();
       });
+  Add(r, "cond/9.10/7",
+      "preconditions at their boundaries: dates equal to last_modified_ms, and weak tags "
+      "(refused in if_match, allowed in if_none_match)",
+      "conditional", {"AOBJ-OBJ-130", "AOBJ-OBJ-131"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "c", "boundary body"), "PUT");
+        const auto md = HeadOk(ctx, *f.p, f.bucket, "c").metadata();
+        const int64_t lm = md.last_modified_ms();
+        pb::Preconditions p;
+        p.set_if_modified_since_ms(lm);
+        ctx.RequireCode(HeadWith(*f.p, f.bucket, "c", p), ErrorCode::kNotModified,
+                        "HEAD If-Modified-Since exactly last_modified_ms (not modified since)");
+        p.Clear();
+        p.set_if_modified_since_ms(lm - 1);
+        ctx.RequireOk(HeadWith(*f.p, f.bucket, "c", p), "HEAD If-Modified-Since 1 ms earlier");
+        p.Clear();
+        p.set_if_unmodified_since_ms(lm);
+        ctx.RequireOk(HeadWith(*f.p, f.bucket, "c", p),
+                      "HEAD If-Unmodified-Since exactly last_modified_ms");
+        p.Clear();
+        p.set_if_unmodified_since_ms(lm - 1);
+        ctx.RequireCode(HeadWith(*f.p, f.bucket, "c", p), ErrorCode::kPreconditionFailed,
+                        "HEAD If-Unmodified-Since 1 ms earlier");
+        p.Clear();
+        p.set_if_match("W/" + md.etag());
+        ctx.RequireCode(HeadWith(*f.p, f.bucket, "c", p), ErrorCode::kInvalidArgument,
+                        "HEAD If-Match with a weak tag");
+        p.Clear();
+        p.set_if_none_match("W/" + md.etag());
+        RawReply weak = HeadWith(*f.p, f.bucket, "c", p);
+        ctx.Require(CodeOf(weak) != ErrorCode::kInvalidArgument,
+                    "HEAD If-None-Match with a weak tag is allowed", "not INVALID_ARGUMENT",
+                    Outcome(weak));
+        ctx.RequireStillServes();
+      });
   Add(r, "cond/9.10/6",
       "If-Match on a key that holds no object: NO_SUCH_KEY, not PRECONDITION_FAILED, and nothing "
       "is written, on PutObject and on CopyObject's destination",

@@ -286,6 +286,47 @@ void RegisterListCases(Registry& r) {
         }
         ctx.RequireStillServes();
       });
+  Add(r, "list/9.12/10",
+      "limits at their exact edge are accepted: max_keys 1000, prefix, delimiter and start_after "
+      "of 1024 octets, max_buckets 10000, DeleteObjects of 1000 keys",
+      "list", {"AOBJ-OBJ-104", "AOBJ-OBJ-105", "AOBJ-OBJ-112", "AOBJ-OBJ-140"}, true,
+      [](CaseContext& ctx) {
+        BucketFixture f = Setup(ctx, {"k"});
+        pb::ListObjectsV2Request req;
+        req.set_bucket(f.bucket);
+        req.set_max_keys(1000);
+        ctx.Require(List(ctx, *f.p, req, "max_keys 1000").objects_size() == 1,
+                    "max_keys 1000 lists", "1 object", "other");
+        for (int field = 0; field < 3; ++field) {
+          pb::ListObjectsV2Request edge;
+          edge.set_bucket(f.bucket);
+          const std::string value(1024, 'p');
+          const char* name = field == 0 ? "prefix" : field == 1 ? "delimiter" : "start_after";
+          if (field == 0) edge.set_prefix(value);
+          if (field == 1) edge.set_delimiter(value);
+          if (field == 2) edge.set_start_after(value);
+          RawReply rr = f.p->Send(Method::kListObjectsV2, edge);
+          ctx.RequireOk(rr, absl::StrCat("ListObjectsV2 with a ", name, " of 1024 octets"));
+          edge.set_prefix(field == 0 ? value + "p" : "");
+          edge.set_delimiter(field == 1 ? value + "p" : "");
+          edge.set_start_after(field == 2 ? value + "p" : "");
+          ctx.RequireCode(f.p->Send(Method::kListObjectsV2, edge), ErrorCode::kInvalidArgument,
+                          absl::StrCat("ListObjectsV2 with a ", name, " of 1025 octets"));
+        }
+        pb::ListBucketsRequest lb;
+        lb.set_max_buckets(10000);
+        ctx.RequireOk(f.p->Send(Method::kListBuckets, lb), "ListBuckets with max_buckets 10000");
+        pb::DeleteObjectsRequest d;
+        d.set_bucket(f.bucket);
+        for (int i = 0; i < 1000; ++i) d.add_keys(i == 0 ? "k" : absl::StrCat("absent-", i));
+        RawReply dr = f.p->Send(Method::kDeleteObjects, d);
+        ctx.RequireOk(dr, "DeleteObjects of exactly 1000 keys");
+        auto resp = Parse<pb::DeleteObjectsResponse>(ctx, dr, "DeleteObjects");
+        ctx.Require(resp.deleted_size() == 1000 && resp.errors().empty(),
+                    "all 1000 reported deleted", "1000 deleted, 0 errors",
+                    absl::StrCat(resp.deleted_size(), " deleted, ", resp.errors_size(), " errors"));
+        ctx.RequireStillServes();
+      });
   Add(r, "del/9.13/1", "DeleteObjects with 0 or 1001 keys: INVALID_ARGUMENT", "core",
       {"AOBJ-OBJ-140"}, true, [](CaseContext& ctx) {
         BucketFixture f = Setup(ctx, {"k"});

@@ -141,6 +141,30 @@ void RegisterObjectCases(Registry& r) {
                         "HEAD in bucket \"Bad_Name\"");
         ctx.RequireStillServes();
       });
+  Add(r, "obj/9.2/4",
+      "bucket names at their edges are valid: 3 and 63 characters, dots and dashes inside, "
+      "digits at either end, a dotted name that is not an IPv4 address",
+      "core", {"AOBJ-OBJ-001"}, false, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        const std::string id = ctx.Unique("e");  // lower-case letters, digits and '-'
+        const std::string tail = id.substr(id.size() > 8 ? id.size() - 8 : 0);
+        std::vector<std::string> names = {
+            "a" + tail.substr(0, 1) + "9",
+            std::string(63 - tail.size() - 1, 'a') + "-" + tail,
+            "0" + tail + ".b-c.9",
+            "1.2.3." + tail + "x",
+        };
+        for (const std::string& name : names) {
+          if (name.size() < 3 || name.size() > 63) continue;
+          RawReply c = p->CreateBucket(name);
+          if (CodeOf(c) == ErrorCode::kBucketAlreadyExists) continue;  // another run's
+          ctx.RequireOk(c,
+                        absl::StrCat("CreateBucket \"", name, "\" (", name.size(), " characters)"));
+          pb::DeleteBucketRequest d;
+          d.set_bucket(name);
+          ctx.RequireOk(p->Send(Method::kDeleteBucket, d), absl::StrCat("DeleteBucket ", name));
+        }
+      });
   Add(r, "obj/9.2/2", "keys: 1025 octets KEY_TOO_LONG; empty or invalid UTF-8 INVALID_ARGUMENT",
       "core", {"AOBJ-OBJ-002"}, true, [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);

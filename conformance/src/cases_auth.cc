@@ -107,6 +107,73 @@ void RegisterAuthCases(Registry& r) {
         ctx.RequireOk(f.p->Send(Method::kHeadBucket, f.head, t), "the same time as digits");
         ctx.RequireStillServes();
       });
+  Add(r, "auth/6.2/7",
+      "every authentication entry at its format's edge: access key IDs of 0, 128 and 129 "
+      "octets or with a space; nonce, session ID and signature one digit short or long, or in "
+      "upper case; a timestamp above 2^63 - 1",
+      "core", {"AOBJ-AUTH-001", "AOBJ-AUTH-005", "AOBJ-AUTH-009"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        const ErrorCode kMissing = ErrorCode::kMissingAuthentication;
+        auto send = [&](const Tamper& t) { return f.p->Send(Method::kHeadBucket, f.head, t); };
+        Tamper t;
+        t.access_key_id = std::string(128, 'K');
+        ctx.RequireCode(send(t), ErrorCode::kInvalidAccessKeyId,
+                        "an unknown access key ID of 128 octets (well formed)");
+        for (const std::string& bad : {std::string(129, 'K'), std::string("AK WITH SPACE"),
+                                       std::string(" ") + ctx.target().access_key_id}) {
+          t.access_key_id = bad;
+          ctx.RequireCode(send(t), kMissing,
+                          absl::StrCat("an access key ID of ", bad.size(), " octets",
+                                       bad.find(' ') != std::string::npos ? " with a space" : ""));
+        }
+        t = {};
+        std::string session = f.p->session_hex();
+        for (const std::string& bad : {session.substr(1), session + "0"}) {
+          t.session_hex = bad;
+          ctx.RequireCode(send(t), kMissing,
+                          absl::StrCat("a session ID of ", bad.size(), " hex digits"));
+        }
+        t = {};
+        const std::string nonce = HexEncode(RandomBytes(16));
+        std::string upper = nonce;
+        for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        for (const std::string& bad : {nonce.substr(1), nonce + "a", upper}) {
+          if (bad == nonce) continue;  // no letters drawn: upper case is the same text
+          t.nonce_hex = bad;
+          ctx.RequireCode(send(t), kMissing,
+                          absl::StrCat("a nonce of ", bad.size(), " hex digits",
+                                       bad == upper ? " in upper case" : ""));
+        }
+        t = {};
+        struct Edit {
+          const char* what;
+          std::function<std::string(const std::string&)> fn;
+        };
+        const Edit edits[] = {
+            {"cut to 63 digits", [](const std::string& s) { return s.substr(0, 63); }},
+            {"with a 65th digit", [](const std::string& s) { return s + "0"; }},
+            {"in upper case",
+             [](const std::string& s) {
+               std::string u = s;
+               for (char& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+               return u == s ? "A" + s.substr(1) : u;
+             }},
+        };
+        for (const Edit& e : edits) {
+          t.edit_signature = e.fn;
+          t.edit_signature_what = e.what;
+          ctx.RequireCode(send(t), kMissing, std::string("the right signature ") + e.what);
+        }
+        t = {};
+        t.signed_timestamp = "9223372036854775808";
+        ctx.RequireCode(send(t), kMissing,
+                        "a signed timestamp of 2^63 (19 digits, above 2^63 - 1)");
+        t.signed_timestamp = "9223372036854775807";
+        ctx.RequireCode(send(t), ErrorCode::kRequestTimeTooSkewed,
+                        "a signed timestamp of 2^63 - 1 (well formed, far in the future)");
+        ctx.RequireOk(send(Tamper{}), "the same request untampered");
+        ctx.RequireStillServes();
+      });
   Add(r, "auth/6.2/3", "OpenSession carrying aobj-session-id: MISSING_AUTHENTICATION", "core",
       {"AOBJ-AUTH-013"}, true, [](CaseContext& ctx) {
         auto p = ctx.NewPeer();
@@ -219,8 +286,17 @@ void RegisterAuthCases(Registry& r) {
               "a SHOULD of AOBJ-AUTH-019)");
         }
         if (window < 2000) {
+          // Too small to test from inside on a loopback's timing, but a stamp past it is past
+          // it: a server that announces one window and applies another fails here.
+          Tamper out;
+          out.clock_offset_ms = -(window + 500);
+          ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, out),
+                          ErrorCode::kRequestTimeTooSkewed,
+                          absl::StrCat("a timestamp ", window + 500,
+                                       " ms behind (announced window ", window, " ms)"));
           ctx.Unsupported(absl::StrCat("the announced skew window is ", window,
-                                       " ms; the edge is tested from 2 s up"));
+                                       " ms; its inside edge is tested from 2 s up (the stamp ",
+                                       window + 500, " ms behind was refused as it must be)"));
         }
         // The request travels for a few milliseconds: a stamp 1 s inside stays inside, and one
         // 500 ms outside stays outside, in either direction, on any working loopback.
@@ -237,6 +313,19 @@ void RegisterAuthCases(Registry& r) {
               f.p->Send(Method::kHeadBucket, f.head, out), ErrorCode::kRequestTimeTooSkewed,
               absl::StrCat("a timestamp ", window + 500, " ms ", dir, " (window ", window, " ms)"));
         }
+        // To the millisecond: a stamp one millisecond more than the window behind only grows
+        // older on its way, so it is outside however fast the loopback; one 50 ms inside stays
+        // inside unless the request takes 50 ms.
+        Tamper edge;
+        edge.clock_offset_ms = -(window + 1);
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, edge),
+                        ErrorCode::kRequestTimeTooSkewed,
+                        absl::StrCat("a timestamp ", window + 1, " ms behind (window ", window,
+                                     " ms): outside by one millisecond"));
+        edge.clock_offset_ms = -(window - 50);
+        ctx.RequireOk(
+            f.p->Send(Method::kHeadBucket, f.head, edge),
+            absl::StrCat("a timestamp ", window - 50, " ms behind (window ", window, " ms)"));
         ctx.RequireStillServes();
       });
   Add(r, "auth/6.5/6",
@@ -315,6 +404,40 @@ void RegisterAuthCases(Registry& r) {
         pb::ListBucketsRequest lb;
         ctx.RequireCode(f.p->Send(Method::kListBuckets, lb, t), ErrorCode::kRequestReplayed,
                         "the same nonce on another method, newly signed");
+        ctx.RequireStillServes();
+      });
+  Add(r, "auth/6.6/4",
+      "which nonces are recorded: not those of requests that failed their signature or time, "
+      "those of requests that failed after authentication, across the key's sessions",
+      "core", {"AOBJ-AUTH-008", "AOBJ-AUTH-009"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        Tamper t;
+        t.nonce_hex = HexEncode(RandomBytes(16));
+        t.flip_signature = true;
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t),
+                        ErrorCode::kSignatureDoesNotMatch, "a request with a wrong signature");
+        t.flip_signature = false;
+        t.clock_offset_ms = -3600 * 1000;
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, t), ErrorCode::kRequestTimeTooSkewed,
+                        "the same nonce, signed, an hour old");
+        t.clock_offset_ms = 0;
+        ctx.RequireOk(f.p->Send(Method::kHeadBucket, f.head, t),
+                      "the same nonce in a correct request: it was not recorded by the failures");
+        Tamper u;
+        u.nonce_hex = HexEncode(RandomBytes(16));
+        pb::HeadObjectRequest missing;
+        missing.set_bucket(f.bucket);
+        missing.set_key("not-there");
+        ctx.RequireCode(f.p->Send(Method::kHeadObject, missing, u), ErrorCode::kNoSuchKey,
+                        "a HeadObject of a missing key (authenticated, then failed)");
+        ctx.RequireCode(f.p->Send(Method::kHeadBucket, f.head, u), ErrorCode::kRequestReplayed,
+                        "its nonce again: recorded although the request failed");
+        auto q = ctx.Open();
+        Tamper v;
+        v.nonce_hex = HexEncode(RandomBytes(16));
+        ctx.RequireOk(f.p->Send(Method::kHeadBucket, f.head, v), "a fresh nonce in one session");
+        ctx.RequireCode(q->Send(Method::kHeadBucket, f.head, v), ErrorCode::kRequestReplayed,
+                        "the same nonce in another session of the same access key");
         ctx.RequireStillServes();
       });
   Add(r, "auth/6.7/1", "a session of another principal: NO_SUCH_SESSION", "access",

@@ -757,6 +757,16 @@ void RegisterDataCases(Registry& r) {
         b.set_first(0);
         b.set_last(0);
         get("empty", b, "bytes=0-0 of an empty object");
+        b = {};
+        b.set_kind(pb::ByteRange::KIND_FROM);
+        b.set_first(0);
+        get("empty", b, "bytes=0- of an empty object");
+        for (uint64_t suffix : {uint64_t{1}, ~uint64_t{0}}) {
+          b = {};
+          b.set_kind(pb::ByteRange::KIND_SUFFIX);
+          b.set_suffix_length(suffix);
+          get("empty", b, absl::StrCat("bytes=-", suffix, " of an empty object"));
+        }
         ctx.RequireStillServes();
       });
   // Section 13.7: a client that stops progressing its worker in the middle of a transfer whose
@@ -797,6 +807,306 @@ void RegisterDataCases(Registry& r) {
                                        stalled->PutRequest(f.bucket, "stalled", *heap, kSize));
         ctx.RequireCode(again, ErrorCode::kDataChannelUnavailable,
                         "the next PUT of the session whose data channel failed");
+        ctx.Require(again.error.message().find("data channel") != std::string::npos,
+                    "the message says the data channel failed", "mentions the data channel",
+                    again.error.message());
+        ctx.RequireOk(f.p->Put(f.bucket, "small", "small"),
+                      "PUT of a small object by another session");
+        auto win = stalled->RegisterHeap(4096, 0);
+        pb::GetObjectRequest g = stalled->GetRequest(f.bucket, "small", *win, 4096);
+        g.set_accept_inline(false);
+        ctx.RequireCode(stalled->Send(Method::kGetObject, g), ErrorCode::kDataChannelUnavailable,
+                        "a GET by RMA in the failed session");
+        // AOBJ-DAT-158: the session otherwise stays OPEN.
+        ctx.RequireOk(stalled->Send(Method::kRenewSession, pb::RenewSessionRequest()),
+                      "RenewSession of the session whose data channel failed");
+        ctx.RequireOk(stalled->Head(f.bucket, "small"),
+                      "HeadObject in the session whose data channel failed");
+        ctx.RequireStillServes();
+      });
+  // Gaps found by reading the cases against the spec (issue 17): the second paths of shared rules.
+  Add(r, "dat/8.6/3",
+      "GET checksums: UNSPECIFIED answers CRC32C; either algorithm of an object stored with the "
+      "other; ranged and inline CRC64NVME; unknown or unnegotiated algorithms INVALID_ARGUMENT",
+      "checksums", {"AOBJ-DAT-020", "AOBJ-DAT-023", "AOBJ-DAT-003", "AOBJ-DAT-106", "AOBJ-OBJ-012"},
+      true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        RequireCapability(ctx, *f.p, kCapCrc64, "CRC64NVME");
+        const std::string body = Content(50000, 17);
+        auto m = f.p->Allocate(body.size());
+        std::memcpy(m->data(), body.data(), body.size());
+        ctx.RequireOk(
+            f.p->Send(Method::kPutObject, f.p->PutRequest(f.bucket, "c32", *m, body.size())),
+            "PUT with CRC32C");
+        pb::PutObjectRequest p64 = f.p->PutRequest(f.bucket, "c64", *m, body.size());
+        p64.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC64NVME);
+        p64.set_checksum(Crc64Of(body));
+        ctx.RequireOk(f.p->Send(Method::kPutObject, p64), "PUT with CRC64NVME");
+        for (const char* key : {"c32", "c64"}) {
+          pb::HeadObjectResponse h;
+          ctx.RequireOk(f.p->Head(f.bucket, key, &h), absl::StrCat("HEAD ", key));
+          const auto& md = h.metadata();
+          const std::string want = md.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC64NVME
+                                       ? Crc64Of(body)
+                                       : Crc32cOf(body);
+          ctx.Require(md.checksum() == want &&
+                          md.checksum_algorithm() != pb::CHECKSUM_ALGORITHM_UNSPECIFIED,
+                      absl::StrCat("HEAD ", key,
+                                   ": the checksum of the full object in the "
+                                   "algorithm it names"),
+                      Hex(want),
+                      absl::StrCat(pb::ChecksumAlgorithm_Name(md.checksum_algorithm()), " ",
+                                   Hex(md.checksum())));
+        }
+        auto out = f.p->Allocate(body.size());
+        auto get = [&](const std::string& key, pb::ChecksumAlgorithm alg,
+                       const pb::ByteRange* range, bool inline_ok, const std::string& what) {
+          pb::GetObjectRequest g = RmaGet(*f.p, f.bucket, key, *out, body.size());
+          g.set_checksum_algorithm(alg);
+          g.set_accept_inline(inline_ok);
+          if (range != nullptr) *g.mutable_range() = *range;
+          RawReply gr = f.p->Send(Method::kGetObject, g);
+          ctx.RequireOk(gr, what);
+          return Parse<pb::GetObjectResponse>(ctx, gr, what);
+        };
+        for (const char* key : {"c32", "c64"}) {
+          auto g = get(key, pb::CHECKSUM_ALGORITHM_UNSPECIFIED, nullptr, false,
+                       absl::StrCat("GET ", key, " with the algorithm UNSPECIFIED"));
+          ctx.Require(g.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC32C &&
+                          g.checksum() == Crc32cOf(body),
+                      absl::StrCat("GET ", key, " UNSPECIFIED: answered in CRC32C"),
+                      "CRC32C " + Hex(Crc32cOf(body)),
+                      absl::StrCat(pb::ChecksumAlgorithm_Name(g.checksum_algorithm()), " ",
+                                   Hex(g.checksum())));
+          for (auto alg : {pb::CHECKSUM_ALGORITHM_CRC32C, pb::CHECKSUM_ALGORITHM_CRC64NVME}) {
+            const std::string what =
+                absl::StrCat("GET ", key, " asking ", pb::ChecksumAlgorithm_Name(alg));
+            auto r = get(key, alg, nullptr, false, what);
+            const std::string want =
+                alg == pb::CHECKSUM_ALGORITHM_CRC32C ? Crc32cOf(body) : Crc64Of(body);
+            ctx.Require(r.checksum_algorithm() == alg && r.checksum() == want,
+                        what + ": answered in the requested algorithm", Hex(want),
+                        absl::StrCat(pb::ChecksumAlgorithm_Name(r.checksum_algorithm()), " ",
+                                     Hex(r.checksum())));
+          }
+        }
+        pb::ByteRange range;
+        range.set_kind(pb::ByteRange::KIND_FIRST_LAST);
+        range.set_first(1000);
+        range.set_last(30999);
+        auto rr = get("c64", pb::CHECKSUM_ALGORITHM_CRC64NVME, &range, false,
+                      "a ranged GET (1000-30999) in CRC64NVME");
+        ctx.Require(rr.checksum() == Crc64Of(body.substr(1000, 30000)),
+                    "the ranged GET's CRC64NVME is over the octets it moved",
+                    Hex(Crc64Of(body.substr(1000, 30000))), Hex(rr.checksum()));
+        if (f.p->Negotiated(kCapInline) && f.p->session().limits().inline_threshold() >= 100) {
+          ctx.RequireOk(f.p->Put(f.bucket, "tiny", body.substr(0, 100)), "PUT of 100 octets");
+          auto ir = get("tiny", pb::CHECKSUM_ALGORITHM_CRC64NVME, nullptr, true,
+                        "an inline GET in CRC64NVME");
+          ctx.Require(ir.path() == pb::TRANSFER_PATH_INLINE &&
+                          ir.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC64NVME &&
+                          ir.checksum() == Crc64Of(body.substr(0, 100)),
+                      "the inline GET's checksum is CRC64NVME over its body",
+                      "INLINE " + Hex(Crc64Of(body.substr(0, 100))),
+                      absl::StrCat(PathName(ir.path()), " ", Hex(ir.checksum())));
+        }
+        pb::GetObjectRequest bad = RmaGet(*f.p, f.bucket, "c32", *out, body.size());
+        bad.set_checksum_algorithm(static_cast<pb::ChecksumAlgorithm>(99));
+        ctx.RequireCode(f.p->Send(Method::kGetObject, bad), ErrorCode::kInvalidArgument,
+                        "GET with checksum_algorithm 99");
+        auto q = ctx.NewPeer();
+        pb::OpenSessionRequest o = q->DefaultOpen();
+        o.clear_capabilities();
+        o.add_capabilities(kCapCrc32c);
+        ctx.RequireOk(q->Open(o), "OpenSession with only CRC32C");
+        auto qm = q->Allocate(body.size());
+        std::memset(qm->data(), 0x3c, body.size());
+        pb::GetObjectRequest g64 = RmaGet(*q, f.bucket, "c64", *qm, body.size());
+        g64.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC64NVME);
+        ctx.RequireCode(q->Send(Method::kGetObject, g64), ErrorCode::kInvalidArgument,
+                        "GET asking CRC64NVME in a session that negotiated only CRC32C");
+        ctx.Require(static_cast<uint8_t>(qm->data()[0]) == 0x3c, "nothing written", "unchanged",
+                    "written");
+        ctx.RequireStillServes();
+      });
+  Add(r, "dat/8.8/5",
+      "max_transfer_bytes at its edge: 4096 octets accepted, 4097 ENTITY_TOO_LARGE, for PUT, "
+      "whole GET and ranged GET",
+      "limits", {"AOBJ-DAT-006", "AOBJ-DAT-104", "AOBJ-SES-006"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        const std::string at = Content(4096, 3), over = Content(4097, 4);
+        ctx.RequireOk(f.p->Put(f.bucket, "at", at), "PUT of 4096 octets");
+        ctx.RequireOk(f.p->Put(f.bucket, "over", over), "PUT of 4097 octets");
+        auto q = ctx.NewPeer();
+        pb::OpenSessionRequest o = q->DefaultOpen();
+        o.mutable_requested_limits()->set_max_transfer_bytes(4096);
+        ctx.RequireOk(q->Open(o), "OpenSession asking for max_transfer_bytes 4096");
+        ctx.Require(q->session().limits().max_transfer_bytes() == 4096,
+                    "the smaller requested limit is effective (AOBJ-SES-006)", "4096",
+                    absl::StrCat(q->session().limits().max_transfer_bytes()));
+        auto m = q->Allocate(8192);
+        std::memcpy(m->data(), over.data(), over.size());
+        ctx.RequireOk(q->Send(Method::kPutObject, q->PutRequest(f.bucket, "q-at", *m, 4096)),
+                      "PUT of 4096 octets with max_transfer_bytes 4096");
+        ctx.RequireCode(q->Send(Method::kPutObject, q->PutRequest(f.bucket, "q-over", *m, 4097)),
+                        ErrorCode::kEntityTooLarge,
+                        "PUT of 4097 octets with max_transfer_bytes 4096");
+        ctx.RequireCode(q->Head(f.bucket, "q-over"), ErrorCode::kNoSuchKey, "nothing committed");
+        pb::GetObjectRequest g = RmaGet(*q, f.bucket, "at", *m, 8192);
+        RawReply ga = q->Send(Method::kGetObject, g);
+        ctx.RequireOk(ga, "GET of a 4096-octet object with max_transfer_bytes 4096");
+        ctx.Require(std::memcmp(m->data(), at.data(), at.size()) == 0, "its octets", "equal",
+                    "differ");
+        g = RmaGet(*q, f.bucket, "over", *m, 8192);
+        ctx.RequireCode(q->Send(Method::kGetObject, g), ErrorCode::kEntityTooLarge,
+                        "GET of a 4097-octet object with max_transfer_bytes 4096");
+        g.mutable_range()->set_kind(pb::ByteRange::KIND_FROM);
+        g.mutable_range()->set_first(0);
+        ctx.RequireCode(q->Send(Method::kGetObject, g), ErrorCode::kEntityTooLarge,
+                        "a range selecting all 4097 octets (bytes=0-)");
+        g.mutable_range()->set_first(1);
+        ctx.RequireOk(q->Send(Method::kGetObject, g), "a range selecting 4096 of them (bytes=1-)");
+        ctx.RequireStillServes();
+      });
+  Add(r, "dat/8.4/6",
+      "the session's lowered limits are the ones enforced: an inline threshold and max_descriptors "
+      "below the server's, at the edge and one past it, on PUT and GET",
+      "limits", {"AOBJ-SES-016", "AOBJ-SES-006", "AOBJ-DAT-007", "AOBJ-DAT-008", "AOBJ-MEM-005"},
+      true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        auto q = ctx.NewPeer();
+        pb::OpenSessionRequest o = q->DefaultOpen();
+        const uint64_t server_t = f.p->session().limits().inline_threshold();
+        const uint32_t server_d = f.p->session().limits().max_descriptors();
+        if (!f.p->Negotiated(kCapInline) || server_t < 4 || !f.p->Negotiated(kCapMultiDescriptor) ||
+            server_d < 3) {
+          ctx.Unsupported(absl::StrCat("needs INLINE with a threshold of at least 4 (", server_t,
+                                       ") and MULTI_DESCRIPTOR with at least 3 descriptors (",
+                                       server_d, ")"));
+        }
+        const uint64_t t = server_t / 2;
+        o.mutable_requested_limits()->set_inline_threshold(t);
+        o.mutable_requested_limits()->set_max_descriptors(2);
+        ctx.RequireOk(q->Open(o), absl::StrCat("OpenSession asking inline_threshold ", t,
+                                               " and max_descriptors 2"));
+        ctx.Require(q->session().limits().inline_threshold() == t &&
+                        q->session().limits().max_descriptors() == 2,
+                    "the lowered limits are effective", absl::StrCat(t, ", 2"),
+                    q->session().limits().ShortDebugString());
+        auto inline_put = [&](const std::string& key, uint64_t n) {
+          const std::string body = Content(n, 5);
+          pb::PutObjectRequest put;
+          put.set_bucket(f.bucket);
+          put.set_key(key);
+          put.set_size(n);
+          put.set_inline_data(body);
+          put.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+          put.set_checksum(Crc32cOf(body));
+          return q->Send(Method::kPutObject, put);
+        };
+        ctx.RequireOk(inline_put("at", t),
+                      absl::StrCat("inline PUT of ", t, " octets (the session's threshold)"));
+        ctx.RequireCode(
+            inline_put("over", t + 1), ErrorCode::kEntityTooLarge,
+            absl::StrCat("inline PUT of ", t + 1, " octets (one past the session's threshold)"));
+        ctx.RequireOk(f.p->Put(f.bucket, "over", Content(t + 1, 6)), "PUT of t + 1 octets by RMA");
+        auto m = q->Allocate(3 * 4096);
+        pb::GetObjectRequest g;
+        g.set_bucket(f.bucket);
+        g.set_key("over");
+        g.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        g.set_accept_inline(true);
+        *g.add_destination() = Peer::Descriptor(*m, 0, t + 1);
+        RawReply gr = q->Send(Method::kGetObject, g);
+        ctx.RequireOk(gr, "GET of t + 1 octets with accept_inline");
+        auto resp = Parse<pb::GetObjectResponse>(ctx, gr, "GET");
+        ctx.Require(resp.path() != pb::TRANSFER_PATH_INLINE,
+                    "above the session's threshold the body is not inline (AOBJ-DAT-008)", "RMA",
+                    PathName(resp.path()));
+        const std::string body = Content(3 * 4096, 8);
+        std::memcpy(m->data(), body.data(), body.size());
+        auto put_windows = [&](int n) {
+          pb::PutObjectRequest put = q->PutRequest(f.bucket, "windows", *m, 3 * 4096);
+          put.clear_source();
+          for (int i = 0; i < n; ++i) {
+            const uint64_t len = 3 * 4096 / n;
+            *put.add_source() = Peer::Descriptor(*m, i * len, len);
+          }
+          return q->Send(Method::kPutObject, put);
+        };
+        ctx.RequireOk(put_windows(2), "PUT from 2 windows (the session's max_descriptors)");
+        ctx.RequireCode(put_windows(3), ErrorCode::kInvalidDescriptor,
+                        "PUT from 3 windows (one past the session's max_descriptors)");
+        pb::GetObjectRequest g3;
+        g3.set_bucket(f.bucket);
+        g3.set_key("windows");
+        g3.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        for (int i = 0; i < 3; ++i) *g3.add_destination() = Peer::Descriptor(*m, i * 4096, 4096);
+        ctx.RequireCode(q->Send(Method::kGetObject, g3), ErrorCode::kInvalidDescriptor,
+                        "GET into 3 windows (one past the session's max_descriptors)");
+        g3.clear_destination();
+        for (int i = 0; i < 2; ++i) *g3.add_destination() = Peer::Descriptor(*m, i * 6144, 6144);
+        ctx.RequireOk(q->Send(Method::kGetObject, g3), "GET into 2 windows");
+        ctx.RequireStillServes();
+      });
+  Add(r, "dat/8.4/7",
+      "an inline GET whatever the descriptors: with a window shorter than the object, or none, "
+      "the body comes inline and the window is untouched",
+      "inline", {"AOBJ-DAT-014", "AOBJ-DAT-008"}, false, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        RequireCapability(ctx, *f.p, kCapInline, "INLINE");
+        const uint64_t t = f.p->session().limits().inline_threshold();
+        if (t < 16) ctx.Unsupported(absl::StrCat("inline_threshold is ", t));
+        const uint64_t n = std::min<uint64_t>(t, 3000);
+        const std::string body = Content(n, 12);
+        ctx.RequireOk(f.p->Put(f.bucket, "small", body), absl::StrCat("PUT of ", n, " octets"));
+        auto m = f.p->Allocate(4096);
+        std::memset(m->data(), 0x77, 4096);
+        for (int with_window = 1; with_window >= 0; --with_window) {
+          pb::GetObjectRequest g;
+          g.set_bucket(f.bucket);
+          g.set_key("small");
+          g.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+          g.set_accept_inline(true);
+          if (with_window) *g.add_destination() = Peer::Descriptor(*m, 0, 1);
+          const std::string what = with_window ? "GET with accept_inline and a 1-octet window"
+                                               : "GET with accept_inline and no window";
+          RawReply gr = f.p->Send(Method::kGetObject, g);
+          ctx.RequireOk(gr, what);
+          auto resp = Parse<pb::GetObjectResponse>(ctx, gr, what);
+          ctx.Require(
+              resp.path() == pb::TRANSFER_PATH_INLINE && resp.inline_data() == body,
+              what + ": the body inline", absl::StrCat("INLINE, ", n, " octets"),
+              absl::StrCat(PathName(resp.path()), ", ", resp.inline_data().size(), " octets"));
+          CheckGetReply(ctx, resp, body, what);
+        }
+        ctx.Require(static_cast<uint8_t>(m->data()[0]) == 0x77, "the window was not touched",
+                    "unchanged", "written");
+      });
+  Add(r, "dat/8.5/3",
+      "an empty PUT that carries a window moves nothing from it; a GET with neither a window nor "
+      "accept_inline: DESCRIPTOR_TOO_SMALL",
+      "core", {"AOBJ-DAT-011", "AOBJ-MEM-007"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        auto m = f.p->Allocate(4096);
+        std::memset(m->data(), 0x5e, 4096);
+        pb::PutObjectRequest put = f.p->PutRequest(f.bucket, "empty", *m, 0);
+        *put.add_source() = Peer::Descriptor(*m, 0, 4096);
+        RawReply pr = f.p->Send(Method::kPutObject, put);
+        ctx.RequireOk(pr, "PUT of size 0 carrying a 4096-octet window");
+        auto resp = Parse<pb::PutObjectResponse>(ctx, pr, "PUT");
+        ctx.Require(resp.path() == pb::TRANSFER_PATH_NONE && resp.bytes_transferred() == 0 &&
+                        resp.metadata().size() == 0,
+                    "path NONE, 0 octets, an empty object", "NONE, 0, size 0",
+                    absl::StrCat(PathName(resp.path()), ", ", resp.bytes_transferred(), ", size ",
+                                 resp.metadata().size()));
+        ctx.RequireOk(f.p->Put(f.bucket, "full", Content(100, 2)), "PUT of 100 octets");
+        pb::GetObjectRequest g;
+        g.set_bucket(f.bucket);
+        g.set_key("full");
+        g.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        ctx.RequireCode(f.p->Send(Method::kGetObject, g), ErrorCode::kDescriptorTooSmall,
+                        "GET of 100 octets with no window and no accept_inline");
         ctx.RequireStillServes();
       });
 }

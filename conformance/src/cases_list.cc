@@ -197,6 +197,98 @@ void RegisterListCases(Registry& r) {
                         "the token sent to another bucket");
         ctx.RequireStillServes();
       });
+  Add(r, "list/9.11/2",
+      "ListBuckets pages at their edge: max_buckets 0 means 10000, a page exactly full is not "
+      "truncated and carries no token, the last page of several carries none",
+      "list", {"AOBJ-OBJ-110", "AOBJ-OBJ-112"}, false, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        std::vector<std::string> mine;
+        for (int i = 0; i < 3; ++i) mine.push_back(ctx.NewBucket(*p));
+        std::sort(mine.begin(), mine.end());
+        const std::string prefix = mine[0].substr(0, mine[0].rfind('-') + 1);
+        auto page = [&](uint32_t max, const std::string& token, const std::string& what) {
+          pb::ListBucketsRequest req;
+          req.set_prefix(prefix);
+          req.set_max_buckets(max);
+          req.set_continuation_token(token);
+          RawReply rr = p->Send(Method::kListBuckets, req);
+          ctx.RequireOk(rr, what);
+          return Parse<pb::ListBucketsResponse>(ctx, rr, what);
+        };
+        auto names = [](const pb::ListBucketsResponse& l) {
+          std::vector<std::string> v;
+          for (const auto& b : l.buckets()) v.push_back(b.name());
+          return absl::StrJoin(v, " ");
+        };
+        for (uint32_t max : {0u, 3u}) {
+          auto l = page(max, "", absl::StrCat("ListBuckets, max_buckets ", max));
+          ctx.Require(names(l) == absl::StrJoin(mine, " ") && !l.is_truncated() &&
+                          l.next_continuation_token().empty(),
+                      absl::StrCat("max_buckets ", max, ": all three, not truncated, no token"),
+                      absl::StrJoin(mine, " ") + " (complete)",
+                      absl::StrCat(names(l), l.is_truncated() ? " (truncated)" : "",
+                                   l.next_continuation_token().empty() ? "" : " (a token)"));
+        }
+        auto first = page(2, "", "ListBuckets, max_buckets 2");
+        ctx.Require(first.buckets_size() == 2 && first.is_truncated() &&
+                        !first.next_continuation_token().empty(),
+                    "the first page of 2: truncated, with a token", "2 (truncated, a token)",
+                    absl::StrCat(first.buckets_size(), first.is_truncated() ? " (truncated)" : ""));
+        auto last = page(2, first.next_continuation_token(), "ListBuckets, the second page");
+        ctx.Require(names(last) == mine[2] && !last.is_truncated() &&
+                        last.next_continuation_token().empty(),
+                    "the last page: the third bucket, not truncated, no token", mine[2],
+                    absl::StrCat(names(last), last.is_truncated() ? " (truncated)" : "",
+                                 last.next_continuation_token().empty() ? "" : " (a token)"));
+      });
+  Add(r, "list/9.12/11",
+      "continuation tokens over time: used twice or from another session they give the same "
+      "page; after a delete they resume after their position; a token of another prefix, "
+      "delimiter or of ListBuckets is INVALID_CONTINUATION_TOKEN",
+      "list", {"AOBJ-OBJ-103", "AOBJ-OBJ-107"}, true, [](CaseContext& ctx) {
+        BucketFixture f = Setup(ctx, {"a", "b", "c", "d", "e"});
+        pb::ListObjectsV2Request req;
+        req.set_bucket(f.bucket);
+        req.set_max_keys(2);
+        auto l = List(ctx, *f.p, req, "page 1");
+        ctx.Require(Keys(l) == "a b (truncated)", "page 1", "a b (truncated)", Keys(l));
+        req.set_continuation_token(l.next_continuation_token());
+        auto again1 = List(ctx, *f.p, req, "page 2");
+        auto again2 = List(ctx, *f.p, req, "page 2 from the same token again");
+        ctx.Require(Keys(again1) == "c d (truncated)" && Keys(again2) == Keys(again1),
+                    "the same token gives the same page twice", "c d (truncated), twice",
+                    Keys(again1) + " / " + Keys(again2));
+        auto q = ctx.Open();
+        auto other = List(ctx, *q, req, "page 2 from another session of the principal");
+        ctx.Require(Keys(other) == Keys(again1), "another session resumes from the token",
+                    Keys(again1), Keys(other));
+        ctx.RequireOk(f.p->Delete(f.bucket, "c"), "DELETE c");
+        auto after = List(ctx, *f.p, req, "page 2 after c was deleted");
+        ctx.Require(Keys(after) == "d e ", "resumes after b: d e, not truncated", "d e",
+                    Keys(after));
+        pb::ListObjectsV2Request prefixed = req;
+        prefixed.set_prefix("a");
+        ctx.RequireCode(f.p->Send(Method::kListObjectsV2, prefixed),
+                        ErrorCode::kInvalidContinuationToken, "the token with another prefix");
+        pb::ListObjectsV2Request delimited = req;
+        delimited.set_delimiter("/");
+        ctx.RequireCode(f.p->Send(Method::kListObjectsV2, delimited),
+                        ErrorCode::kInvalidContinuationToken, "the token with another delimiter");
+        ctx.NewBucket(*f.p);
+        pb::ListBucketsRequest lb;
+        lb.set_max_buckets(1);
+        RawReply lbr = f.p->Send(Method::kListBuckets, lb);
+        ctx.RequireOk(lbr, "ListBuckets, max_buckets 1");
+        const std::string bucket_token =
+            Parse<pb::ListBucketsResponse>(ctx, lbr, "ListBuckets").next_continuation_token();
+        ctx.Require(!bucket_token.empty(), "ListBuckets of at least two buckets gives a token",
+                    "a token", "none");
+        req.set_continuation_token(bucket_token);
+        ctx.RequireCode(f.p->Send(Method::kListObjectsV2, req),
+                        ErrorCode::kInvalidContinuationToken,
+                        "a ListBuckets token sent to ListObjectsV2");
+        ctx.RequireStillServes();
+      });
   Add(r, "list/9.12/6", "a continuation token wins over start_after", "list", {"AOBJ-OBJ-108"},
       false, [](CaseContext& ctx) {
         BucketFixture f = Setup(ctx, {"a", "b", "c", "d"});
@@ -225,6 +317,13 @@ void RegisterListCases(Registry& r) {
                     absl::StrCat(resp.errors_size()));
         for (const auto& e : resp.errors()) {
           const pb::Error& err = e.error();
+          // Which failure is which: the echoed long key is cut to at most 1024 octets.
+          const bool long_key = e.key().size() > 100;
+          const ErrorCode want = long_key ? ErrorCode::kKeyTooLong : ErrorCode::kInvalidArgument;
+          ctx.Require(static_cast<ErrorCode>(err.code()) == want,
+                      absl::StrCat("the failure of a key of ", e.key().size(), " octets is ",
+                                   std::string(GetErrorInfo(want).name)),
+                      std::string(GetErrorInfo(want).name), err.ShortDebugString());
           const ErrorInfo info = GetErrorInfo(static_cast<ErrorCode>(err.code()));
           ctx.Require(err.name() == info.name && err.s3_code() == info.s3_code &&
                           err.retryable() == info.retryable,

@@ -244,6 +244,109 @@ void RegisterMemoryCases(Registry& r) {
         }
         ctx.RequireStillServes();
       });
+  Add(r, "mem/7.2/8",
+      "the descriptor rules on a GET's windows too: too many, several without MULTI_DESCRIPTOR, "
+      "memory types, empty and oversized rkeys, a lowered max_rkey_bytes; and a PUT's window "
+      "that wraps: each refused with its code and nothing written",
+      "core",
+      {"AOBJ-MEM-005", "AOBJ-MEM-015", "AOBJ-MEM-006", "AOBJ-MEM-019", "AOBJ-MEM-003",
+       "AOBJ-MEM-002", "AOBJ-SES-016"},
+      true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        const std::string body = Content(4096, 21);
+        ctx.RequireOk(f.p->Put(f.bucket, "k", body), "PUT of 4096 octets");
+        auto m = f.p->Allocate(1 << 16);
+        auto untouched = [&](const std::string& what) {
+          ctx.Require(AllBytes(*m, 0, 1 << 16, 0x6b), what + ": nothing written", "all 0x6b",
+                      "written");
+        };
+        std::memset(m->data(), 0x6b, 1 << 16);
+        auto get = [&] {
+          pb::GetObjectRequest g = f.p->GetRequest(f.bucket, "k", *m, 4096);
+          g.set_accept_inline(false);
+          return g;
+        };
+        const uint32_t max = f.p->session().limits().max_descriptors();
+        if (max < 4096) {
+          pb::GetObjectRequest g = get();
+          g.clear_destination();
+          // Windows that hold the object together, so that only their number is wrong.
+          const uint64_t len = std::max<uint64_t>(16, (4096 + max) / max);
+          for (uint32_t i = 0; i <= max; ++i) {
+            *g.add_destination() = Peer::Descriptor(*m, i * len, len);
+          }
+          ctx.RequireCode(f.p->Send(Method::kGetObject, g), ErrorCode::kInvalidDescriptor,
+                          absl::StrCat("GET into max_descriptors + 1 = ", max + 1, " windows"));
+          untouched("too many windows");
+        }
+        struct Try {
+          int type;
+          ErrorCode code;
+          const char* what;
+        };
+        for (const Try& t :
+             {Try{pb::MEMORY_TYPE_UNSPECIFIED, ErrorCode::kInvalidDescriptor, "UNSPECIFIED"},
+              Try{77, ErrorCode::kUnsupportedMemoryType, "unknown type 77"}}) {
+          pb::GetObjectRequest g = get();
+          g.mutable_destination(0)->set_memory_type(static_cast<pb::MemoryType>(t.type));
+          ctx.RequireCode(f.p->Send(Method::kGetObject, g), t.code,
+                          std::string("GET into memory_type ") + t.what);
+          untouched(std::string("memory_type ") + t.what);
+        }
+        const uint32_t max_rkey = f.p->session().limits().max_rkey_bytes();
+        for (const auto& [rkey, what] : std::vector<std::pair<std::string, std::string>>{
+                 {"", "an empty rkey"},
+                 {std::string(max_rkey + 1, '\x01'),
+                  absl::StrCat("an rkey of max_rkey_bytes + 1 = ", max_rkey + 1, " octets")}}) {
+          pb::GetObjectRequest g = get();
+          g.mutable_destination(0)->set_rkey(rkey);
+          ctx.RequireCode(f.p->Send(Method::kGetObject, g), ErrorCode::kInvalidRkey,
+                          "GET with " + what);
+          untouched(what);
+        }
+        pb::PutObjectRequest wrap = f.p->PutRequest(f.bucket, "wrapped", *m, 200);
+        wrap.mutable_source(0)->set_address(~uint64_t{0} - 99);
+        ctx.RequireCode(f.p->Send(Method::kPutObject, wrap), ErrorCode::kInvalidDescriptor,
+                        "PUT from a 200-octet window at 2^64 - 100 (wraps)");
+        RequireAbsent(ctx, *f.p, f.bucket, "wrapped");
+        // A session without MULTI_DESCRIPTOR, and one whose max_rkey_bytes is below the rkey.
+        auto q = ctx.NewPeer();
+        pb::OpenSessionRequest o = q->DefaultOpen();
+        o.clear_capabilities();
+        o.add_capabilities(kCapCrc32c);
+        ctx.RequireOk(q->Open(o), "OpenSession without MULTI_DESCRIPTOR");
+        auto qm = q->Allocate(8192);
+        std::memset(qm->data(), 0x6b, 8192);
+        pb::GetObjectRequest two = q->GetRequest(f.bucket, "k", *qm, 4096);
+        two.clear_destination();
+        *two.add_destination() = Peer::Descriptor(*qm, 0, 2048);
+        *two.add_destination() = Peer::Descriptor(*qm, 4096, 2048);
+        ctx.RequireCode(q->Send(Method::kGetObject, two), ErrorCode::kInvalidDescriptor,
+                        "GET into two windows without MULTI_DESCRIPTOR");
+        ctx.Require(AllBytes(*qm, 0, 8192, 0x6b), "nothing written", "all 0x6b", "written");
+        auto r = ctx.NewPeer();
+        const size_t real = m->packed_rkey().size();
+        if (real >= 2) {
+          pb::OpenSessionRequest ro = r->DefaultOpen();
+          ro.mutable_requested_limits()->set_max_rkey_bytes(static_cast<uint32_t>(real - 1));
+          ctx.RequireOk(r->Open(ro),
+                        absl::StrCat("OpenSession requesting max_rkey_bytes ", real - 1));
+          auto rm = r->Allocate(4096);
+          if (r->session().limits().max_rkey_bytes() == real - 1 &&
+              rm->packed_rkey().size() == real) {
+            std::memset(rm->data(), 0x6b, 4096);
+            pb::GetObjectRequest g = r->GetRequest(f.bucket, "k", *rm, 4096);
+            g.set_accept_inline(false);
+            ctx.RequireCode(r->Send(Method::kGetObject, g), ErrorCode::kInvalidRkey,
+                            absl::StrCat("GET with an rkey of ", real,
+                                         " octets, the session's "
+                                         "max_rkey_bytes ",
+                                         real - 1));
+            ctx.Require(AllBytes(*rm, 0, 4096, 0x6b), "nothing written", "all 0x6b", "written");
+          }
+        }
+        ctx.RequireStillServes();
+      });
   Add(r, "mem/7.2/5", "every descriptor is validated before the first RMA", "core",
       {"AOBJ-MEM-020"}, true, [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_join.h"
 #include "conformance/src/cases_util.h"
+#include "wire/etag.h"
 
 namespace aobj::conformance {
 namespace {
@@ -90,6 +91,30 @@ RawReply ListParts(Upload& u, uint32_t marker, uint32_t max) {
 }
 
 constexpr size_t kBigPart = 5u << 20;  // S3's minimum part size: allowed by every server
+
+// Requires `got` (the metadata a reply carried) to describe the object exactly as `head` (a HEAD
+// of it right after) does, field by field (AOBJ-OBJ-012, AOBJ-OBJ-122).
+void RequireSameMetadata(CaseContext& ctx, const pb::ObjectMetadata& got,
+                         const pb::ObjectMetadata& head, const std::string& what) {
+  auto fields = [](const pb::ObjectMetadata& m) {
+    std::map<std::string, std::string> meta(m.user_metadata().begin(), m.user_metadata().end());
+    std::string out = absl::StrCat("size ", m.size(), ", etag ", m.etag(), ", last_modified_ms ",
+                                   m.last_modified_ms(), ", content_type '", m.content_type(),
+                                   "', ", pb::ChecksumAlgorithm_Name(m.checksum_algorithm()), " ",
+                                   HexEncode(m.checksum()), ", metadata {");
+    for (const auto& [k, v] : meta) absl::StrAppend(&out, k, "=", v, ";");
+    return out + "}";
+  };
+  ctx.Require(fields(got) == fields(head),
+              what + ": the metadata describes the object as HEAD does", fields(head), fields(got));
+}
+
+pb::ObjectMetadata HeadMetadata(CaseContext& ctx, Peer& p, const std::string& bucket,
+                                const std::string& key) {
+  pb::HeadObjectResponse h;
+  ctx.RequireOk(p.Head(bucket, key, &h), "HEAD " + key);
+  return h.metadata();
+}
 
 // Holds two data requests of `stalled`'s session in flight: `send(q, i)` runs for i = 0 and 1,
 // each on its own thread with a Peer `q` naming that session, and waits on the worker nobody
@@ -699,6 +724,448 @@ void RegisterMultipartCases(Registry& r) {
         ctx.RequireCode(get, ErrorCode::kTooManyTransfers, "a GET while two parts are in flight");
         ctx.RequireCode(put, ErrorCode::kTooManyTransfers, "a PUT while two parts are in flight");
         ctx.RequireStillServes();
+      });
+  // Gaps found by reading the cases against the spec (issue 17): the second paths of shared rules.
+  Add(r, "obj/9.3/3",
+      "every request that names a missing bucket, multipart, copy and DeleteObjects included: "
+      "NO_SUCH_BUCKET before anything else",
+      "multipart", {"AOBJ-OBJ-003", "AOBJ-OBJ-200", "AOBJ-OBJ-201", "AOBJ-OBJ-142"}, true,
+      [](CaseContext& ctx) {
+        Upload u = Create(ctx, "exists");
+        ctx.RequireOk(u.p->Put(u.bucket, "src", "source"), "PUT of a copy source");
+        const std::string none = ctx.Unique("no-such");
+        const ErrorCode want = MissingBucketCode(ctx);
+        Upload elsewhere;  // the live upload's ID and key, named in a bucket that does not exist
+        elsewhere.p = ctx.Open();
+        elsewhere.bucket = none;
+        elsewhere.key = u.key;
+        elsewhere.id = u.id;
+        pb::CreateMultipartUploadRequest c;
+        c.set_bucket(none);
+        c.set_key("k");
+        ctx.RequireCode(u.p->Send(Method::kCreateMultipartUpload, c), want,
+                        "CreateMultipartUpload");
+        ctx.RequireCode(Part(elsewhere, 1, "x"), want, "UploadPart");
+        pb::CompleteMultipartUploadRequest cr = CompleteRequest(elsewhere);
+        AddPart(cr, 1, Md5Etag("x"));
+        ctx.RequireCode(u.p->Send(Method::kCompleteMultipartUpload, cr), want,
+                        "CompleteMultipartUpload");
+        ctx.RequireCode(ListParts(elsewhere, 0, 0), want, "ListParts");
+        ctx.RequireCode(Abort(elsewhere, u.id), want, "AbortMultipartUpload");
+        pb::ListMultipartUploadsRequest lu;
+        lu.set_bucket(none);
+        ctx.RequireCode(u.p->Send(Method::kListMultipartUploads, lu), want, "ListMultipartUploads");
+        pb::DeleteObjectsRequest d;
+        d.set_bucket(none);
+        d.add_keys("a");
+        d.add_keys("b");
+        ctx.RequireCode(u.p->Send(Method::kDeleteObjects, d), want,
+                        "DeleteObjects (the whole request fails, not each key)");
+        pb::CopyObjectRequest cp;
+        cp.set_source_bucket(none);
+        cp.set_source_key("src");
+        cp.set_bucket(u.bucket);
+        cp.set_key("dst");
+        ctx.RequireCode(u.p->Send(Method::kCopyObject, cp), want,
+                        "CopyObject from a missing bucket");
+        cp.set_source_bucket(u.bucket);
+        cp.set_bucket(none);
+        ctx.RequireCode(u.p->Send(Method::kCopyObject, cp), want,
+                        "CopyObject into a missing bucket");
+        ctx.RequireOk(ListParts(u, 0, 0), "the upload named elsewhere is intact");
+        ctx.RequireStillServes();
+      });
+  Add(r, "mpu/9.15.1/4",
+      "an upload is named by bucket, key and ID together: Abort, Complete and ListParts with "
+      "another key, UploadPart in another bucket: NO_SUCH_UPLOAD, the upload intact",
+      "multipart", {"AOBJ-OBJ-201"}, true, [](CaseContext& ctx) {
+        Upload u = Create(ctx, "named");
+        RawReply pr = Part(u, 1, "part one");
+        ctx.RequireOk(pr, "UploadPart");
+        const std::string etag = Parse<pb::UploadPartResponse>(ctx, pr, "UploadPart").etag();
+        Upload other_key;
+        other_key.p = ctx.Open();
+        other_key.bucket = u.bucket;
+        other_key.key = "named-too";
+        other_key.id = u.id;
+        ctx.RequireCode(ListParts(other_key, 0, 0), ErrorCode::kNoSuchUpload,
+                        "ListParts naming the upload with another key");
+        pb::CompleteMultipartUploadRequest c = CompleteRequest(other_key);
+        AddPart(c, 1, etag);
+        ctx.RequireCode(u.p->Send(Method::kCompleteMultipartUpload, c), ErrorCode::kNoSuchUpload,
+                        "Complete naming the upload with another key");
+        ctx.RequireCode(u.p->Head(u.bucket, "named-too"), ErrorCode::kNoSuchKey,
+                        "no object under the other key");
+        ctx.RequireCode(Abort(other_key, u.id), ErrorCode::kNoSuchUpload,
+                        "Abort naming the upload with another key");
+        Upload other_bucket;
+        other_bucket.p = ctx.Open();
+        other_bucket.bucket = ctx.NewBucket(*other_bucket.p);
+        other_bucket.key = u.key;
+        other_bucket.id = u.id;
+        ctx.RequireCode(Part(other_bucket, 2, "elsewhere"), ErrorCode::kNoSuchUpload,
+                        "UploadPart naming the upload in another bucket");
+        ctx.RequireCode(ListParts(other_bucket, 0, 0), ErrorCode::kNoSuchUpload,
+                        "ListParts naming the upload in another bucket");
+        RawReply lr = ListParts(u, 0, 0);
+        ctx.RequireOk(lr, "ListParts of the upload itself");
+        auto parts = Parse<pb::ListPartsResponse>(ctx, lr, "ListParts");
+        ctx.Require(parts.parts_size() == 1 && parts.parts(0).part_number() == 1,
+                    "the upload holds exactly its part 1", "part 1", parts.ShortDebugString());
+        c = CompleteRequest(u);
+        AddPart(c, 1, etag);
+        ctx.RequireOk(u.p->Send(Method::kCompleteMultipartUpload, c),
+                      "Complete of the upload itself");
+        std::string back;
+        ctx.RequireOk(u.p->Get(u.bucket, u.key, &back), "GET");
+        ctx.Require(back == "part one", "the object is the part", "part one", back);
+      });
+  Add(r, "mpu/9.15.3/5",
+      "after a successful Complete the upload is gone: UploadPart and Abort NO_SUCH_UPLOAD, "
+      "nothing stored, the object intact, no longer listed",
+      "multipart", {"AOBJ-OBJ-219", "AOBJ-OBJ-220", "AOBJ-OBJ-225", "AOBJ-OBJ-223"}, true,
+      [](CaseContext& ctx) {
+        Upload u = Create(ctx, "done");
+        Upload kept = Create(ctx, "still-open", "", true, &u);
+        RawReply pr = Part(u, 1, "final content");
+        ctx.RequireOk(pr, "UploadPart");
+        pb::CompleteMultipartUploadRequest c = CompleteRequest(u);
+        AddPart(c, 1, Parse<pb::UploadPartResponse>(ctx, pr, "UploadPart").etag());
+        RawReply cr = u.p->Send(Method::kCompleteMultipartUpload, c);
+        ctx.RequireOk(cr, "Complete");
+        const std::string etag =
+            Parse<pb::CompleteMultipartUploadResponse>(ctx, cr, "Complete").metadata().etag();
+        ctx.RequireCode(Part(u, 2, "late part"), ErrorCode::kNoSuchUpload,
+                        "UploadPart after Complete");
+        ctx.RequireCode(Part(u, 1, "replacement"), ErrorCode::kNoSuchUpload,
+                        "UploadPart of part 1 again after Complete");
+        ctx.RequireCode(Abort(u, u.id), ErrorCode::kNoSuchUpload, "Abort after Complete");
+        std::string back;
+        ctx.RequireOk(u.p->Get(u.bucket, u.key, &back), "GET");
+        ctx.Require(back == "final content", "the object is unchanged", "final content", back);
+        pb::HeadObjectResponse h;
+        RawReply hr = u.p->Head(u.bucket, u.key, &h);
+        ctx.RequireOk(hr, "HEAD");
+        ctx.Require(h.metadata().etag() == etag, "the ETag is the one Complete returned", etag,
+                    h.metadata().etag());
+        pb::ListMultipartUploadsRequest l;
+        l.set_bucket(u.bucket);
+        RawReply lr = u.p->Send(Method::kListMultipartUploads, l);
+        ctx.RequireOk(lr, "ListMultipartUploads");
+        auto uploads = Parse<pb::ListMultipartUploadsResponse>(ctx, lr, "ListMultipartUploads");
+        bool listed = false, other = false;
+        for (const auto& e : uploads.uploads()) {
+          listed |= e.upload_id() == u.id;
+          other |= e.upload_id() == kept.id;
+        }
+        ctx.Require(!listed, "the completed upload is not listed", "absent", "listed");
+        ctx.Require(other, "the other upload is still listed", "listed", "absent");
+      });
+  Add(r, "mpu/9.15.3/6",
+      "part lists at their edge: 10000 entries is not TOO_MANY_PARTS; a replaced part's old ETag "
+      "is INVALID_PART; after the failures the parts still assemble exactly",
+      "multipart", {"AOBJ-OBJ-210", "AOBJ-OBJ-211", "AOBJ-OBJ-212", "AOBJ-OBJ-208", "AOBJ-OBJ-218"},
+      true, [](CaseContext& ctx) {
+        Upload u = Create(ctx, "edges");
+        const std::string first = Content(kBigPart, 31), old2 = "old part two", new2 = "part two";
+        RawReply r1 = Part(u, 1, first);
+        ctx.RequireOk(r1, "UploadPart 1 (5 MiB)");
+        RawReply o2 = Part(u, 10000, old2);
+        ctx.RequireOk(o2, "UploadPart 10000");
+        RawReply n2 = Part(u, 10000, new2);
+        ctx.RequireOk(n2, "UploadPart 10000 again (replaces it)");
+        const std::string e1 = Parse<pb::UploadPartResponse>(ctx, r1, "part 1").etag();
+        const std::string old_e2 = Parse<pb::UploadPartResponse>(ctx, o2, "part 10000").etag();
+        const std::string e2 = Parse<pb::UploadPartResponse>(ctx, n2, "part 10000 again").etag();
+        // Parts 2 to 9999 were never uploaded (no part but the last is small, so INVALID_PART is
+        // the only answer).
+        pb::CompleteMultipartUploadRequest c = CompleteRequest(u);
+        for (uint32_t n = 1; n <= 10000; ++n) {
+          AddPart(c, n, n == 1 ? e1 : n == 10000 ? e2 : Md5Etag("x"));
+        }
+        RawReply full = u.p->Send(Method::kCompleteMultipartUpload, c);
+        ctx.RequireCode(full, ErrorCode::kInvalidPart,
+                        "a list of exactly 10000 entries, 9998 of them never uploaded");
+        c = CompleteRequest(u);
+        AddPart(c, 1, e1);
+        AddPart(c, 10000, old_e2);
+        ctx.RequireCode(u.p->Send(Method::kCompleteMultipartUpload, c), ErrorCode::kInvalidPart,
+                        "part 10000 listed with the ETag of the part it replaced");
+        ctx.RequireCode(u.p->Head(u.bucket, u.key), ErrorCode::kNoSuchKey, "no object yet");
+        c = CompleteRequest(u);
+        AddPart(c, 1, e1);
+        AddPart(c, 10000, e2);
+        ctx.RequireOk(u.p->Send(Method::kCompleteMultipartUpload, c),
+                      "Complete of parts 1 and 10000");
+        std::string back;
+        ctx.RequireOk(u.p->Get(u.bucket, u.key, &back, nullptr, 8 << 20), "GET");
+        ctx.Require(back == first + new2, "the object is part 1 then the new part 10000",
+                    absl::StrCat(first.size() + new2.size(), " octets"),
+                    absl::StrCat(
+                        back.size(), " octets",
+                        back.size() == first.size() + old2.size() ? " (the old part 10000?)" : ""));
+      });
+  Add(r, "mpu/9.15.5/4",
+      "ListParts never returns more than 1000 parts: max_parts 0 and 5000 give 1000, truncated, "
+      "resumable from the marker",
+      "multipart", {"AOBJ-OBJ-221"}, false, [](CaseContext& ctx) {
+        Upload u = Create(ctx, "many-parts");
+        for (uint32_t n = 1; n <= 1001; ++n) {
+          RawReply pr = Part(u, n, "");
+          if (!pr.grpc_status.ok()) {
+            ctx.RequireOk(pr, absl::StrCat("UploadPart ", n, " (empty)"));
+          }
+        }
+        for (uint32_t max : {0u, 5000u}) {
+          RawReply lr = ListParts(u, 0, max);
+          ctx.RequireOk(lr, absl::StrCat("ListParts with max_parts ", max));
+          auto l = Parse<pb::ListPartsResponse>(ctx, lr, "ListParts");
+          ctx.Require(
+              l.parts_size() == 1000 && l.is_truncated() && l.next_part_number_marker() == 1000,
+              absl::StrCat("max_parts ", max, ": 1000 parts, truncated, marker 1000"),
+              "1000 true 1000",
+              absl::StrCat(l.parts_size(), " ", l.is_truncated(), " ",
+                           l.next_part_number_marker()));
+        }
+        RawReply rest = ListParts(u, 1000, 0);
+        ctx.RequireOk(rest, "ListParts after marker 1000");
+        auto l = Parse<pb::ListPartsResponse>(ctx, rest, "ListParts");
+        ctx.Require(l.parts_size() == 1 && l.parts(0).part_number() == 1001 && !l.is_truncated(),
+                    "the last page holds part 1001 alone, not truncated", "1001, false",
+                    l.ShortDebugString());
+        ctx.RequireOk(Abort(u, u.id), "Abort");
+      });
+  Add(r, "flo/10/4",
+      "every way a data request can fail gives its slot back: with max_in_flight 1, each failure "
+      "is followed by a request that is admitted",
+      "limits", {"AOBJ-FLO-005", "AOBJ-SES-012"}, true, [](CaseContext& ctx) {
+        auto p = ctx.NewPeer();
+        pb::OpenSessionRequest o = p->DefaultOpen();
+        o.mutable_requested_limits()->set_max_in_flight(1);
+        ctx.RequireOk(p->Open(o), "OpenSession with max_in_flight 1");
+        ctx.Require(p->session().limits().max_in_flight() == 1, "max_in_flight 1 is effective", "1",
+                    absl::StrCat(p->session().limits().max_in_flight()));
+        const std::string bucket = ctx.NewBucket(*p);
+        const std::string body = Content(10000, 8);
+        ctx.RequireOk(p->Put(bucket, "k", body), "PUT of 10000 octets");
+        const std::string etag = Md5Etag(body);
+        auto m = p->Allocate(20000);
+        auto get = [&](const std::string& key) {
+          pb::GetObjectRequest g = p->GetRequest(bucket, key, *m, 20000);
+          g.set_accept_inline(false);
+          return g;
+        };
+        std::vector<std::pair<std::string, std::function<RawReply()>>> failures;
+        failures.emplace_back("GET of a missing key",
+                              [&] { return p->Send(Method::kGetObject, get("none")); });
+        failures.emplace_back("GET If-Match another ETag", [&] {
+          auto g = get("k");
+          g.mutable_preconditions()->set_if_match(Md5Etag("other"));
+          return p->Send(Method::kGetObject, g);
+        });
+        failures.emplace_back("GET If-None-Match the ETag", [&] {
+          auto g = get("k");
+          g.mutable_preconditions()->set_if_none_match(etag);
+          return p->Send(Method::kGetObject, g);
+        });
+        failures.emplace_back("GET of an unsatisfiable range", [&] {
+          auto g = get("k");
+          g.mutable_range()->set_kind(pb::ByteRange::KIND_FROM);
+          g.mutable_range()->set_first(20000);
+          return p->Send(Method::kGetObject, g);
+        });
+        failures.emplace_back("GET into a window too small", [&] {
+          pb::GetObjectRequest g = p->GetRequest(bucket, "k", *m, 100);
+          g.set_accept_inline(false);
+          return p->Send(Method::kGetObject, g);
+        });
+        failures.emplace_back("GET with a garbage rkey", [&] {
+          auto g = get("k");
+          g.mutable_destination(0)->set_rkey(Content(m->packed_rkey().size(), 4));
+          return p->Send(Method::kGetObject, g);
+        });
+        failures.emplace_back("GET of a missing bucket", [&] {
+          pb::GetObjectRequest g = get("k");
+          g.set_bucket(ctx.Unique("no-such"));
+          return p->Send(Method::kGetObject, g);
+        });
+        failures.emplace_back("PUT whose checksum differs", [&] {
+          std::memcpy(m->data(), body.data(), body.size());
+          pb::PutObjectRequest put = p->PutRequest(bucket, "bad", *m, body.size());
+          put.set_checksum(Crc32cOf("something else"));
+          return p->Send(Method::kPutObject, put);
+        });
+        failures.emplace_back("create-only PUT of an existing key", [&] {
+          pb::PutObjectRequest put = p->PutRequest(bucket, "k", *m, 100);
+          put.mutable_preconditions()->set_if_none_match("*");
+          return p->Send(Method::kPutObject, put);
+        });
+        failures.emplace_back("PUT from a window shorter than its size", [&] {
+          pb::PutObjectRequest put = p->PutRequest(bucket, "short", *m, 1000);
+          put.set_size(2000);
+          return p->Send(Method::kPutObject, put);
+        });
+        failures.emplace_back("UploadPart to an upload that does not exist", [&] {
+          Upload u;
+          u.bucket = bucket;
+          u.key = "mpu";
+          u.id = "0123456789abcdef0123456789abcdef";
+          return p->Send(Method::kUploadPart, PartRequest(u, 1, *m, "part"));
+        });
+        int n = 0;
+        for (const auto& [what, send] : failures) {
+          for (int twice = 0; twice < 2; ++twice) {
+            RawReply rr = send();
+            ctx.Require(!rr.grpc_status.ok() && CodeOf(rr) != ErrorCode::kTooManyTransfers,
+                        what + ": fails for its own reason",
+                        "an error other than TOO_MANY_TRANSFERS", Outcome(rr));
+          }
+          pb::GetObjectRequest g = get("k");
+          RawReply ok = p->Send(Method::kGetObject, g);
+          ctx.RequireOk(ok,
+                        absl::StrCat("a GET after two of: ", what, " (failure kind ", ++n, ")"));
+        }
+        ctx.RequireStillServes();
+      });
+  Add(r, "obj/9.4/4",
+      "every reply that describes an object describes it as HEAD does: PUT, GET, CopyObject (COPY "
+      "and REPLACE, across buckets) and CompleteMultipartUpload",
+      "multipart", {"AOBJ-OBJ-012", "AOBJ-OBJ-122", "AOBJ-OBJ-007", "AOBJ-OBJ-150", "AOBJ-OBJ-216"},
+      false, [](CaseContext& ctx) {
+        Upload u = Create(ctx, "assembled", "application/x-parts");
+        Peer& p = *u.p;
+        const std::string other = ctx.NewBucket(p);
+        // A PUT with a content type and metadata.
+        const std::string body = Content(70000, 41);
+        auto m = p.Allocate(body.size());
+        std::memcpy(m->data(), body.data(), body.size());
+        pb::PutObjectRequest put = p.PutRequest(u.bucket, "single", *m, body.size());
+        put.set_content_type("text/x-single");
+        (*put.mutable_user_metadata())["color"] = "blue";
+        RawReply pr = p.Send(Method::kPutObject, put);
+        ctx.RequireOk(pr, "PUT");
+        const auto head = HeadMetadata(ctx, p, u.bucket, "single");
+        RequireSameMetadata(ctx, Parse<pb::PutObjectResponse>(ctx, pr, "PUT").metadata(), head,
+                            "the PUT reply");
+        pb::GetObjectResponse g;
+        std::string back;
+        ctx.RequireOk(p.Get(u.bucket, "single", &back, &g), "GET");
+        RequireSameMetadata(ctx, g.metadata(), head, "the GET reply");
+        absl::SleepFor(absl::Milliseconds(20));
+        // A copy into another bucket keeps type and metadata; its time is new.
+        pb::CopyObjectRequest c;
+        c.set_source_bucket(u.bucket);
+        c.set_source_key("single");
+        c.set_bucket(other);
+        c.set_key("copied");
+        RawReply cr = p.Send(Method::kCopyObject, c);
+        ctx.RequireOk(cr, "CopyObject into another bucket (COPY)");
+        const auto copied = HeadMetadata(ctx, p, other, "copied");
+        RequireSameMetadata(ctx, Parse<pb::CopyObjectResponse>(ctx, cr, "CopyObject").metadata(),
+                            copied, "the CopyObject reply");
+        ctx.Require(copied.content_type() == "text/x-single" &&
+                        copied.user_metadata().size() == 1 &&
+                        copied.user_metadata().count("color") == 1 &&
+                        copied.etag() == head.etag() && copied.size() == head.size(),
+                    "the copy has the source's type, metadata, ETag and size",
+                    "text/x-single {color} " + head.etag(), copied.ShortDebugString());
+        ctx.Require(copied.last_modified_ms() > head.last_modified_ms(),
+                    "the copy's last_modified_ms is the copy's, 20 ms after the PUT",
+                    absl::StrCat("> ", head.last_modified_ms()),
+                    absl::StrCat(copied.last_modified_ms()));
+        std::string copied_back;
+        ctx.RequireOk(p.Get(other, "copied", &copied_back), "GET of the copy");
+        ctx.Require(copied_back == body, "the copy's content", "the source's octets", "differs");
+        c.set_key("replaced");
+        c.set_metadata_directive(pb::METADATA_DIRECTIVE_REPLACE);
+        RawReply rr = p.Send(Method::kCopyObject, c);
+        ctx.RequireOk(rr, "CopyObject REPLACE with no content type and no metadata");
+        const auto replaced = HeadMetadata(ctx, p, other, "replaced");
+        RequireSameMetadata(ctx, Parse<pb::CopyObjectResponse>(ctx, rr, "CopyObject").metadata(),
+                            replaced, "the CopyObject REPLACE reply");
+        ctx.Require(replaced.user_metadata().empty() && replaced.content_type() != "text/x-single",
+                    "REPLACE takes the request's (empty) metadata and content type, not the "
+                    "source's",
+                    "no metadata, not text/x-single", replaced.ShortDebugString());
+        // A multipart object: the type and metadata of its Create.
+        RawReply part = Part(u, 1, "the only part");
+        ctx.RequireOk(part, "UploadPart");
+        pb::CompleteMultipartUploadRequest cm = CompleteRequest(u);
+        AddPart(cm, 1, Parse<pb::UploadPartResponse>(ctx, part, "UploadPart").etag());
+        RawReply done = p.Send(Method::kCompleteMultipartUpload, cm);
+        ctx.RequireOk(done, "Complete");
+        const auto assembled = HeadMetadata(ctx, p, u.bucket, u.key);
+        RequireSameMetadata(
+            ctx, Parse<pb::CompleteMultipartUploadResponse>(ctx, done, "Complete").metadata(),
+            assembled, "the Complete reply");
+        ctx.Require(assembled.content_type() == "application/x-parts" &&
+                        assembled.user_metadata().size() == 1 &&
+                        assembled.user_metadata().count("origin") == 1,
+                    "the object has the content type and metadata of its Create",
+                    "application/x-parts {origin}", assembled.ShortDebugString());
+        ctx.Require(assembled.last_modified_ms() >= head.last_modified_ms(),
+                    "the object's time is its completion's, not earlier than the PUT before it",
+                    absl::StrCat(">= ", head.last_modified_ms()),
+                    absl::StrCat(assembled.last_modified_ms()));
+        pb::ListObjectsV2Request l;
+        l.set_bucket(u.bucket);
+        RawReply lr = p.Send(Method::kListObjectsV2, l);
+        ctx.RequireOk(lr, "ListObjectsV2");
+        const auto listing = Parse<pb::ListObjectsV2Response>(ctx, lr, "ListObjectsV2");
+        for (const auto& e : listing.objects()) {
+          const auto& want = e.key() == "single" ? head : assembled;
+          ctx.Require(e.size() == want.size() && e.etag() == want.etag() &&
+                          e.last_modified_ms() == want.last_modified_ms(),
+                      "listing entry " + e.key() + " agrees with HEAD",
+                      absl::StrCat(want.size(), " ", want.etag(), " ", want.last_modified_ms()),
+                      e.ShortDebugString());
+        }
+      });
+  Add(r, "obj/9.4/5",
+      "OPAQUE_ETAG changes only PutObject's ETag: UploadPart, Complete and CopyObject keep theirs",
+      "opaque-etag", {"AOBJ-OBJ-016", "AOBJ-OBJ-207", "AOBJ-OBJ-217", "AOBJ-OBJ-150"}, false,
+      [](CaseContext& ctx) {
+        Upload u;
+        u.p = ctx.NewPeer();
+        pb::OpenSessionRequest o = u.p->DefaultOpen();
+        o.add_capabilities(kCapOpaqueEtag);
+        ctx.RequireOk(u.p->Open(o), "OpenSession offering OPAQUE_ETAG");
+        RequireCapability(ctx, *u.p, kCapOpaqueEtag, "OPAQUE_ETAG");
+        u.bucket = ctx.NewBucket(*u.p);
+        u.key = "multi";
+        pb::CreateMultipartUploadRequest c;
+        c.set_bucket(u.bucket);
+        c.set_key(u.key);
+        RawReply cr = u.p->Send(Method::kCreateMultipartUpload, c);
+        ctx.RequireOk(cr, "CreateMultipartUpload");
+        u.id = Parse<pb::CreateMultipartUploadResponse>(ctx, cr, "Create").upload_id();
+        const std::string body = "a part in an opaque-ETag session";
+        RawReply pr = Part(u, 1, body);
+        ctx.RequireOk(pr, "UploadPart");
+        const std::string pe = Parse<pb::UploadPartResponse>(ctx, pr, "UploadPart").etag();
+        ctx.Require(pe == Md5Etag(body), "the part's ETag is its MD5", Md5Etag(body), pe);
+        pb::CompleteMultipartUploadRequest cm = CompleteRequest(u);
+        AddPart(cm, 1, pe);
+        RawReply done = u.p->Send(Method::kCompleteMultipartUpload, cm);
+        ctx.RequireOk(done, "Complete");
+        const std::string me =
+            Parse<pb::CompleteMultipartUploadResponse>(ctx, done, "Complete").metadata().etag();
+        const std::string want = Quote(absl::StrCat(HexEncode(Md5Raw(Md5Raw(body))), "-1"));
+        ctx.Require(me == want, "the multipart ETag: MD5 of the part MD5s, -1", want, me);
+        ctx.RequireOk(u.p->Put(u.bucket, "single", body), "PUT");
+        pb::CopyObjectRequest cp;
+        cp.set_source_bucket(u.bucket);
+        cp.set_source_key("single");
+        cp.set_bucket(u.bucket);
+        cp.set_key("copy");
+        RawReply cpr = u.p->Send(Method::kCopyObject, cp);
+        ctx.RequireOk(cpr, "CopyObject");
+        const std::string ce =
+            Parse<pb::CopyObjectResponse>(ctx, cpr, "CopyObject").metadata().etag();
+        ctx.Require(ce == Md5Etag(body), "the copy's ETag is the MD5 of its content", Md5Etag(body),
+                    ce);
+        const std::string se = HeadMetadata(ctx, *u.p, u.bucket, "single").etag();
+        ctx.Require(IsOpaqueEtag(se), "the PUT's own ETag is opaque", "\"<32 hex>-0\"", se);
       });
 }
 

@@ -576,6 +576,148 @@ void RegisterSessionCases(Registry& r) {
                         ErrorCode::kSessionExpired, "RenewSession of the expired session");
         ctx.RequireStillServes();
       });
+  Add(r, "ses/5.6/5",
+      "ConfirmEndpoint compares the whole proof, before and after confirmation: either half "
+      "wrong is ACCESS_DENIED, 33 octets INVALID_ARGUMENT, and neither changes the endpoint",
+      "core", {"AOBJ-SES-031", "AOBJ-SES-026", "AOBJ-SES-027"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "obj", Content(20000, 6)), "PUT of the object");
+        auto p = ctx.NewPeer();
+        ctx.RequireOk(p->Open(p->DefaultOpen(), /*confirm=*/false), "OpenSession");
+        const std::string proof = p->Proof();
+        auto altered = [&](size_t at) {
+          std::string x = proof;
+          x[at] = static_cast<char>(x[at] ^ 0x01);
+          return x;
+        };
+        auto mem = p->Allocate(20000);
+        auto get = [&] {
+          return p->Send(Method::kGetObject, p->GetRequest(f.bucket, "obj", *mem, 20000));
+        };
+        for (int confirmed = 0; confirmed < 2; ++confirmed) {
+          const std::string when = confirmed ? " after confirmation" : " before confirmation";
+          ctx.RequireCode(p->Confirm(altered(31)), ErrorCode::kAccessDenied,
+                          "a proof whose last octet is wrong" + when);
+          ctx.RequireCode(p->Confirm(altered(0)), ErrorCode::kAccessDenied,
+                          "a proof whose first octet is wrong" + when);
+          ctx.RequireCode(p->Confirm(proof + "x"), ErrorCode::kInvalidArgument,
+                          "the right proof and one octet more (33 octets)" + when);
+          if (!confirmed) {
+            ctx.RequireCode(get(), ErrorCode::kEndpointUnconfirmed,
+                            "a GET by RMA after the wrong proofs: still unconfirmed");
+            ctx.RequireOk(p->Confirm(), "ConfirmEndpoint with the right proof");
+          } else {
+            ctx.RequireOk(get(), "a GET by RMA after the wrong proofs: still confirmed");
+          }
+        }
+        ctx.RequireOk(p->Confirm(), "the right proof again");
+        ctx.RequireStillServes();
+      });
+  Add(r, "ses/5.9/4",
+      "Table 1 on every call: after close, RenewSession, ConfirmEndpoint and a GET are "
+      "NO_SUCH_SESSION; after expiry, CloseSession and ConfirmEndpoint are SESSION_EXPIRED, and "
+      "another principal naming the expired session gets NO_SUCH_SESSION",
+      "core", {"AOBJ-SES-017", "AOBJ-SES-009", "AOBJ-SES-010", "AOBJ-AUTH-010"}, true,
+      [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "obj", Content(1000, 2)), "PUT");
+        auto p = ctx.Open();
+        auto mem = p->Allocate(1000);
+        const pb::GetObjectRequest g = p->GetRequest(f.bucket, "obj", *mem, 1000);
+        const std::string proof = p->Proof();
+        Tamper closed;
+        closed.session_hex = p->session_hex();
+        ctx.RequireOk(p->Close(), "CloseSession");
+        ctx.RequireCode(p->Send(Method::kRenewSession, pb::RenewSessionRequest(), closed),
+                        ErrorCode::kNoSuchSession, "RenewSession of the closed session");
+        pb::ConfirmEndpointRequest c;
+        c.set_proof(proof);
+        ctx.RequireCode(p->Send(Method::kConfirmEndpoint, c, closed), ErrorCode::kNoSuchSession,
+                        "ConfirmEndpoint of the closed session");
+        ctx.RequireCode(p->Send(Method::kGetObject, g, closed), ErrorCode::kNoSuchSession,
+                        "GetObject in the closed session");
+        auto e = ctx.Open();
+        const uint64_t lease = e->session().lease_ms();
+        if (lease > 10000) {
+          ctx.Unsupported(absl::StrCat("lease_ms is ", lease, "; the rest needs at most 10000"));
+        }
+        const std::string eproof = e->Proof();
+        absl::SleepFor(absl::Milliseconds(lease * 3 / 2));
+        RawReply probe = e->Send(Method::kHeadBucket, [&] {
+          pb::HeadBucketRequest h;
+          h.set_bucket(f.bucket);
+          return h;
+        }());
+        if (probe.grpc_status.ok()) {
+          ctx.Note("the session was still alive 1.5 leases after its last request");
+          absl::SleepFor(absl::Milliseconds(lease * 3));
+        }
+        pb::ConfirmEndpointRequest ec;
+        ec.set_proof(eproof);
+        ctx.RequireCode(e->Send(Method::kConfirmEndpoint, ec), ErrorCode::kSessionExpired,
+                        "ConfirmEndpoint of the expired session");
+        if (!ctx.target().second_access_key_id.empty()) {
+          auto stranger = ctx.NewPeer(/*second=*/true);
+          Tamper other;
+          other.session_hex = e->session_hex();
+          ctx.RequireCode(stranger->Send(Method::kListBuckets, pb::ListBucketsRequest(), other),
+                          ErrorCode::kNoSuchSession,
+                          "another principal naming the expired session (not SESSION_EXPIRED)");
+        }
+        ctx.RequireCode(e->Send(Method::kCloseSession, pb::CloseSessionRequest()),
+                        ErrorCode::kSessionExpired, "CloseSession of the expired session");
+        ctx.RequireStillServes();
+      });
+  Add(r, "ses/5.2/4",
+      "32-bit fields at their top value: a maximum version of 2^32 - 1 selects a common version; "
+      "part number, max_keys, max_buckets, max_parts and max_uploads of 2^32 - 1 get their codes",
+      "core", {"AOBJ-EXT-003", "AOBJ-SES-002", "AOBJ-OBJ-205", "AOBJ-OBJ-104", "AOBJ-OBJ-112"},
+      true, [](CaseContext& ctx) {
+        auto p = ctx.NewPeer();
+        pb::OpenSessionRequest o = p->DefaultOpen();
+        o.mutable_versions()->set_min(1);
+        o.mutable_versions()->set_max(0xFFFFFFFFu);
+        ctx.RequireOk(p->Open(o), "OpenSession offering versions 1 to 2^32 - 1");
+        ctx.Require(p->session().version() == 1, "version 1 selected", "1",
+                    absl::StrCat(p->session().version()));
+        const std::string bucket = ctx.NewBucket(*p);
+        constexpr uint32_t kTop = 0xFFFFFFFFu;
+        pb::UploadPartRequest up;
+        up.set_bucket(bucket);
+        up.set_key("k");
+        up.set_upload_id("0123456789abcdef0123456789abcdef");
+        up.set_part_number(kTop);
+        up.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        up.set_checksum(Crc32cOf(""));
+        RawReply ur = p->Send(Method::kUploadPart, up);
+        ctx.Require(
+            CodeOf(ur) == ErrorCode::kTooManyParts || CodeOf(ur) == ErrorCode::kNoSuchUpload,
+            "UploadPart number 2^32 - 1: TOO_MANY_PARTS (or NO_SUCH_UPLOAD, the upload "
+            "being checked first)",
+            "TOO_MANY_PARTS", Outcome(ur));
+        pb::ListObjectsV2Request l;
+        l.set_bucket(bucket);
+        l.set_max_keys(kTop);
+        ctx.RequireCode(p->Send(Method::kListObjectsV2, l), ErrorCode::kInvalidArgument,
+                        "ListObjectsV2 max_keys 2^32 - 1");
+        pb::ListBucketsRequest lb;
+        lb.set_max_buckets(kTop);
+        ctx.RequireCode(p->Send(Method::kListBuckets, lb), ErrorCode::kInvalidArgument,
+                        "ListBuckets max_buckets 2^32 - 1");
+        pb::ListMultipartUploadsRequest lu;
+        lu.set_bucket(bucket);
+        lu.set_max_uploads(kTop);
+        RawReply lur = p->Send(Method::kListMultipartUploads, lu);
+        if (lur.grpc_status.ok()) {
+          ctx.Require(Parse<pb::ListMultipartUploadsResponse>(ctx, lur, "ListMultipartUploads")
+                              .uploads_size() <= 1000,
+                      "max_uploads 2^32 - 1: never more than 1000", "<= 1000", "more");
+        } else {
+          ctx.RequireCode(lur, ErrorCode::kInvalidArgument,
+                          "ListMultipartUploads max_uploads 2^32 - 1");
+        }
+        ctx.RequireStillServes();
+      });
   Add(r, "ses/5.9/3", "a session ID the server never issued: NO_SUCH_SESSION", "core",
       {"AOBJ-SES-010"}, true, [](CaseContext& ctx) {
         auto p = ctx.Open();

@@ -150,7 +150,7 @@ RawReply Peer::Send(Method method, const std::string& body, const Tamper& t,
   else if (!t.session_hex.empty()) session = t.session_hex;
   else if (method != Method::kOpenSession) session = session_hex_;
   RequestAuth auth;
-  auth.access_key_id = last_auth_.access_key_id;
+  auth.access_key_id = t.access_key_id.empty() ? last_auth_.access_key_id : t.access_key_id;
   auth.timestamp = !t.signed_timestamp.empty()
                        ? t.signed_timestamp
                        : std::to_string(absl::ToUnixMillis(absl::Now()) + t.clock_offset_ms);
@@ -167,6 +167,13 @@ RawReply Peer::Send(Method method, const std::string& body, const Tamper& t,
     char& c = auth.signature_hex[t.flip_signature_at];
     c = c == 'a' ? 'b' : 'a';
     tampering += absl::StrCat(" [signature hex digit ", t.flip_signature_at, " altered]");
+  }
+  if (t.edit_signature) {
+    auth.signature_hex = t.edit_signature(auth.signature_hex);
+    tampering += " [signature " + t.edit_signature_what + "]";
+  }
+  if (!t.access_key_id.empty()) {
+    tampering += absl::StrCat(" [access key ID of ", t.access_key_id.size(), " octets]");
   }
   if (!t.signed_timestamp.empty()) tampering += " [timestamp " + t.signed_timestamp + ", signed]";
   if (!t.timestamp.empty()) {
@@ -197,7 +204,9 @@ RawReply Peer::Send(Method method, const std::string& body, const Tamper& t,
   if (t.duplicate_nonce_entry) tampering += " [nonce entry twice]";
   if (!t.body_suffix.empty()) tampering += absl::StrCat(" [", t.body_suffix.size(), " octets appended after signing]");
   if (!t.raw_body.empty()) tampering += absl::StrCat(" [raw body of ", t.raw_body.size(), " octets]");
+  const std::string own_key = last_auth_.access_key_id;
   last_auth_ = auth;
+  last_auth_.access_key_id = own_key;  // a claimed key is for this request only
   last_md_ = md;
   last_body_ = body + t.body_suffix;
   last_method_ = method;
@@ -465,39 +474,39 @@ RawReply Peer::Open(const pb::OpenSessionRequest& req, bool confirm) {
 
 RawReply Peer::Confirm(const std::string& proof) {
   pb::ConfirmEndpointRequest req;
-  req.set_proof(proof);
-  if (proof.empty() && !proof_.empty()) {
-    req.set_proof(proof_);
-  } else if (proof.empty()) {
-    const size_t n = open_.endpoint_challenges();
-    std::string all;
-    if (n == 0 || n > kMaxEndpointChallenges) {
-      ctx_.Require(false, "OpenSession announces 1 to 4 endpoint challenges (AOBJ-SES-025)",
-                   "1..4", absl::StrCat(n));
-    } else if (stalled_ != nullptr) {
-      // The stalled worker is progressed here, and only here.
-      const absl::Time deadline = absl::Now() + absl::Seconds(10);
-      for (;;) {
-        ucp_worker_progress(stalled_);
-        size_t have = 0;
-        for (size_t i = 0; i < n; ++i) have += stalled_challenges_[i].empty() ? 0 : 1;
-        if (have == n || absl::Now() > deadline) break;
-      }
-      for (size_t i = 0; i < n; ++i) all += stalled_challenges_[i];
-    } else {
-      auto got = worker_->AwaitChallenges(open_.session_id(), n, absl::Seconds(10));
-      if (got.ok()) all = *got;
-    }
-    ctx_.Require(all.size() == n * kEndpointChallengeBytes,
-                 "the endpoint challenges reach the session's worker by active message "
-                 "(AOBJ-SES-025)",
-                 absl::StrCat(n, " challenge(s)"),
-                 absl::StrCat(all.size() / kEndpointChallengeBytes, " arrived within 10 s"));
-    proof_ = EndpointProof(DeriveEndpointKey(signing_key_, open_.session_id()),
-                           open_.session_id(), all);
-    req.set_proof(proof_);
-  }
+  req.set_proof(proof.empty() ? Proof() : proof);
   return Send(Method::kConfirmEndpoint, req);
+}
+
+const std::string& Peer::Proof() {
+  if (!proof_.empty()) return proof_;
+  const size_t n = open_.endpoint_challenges();
+  std::string all;
+  if (n == 0 || n > kMaxEndpointChallenges) {
+    ctx_.Require(false, "OpenSession announces 1 to 4 endpoint challenges (AOBJ-SES-025)", "1..4",
+                 absl::StrCat(n));
+  } else if (stalled_ != nullptr) {
+    // The stalled worker is progressed here, and only here.
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    for (;;) {
+      ucp_worker_progress(stalled_);
+      size_t have = 0;
+      for (size_t i = 0; i < n; ++i) have += stalled_challenges_[i].empty() ? 0 : 1;
+      if (have == n || absl::Now() > deadline) break;
+    }
+    for (size_t i = 0; i < n; ++i) all += stalled_challenges_[i];
+  } else {
+    auto got = worker_->AwaitChallenges(open_.session_id(), n, absl::Seconds(10));
+    if (got.ok()) all = *got;
+  }
+  ctx_.Require(all.size() == n * kEndpointChallengeBytes,
+               "the endpoint challenges reach the session's worker by active message "
+               "(AOBJ-SES-025)",
+               absl::StrCat(n, " challenge(s)"),
+               absl::StrCat(all.size() / kEndpointChallengeBytes, " arrived within 10 s"));
+  proof_ =
+      EndpointProof(DeriveEndpointKey(signing_key_, open_.session_id()), open_.session_id(), all);
+  return proof_;
 }
 
 bool Peer::Negotiated(uint32_t capability) const {

@@ -45,6 +45,10 @@ struct Tamper {
   std::string body_suffix;             // appended after signing
   std::string raw_body;                // when non-empty: sent instead of the message, signed
   std::vector<std::pair<std::string, std::string>> extra_metadata;  // e.g. aobj-cancel
+  std::string access_key_id;  // claims (and signs with) this access key ID instead of the peer's
+  // Rewrites the signature's text after signing (case, length); the edit is named in the report.
+  std::function<std::string(const std::string&)> edit_signature;
+  std::string edit_signature_what;
 };
 
 // Memory the suite registers for windows carries kGuardBytes of guard octets on either side,
@@ -88,6 +92,8 @@ class Peer {
   // Waits for the endpoint challenges at the worker the session names and answers them; with
   // `proof` non-empty, sends that instead.
   RawReply Confirm(const std::string& proof = "");
+  // The session's endpoint proof (AOBJ-SES-026), computed once from the challenges received.
+  const std::string& Proof();
   bool has_session() const { return !session_hex_.empty(); }
   const std::string& session_hex() const { return session_hex_; }
   void set_session_hex(std::string s) { session_hex_ = std::move(s); }

@@ -8,15 +8,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <map>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "aobj/client.h"
+#include "aobj/credentials.h"
 #include "aobj/status.h"
 #include "cli_s3.h"
-#include "session/credentials.h"
 #include "tool_util.h"
 
 namespace {
@@ -52,7 +54,10 @@ Flags:
   --tls-key FILE          client private key for mutual TLS
   --tls-server-name NAME  name expected in the server certificate
   --credentials FILE      "ACCESS_KEY_ID SECRET" file (default: AOBJ_ACCESS_KEY_ID and
-                          AOBJ_SECRET_ACCESS_KEY, else AOBJ_CREDENTIALS_FILE)
+                          AOBJ_SECRET_ACCESS_KEY, else AOBJ_CREDENTIALS_FILE, else the profile)
+  --profile NAME          the profile of ~/.aobj/credentials and ~/.aobj/config to use
+                          (default: AOBJ_PROFILE, else "default"; the AWS key names
+                          aws_access_key_id and aws_secret_access_key are accepted there)
   --checksum crc32c|crc64nvme   end-to-end checksum (default: crc32c)
   --content-type TYPE     content type stored with put and cp uploads (and cp copies with
                           --metadata-directive REPLACE)
@@ -82,7 +87,8 @@ Flags:
                           shuts the data channel (spec 7.5), and later ones in the same
                           command fail DATA_CHANNEL_UNAVAILABLE
   --quiet                 print nothing on success
-  --help                  this text
+  --help                  this text (`aobj help COMMAND` or `aobj COMMAND --help`: one command)
+  --version               the version of this client and of the protocol it speaks
 
 Exit status: 0 on success, 1 when the operation failed (the AOBJ error and its S3 name are
 printed), 2 on a usage error.
@@ -91,6 +97,84 @@ printed), 2 on a usage error.
 int Usage(const std::string& msg) {
   std::cerr << "aobj: " << msg << "\n(run aobj --help for usage)\n";
   return 2;
+}
+
+constexpr char kVersion[] = "aobj " AOBJ_VERSION_STRING " (AOBJ/1 protocol version 1)";
+
+// The lines of kUsage that describe `cmd` (its entry under Commands, continuation lines
+// included), with the flags every command takes. Empty when `cmd` is not a command.
+std::string CommandHelp(const std::string& cmd) {
+  const std::string usage = kUsage;
+  std::string entry;
+  bool in = false;
+  size_t from = usage.find("Commands");
+  const size_t flags = usage.find("\nFlags:");
+  for (size_t at = usage.find('\n', from) + 1; at < flags;) {
+    const size_t end = usage.find('\n', at);
+    const std::string line = usage.substr(at, end - at);
+    at = end + 1;
+    const bool starts_entry = line.rfind("  ", 0) == 0 && line.size() > 2 && line[2] != ' ';
+    if (starts_entry) in = line.rfind("  " + cmd + " ", 0) == 0 || line == "  " + cmd;
+    if (in) entry += line + "\n";
+  }
+  if (entry.empty()) return "";
+  // The flags that change what this command does, as kUsage describes them.
+  static const std::map<std::string, std::vector<std::string>> kFlagsOf = {
+      {"cp",
+       {"recursive", "content-type", "metadata", "metadata-directive", "range", "if-match",
+        "if-none-match", "checksum", "chunk-size", "multipart-threshold", "part-size",
+        "no-progress", "no-inline"}},
+      {"ls", {"recursive", "summarize"}},
+      {"rm", {"recursive"}},
+      {"rb", {"force"}},
+      {"stat", {"if-match", "if-none-match"}},
+      {"put", {"content-type", "metadata", "if-match", "if-none-match", "checksum", "no-inline"}},
+      {"get", {"checksum", "no-inline"}},
+      {"head", {}},
+      {"mb", {}},
+      {"session", {"require-hardware-protection", "no-inline"}},
+      {"mpu", {}},
+  };
+  std::string flag_lines;
+  if (auto it = kFlagsOf.find(cmd); it != kFlagsOf.end()) {
+    for (const std::string& name : it->second) {
+      bool take = false;
+      for (size_t at = flags + 1; at < usage.size();) {
+        const size_t end = usage.find('\n', at);
+        const std::string line = usage.substr(at, end - at);
+        at = end == std::string::npos ? usage.size() : end + 1;
+        if (line.rfind("  --", 0) == 0)
+          take = line.rfind("  --" + name + " ", 0) == 0 || line == "  --" + name;
+        else if (line.rfind("    ", 0) != 0)
+          take = false;
+        if (take) flag_lines += line + "\n";
+      }
+    }
+  }
+  return absl::StrCat("Usage: aobj [flags] ", cmd, " ...\n\n", entry,
+                      flag_lines.empty() ? "" : "\nFlags of this command:\n", flag_lines,
+                      "\nEvery command also takes the flags of `aobj --help` (--endpoint, "
+                      "--credentials,\n--profile, TLS, --quiet, --timeout ...). Exit status: 0 "
+                      "on success, 1 when the\noperation failed, 2 on a usage error.\n");
+}
+
+// --endpoint and AOBJ_ENDPOINT take HOST:PORT; say what is wrong with anything else.
+std::string CheckEndpoint(const std::string& endpoint) {
+  const size_t scheme = endpoint.find("://");
+  if (scheme != std::string::npos) {
+    std::string rest = endpoint.substr(scheme + 3);
+    while (!rest.empty() && rest.back() == '/') rest.pop_back();
+    return absl::StrCat("--endpoint takes HOST:PORT, not a URL: '", endpoint, "'; use --endpoint ",
+                        rest.empty() ? "HOST:PORT" : rest,
+                        " (the control channel is gRPC; TLS comes from --tls-ca, not https://)");
+  }
+  const size_t colon = endpoint.rfind(':');
+  if (endpoint.empty() || colon == std::string::npos || colon + 1 == endpoint.size() ||
+      endpoint.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
+    return absl::StrCat("--endpoint takes HOST:PORT (for example 127.0.0.1:7878), got '", endpoint,
+                        "'");
+  }
+  return "";
 }
 
 int Fail(const std::string& what, const absl::Status& st);
@@ -148,17 +232,52 @@ std::string Checksum(const aobj::ObjectInfo& info) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `aobj help [COMMAND]`, `aobj [flags] COMMAND --help`, `aobj --version`: before anything
+  // else, so that they work without credentials or a server.
+  std::string first_command;
+  bool help = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") help = true;
+    if (a == "--version") {
+      std::cout << kVersion << "\n";
+      return 0;
+    }
+    if (first_command.empty() && !a.empty() && a[0] != '-') {
+      // A flag's value is not a command: every flag but the bare ones takes one.
+      const std::string prev = i > 1 ? argv[i - 1] : "";
+      const bool value = prev.rfind("--", 0) == 0 && prev.find('=') == std::string::npos &&
+                         prev != "--help" && prev != "--quiet" && prev != "--recursive" &&
+                         prev != "--force" && prev != "--summarize" && prev != "--no-progress" &&
+                         prev != "--no-inline" && prev != "--require-hardware-protection";
+      if (!value) first_command = a;
+    }
+  }
+  if (first_command == "help") {
+    std::string topic;
+    for (int i = 1; i < argc; ++i) {
+      if (std::string(argv[i]) == "help" && i + 1 < argc) topic = argv[i + 1];
+    }
+    if (topic.empty()) {
       std::cout << kUsage;
       return 0;
     }
+    const std::string text = CommandHelp(topic);
+    if (text.empty()) return Usage("no help for '" + topic + "': not a command");
+    std::cout << text;
+    return 0;
+  }
+  if (help) {
+    const std::string text = first_command.empty() ? "" : CommandHelp(first_command);
+    std::cout << (text.empty() ? std::string(kUsage) : text);
+    return 0;
   }
   aobj::tools::ParsedArgs args;
   absl::Status st = aobj::tools::ParseArgs(
-      argc, argv, 1, {"endpoint", "credentials", "checksum", "content-type", "net-devices", "tls-ca", "tls-cert",
-       "tls-key", "tls-server-name", "metadata", "metadata-directive", "range", "if-match",
-       "if-none-match", "chunk-size", "multipart-threshold", "part-size", "timeout"},
+      argc, argv, 1,
+      {"endpoint", "credentials", "profile", "checksum", "content-type", "net-devices", "tls-ca",
+       "tls-cert", "tls-key", "tls-server-name", "metadata", "metadata-directive", "range",
+       "if-match", "if-none-match", "chunk-size", "multipart-threshold", "part-size", "timeout"},
       {"no-inline", "require-hardware-protection", "quiet", "recursive", "force", "summarize",
        "no-progress"},
       &args);
@@ -171,7 +290,8 @@ int main(int argc, char** argv) {
   aobj::ClientOptions options;
   const char* env_endpoint = std::getenv("AOBJ_ENDPOINT");
   options.endpoint = args.Get("endpoint", env_endpoint ? env_endpoint : "127.0.0.1:7878");
-  options.client_name = "aobj-cli/0.1";
+  if (std::string bad = CheckEndpoint(options.endpoint); !bad.empty()) return Usage(bad);
+  options.client_name = "aobj-cli/" AOBJ_VERSION_STRING;
   const char* env_ca = std::getenv("AOBJ_TLS_CA");
   options.tls.ca_file = args.Get("tls-ca", env_ca ? env_ca : "");
   options.tls.cert_file = args.Get("tls-cert");
@@ -196,26 +316,29 @@ int main(int argc, char** argv) {
   } else {
     return Usage("--checksum must be crc32c or crc64nvme");
   }
-  absl::StatusOr<aobj::Credential> cred =
-      args.Has("credentials")
-          ? [&]() -> absl::StatusOr<aobj::Credential> {
-              auto c = aobj::LoadCredentialsFile(args.Get("credentials"), false);
-              if (!c.ok()) return c.status();
-              return aobj::Credential{c->begin()->first, c->begin()->second};
-            }()
-          : [&]() -> absl::StatusOr<aobj::Credential> {
-              // Environment, AOBJ_CREDENTIALS_FILE, then the profile of ~/.aobj/credentials;
-              // the profile's endpoint in ~/.aobj/config unless --endpoint or AOBJ_ENDPOINT
-              // (docs/configuration.md).
-              auto profile = aobj::ResolveClientProfile(aobj::ClientEnvironment::FromProcess());
-              if (!profile.ok()) return profile.status();
-              if (!args.Has("endpoint") && std::getenv("AOBJ_ENDPOINT") == nullptr &&
-                  !profile->endpoint.empty()) {
-                options.endpoint = profile->endpoint;
-              }
-              return profile->credential;
-            }();
-  if (!cred.ok()) return Usage(std::string(cred.status().message()));
+  // Flags, then the environment, AOBJ_CREDENTIALS_FILE, then the profile of ~/.aobj/credentials;
+  // the profile's endpoint in ~/.aobj/config unless --endpoint or AOBJ_ENDPOINT
+  // (docs/configuration.md).
+  aobj::ClientEnvironment env = aobj::ClientEnvironment::FromProcess();
+  if (args.Has("profile")) {
+    env.profile = args.Get("profile");
+    env.profile_source = "--profile";
+  }
+  if (args.Has("credentials")) {
+    env.access_key_id.clear();
+    env.secret.clear();
+    env.credentials_file = args.Get("credentials");
+  }
+  absl::StatusOr<aobj::ClientProfile> profile = aobj::ResolveClientProfile(env);
+  if (!profile.ok()) return Usage(std::string(profile.status().message()));
+  for (const std::string& w : profile->warnings) std::cerr << "aobj: warning: " << w << "\n";
+  if (!args.Has("endpoint") && env_endpoint == nullptr && !profile->endpoint.empty()) {
+    options.endpoint = profile->endpoint;
+    if (std::string bad = CheckEndpoint(options.endpoint); !bad.empty()) {
+      return Usage(absl::StrCat("profile [", profile->name, "] in ", env.config_file, ": ", bad));
+    }
+  }
+  const aobj::Credential* cred = &profile->credential;
   options.access_key_id = cred->access_key_id;
   options.secret = cred->secret;
 
@@ -311,8 +434,20 @@ int main(int argc, char** argv) {
   }
 
   auto client = aobj::Client::Connect(options);
-  if (!client.ok()) return Fail(absl::StrCat("cannot open a session with ", options.endpoint),
-                                client.status());
+  if (!client.ok()) {
+    if (std::string why = aobj::ControlChannelFailure(client.status()); !why.empty()) {
+      std::cerr << "aobj: cannot reach " << options.endpoint << ": " << why
+                << (why == "connection refused" || why == "no answer within the deadline"
+                        ? "; is aobj-server running there? (--endpoint HOST:PORT or "
+                          "AOBJ_ENDPOINT names the server)"
+                    : why == "TLS handshake failed"
+                        ? "; does the server use TLS, and does --tls-ca name its CA?"
+                        : "")
+                << "\n";
+      return 1;
+    }
+    return Fail(absl::StrCat("cannot open a session with ", options.endpoint), client.status());
+  }
   aobj::Client& c = **client;
 
   if (s3_command != nullptr) {

@@ -598,8 +598,10 @@ int RunCp(Client& client, const std::vector<std::string>& args, const CliSetting
       continue;
     }
     std::error_code ec;
+    // As `aws s3 cp` does, a download creates the directories its target names
+    // (`cp aobj://b/k ./newdir/` makes newdir).
     const fs::path parent = fs::path(job.target).parent_path();
-    if (settings.recursive && !parent.empty()) fs::create_directories(parent, ec);
+    if (job.target != "-" && !parent.empty()) fs::create_directories(parent, ec);
     absl::StatusOr<uint64_t> n =
         DownloadFile(client, src->bucket, job.key, job.target, settings, &progress);
     progress.FileDone();

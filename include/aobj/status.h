@@ -13,6 +13,7 @@
 #define AOBJ_STATUS_H_
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -86,6 +87,12 @@ absl::Status MakeError(ErrorCode code, std::string_view message);
 
 // The code attached to `status`: kOk for OK, kInternal for a status without an AOBJ code.
 ErrorCode ErrorCodeOf(const absl::Status& status);
+
+// Why a call failed in the control channel itself, with no reply from an AOBJ server (such a
+// status is INTERNAL, AOBJ-ERR-006): "connection refused", "cannot resolve the host name",
+// "no answer within the deadline", "TLS handshake failed", "the connection was lost", or the
+// transport's own words. Empty for every other status, a server's error replies included.
+std::string ControlChannelFailure(const absl::Status& status);
 
 }  // namespace aobj
 

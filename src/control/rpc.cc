@@ -1,7 +1,10 @@
 #include "control/rpc.h"
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "aobj/status.h"
+#include "wire/error_registry.h"
 
 namespace aobj {
 namespace {
@@ -65,6 +68,36 @@ grpc::Status ToGrpcStatus(const absl::Status& status, std::string* trailer_value
                       absl::StrCat(std::string(info.s3_code), ": ", status.message()));
 }
 
+namespace {
+
+// What a call that ended without an AOBJ reply says about the transport, in a user's words.
+std::string DescribeTransportFailure(const grpc::Status& status) {
+  const std::string m = absl::AsciiStrToLower(status.error_message());
+  auto has = [&](absl::string_view s) { return absl::StrContains(m, s); };
+  if (has("connection refused")) return "connection refused";
+  if (has("dns resolution failed") || has("domain name not found") ||
+      has("name or service not known")) {
+    return "cannot resolve the host name";
+  }
+  if (has("handshake") || has("ssl") || has("tls") || has("certificate")) {
+    return "TLS handshake failed";
+  }
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || has("deadline") ||
+      has("timed out") || has("timeout")) {
+    return "no answer within the deadline";
+  }
+  if (has("connection reset") || has("socket closed") || has("broken pipe") || has("goaway") ||
+      has("connection closed") || has("eof")) {
+    return "the connection was lost";
+  }
+  if (has("no route") || has("network is unreachable")) return "no route to the host";
+  return status.error_message().empty()
+             ? absl::StrCat("gRPC code ", static_cast<int>(status.error_code()))
+             : status.error_message();
+}
+
+}  // namespace
+
 absl::Status FromGrpcStatus(const grpc::Status& status,
                             const std::multimap<grpc::string_ref, grpc::string_ref>& trailers,
                             aobj::v1::Error* detail) {
@@ -88,9 +121,12 @@ absl::Status FromGrpcStatus(const grpc::Status& status,
                      absl::StrCat("the server's control channel shed the call under load (",
                                   status.error_message(), "); retry later"));
   }
-  return MakeError(ErrorCode::kInternal,
-                   absl::StrCat("control channel: ", status.error_message(), " (gRPC code ",
-                                static_cast<int>(status.error_code()), ")"));
+  absl::Status out =
+      MakeError(ErrorCode::kInternal,
+                absl::StrCat("control channel: ", status.error_message(), " (gRPC code ",
+                             static_cast<int>(status.error_code()), ")"));
+  out.SetPayload(kControlChannelPayloadUrl, absl::Cord(DescribeTransportFailure(status)));
+  return out;
 }
 
 }  // namespace aobj

@@ -9,6 +9,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "aobj/status.h"
 #include "wire/signing.h"
@@ -154,6 +155,29 @@ ClientEnvironment ClientEnvironment::FromProcess() {
   return env;
 }
 
+namespace {
+
+// A warning when the file at `path`, which holds secrets, may be read by group or others.
+void WarnIfShared(const std::string& path, std::vector<std::string>* warnings) {
+  struct stat st {};
+  if (path.empty() || stat(path.c_str(), &st) != 0 || (st.st_mode & 077) == 0) return;
+  warnings->push_back(absl::StrCat("credentials file ", path, " can be read by ",
+                                   (st.st_mode & 070) != 0 ? "its group" : "others", " (mode ",
+                                   absl::StrFormat("%04o", st.st_mode & 07777),
+                                   "); anyone who can read it can act as you: chmod 600 ", path));
+}
+
+// The value of the first of `names` that `kv` holds, or nullptr.
+const std::string* First(const std::map<std::string, std::string>& kv,
+                         std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    if (auto it = kv.find(n); it != kv.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 absl::StatusOr<ClientProfile> ResolveClientProfile(const ClientEnvironment& env) {
   ClientProfile out;
   out.name = env.profile.empty() ? "default" : env.profile;
@@ -178,42 +202,61 @@ absl::StatusOr<ClientProfile> ResolveClientProfile(const ClientEnvironment& env)
   auto shared = LoadIni(env.shared_credentials_file);
   if (!shared.ok()) return shared.status();
   Credential from_profile;
+  std::string profile_keys;  // what the profile's section held, when it held no credential
   if (shared->has_value()) {
     auto it = (**shared).find(out.name);
     if (it != (**shared).end()) {
       profile_seen = true;
       const auto& kv = it->second;
-      auto id = kv.find("aobj_access_key_id");
-      auto secret = kv.find("aobj_secret_access_key");
-      if ((id == kv.end()) != (secret == kv.end())) {
+      // The AWS CLI's names are accepted too, so that a boto3 user's file works as it is.
+      const std::string* id = First(kv, {"aobj_access_key_id", "aws_access_key_id"});
+      const std::string* secret = First(kv, {"aobj_secret_access_key", "aws_secret_access_key"});
+      if ((id == nullptr) != (secret == nullptr)) {
         return MakeError(ErrorCode::kInvalidArgument,
                          absl::StrCat(env.shared_credentials_file, ": profile [", out.name,
-                                      "] needs both aobj_access_key_id and "
-                                      "aobj_secret_access_key"));
+                                      "] has ", id != nullptr ? "an access key ID" : "a secret",
+                                      " but no ", id != nullptr ? "secret" : "access key ID",
+                                      ": it needs aobj_access_key_id and aobj_secret_access_key "
+                                      "(or aws_access_key_id and aws_secret_access_key)"));
       }
-      if (id != kv.end()) from_profile = Credential{id->second, secret->second};
+      if (id != nullptr) {
+        from_profile = Credential{*id, *secret};
+      } else {
+        for (const auto& [k, v] : kv)
+          absl::StrAppend(&profile_keys, profile_keys.empty() ? "" : ", ", k);
+      }
     }
   }
   if (!env.profile.empty() && !profile_seen) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     absl::StrCat("AOBJ_PROFILE names profile '", env.profile,
-                                  "', which is in neither ", env.shared_credentials_file,
-                                  " nor ", env.config_file));
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        absl::StrCat(env.profile_source, " names profile '", env.profile, "', which is in neither ",
+                     env.shared_credentials_file, " nor ", env.config_file));
   }
 
   if (!env.access_key_id.empty() && !env.secret.empty()) {
     out.credential = Credential{env.access_key_id, env.secret};
+    out.credential_source = "environment (AOBJ_ACCESS_KEY_ID, AOBJ_SECRET_ACCESS_KEY)";
   } else if (!env.credentials_file.empty()) {
     auto creds = LoadCredentialsFile(env.credentials_file, /*require_private=*/false);
     if (!creds.ok()) return creds.status();
     out.credential = Credential{creds->begin()->first, creds->begin()->second};
+    out.credential_source = env.credentials_file;
+    WarnIfShared(env.credentials_file, &out.warnings);
   } else if (!from_profile.access_key_id.empty()) {
     out.credential = from_profile;
+    out.credential_source = absl::StrCat(env.shared_credentials_file, " [", out.name, "]");
+    WarnIfShared(env.shared_credentials_file, &out.warnings);
   } else {
-    return MakeError(ErrorCode::kMissingAuthentication,
-                     absl::StrCat("no credentials: set AOBJ_ACCESS_KEY_ID and "
-                                  "AOBJ_SECRET_ACCESS_KEY, AOBJ_CREDENTIALS_FILE, or profile [",
-                                  out.name, "] in ", env.shared_credentials_file));
+    std::string why = absl::StrCat(
+        "no credentials: set AOBJ_ACCESS_KEY_ID and "
+        "AOBJ_SECRET_ACCESS_KEY, AOBJ_CREDENTIALS_FILE, or profile [",
+        out.name, "] in ", env.shared_credentials_file);
+    if (!profile_keys.empty()) {
+      absl::StrAppend(&why, " (its profile [", out.name, "] holds only ", profile_keys,
+                      "; it needs aobj_access_key_id and aobj_secret_access_key)");
+    }
+    return MakeError(ErrorCode::kMissingAuthentication, why);
   }
   return out;
 }

@@ -144,4 +144,10 @@ ErrorCode ErrorCodeOf(const absl::Status& status) {
   return static_cast<ErrorCode>(value);
 }
 
+std::string ControlChannelFailure(const absl::Status& status) {
+  if (status.ok()) return "";
+  const auto payload = status.GetPayload(kControlChannelPayloadUrl);
+  return payload.has_value() ? std::string(*payload) : std::string();
+}
+
 }  // namespace aobj

@@ -11,6 +11,9 @@ namespace aobj {
 
 // The type URL of the status payload that carries the numeric error code as decimal text.
 inline constexpr char kErrorCodePayloadUrl[] = "type.aobj.dev/aobj.v1.ErrorCode";
+// On a status made for a call that failed in the control channel (no AOBJ reply): why, in words
+// (ControlChannelFailure).
+inline constexpr char kControlChannelPayloadUrl[] = "type.aobj.dev/control-channel-failure";
 
 // Every registry row, kOk first, in ascending code order. The string_views point at static
 // storage. Thread-safe.

@@ -2,6 +2,9 @@
 // stores: cp in all three directions and --recursive, ls with common prefixes, rm --recursive,
 // mb, rb --force, stat, ranged and chunked downloads, and keys that must not escape the target
 // directory of a recursive download.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -10,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -280,6 +284,134 @@ TEST_P(CliS3Test, ConditionalUploadsAndUsageErrors) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, CliS3Test, ::testing::Values("memory", "fs"));
+
+// Issue 23, first slice: what a newcomer meets first. --version and per-command help work
+// without a server; an unreachable server, a URL as endpoint, a download into a directory that
+// does not exist yet, a profile written with the AWS key names, and a credentials file others
+// can read each get the behaviour an `aws s3` user expects.
+class CliFirstStepsTest : public ::testing::Test {
+ protected:
+  // Runs the CLI with exactly `args` (no --endpoint or --credentials of its own) and, for the
+  // run, the environment entries `env` (empty value: unset).
+  int Run(std::vector<std::string> args, const std::map<std::string, std::string>& env = {},
+          std::string* output = nullptr) {
+    std::vector<std::string> argv = {AOBJ_CLI_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::map<std::string, std::optional<std::string>> saved;
+    for (const auto& [k, v] : env) {
+      const char* old = std::getenv(k.c_str());
+      saved[k] = old ? std::optional<std::string>(old) : std::nullopt;
+      if (v.empty())
+        unsetenv(k.c_str());
+      else
+        setenv(k.c_str(), v.c_str(), 1);
+    }
+    const std::string log = dir_ + "/run-" + std::to_string(++runs_) + ".log";
+    pid_t pid = testing::Spawn(argv, log);
+    for (const auto& [k, v] : saved) {
+      if (v)
+        setenv(k.c_str(), v->c_str(), 1);
+      else
+        unsetenv(k.c_str());
+    }
+    int status = testing::WaitFor(pid, std::chrono::seconds(60));
+    last_ = testing::ReadFile(log);
+    if (output) *output = last_;
+    return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  // No AOBJ_* settings of the environment this test runs in leak into the CLI.
+  std::map<std::string, std::string> Clean() const {
+    return {{"AOBJ_ACCESS_KEY_ID", ""},
+            {"AOBJ_SECRET_ACCESS_KEY", ""},
+            {"AOBJ_CREDENTIALS_FILE", ""},
+            {"AOBJ_PROFILE", ""},
+            {"AOBJ_ENDPOINT", ""},
+            {"AOBJ_SHARED_CREDENTIALS_FILE", dir_ + "/no-credentials"},
+            {"AOBJ_CONFIG_FILE", dir_ + "/no-config"}};
+  }
+  std::string dir_ = testing::TestDir();
+  int runs_ = 0;
+  std::string last_;
+};
+
+TEST_F(CliFirstStepsTest, VersionAndPerCommandHelpNeedNoServer) {
+  mkdir(dir_.c_str(), 0700);
+  ASSERT_EQ(Run({"--version"}, Clean()), 0) << last_;
+  EXPECT_NE(last_.find("aobj 0."), std::string::npos) << last_;
+  EXPECT_NE(last_.find("AOBJ/1"), std::string::npos) << last_;
+  for (const std::vector<std::string>& form :
+       {std::vector<std::string>{"help", "cp"}, std::vector<std::string>{"cp", "--help"},
+        std::vector<std::string>{"--endpoint", "h:1", "cp", "--help"}}) {
+    ASSERT_EQ(Run(form, Clean()), 0) << last_;
+    EXPECT_NE(last_.find("Usage: aobj [flags] cp"), std::string::npos) << last_;
+    EXPECT_NE(last_.find("--recursive"), std::string::npos) << last_;
+    EXPECT_EQ(last_.find("mpu abort"), std::string::npos) << "the whole page, not cp's: " << last_;
+  }
+  EXPECT_EQ(Run({"help", "frobnicate"}, Clean()), 2) << last_;
+  EXPECT_NE(last_.find("not a command"), std::string::npos) << last_;
+}
+
+TEST_F(CliFirstStepsTest, AnUnreachableServerOrAUrlIsExplained) {
+  mkdir(dir_.c_str(), 0700);
+  // A port nobody listens on: bound and closed again.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string endpoint = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  close(fd);
+  auto env = Clean();
+  env["AOBJ_ACCESS_KEY_ID"] = "AKANY";
+  env["AOBJ_SECRET_ACCESS_KEY"] = "secret";
+  EXPECT_EQ(Run({"--endpoint", endpoint, "--timeout", "5", "ls"}, env), 1) << last_;
+  EXPECT_NE(last_.find("cannot reach " + endpoint + ": connection refused"), std::string::npos)
+      << last_;
+  EXPECT_NE(last_.find("is aobj-server running there?"), std::string::npos) << last_;
+  EXPECT_EQ(last_.find("gRPC code"), std::string::npos) << last_;
+  EXPECT_EQ(Run({"--endpoint", "http://" + endpoint + "/", "ls"}, env), 2) << last_;
+  EXPECT_NE(last_.find("not a URL"), std::string::npos) << last_;
+  EXPECT_NE(last_.find("use --endpoint " + endpoint), std::string::npos) << last_;
+  EXPECT_EQ(Run({"--endpoint", "localhost", "ls"}, env), 2) << last_;
+  EXPECT_NE(last_.find("HOST:PORT"), std::string::npos) << last_;
+}
+
+TEST_F(CliFirstStepsTest, AwsStyleProfileDirectoryDownloadAndLooseFileWarning) {
+  ServerProcess server(dir_, "memory");
+  ASSERT_TRUE(server.Start()) << server.log();
+  const std::string creds = dir_ + "/aws-credentials";
+  {
+    std::ofstream out(creds);
+    out << "[default]\naws_access_key_id = NOPE\naws_secret_access_key = nope\n"
+        << "[lab]\naws_access_key_id = " << kAccessKey << "\naws_secret_access_key = " << kSecret
+        << "\n";
+  }
+  chmod(creds.c_str(), 0600);
+  auto env = Clean();
+  env["AOBJ_SHARED_CREDENTIALS_FILE"] = creds;
+  env["AOBJ_ENDPOINT"] = server.endpoint();
+  ASSERT_EQ(Run({"--profile", "lab", "mb", "aobj://first-steps"}, env), 0) << last_;
+  EXPECT_EQ(last_.find("warning"), std::string::npos) << last_;
+  const std::string file = dir_ + "/r.txt";
+  std::ofstream(file) << "downloaded into a new directory\n";
+  ASSERT_EQ(Run({"--profile", "lab", "cp", file, "aobj://first-steps/r.txt"}, env), 0) << last_;
+  // `aws s3 cp s3://b/k ./newdir/` creates newdir.
+  const std::string newdir = dir_ + "/newdir/deeper/";
+  ASSERT_EQ(Run({"--profile", "lab", "cp", "aobj://first-steps/r.txt", newdir}, env), 0) << last_;
+  EXPECT_EQ(testing::ReadFile(newdir + "r.txt"), "downloaded into a new directory\n");
+  // The default profile's key is unknown to the server; a profile that is nowhere is named.
+  EXPECT_EQ(Run({"ls"}, env), 1) << last_;
+  EXPECT_NE(last_.find("INVALID_ACCESS_KEY_ID"), std::string::npos) << last_;
+  EXPECT_EQ(Run({"--profile", "nowhere", "ls"}, env), 2) << last_;
+  EXPECT_NE(last_.find("--profile names profile 'nowhere'"), std::string::npos) << last_;
+  // A file others can read still works, with a warning that says what to do.
+  chmod(creds.c_str(), 0644);
+  ASSERT_EQ(Run({"--profile", "lab", "ls"}, env), 0) << last_;
+  EXPECT_NE(last_.find("warning: credentials file " + creds), std::string::npos) << last_;
+  EXPECT_NE(last_.find("chmod 600"), std::string::npos) << last_;
+}
 
 }  // namespace
 }  // namespace aobj

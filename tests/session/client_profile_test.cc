@@ -1,4 +1,5 @@
 // Client profiles: ~/.aobj/credentials and ~/.aobj/config in the S3 tools' conventions.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -101,6 +102,50 @@ TEST_F(ResolveClientProfileTest, MissingFilesAndNoKeysIsMissingAuthentication) {
   auto p = ResolveClientProfile(env);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(ErrorCodeOf(p.status()), ErrorCode::kMissingAuthentication);
+}
+
+// Issue 23: a boto3 user's file works as it is; what is missing is named; loose files warned.
+TEST_F(ResolveClientProfileTest, AwsKeyNamesAreAccepted) {
+  env_.shared_credentials_file =
+      WriteTemp("aws", "[default]\naws_access_key_id = AKAWS\naws_secret_access_key = s-aws\n");
+  chmod(env_.shared_credentials_file.c_str(), 0600);
+  auto p = ResolveClientProfile(env_);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->credential.access_key_id, "AKAWS");
+  EXPECT_EQ(p->credential.secret, "s-aws");
+  EXPECT_NE(p->credential_source.find("[default]"), std::string::npos) << p->credential_source;
+  EXPECT_TRUE(p->warnings.empty());
+}
+
+TEST_F(ResolveClientProfileTest, AProfileWithoutKeysSaysWhatItHolds) {
+  env_.shared_credentials_file = WriteTemp("nokeys", "[default]\naccess_key = AKX\nsecret = y\n");
+  auto p = ResolveClientProfile(env_);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(ErrorCodeOf(p.status()), ErrorCode::kMissingAuthentication);
+  EXPECT_NE(p.status().message().find("holds only access_key, secret"), absl::string_view::npos)
+      << p.status();
+}
+
+TEST_F(ResolveClientProfileTest, ACredentialsFileOthersCanReadIsUsedWithAWarning) {
+  chmod(env_.shared_credentials_file.c_str(), 0644);
+  auto p = ResolveClientProfile(env_);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->warnings.size(), 1u);
+  EXPECT_NE(p->warnings[0].find("chmod 600"), std::string::npos) << p->warnings[0];
+  EXPECT_NE(p->warnings[0].find("0644"), std::string::npos) << p->warnings[0];
+  chmod(env_.shared_credentials_file.c_str(), 0600);
+  p = ResolveClientProfile(env_);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE(p->warnings.empty());
+}
+
+TEST_F(ResolveClientProfileTest, AMissingProfileNamesWhereItWasChosen) {
+  env_.profile = "nowhere";
+  env_.profile_source = "--profile";
+  auto p = ResolveClientProfile(env_);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("--profile names profile 'nowhere'"), absl::string_view::npos)
+      << p.status();
 }
 
 TEST_F(ResolveClientProfileTest, MalformedFileIsAnErrorNamingIt) {

@@ -12,7 +12,7 @@ export UCX_NET_DEVICES=lo UCX_WARN_UNUSED_ENV_VARS=n
 ctest --test-dir build --output-on-failure --no-tests=error -j2 --timeout 600
 [ "${AOBJ_TEST_QUICK:-0}" = 1 ] && exit 0
 echo "== conformance mutants: seeded faults in the reference server that the suite must catch"
-python3 conformance/mutants.py --suite build/aobj-conformance
+python3 conformance/mutants.py --suite build/aobj-conformance --open-too
 echo "== sanitizers: ASan + UBSan build and the whole suite"
 bash scripts/sanitize.sh
 echo "== fuzz targets: libFuzzer build, corpus replay, ${AOBJ_FUZZ_SECONDS:-20} s per target"

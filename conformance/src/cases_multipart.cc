@@ -935,6 +935,74 @@ void RegisterMultipartCases(Registry& r) {
                     l.ShortDebugString());
         ctx.RequireOk(Abort(u, u.id), "Abort");
       });
+  Add(r, "mpu/9.15.2/3",
+      "UploadPart follows PutObject's body rules: inline size and threshold, inline with a "
+      "descriptor, a checksum missing, of the wrong length, of an unknown or UNSPECIFIED "
+      "algorithm, a size without a source; and so does PutObject for UNSPECIFIED: nothing stored",
+      "multipart", {"AOBJ-OBJ-206", "AOBJ-DAT-007", "AOBJ-DAT-020", "AOBJ-DAT-023", "AOBJ-MEM-022"},
+      true, [](CaseContext& ctx) {
+        Upload u = Create(ctx, "rules");
+        const std::string body = Content(3000, 14);
+        auto m = u.p->Allocate(8192);
+        auto base = [&] { return PartRequest(u, 1, *m, body); };
+        std::vector<std::pair<std::string, pb::UploadPartRequest>> bad;
+        pb::UploadPartRequest x = base();
+        x.clear_checksum_algorithm();
+        x.clear_checksum();
+        bad.emplace_back("no checksum", x);
+        x = base();
+        x.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_UNSPECIFIED);
+        bad.emplace_back("the algorithm UNSPECIFIED with a CRC32C checksum", x);
+        x = base();
+        x.set_checksum(x.checksum() + "x");
+        bad.emplace_back("a CRC32C of 5 octets", x);
+        x = base();
+        x.set_checksum_algorithm(static_cast<pb::ChecksumAlgorithm>(99));
+        bad.emplace_back("checksum_algorithm 99", x);
+        const bool inl = u.p->Negotiated(kCapInline);
+        const uint64_t t = u.p->session().limits().inline_threshold();
+        if (inl && t >= 16) {
+          const std::string small = body.substr(0, std::min<uint64_t>(t - 1, 1000));
+          x = base();
+          x.clear_source();
+          x.set_size(small.size() + 1);
+          x.set_inline_data(small);
+          x.set_checksum(Crc32cOf(small));
+          bad.emplace_back("inline_data one octet shorter than size", x);
+          x.set_size(small.size());
+          *x.add_source() = Peer::Descriptor(*m, 0, small.size());
+          bad.emplace_back("inline_data and a descriptor", x);
+        }
+        for (const auto& [what, req] : bad) {
+          ctx.RequireCode(u.p->Send(Method::kUploadPart, req), ErrorCode::kInvalidArgument,
+                          "UploadPart with " + what);
+        }
+        if (inl && t + 1 <= 8192) {
+          const std::string over = Content(t + 1, 15);
+          x = base();
+          x.clear_source();
+          x.set_size(over.size());
+          x.set_inline_data(over);
+          x.set_checksum(Crc32cOf(over));
+          ctx.RequireCode(u.p->Send(Method::kUploadPart, x), ErrorCode::kEntityTooLarge,
+                          "UploadPart with inline_data of inline_threshold + 1 octets");
+        }
+        x = base();
+        x.clear_source();
+        ctx.RequireCode(u.p->Send(Method::kUploadPart, x), ErrorCode::kInvalidDescriptor,
+                        "UploadPart of 3000 octets with no body source");
+        RawReply lr = ListParts(u, 0, 0);
+        ctx.RequireOk(lr, "ListParts");
+        ctx.Require(Parse<pb::ListPartsResponse>(ctx, lr, "ListParts").parts_size() == 0,
+                    "no part was stored", "0 parts", "a part");
+        pb::PutObjectRequest put = u.p->PutRequest(u.bucket, "single", *m, 3000);
+        put.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_UNSPECIFIED);
+        ctx.RequireCode(u.p->Send(Method::kPutObject, put), ErrorCode::kInvalidArgument,
+                        "PutObject with the algorithm UNSPECIFIED and a CRC32C checksum");
+        ctx.RequireCode(u.p->Head(u.bucket, "single"), ErrorCode::kNoSuchKey, "nothing committed");
+        ctx.RequireOk(Part(u, 1, body), "the same part, well formed");
+        ctx.RequireStillServes();
+      });
   Add(r, "flo/10/4",
       "every way a data request can fail gives its slot back: with max_in_flight 1, each failure "
       "is followed by a request that is admitted",

@@ -175,6 +175,21 @@ void RegisterObjectCases(Registry& r) {
                         ErrorCode::kInvalidArgument, "PUT with a key that is not UTF-8");
         ctx.RequireCode(f.p->Head(f.bucket, std::string("\xc3", 1)), ErrorCode::kInvalidArgument,
                         "HEAD with a truncated UTF-8 sequence");
+        // Sequences that decode but that UTF-8 (RFC 3629) forbids: a UTF-16 surrogate (CESU-8),
+        // an overlong '/', a code point above U+10FFFF.
+        for (const auto& [key, what] : std::vector<std::pair<std::string, std::string>>{
+                 {"a\xed\xa0\x80", "an encoded surrogate U+D800"},
+                 {"a\xed\xbf\xbf", "an encoded surrogate U+DFFF"},
+                 {"a\xc0\xaf", "an overlong encoding of '/'"},
+                 {"a\xe0\x80\xaf", "a three-octet overlong '/'"},
+                 {"a\xf4\x90\x80\x80", "U+110000, above the last code point"}}) {
+          ctx.RequireCode(f.p->Put(f.bucket, key, "x"), ErrorCode::kInvalidArgument,
+                          "PUT with a key holding " + what);
+          ctx.RequireCode(f.p->Head(f.bucket, key), ErrorCode::kInvalidArgument,
+                          "HEAD with a key holding " + what);
+        }
+        ctx.RequireOk(f.p->Put(f.bucket, "a\xf4\x8f\xbf\xbf\xed\x9f\xbf", "x"),
+                      "PUT with a key holding U+10FFFF and U+D7FF (valid)");
         RawReply ok = f.p->Put(f.bucket, std::string(1024, 'k'), "x");
         if (CodeOf(ok) == ErrorCode::kKeyTooLong) {
           ctx.Note("the target limits keys below 1024 octets (AOBJ-OBJ-159)");

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <vector>
 
@@ -466,7 +467,16 @@ int main(int argc, char** argv) {
               << (s.protection == aobj::MemoryProtection::kHardware ? "hardware" : "emulated")
               << "\n"
               << "capabilities:     ";
-    for (uint32_t cap : s.capabilities) std::cout << " " << cap;
+    // By name (spec 4.2), the number after it; an unassigned one by number alone.
+    static const char* const kCapabilityNames[] = {
+        "", "INLINE", "CRC32C", "CRC64NVME", "MULTI_DESCRIPTOR", "OPAQUE_ETAG", "CANCEL"};
+    for (uint32_t cap : s.capabilities) {
+      if (cap > 0 && cap < std::size(kCapabilityNames)) {
+        std::cout << " " << kCapabilityNames[cap] << "(" << cap << ")";
+      } else {
+        std::cout << " " << cap;
+      }
+    }
     std::cout << "\nlimits:            max_transfer_bytes=" << s.limits.max_transfer_bytes
               << " max_in_flight=" << s.limits.max_in_flight
               << " inline_threshold=" << s.limits.inline_threshold

@@ -394,6 +394,9 @@ TEST_F(CliFirstStepsTest, AwsStyleProfileDirectoryDownloadAndLooseFileWarning) {
   env["AOBJ_ENDPOINT"] = server.endpoint();
   ASSERT_EQ(Run({"--profile", "lab", "mb", "aobj://first-steps"}, env), 0) << last_;
   EXPECT_EQ(last_.find("warning"), std::string::npos) << last_;
+  // Capabilities by name, not number.
+  ASSERT_EQ(Run({"--profile", "lab", "session"}, env), 0) << last_;
+  EXPECT_NE(last_.find("CRC32C(2)"), std::string::npos) << last_;
   const std::string file = dir_ + "/r.txt";
   std::ofstream(file) << "downloaded into a new directory\n";
   ASSERT_EQ(Run({"--profile", "lab", "cp", file, "aobj://first-steps/r.txt"}, env), 0) << last_;

@@ -41,7 +41,7 @@ Commands (in the habits of `aws s3`; remote locations are aobj://BUCKET/KEY):
   stat aobj://BUCKET/KEY  show an object's metadata, user metadata included
   put FILE BUCKET/KEY     upload FILE as an object (data moves by the server's RMA read)
   get BUCKET/KEY FILE     download an object into FILE ('-' for standard output)
-  head BUCKET/KEY         show an object's metadata
+  head BUCKET/KEY         the same as stat
   session                 open a session and show what the server negotiated
   mpu ls BUCKET[/PREFIX]  list the bucket's multipart uploads in progress
   mpu abort BUCKET/KEY UPLOAD_ID   abort a multipart upload and discard its parts
@@ -395,6 +395,7 @@ int main(int argc, char** argv) {
                          : cmd == "mb"   ? aobj::cli::RunMb
                          : cmd == "rb"   ? aobj::cli::RunRb
                          : cmd == "stat" ? aobj::cli::RunStat
+                         : cmd == "head" ? aobj::cli::RunStat  // one printer: head is stat
                                          : nullptr;
 
   std::string bucket, key;
@@ -412,9 +413,6 @@ int main(int argc, char** argv) {
     if (!SplitPath(pos[1], &bucket, &key)) return Usage("expected BUCKET/KEY, got " + pos[1]);
   } else if (cmd == "get") {
     if (!need(2, "get BUCKET/KEY FILE")) return 2;
-    if (!SplitPath(pos[0], &bucket, &key)) return Usage("expected BUCKET/KEY, got " + pos[0]);
-  } else if (cmd == "head") {
-    if (!need(1, "head BUCKET/KEY")) return 2;
     if (!SplitPath(pos[0], &bucket, &key)) return Usage("expected BUCKET/KEY, got " + pos[0]);
   } else if (s3_command != nullptr) {
     // cli_s3.cc checks its own arguments.
@@ -482,23 +480,6 @@ int main(int argc, char** argv) {
               << " inline_threshold=" << s.limits.inline_threshold
               << " max_descriptors=" << s.limits.max_descriptors << "\n";
     return c.Close().ok() ? 0 : 1;
-  }
-  if (cmd == "head") {
-    auto info = c.Head(bucket, key);
-    if (!info.ok()) return Fail(absl::StrCat("head ", bucket, "/", key), info.status());
-    std::cout << "key:           " << bucket << "/" << key << "\n"
-              << "size:          " << info->size << " (" << aobj::tools::HumanBytes(info->size)
-              << ")\n"
-              << "etag:          " << aobj::tools::Printable(info->etag) << "\n"
-              << "last-modified: "
-              << absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMillis(info->last_modified_ms),
-                                  absl::UTCTimeZone())
-              << "\n"
-              << "content-type:  "
-              << (info->content_type.empty() ? "-" : aobj::tools::Printable(info->content_type))
-              << "\n"
-              << "crc32c:        " << Checksum(*info) << "\n";
-    return 0;
   }
   if (cmd == "put") {
     int fd = open(pos[0].c_str(), O_RDONLY | O_CLOEXEC);

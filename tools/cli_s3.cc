@@ -716,12 +716,13 @@ int RunStat(Client& client, const std::vector<std::string>& args, const CliSetti
   if (!info.ok()) return Fail(absl::StrCat("stat ", Uri(loc->bucket, loc->key)), info.status());
   std::cout << "object:        " << Uri(loc->bucket, loc->key) << "\n"
             << "size:          " << info->size << " (" << tools::HumanBytes(info->size) << ")\n"
-            << "etag:          " << info->etag << "\n"
+            << "etag:          " << tools::Printable(info->etag) << "\n"
             << "last-modified: "
             << absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ",
                                 absl::FromUnixMillis(info->last_modified_ms), absl::UTCTimeZone())
             << "\n"
-            << "content-type:  " << (info->content_type.empty() ? "-" : info->content_type) << "\n"
+            << "content-type:  "
+            << (info->content_type.empty() ? "-" : tools::Printable(info->content_type)) << "\n"
             << "crc32c:        " << absl::StrFormat("%08x", info->crc32c) << "\n";
   for (const auto& [name, value] : info->user_metadata) {
     std::cout << "metadata:      " << tools::Printable(name) << "=" << tools::Printable(value) << "\n";

@@ -278,7 +278,11 @@ TEST_P(CliS3Test, ConditionalUploadsAndUsageErrors) {
   ASSERT_EQ(Cli({"put", (work_ / "f").string(), "test-bucket/legacy"}), 0) << last_output_;
   ASSERT_EQ(Cli({"get", "test-bucket/legacy", (work_ / "legacy").string()}), 0) << last_output_;
   EXPECT_EQ(ReadBytes(work_ / "legacy"), "v1");
-  ASSERT_EQ(Cli({"head", "test-bucket/legacy"}), 0);
+  std::string head_out, stat_out;
+  ASSERT_EQ(Cli({"head", "test-bucket/legacy"}, &head_out), 0) << head_out;
+  ASSERT_EQ(Cli({"stat", "test-bucket/legacy"}, &stat_out), 0) << stat_out;
+  EXPECT_EQ(head_out, stat_out) << "head and stat show the same";
+  EXPECT_NE(head_out.find("etag:"), std::string::npos) << head_out;
   ASSERT_EQ(Cli({"rm", "test-bucket/legacy"}), 0);
   EXPECT_EQ(Cli({"head", "test-bucket/legacy"}), 1);
 }

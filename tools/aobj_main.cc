@@ -71,6 +71,8 @@ Flags:
   --if-none-match ETAG|*  uploads: '*' creates only (PreconditionFailed if the key exists);
                           downloads and stat: NotModified when the ETag matches
   --recursive             cp, ls, rm: every object under the prefix / every file of a directory
+  --jobs N                cp: files moved at once (default: the session's max_in_flight, at
+                          most 16; a multipart upload counts as 4), as s5cmd does
   --force                 rb: delete the bucket's objects first
   --summarize             ls: print the number and total size of the objects
   --chunk-size BYTES      cp downloads move in ranged GETs of this size (default 64 MiB), each
@@ -122,7 +124,7 @@ std::string CommandHelp(const std::string& cmd) {
   // The flags that change what this command does, as kUsage describes them.
   static const std::map<std::string, std::vector<std::string>> kFlagsOf = {
       {"cp",
-       {"recursive", "content-type", "metadata", "metadata-directive", "range", "if-match",
+       {"recursive", "jobs", "content-type", "metadata", "metadata-directive", "range", "if-match",
         "if-none-match", "checksum", "chunk-size", "multipart-threshold", "part-size",
         "no-progress", "no-inline"}},
       {"ls", {"recursive", "summarize"}},
@@ -274,14 +276,30 @@ int main(int argc, char** argv) {
     return 0;
   }
   aobj::tools::ParsedArgs args;
-  absl::Status st = aobj::tools::ParseArgs(
-      argc, argv, 1,
-      {"endpoint", "credentials", "profile", "checksum", "content-type", "net-devices", "tls-ca",
-       "tls-cert", "tls-key", "tls-server-name", "metadata", "metadata-directive", "range",
-       "if-match", "if-none-match", "chunk-size", "multipart-threshold", "part-size", "timeout"},
-      {"no-inline", "require-hardware-protection", "quiet", "recursive", "force", "summarize",
-       "no-progress"},
-      &args);
+  absl::Status st = aobj::tools::ParseArgs(argc, argv, 1,
+                                           {"endpoint",
+                                            "credentials",
+                                            "profile",
+                                            "checksum",
+                                            "content-type",
+                                            "net-devices",
+                                            "tls-ca",
+                                            "tls-cert",
+                                            "tls-key",
+                                            "tls-server-name",
+                                            "metadata",
+                                            "metadata-directive",
+                                            "range",
+                                            "if-match",
+                                            "if-none-match",
+                                            "chunk-size",
+                                            "multipart-threshold",
+                                            "part-size",
+                                            "timeout",
+                                            "jobs"},
+                                           {"no-inline", "require-hardware-protection", "quiet",
+                                            "recursive", "force", "summarize", "no-progress"},
+                                           &args);
   if (!st.ok()) return Usage(std::string(st.message()));
   if (args.positional.empty()) return Usage("no command given");
   const std::string cmd = args.positional[0];
@@ -386,6 +404,11 @@ int main(int argc, char** argv) {
     return Usage("--part-size takes a positive number of bytes");
   } else {
     settings.part_size = static_cast<uint64_t>(v);
+  }
+  if (int64_t v = 0; !args.GetInt("jobs", 0, &v).ok() || v < 0 || v > 256) {
+    return Usage("--jobs takes a number of files from 1 to 256");
+  } else {
+    settings.jobs = static_cast<int>(v);
   }
   using CommandFn = int (*)(aobj::Client&, const std::vector<std::string>&,
                             const aobj::cli::CliSettings&);

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "aobj/client.h"
 
@@ -37,6 +39,7 @@ struct CliSettings {
   uint64_t chunk_size = uint64_t{64} << 20;  // downloads move in ranged GETs of this size
   uint64_t multipart_threshold = uint64_t{64} << 20;  // uploads from this size are multipart
   uint64_t part_size = uint64_t{16} << 20;            // the part size of those uploads
+  int jobs = 0;  // cp: files moved at once (0: the session's max_in_flight, at most 16)
 };
 
 // A command-line location: remote (bucket, key) or a local path.
@@ -51,8 +54,9 @@ struct Location {
 // INVALID_ARGUMENT for an empty bucket.
 absl::StatusOr<Location> ParseLocation(const std::string& arg, bool bare_is_remote);
 
-// A progress bar on stderr: "[=====>    ]  45%  1.2 GiB / 2.6 GiB  1.10 GB/s  name", redrawn at
-// most ten times a second. Does nothing when disabled.
+// A progress bar on stderr: "[=====>    ]  45%  1.2 GiB / 2.6 GiB  1.10 GB/s  ETA 3s  name",
+// redrawn at most ten times a second. Does nothing when disabled. Thread-safe: the transfers of
+// one `cp` report to one Progress from several threads.
 class Progress {
  public:
   Progress(bool enabled, uint64_t total_bytes, uint64_t total_files);
@@ -66,26 +70,49 @@ class Progress {
   void FileDone();
   // Prints `line` on stdout above the bar (the bar is cleared and redrawn around it).
   void Print(const std::string& line);
+  // Prints `line` on stderr above the bar.
+  void PrintError(const std::string& line);
   // Clears the bar's line, e.g. before an error message; the next update redraws it.
   void Clear();
   void Finish();  // the final line, then a newline
+  uint64_t bytes() const;
+  absl::Duration elapsed() const { return absl::Now() - start_; }
 
  private:
-  void Draw(bool force);
+  void ClearLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Draw(bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  mutable absl::Mutex mu_;
   const bool enabled_;
-  uint64_t total_bytes_;
+  uint64_t total_bytes_ ABSL_GUARDED_BY(mu_);
   const uint64_t total_files_;
-  uint64_t bytes_ = 0;
-  uint64_t files_ = 0;
-  std::string label_;
-  absl::Time start_;
-  absl::Time last_draw_;
-  bool finishing_ = false;
-  bool finished_ = false;
+  uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t files_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string label_ ABSL_GUARDED_BY(mu_);
+  const absl::Time start_;
+  absl::Time last_draw_ ABSL_GUARDED_BY(mu_);
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 inline constexpr uint64_t kDefaultMultipartThreshold = uint64_t{64} << 20;
 inline constexpr uint64_t kDefaultPartSize = uint64_t{16} << 20;
+
+// One registered buffer reused from file to file by one thread of a `cp`, so that a copy of
+// many small files registers memory once per thread rather than once per file. Requests up to
+// kKeepBytes reuse (and grow) the kept buffer; larger ones get a buffer of their own, released
+// by the next request. Not thread-safe: one per thread. Must not outlive its Client.
+class Scratch {
+ public:
+  static constexpr size_t kKeepBytes = size_t{1} << 20;
+  explicit Scratch(Client& client) : client_(client) {}
+  // A registered buffer of at least `n` (>= 1) octets, valid until the next call.
+  absl::StatusOr<Buffer*> Get(size_t n);
+
+ private:
+  Client& client_;
+  std::unique_ptr<Buffer> kept_;
+  std::unique_ptr<Buffer> large_;
+};
 
 // Uploads the regular file at `path` as bucket/key and returns what the server stored. Every
 // upload of `cp` goes through here. Below `multipart_threshold` bytes (0: never multipart) one
@@ -98,15 +125,20 @@ absl::StatusOr<ObjectInfo> UploadFile(Client& client, const std::string& path,
                                       const std::string& bucket, const std::string& key,
                                       const PutOptions& options, Progress* progress,
                                       uint64_t multipart_threshold = kDefaultMultipartThreshold,
-                                      uint64_t part_size = kDefaultPartSize);
+                                      uint64_t part_size = kDefaultPartSize,
+                                      Scratch* scratch = nullptr);
 
 // Downloads bucket/key (or settings.range of it) into `path` ("-": standard output). Objects
 // larger than settings.chunk_size move in ranged GETs pinned to one version with If-Match, so
 // the file never mixes two versions; the file appears whole (renamed into place) or not at all.
-// Returns the bytes written.
+// Returns the bytes written. `listed` (the object's listing entry, when the caller has one)
+// spares the HEAD of a whole-object download without conditions: the GET is pinned to the
+// listed ETag, and a changed object is read again from a HEAD.
 absl::StatusOr<uint64_t> DownloadFile(Client& client, const std::string& bucket,
                                       const std::string& key, const std::string& path,
-                                      const CliSettings& settings, Progress* progress);
+                                      const CliSettings& settings, Progress* progress,
+                                      Scratch* scratch = nullptr,
+                                      const ObjectSummary* listed = nullptr);
 
 // The commands; each returns the process exit status (0 ok, 1 failed, 2 usage).
 int RunCp(Client& client, const std::vector<std::string>& args, const CliSettings& settings);

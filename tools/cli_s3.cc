@@ -300,8 +300,7 @@ void Progress::Print(const std::string& line) {
 void Progress::PrintError(const std::string& line) {
   absl::MutexLock l(&mu_);
   ClearLocked();
-  std::cerr << line << "\n" << std::flush;
-  if (enabled_ && !finished_) Draw(true);
+  std::cerr << line << "\n" << std::flush;  // the next update redraws the bar, if one comes
 }
 
 void Progress::Add(uint64_t bytes) {

@@ -439,6 +439,13 @@ TEST_F(CliFirstStepsTest, AwsStyleProfileDirectoryDownloadAndLooseFileWarning) {
   const std::string file = dir_ + "/r.txt";
   std::ofstream(file) << "downloaded into a new directory\n";
   ASSERT_EQ(Run({"--profile", "lab", "cp", file, "aobj://first-steps/r.txt"}, env), 0) << last_;
+  // --etag opaque: the server's version tag instead of the MD5 (AOBJ-OBJ-016).
+  ASSERT_EQ(
+      Run({"--profile", "lab", "--etag", "opaque", "cp", file, "aobj://first-steps/o.txt"}, env), 0)
+      << last_;
+  ASSERT_EQ(Run({"--profile", "lab", "stat", "aobj://first-steps/o.txt"}, env), 0) << last_;
+  EXPECT_NE(last_.find("-0\""), std::string::npos) << last_;
+  EXPECT_EQ(Run({"--profile", "lab", "--etag", "sha1", "ls"}, env), 2) << last_;
   // `aws s3 cp s3://b/k ./newdir/` creates newdir.
   const std::string newdir = dir_ + "/newdir/deeper/";
   ASSERT_EQ(Run({"--profile", "lab", "cp", "aobj://first-steps/r.txt", newdir}, env), 0) << last_;

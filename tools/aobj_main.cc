@@ -94,6 +94,8 @@ Flags:
                           the request fails DEADLINE_EXCEEDED; a data request that ends so
                           shuts the data channel (spec 7.5), and later ones in the same
                           command fail DATA_CHANNEL_UNAVAILABLE
+  --json                  ls, stat, head, session: one JSON object per line (ls: one per bucket,
+                          object, common prefix and --summarize total, each with a "type")
   --quiet                 print nothing on success
   --help                  this text (`aobj help COMMAND` or `aobj COMMAND --help`: one command)
   --version               the version of this client and of the protocol it speaks
@@ -106,6 +108,12 @@ int Usage(const std::string& msg) {
   std::cerr << "aobj: " << msg << "\n(run aobj --help for usage)\n";
   return 2;
 }
+
+// The flags that take no value.
+constexpr const char* kBareFlags[] = {"no-inline",   "require-hardware-protection",
+                                      "quiet",       "recursive",
+                                      "force",       "summarize",
+                                      "no-progress", "json"};
 
 constexpr char kVersion[] = "aobj " AOBJ_VERSION_STRING " (AOBJ/1 protocol version 1)";
 
@@ -132,16 +140,16 @@ std::string CommandHelp(const std::string& cmd) {
        {"recursive", "jobs", "etag", "content-type", "metadata", "metadata-directive", "range",
         "if-match", "if-none-match", "checksum", "chunk-size", "multipart-threshold", "part-size",
         "no-progress", "no-inline"}},
-      {"ls", {"recursive", "summarize"}},
+      {"ls", {"recursive", "summarize", "json"}},
       {"rm", {"recursive"}},
       {"rb", {"force"}},
-      {"stat", {"if-match", "if-none-match"}},
+      {"stat", {"if-match", "if-none-match", "json"}},
       {"put",
        {"content-type", "metadata", "if-match", "if-none-match", "checksum", "no-inline", "etag"}},
       {"get", {"checksum", "no-inline"}},
       {"head", {}},
       {"mb", {}},
-      {"session", {"require-hardware-protection", "no-inline"}},
+      {"session", {"require-hardware-protection", "no-inline", "json"}},
       {"mpu", {}},
   };
   std::string flag_lines;
@@ -165,6 +173,13 @@ std::string CommandHelp(const std::string& cmd) {
                       "\nEvery command also takes the flags of `aobj --help` (--endpoint, "
                       "--credentials,\n--profile, TLS, --quiet, --timeout ...). Exit status: 0 "
                       "on success, 1 when the\noperation failed, 2 on a usage error.\n");
+}
+
+// A capability by its name (spec 4.2); an unassigned one by its number.
+std::string CapabilityName(uint32_t cap) {
+  static const char* const kNames[] = {
+      "", "INLINE", "CRC32C", "CRC64NVME", "MULTI_DESCRIPTOR", "OPAQUE_ETAG", "CANCEL"};
+  return cap > 0 && cap < std::size(kNames) ? kNames[cap] : std::to_string(cap);
 }
 
 // --endpoint and AOBJ_ENDPOINT take HOST:PORT; say what is wrong with anything else.
@@ -255,10 +270,10 @@ int main(int argc, char** argv) {
     if (first_command.empty() && !a.empty() && a[0] != '-') {
       // A flag's value is not a command: every flag but the bare ones takes one.
       const std::string prev = i > 1 ? argv[i - 1] : "";
-      const bool value = prev.rfind("--", 0) == 0 && prev.find('=') == std::string::npos &&
-                         prev != "--help" && prev != "--quiet" && prev != "--recursive" &&
-                         prev != "--force" && prev != "--summarize" && prev != "--no-progress" &&
-                         prev != "--no-inline" && prev != "--require-hardware-protection";
+      const bool bare = prev == "--help" ||
+                        std::any_of(std::begin(kBareFlags), std::end(kBareFlags),
+                                    [&](const char* f) { return prev == std::string("--") + f; });
+      const bool value = prev.rfind("--", 0) == 0 && prev.find('=') == std::string::npos && !bare;
       if (!value) first_command = a;
     }
   }
@@ -282,31 +297,30 @@ int main(int argc, char** argv) {
     return 0;
   }
   aobj::tools::ParsedArgs args;
-  absl::Status st = aobj::tools::ParseArgs(argc, argv, 1,
-                                           {"endpoint",
-                                            "credentials",
-                                            "profile",
-                                            "checksum",
-                                            "content-type",
-                                            "net-devices",
-                                            "tls-ca",
-                                            "tls-cert",
-                                            "tls-key",
-                                            "tls-server-name",
-                                            "metadata",
-                                            "metadata-directive",
-                                            "range",
-                                            "if-match",
-                                            "if-none-match",
-                                            "chunk-size",
-                                            "multipart-threshold",
-                                            "part-size",
-                                            "timeout",
-                                            "jobs",
-                                            "etag"},
-                                           {"no-inline", "require-hardware-protection", "quiet",
-                                            "recursive", "force", "summarize", "no-progress"},
-                                           &args);
+  absl::Status st = aobj::tools::ParseArgs(
+      argc, argv, 1,
+      {"endpoint",
+       "credentials",
+       "profile",
+       "checksum",
+       "content-type",
+       "net-devices",
+       "tls-ca",
+       "tls-cert",
+       "tls-key",
+       "tls-server-name",
+       "metadata",
+       "metadata-directive",
+       "range",
+       "if-match",
+       "if-none-match",
+       "chunk-size",
+       "multipart-threshold",
+       "part-size",
+       "timeout",
+       "jobs",
+       "etag"},
+      std::vector<std::string>(std::begin(kBareFlags), std::end(kBareFlags)), &args);
   if (!st.ok()) return Usage(std::string(st.message()));
   if (args.positional.empty()) return Usage("no command given");
   const std::string cmd = args.positional[0];
@@ -380,6 +394,7 @@ int main(int argc, char** argv) {
   settings.recursive = args.Has("recursive");
   settings.force = args.Has("force");
   settings.summarize = args.Has("summarize");
+  settings.json = args.Has("json");
   settings.put.content_type = args.Get("content-type", "");
   if (args.flags.count("metadata")) {
     for (const std::string& pair : args.flags.at("metadata")) {
@@ -492,6 +507,31 @@ int main(int argc, char** argv) {
   if (cmd == "mpu") return MultipartCommand(c, pos, bucket, key, quiet);
   if (cmd == "session") {
     const aobj::SessionInfo& s = c.session();
+    if (settings.json) {
+      std::vector<std::string> caps;
+      for (uint32_t cap : s.capabilities) caps.push_back(CapabilityName(cap));
+      std::cout << aobj::cli::JsonRecord()
+                       .Text("server", s.server_name)
+                       .Text("endpoint", options.endpoint)
+                       .Number("version", s.version)
+                       .Text("session_id", s.session_id)
+                       .Number("lease_ms", static_cast<double>(s.lease_ms))
+                       .Text("memory_protection", s.protection == aobj::MemoryProtection::kHardware
+                                                      ? "hardware"
+                                                      : "emulated")
+                       .Texts("capabilities", caps)
+                       .Record("limits",
+                               aobj::cli::JsonRecord()
+                                   .Number("max_transfer_bytes",
+                                           static_cast<double>(s.limits.max_transfer_bytes))
+                                   .Number("max_in_flight", s.limits.max_in_flight)
+                                   .Number("inline_threshold",
+                                           static_cast<double>(s.limits.inline_threshold))
+                                   .Number("max_descriptors", s.limits.max_descriptors))
+                       .Line()
+                << "\n";
+      return c.Close().ok() ? 0 : 1;
+    }
     std::cout << "server:            " << s.server_name << " at " << options.endpoint << "\n"
               << "protocol version:  " << s.version << "\n"
               << "session id:        " << s.session_id << "\n"
@@ -500,15 +540,9 @@ int main(int argc, char** argv) {
               << (s.protection == aobj::MemoryProtection::kHardware ? "hardware" : "emulated")
               << "\n"
               << "capabilities:     ";
-    // By name (spec 4.2), the number after it; an unassigned one by number alone.
-    static const char* const kCapabilityNames[] = {
-        "", "INLINE", "CRC32C", "CRC64NVME", "MULTI_DESCRIPTOR", "OPAQUE_ETAG", "CANCEL"};
     for (uint32_t cap : s.capabilities) {
-      if (cap > 0 && cap < std::size(kCapabilityNames)) {
-        std::cout << " " << kCapabilityNames[cap] << "(" << cap << ")";
-      } else {
-        std::cout << " " << cap;
-      }
+      const std::string name = CapabilityName(cap);
+      std::cout << " " << name << (name == std::to_string(cap) ? "" : absl::StrCat("(", cap, ")"));
     }
     std::cout << "\nlimits:            max_transfer_bytes=" << s.limits.max_transfer_bytes
               << " max_in_flight=" << s.limits.max_in_flight

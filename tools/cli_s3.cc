@@ -24,6 +24,8 @@
 #include "absl/time/clock.h"
 #include "aobj/status.h"
 #include "client/range_spec.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "tool_util.h"
 #include "wire/error_registry.h"
 #include "wire/range.h"
@@ -357,6 +359,63 @@ void Progress::Draw(bool force) {
             << absl::StrFormat("%3d%%", static_cast<int>(fraction * 100)) << "  "
             << tools::HumanBytes(bytes_) << " / " << tools::HumanBytes(total_bytes_) << "  "
             << tools::HumanRate(bytes_, seconds) << files << eta << "  " << label << std::flush;
+}
+
+// ---- --json ------------------------------------------------------------------------------------
+
+struct JsonRecord::Impl {
+  google::protobuf::Struct fields;
+};
+
+JsonRecord::JsonRecord() : impl_(std::make_unique<Impl>()) {}
+JsonRecord::~JsonRecord() = default;
+
+JsonRecord& JsonRecord::Text(const std::string& name, const std::string& value) {
+  (*impl_->fields.mutable_fields())[name].set_string_value(value);
+  return *this;
+}
+
+JsonRecord& JsonRecord::Number(const std::string& name, double value) {
+  (*impl_->fields.mutable_fields())[name].set_number_value(value);
+  return *this;
+}
+
+JsonRecord& JsonRecord::Flag(const std::string& name, bool value) {
+  (*impl_->fields.mutable_fields())[name].set_bool_value(value);
+  return *this;
+}
+
+JsonRecord& JsonRecord::Texts(const std::string& name, const std::vector<std::string>& values) {
+  auto* list = (*impl_->fields.mutable_fields())[name].mutable_list_value();
+  for (const std::string& v : values) list->add_values()->set_string_value(v);
+  return *this;
+}
+
+JsonRecord& JsonRecord::Object(const std::string& name,
+                               const std::map<std::string, std::string>& values) {
+  auto* object = (*impl_->fields.mutable_fields())[name].mutable_struct_value();
+  for (const auto& [k, v] : values) (*object->mutable_fields())[k].set_string_value(v);
+  return *this;
+}
+
+JsonRecord& JsonRecord::Record(const std::string& name, const JsonRecord& value) {
+  *(*impl_->fields.mutable_fields())[name].mutable_struct_value() = value.impl_->fields;
+  return *this;
+}
+
+std::string JsonRecord::Line() const {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  if (!google::protobuf::util::MessageToJsonString(impl_->fields, &out, options).ok()) {
+    return "{}";  // only for strings that are not UTF-8, which protobuf never hands us
+  }
+  return out;
+}
+
+std::string Rfc3339(int64_t unix_ms) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMillis(unix_ms),
+                          absl::UTCTimeZone());
 }
 
 // ---- transfers ---------------------------------------------------------------------------------
@@ -800,7 +859,16 @@ int RunLs(Client& client, const std::vector<std::string>& args, const CliSetting
     absl::StatusOr<std::vector<BucketSummary>> buckets = client.ListBuckets();
     if (!buckets.ok()) return Fail("list buckets", buckets.status());
     for (const BucketSummary& b : *buckets) {
-      std::cout << FormatTime(b.creation_time_ms) << " " << tools::Printable(b.name) << "\n";
+      if (settings.json) {
+        std::cout << JsonRecord()
+                         .Text("type", "bucket")
+                         .Text("name", b.name)
+                         .Text("created", Rfc3339(b.creation_time_ms))
+                         .Line()
+                  << "\n";
+      } else {
+        std::cout << FormatTime(b.creation_time_ms) << " " << tools::Printable(b.name) << "\n";
+      }
     }
     return 0;
   }
@@ -818,10 +886,25 @@ int RunLs(Client& client, const std::vector<std::string>& args, const CliSetting
       if (j == page.common_prefixes.size() ||
           (i < page.objects.size() && page.objects[i].key < page.common_prefixes[j])) {
         const ObjectSummary& o = page.objects[i++];
-        std::cout << FormatTime(o.last_modified_ms) << " " << absl::StrFormat("%10d", o.size) << " "
-                  << tools::Printable(o.key.substr(dir)) << "\n";
+        if (settings.json) {
+          std::cout << JsonRecord()
+                           .Text("type", "object")
+                           .Text("key", o.key)
+                           .Number("size", static_cast<double>(o.size))
+                           .Text("etag", o.etag)
+                           .Text("last_modified", Rfc3339(o.last_modified_ms))
+                           .Line()
+                    << "\n";
+        } else {
+          std::cout << FormatTime(o.last_modified_ms) << " " << absl::StrFormat("%10d", o.size)
+                    << " " << tools::Printable(o.key.substr(dir)) << "\n";
+        }
         ++objects;
         bytes += o.size;
+      } else if (settings.json) {
+        std::cout
+            << JsonRecord().Text("type", "prefix").Text("prefix", page.common_prefixes[j++]).Line()
+            << "\n";
       } else {
         std::cout << std::string(27, ' ') << "PRE "
                   << tools::Printable(page.common_prefixes[j++].substr(dir)) << "\n";
@@ -830,7 +913,14 @@ int RunLs(Client& client, const std::vector<std::string>& args, const CliSetting
     return absl::OkStatus();
   });
   if (!st.ok()) return Fail(absl::StrCat("list ", Uri(loc->bucket, loc->key)), st);
-  if (settings.summarize) {
+  if (settings.summarize && settings.json) {
+    std::cout << JsonRecord()
+                     .Text("type", "summary")
+                     .Number("objects", static_cast<double>(objects))
+                     .Number("size", static_cast<double>(bytes))
+                     .Line()
+              << "\n";
+  } else if (settings.summarize) {
     std::cout << "\nTotal Objects: " << objects << "\n   Total Size: " << bytes << " ("
               << tools::HumanBytes(bytes) << ")\n";
   }
@@ -885,6 +975,20 @@ int RunStat(Client& client, const std::vector<std::string>& args, const CliSetti
   if (loc->key.empty()) return Usage("stat needs a key");
   absl::StatusOr<ObjectInfo> info = client.Head(loc->bucket, loc->key, settings.get_conditions);
   if (!info.ok()) return Fail(absl::StrCat("stat ", Uri(loc->bucket, loc->key)), info.status());
+  if (settings.json) {
+    std::cout << JsonRecord()
+                     .Text("bucket", loc->bucket)
+                     .Text("key", loc->key)
+                     .Number("size", static_cast<double>(info->size))
+                     .Text("etag", info->etag)
+                     .Text("last_modified", Rfc3339(info->last_modified_ms))
+                     .Text("content_type", info->content_type)
+                     .Text("crc32c", absl::StrFormat("%08x", info->crc32c))
+                     .Object("metadata", info->user_metadata)
+                     .Line()
+              << "\n";
+    return 0;
+  }
   std::cout << "object:        " << Uri(loc->bucket, loc->key) << "\n"
             << "size:          " << info->size << " (" << tools::HumanBytes(info->size) << ")\n"
             << "etag:          " << tools::Printable(info->etag) << "\n"

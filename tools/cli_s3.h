@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,7 +41,32 @@ struct CliSettings {
   uint64_t multipart_threshold = uint64_t{64} << 20;  // uploads from this size are multipart
   uint64_t part_size = uint64_t{16} << 20;            // the part size of those uploads
   int jobs = 0;  // cp: files moved at once (0: the session's max_in_flight, at most 16)
+  bool json = false;  // ls, stat, head, session: one JSON object per record (as s5cmd --json)
 };
+
+// One record of --json output: a JSON object on one line, printed by protobuf's JSON printer
+// (google.protobuf.Struct), so that quoting and escaping are a maintained library's, not ours.
+// Numbers are JSON numbers (exact up to 2^53). Not thread-safe.
+class JsonRecord {
+ public:
+  JsonRecord();
+  ~JsonRecord();
+  JsonRecord& Text(const std::string& name, const std::string& value);
+  JsonRecord& Number(const std::string& name, double value);
+  JsonRecord& Flag(const std::string& name, bool value);
+  JsonRecord& Texts(const std::string& name, const std::vector<std::string>& values);
+  JsonRecord& Object(const std::string& name, const std::map<std::string, std::string>& values);
+  JsonRecord& Record(const std::string& name, const JsonRecord& value);
+  // The object on one line, without a newline.
+  std::string Line() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// "2026-11-26T05:21:30.123Z" (RFC 3339, UTC), the time format of --json.
+std::string Rfc3339(int64_t unix_ms);
 
 // A command-line location: remote (bucket, key) or a local path.
 struct Location {

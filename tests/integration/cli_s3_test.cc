@@ -20,6 +20,8 @@
 
 #include "aobj/client.h"
 #include "aobj/status.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "integration/server_process.h"
 
@@ -439,6 +441,34 @@ TEST_F(CliFirstStepsTest, AwsStyleProfileDirectoryDownloadAndLooseFileWarning) {
   const std::string file = dir_ + "/r.txt";
   std::ofstream(file) << "downloaded into a new directory\n";
   ASSERT_EQ(Run({"--profile", "lab", "cp", file, "aobj://first-steps/r.txt"}, env), 0) << last_;
+  // --json: one object per line that a JSON parser reads back, with the values the record holds.
+  auto parse = [&](const std::string& line) {
+    google::protobuf::Struct record;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(line, &record).ok()) << line;
+    return record;
+  };
+  ASSERT_EQ(Run({"--profile", "lab", "--json", "ls", "aobj://first-steps/"}, env), 0) << last_;
+  {
+    const auto record = parse(last_.substr(0, last_.find('\n')));
+    EXPECT_EQ(record.fields().at("type").string_value(), "object") << last_;
+    EXPECT_EQ(record.fields().at("key").string_value(), "r.txt") << last_;
+    EXPECT_EQ(record.fields().at("size").number_value(), 32) << last_;
+  }
+  ASSERT_EQ(Run({"--profile", "lab", "stat", "--json", "first-steps/r.txt"}, env), 0) << last_;
+  EXPECT_EQ(parse(last_).fields().at("size").number_value(), 32) << last_;
+  ASSERT_EQ(Run({"--profile", "lab", "session", "--json"}, env), 0) << last_;
+  {
+    const auto record = parse(last_);
+    EXPECT_EQ(record.fields().at("version").number_value(), 1) << last_;
+    bool crc32c = false;
+    for (const auto& v : record.fields().at("capabilities").list_value().values()) {
+      crc32c |= v.string_value() == "CRC32C";
+    }
+    EXPECT_TRUE(crc32c) << last_;
+    EXPECT_GT(
+        record.fields().at("limits").struct_value().fields().at("max_in_flight").number_value(), 0)
+        << last_;
+  }
   // --etag opaque: the server's version tag instead of the MD5 (AOBJ-OBJ-016).
   ASSERT_EQ(
       Run({"--profile", "lab", "--etag", "opaque", "cp", file, "aobj://first-steps/o.txt"}, env), 0)

@@ -43,6 +43,7 @@ Commands (in the habits of `aws s3`; remote locations are aobj://BUCKET/KEY):
   get BUCKET/KEY FILE     download an object into FILE ('-' for standard output)
   head BUCKET/KEY         the same as stat
   session                 open a session and show what the server negotiated
+  completion bash|zsh     print a shell completion script (source it, e.g. from ~/.bashrc)
   mpu ls BUCKET[/PREFIX]  list the bucket's multipart uploads in progress
   mpu abort BUCKET/KEY UPLOAD_ID   abort a multipart upload and discard its parts
   (ls, rm, mb, rb and stat also take BUCKET/KEY without the aobj:// scheme)
@@ -175,6 +176,60 @@ std::string CommandHelp(const std::string& cmd) {
                       "on success, 1 when the\noperation failed, 2 on a usage error.\n");
 }
 
+// The commands and flags that kUsage documents, for completion scripts: the help text is the
+// one source.
+std::vector<std::string> Documented(bool flags) {
+  std::vector<std::string> out;
+  const std::string usage = kUsage;
+  const size_t commands = usage.find("\nCommands"), flag_part = usage.find("\nFlags:");
+  for (size_t at = 0; at < usage.size();) {
+    const size_t end = std::min(usage.find('\n', at), usage.size());
+    const std::string line = usage.substr(at, end - at);
+    at = end + 1;
+    if (line.size() < 3 || line[0] != ' ' || line[1] != ' ' || line[2] == ' ') continue;
+    const std::string word = line.substr(2, line.find(' ', 2) - 2);
+    if (flags && at > flag_part && word.rfind("--", 0) == 0) out.push_back(word);
+    if (!flags && at > commands && at < flag_part && word[0] != '(' &&
+        std::find(out.begin(), out.end(), word) == out.end()) {
+      out.push_back(word);
+    }
+  }
+  for (const char* extra : {"help", "completion"}) {
+    if (!flags && std::find(out.begin(), out.end(), extra) == out.end()) out.push_back(extra);
+  }
+  return out;
+}
+
+// `aobj completion bash|zsh`: a completion script for the commands and flags above.
+int Completion(const std::string& shell) {
+  if (shell != "bash" && shell != "zsh") return Usage("usage: aobj completion bash|zsh");
+  std::string commands, flags;
+  for (const std::string& c : Documented(false))
+    absl::StrAppend(&commands, commands.empty() ? "" : " ", c);
+  for (const std::string& f : Documented(true))
+    absl::StrAppend(&flags, flags.empty() ? "" : " ", f);
+  if (shell == "zsh") std::cout << "autoload -U +X bashcompinit && bashcompinit\n";
+  std::cout << "# aobj " AOBJ_VERSION_STRING " completion: source it, or put it where your shell\n"
+            << "# loads completions (bash: /etc/bash_completion.d/aobj).\n"
+            << "_aobj() {\n"
+            << "  local cur=${COMP_WORDS[COMP_CWORD]} i command=\n"
+            << "  local commands=\"" << commands << "\"\n"
+            << "  local flags=\"" << flags << "\"\n"
+            << "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
+            << "    case ${COMP_WORDS[i]} in -*) ;; *) command=${COMP_WORDS[i]}; break ;; esac\n"
+            << "  done\n"
+            << "  if [[ $cur == -* ]]; then\n"
+            << "    COMPREPLY=($(compgen -W \"$flags\" -- \"$cur\"))\n"
+            << "  elif [[ -z $command ]]; then\n"
+            << "    COMPREPLY=($(compgen -W \"$commands\" -- \"$cur\"))\n"
+            << "  else\n"
+            << "    COMPREPLY=($(compgen -f -- \"$cur\"))\n"
+            << "  fi\n"
+            << "}\n"
+            << "complete -o default -F _aobj aobj\n";
+  return 0;
+}
+
 // A capability by its name (spec 4.2); an unassigned one by its number.
 std::string CapabilityName(uint32_t cap) {
   static const char* const kNames[] = {
@@ -276,6 +331,13 @@ int main(int argc, char** argv) {
       const bool value = prev.rfind("--", 0) == 0 && prev.find('=') == std::string::npos && !bare;
       if (!value) first_command = a;
     }
+  }
+  if (first_command == "completion") {
+    std::string shell;
+    for (int i = 1; i + 1 < argc; ++i) {
+      if (std::string(argv[i]) == "completion") shell = argv[i + 1];
+    }
+    return Completion(shell);
   }
   if (first_command == "help") {
     std::string topic;

@@ -388,6 +388,15 @@ TEST_F(CliFirstStepsTest, VersionAndPerCommandHelpNeedNoServer) {
     EXPECT_NE(last_.find("--recursive"), std::string::npos) << last_;
     EXPECT_EQ(last_.find("mpu abort"), std::string::npos) << "the whole page, not cp's: " << last_;
   }
+  // Completion scripts come from the same text as --help, and the shell can read them.
+  ASSERT_EQ(Run({"completion", "bash"}, Clean()), 0) << last_;
+  EXPECT_NE(last_.find("--recursive"), std::string::npos) << last_;
+  EXPECT_NE(last_.find("commands=\"cp ls "), std::string::npos) << last_;
+  EXPECT_NE(last_.find("complete -o default -F _aobj aobj"), std::string::npos) << last_;
+  const std::string script = dir_ + "/aobj.bash";
+  std::ofstream(script) << last_;
+  EXPECT_EQ(std::system(("bash -n '" + script + "'").c_str()), 0) << last_;
+  EXPECT_EQ(Run({"completion", "fish"}, Clean()), 2) << last_;
   EXPECT_EQ(Run({"help", "frobnicate"}, Clean()), 2) << last_;
   EXPECT_NE(last_.find("not a command"), std::string::npos) << last_;
 }

@@ -406,6 +406,21 @@ MUTANTS = {
         'CreateMultipartUpload does not check that the bucket exists (the check is left to UploadPart), so it returns an upload ID for a missing bucket instead of failing NO_SUCH_BUCKET (AOBJ-OBJ-200)',
         [('src/store/multipart.cc', '      // exists, and cannot be deleted until this upload is created or has failed.\n      AOBJ_MP_RETURN_IF_ERROR(core_->store->HeadBucket(StdView(bucket)));\n', '      // exists, and cannot be deleted until this upload is created or has failed.\n')],
         'obj/9.3/3,mpu/9.15.1/1', []),
+    # A sixth blind set (2026-11-26): the 3 of 30 that the suite of 6fb99d5 missed and a server
+    # could show (the fourth, code points above U+10FFFF accepted in keys, protobuf refuses
+    # first, as it does surrogates). Each led to a case.
+    'dat-inline-get-validates-descriptors': (
+        'a GetObject answered inline still has its destination descriptors validated, so an inline-eligible GET carrying two descriptors without MULTI_DESCRIPTOR (or a zero-length or UNSPECIFIED-type one) fails INVALID_DESCRIPTOR instead of returning the body inline (AOBJ-DAT-014)',
+        [('src/server/handler.cc', '  if (path == aobj::v1::TRANSFER_PATH_RMA) {\n    AOBJ_RETURN_IF_ERROR(CheckDescriptorCount(s, req.destination_size()));', '  if (path != aobj::v1::TRANSFER_PATH_NONE) {\n    AOBJ_RETURN_IF_ERROR(CheckDescriptorCount(s, req.destination_size()));\n    AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.destination(), s.limits));\n  }\n  if (path == aobj::v1::TRANSFER_PATH_RMA) {\n    AOBJ_RETURN_IF_ERROR(CheckDescriptorCount(s, req.destination_size()));')],
+        'dat/8.4/8', []),
+    'obj-headbucket-name-unchecked': (
+        'HeadBucket does not validate the bucket name (a lookup only), so an invalid name such as Bad_Name answers NO_SUCH_BUCKET instead of INVALID_BUCKET_NAME (AOBJ-OBJ-001)',
+        [('src/server/handler.cc', '      aobj::v1::HeadBucketRequest req;\n      AOBJ_RETURN_IF_ERROR(Parse(body, &req));\n      AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));\n', '      aobj::v1::HeadBucketRequest req;\n      AOBJ_RETURN_IF_ERROR(Parse(body, &req));\n')],
+        'obj/9.2/7', []),
+    'list-buckets-truncated-by-other-prefix': (
+        'ListBuckets applies its prefix after the page-full check, so a full page is marked truncated (with a token leading to an empty page) when any bucket outside the prefix sorts after it (AOBJ-OBJ-110)',
+        [('src/server/handler_list.cc', '    if (!(b.name > start.position) || !absl::StartsWith(b.name, req.prefix())) continue;', '    if (!(b.name > start.position)) continue;'), ('src/server/handler_list.cc', '      break;\n    }\n    aobj::v1::BucketEntry* e = resp.add_buckets();', '      break;\n    }\n    if (!absl::StartsWith(b.name, req.prefix())) continue;\n    aobj::v1::BucketEntry* e = resp.add_buckets();')],
+        'list/9.11/2', []),
 }
 
 

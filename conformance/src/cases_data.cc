@@ -1083,6 +1083,63 @@ void RegisterDataCases(Registry& r) {
         ctx.Require(static_cast<uint8_t>(m->data()[0]) == 0x77, "the window was not touched",
                     "unchanged", "written");
       });
+  Add(r, "dat/8.4/8",
+      "an inline GET whatever descriptors it carries: two without MULTI_DESCRIPTOR, a garbage "
+      "rkey, a window of unknown memory type: the body comes inline, nothing is written",
+      "inline", {"AOBJ-DAT-014", "AOBJ-DAT-008"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        auto q = ctx.NewPeer();
+        pb::OpenSessionRequest o = q->DefaultOpen();
+        o.clear_capabilities();
+        o.add_capabilities(kCapCrc32c);
+        o.add_capabilities(kCapInline);
+        ctx.RequireOk(q->Open(o), "OpenSession with INLINE and without MULTI_DESCRIPTOR");
+        RequireCapability(ctx, *q, kCapInline, "INLINE");
+        const uint64_t t = q->session().limits().inline_threshold();
+        if (t < 16) ctx.Unsupported(absl::StrCat("inline_threshold is ", t));
+        const std::string body = Content(std::min<uint64_t>(t, 2000), 19);
+        ctx.RequireOk(f.p->Put(f.bucket, "small", body), "PUT of a small object");
+        auto m = q->Allocate(8192);
+        std::memset(m->data(), 0x2d, 8192);
+        struct Try {
+          const char* what;
+          std::function<void(pb::GetObjectRequest*)> edit;
+        };
+        const Try tries[] = {
+            {"two windows without MULTI_DESCRIPTOR",
+             [&](pb::GetObjectRequest* g) {
+               *g->add_destination() = Peer::Descriptor(*m, 0, 4096);
+               *g->add_destination() = Peer::Descriptor(*m, 4096, 4096);
+             }},
+            {"a window whose rkey is garbage",
+             [&](pb::GetObjectRequest* g) {
+               *g->add_destination() = Peer::Descriptor(*m, 0, 4096);
+               g->mutable_destination(0)->set_rkey(Content(m->packed_rkey().size(), 3));
+             }},
+            {"a window of memory type 77",
+             [&](pb::GetObjectRequest* g) {
+               *g->add_destination() = Peer::Descriptor(*m, 0, 4096);
+               g->mutable_destination(0)->set_memory_type(static_cast<pb::MemoryType>(77));
+             }},
+        };
+        for (const Try& t : tries) {
+          pb::GetObjectRequest g;
+          g.set_bucket(f.bucket);
+          g.set_key("small");
+          g.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+          g.set_accept_inline(true);
+          t.edit(&g);
+          const std::string what = std::string("an inline-eligible GET with ") + t.what;
+          RawReply gr = q->Send(Method::kGetObject, g);
+          ctx.RequireOk(gr, what);
+          auto resp = Parse<pb::GetObjectResponse>(ctx, gr, what);
+          ctx.Require(resp.path() == pb::TRANSFER_PATH_INLINE && resp.inline_data() == body,
+                      what + ": the body inline", "INLINE", PathName(resp.path()));
+        }
+        bool untouched = true;
+        for (size_t i = 0; i < 8192; ++i) untouched = untouched && m->data()[i] == 0x2d;
+        ctx.Require(untouched, "no window was written", "all 0x2d", "written");
+      });
   Add(r, "dat/8.5/3",
       "an empty PUT that carries a window moves nothing from it; a GET with neither a window nor "
       "accept_inline: DESCRIPTOR_TOO_SMALL",

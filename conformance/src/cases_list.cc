@@ -199,13 +199,30 @@ void RegisterListCases(Registry& r) {
       });
   Add(r, "list/9.11/2",
       "ListBuckets pages at their edge: max_buckets 0 means 10000, a page exactly full is not "
-      "truncated and carries no token, the last page of several carries none",
+      "truncated and carries no token, the last page of several carries none, whatever buckets "
+      "outside the prefix follow",
       "list", {"AOBJ-OBJ-110", "AOBJ-OBJ-112"}, false, [](CaseContext& ctx) {
         auto p = ctx.Open();
         std::vector<std::string> mine;
         for (int i = 0; i < 3; ++i) mine.push_back(ctx.NewBucket(*p));
         std::sort(mine.begin(), mine.end());
         const std::string prefix = mine[0].substr(0, mine[0].rfind('-') + 1);
+        // A bucket outside the prefix that sorts right after every bucket inside it ('.' follows
+        // '-'): a page that ends the prefix's buckets is still the last page.
+        const std::string outside = prefix.substr(0, prefix.size() - 1) + ".after";
+        RawReply made = p->CreateBucket(outside);
+        if (!made.grpc_status.ok() && CodeOf(made) != ErrorCode::kBucketAlreadyExists) {
+          ctx.RequireOk(made, "CreateBucket " + outside);
+        }
+        struct Remove {
+          Peer* p;
+          std::string name;
+          ~Remove() {
+            pb::DeleteBucketRequest d;
+            d.set_bucket(name);
+            p->Send(Method::kDeleteBucket, d);
+          }
+        } remove{p.get(), outside};
         auto page = [&](uint32_t max, const std::string& token, const std::string& what) {
           pb::ListBucketsRequest req;
           req.set_prefix(prefix);

@@ -1106,6 +1106,61 @@ void RegisterObjectCases(Registry& r) {
         ctx.RequireCode(f.p->Send(Method::kListParts, lp), ErrorCode::kKeyTooLong, "ListParts");
         ctx.RequireStillServes();
       });
+  Add(r, "obj/9.2/7",
+      "an invalid bucket name on every request that names a bucket: INVALID_BUCKET_NAME (or "
+      "ACCESS_DENIED from a target that checks access first), never NO_SUCH_BUCKET",
+      "core", {"AOBJ-OBJ-001", "AOBJ-OBJ-003", "AOBJ-SEC-008"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "src", "source"), "PUT of a copy source");
+        const ErrorCode want = InvalidBucketCode(ctx);
+        const std::string upload = "0123456789abcdef0123456789abcdef";
+        for (const std::string bad : {"Bad_Name", "ab", "192.168.1.1"}) {
+          const std::string q = absl::StrCat(" of bucket \"", bad, "\"");
+          pb::HeadBucketRequest hb;
+          hb.set_bucket(bad);
+          ctx.RequireCode(f.p->Send(Method::kHeadBucket, hb), want, "HeadBucket" + q);
+          pb::DeleteBucketRequest db;
+          db.set_bucket(bad);
+          ctx.RequireCode(f.p->Send(Method::kDeleteBucket, db), want, "DeleteBucket" + q);
+          ctx.RequireCode(f.p->Put(bad, "k", "x"), want, "PutObject" + q);
+          std::string out;
+          ctx.RequireCode(f.p->Get(bad, "k", &out), want, "GetObject" + q);
+          ctx.RequireCode(f.p->Delete(bad, "k"), want, "DeleteObject" + q);
+          pb::ListObjectsV2Request l;
+          l.set_bucket(bad);
+          ctx.RequireCode(f.p->Send(Method::kListObjectsV2, l), want, "ListObjectsV2" + q);
+          pb::DeleteObjectsRequest d;
+          d.set_bucket(bad);
+          d.add_keys("k");
+          ctx.RequireCode(f.p->Send(Method::kDeleteObjects, d), want, "DeleteObjects" + q);
+          ctx.RequireCode(f.p->Send(Method::kCopyObject, CopyRequest(bad, "src", f.bucket, "dst")),
+                          want, "CopyObject from" + q);
+          ctx.RequireCode(f.p->Send(Method::kCopyObject, CopyRequest(f.bucket, "src", bad, "dst")),
+                          want, "CopyObject into" + q);
+          pb::CreateMultipartUploadRequest cu;
+          cu.set_bucket(bad);
+          cu.set_key("k");
+          ctx.RequireCode(f.p->Send(Method::kCreateMultipartUpload, cu), want,
+                          "CreateMultipartUpload" + q);
+          pb::ListMultipartUploadsRequest lu;
+          lu.set_bucket(bad);
+          ctx.RequireCode(f.p->Send(Method::kListMultipartUploads, lu), want,
+                          "ListMultipartUploads" + q);
+          pb::ListPartsRequest lp;
+          lp.set_bucket(bad);
+          lp.set_key("k");
+          lp.set_upload_id(upload);
+          ctx.RequireCode(f.p->Send(Method::kListParts, lp), want, "ListParts" + q);
+          pb::AbortMultipartUploadRequest ab;
+          ab.set_bucket(bad);
+          ab.set_key("k");
+          ab.set_upload_id(upload);
+          ctx.RequireCode(f.p->Send(Method::kAbortMultipartUpload, ab), want,
+                          "AbortMultipartUpload" + q);
+        }
+        ctx.RequireCode(f.p->Head(f.bucket, "dst"), ErrorCode::kNoSuchKey, "nothing copied");
+        ctx.RequireStillServes();
+      });
   Add(r, "sec/14.8/3",
       "owner policy on every other request: DeleteObjects, HeadBucket, DeleteBucket, each "
       "multipart request, and a copy into the owner's bucket: ACCESS_DENIED, nothing changed",

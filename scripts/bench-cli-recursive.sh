@@ -5,6 +5,9 @@
 # the ratio, taken in one run (docs/benchmarks.md).
 #
 #   bash scripts/bench-cli-recursive.sh [FILES] [BYTES] [ROUNDS] [STORE]   (1000 4096 3 fs)
+#
+# With AOBJ_BENCH_BASELINE_CLI=PATH (an aobj CLI built from an older commit), that CLI's default
+# `cp --recursive` is timed in the same rounds too, against the same server.
 set -euo pipefail
 files=${1:-1000} bytes=${2:-4096} rounds=${3:-3} store=${4:-fs}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,8 +21,10 @@ chmod 600 "$work/creds"
   --store "$store" --root "$work/data" --plaintext --create-bucket bench > "$work/server.log" 2>&1 &
 server=$!
 for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
-aobj() { "$bin/aobj" --endpoint "127.0.0.1:$(cat "$work/port")" --credentials "$work/creds" \
+cli=$bin/aobj
+aobj() { "$cli" --endpoint "127.0.0.1:$(cat "$work/port")" --credentials "$work/creds" \
   --quiet --no-progress "$@"; }
+baseline=${AOBJ_BENCH_BASELINE_CLI:-}
 mkdir -p "$work/src"
 python3 - "$work/src" "$files" "$bytes" <<'EOF'
 import os, sys
@@ -34,8 +39,10 @@ seconds() { local t0=$EPOCHREALTIME; "$@"; awk -v a="$t0" -v b="$EPOCHREALTIME" 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 declare -A up down
 for r in $(seq "$rounds"); do
-  for jobs in 1 0; do  # 0: the default
+  for jobs in 1 0 b; do  # 0: the default; b: the baseline CLI's default
     flag=(); [ "$jobs" = 1 ] && flag=(--jobs 1)
+    cli=$bin/aobj
+    if [ "$jobs" = b ]; then [ -n "$baseline" ] || continue; cli=$baseline; fi
     up[$jobs]+="$(seconds aobj cp --recursive "${flag[@]}" "$work/src" "aobj://bench/r$r-j$jobs/") "
     rm -rf "$work/down"
     down[$jobs]+="$(seconds aobj cp --recursive "${flag[@]}" "aobj://bench/r$r-j$jobs/" "$work/down") "
@@ -50,3 +57,9 @@ report() {
 }
 report upload "$u1" "$u0"
 report download "$d1" "$d0"
+if [ -n "$baseline" ]; then
+  ub=$(median ${up[b]}) db=$(median ${down[b]})
+  awk -v n="$files" -v ub="$ub" -v db="$db" -v u0="$u0" -v d0="$d0" -v cli="$baseline" 'BEGIN {
+    printf "baseline %s: upload %.2f s (%.0f files/s), download %.2f s (%.0f files/s); the default is %.1fx and %.1fx that\n",
+           cli, ub, n / ub, db, n / db, ub / u0, db / d0 }'
+fi

@@ -619,6 +619,7 @@ absl::StatusOr<uint64_t> DownloadFile(Client& client, const std::string& bucket,
 void RunParallel(size_t n, int workers, uint32_t capacity,
                  const std::function<uint32_t(size_t)>& weight,
                  const std::function<void(size_t, size_t)>& task) {
+  if (n == 0) return;
   absl::Mutex mu;
   size_t next = 0;           // guarded by mu
   uint32_t free = capacity;  // guarded by mu

@@ -322,6 +322,14 @@ TEST_P(CliS3Test, RecursiveCopiesRunInParallelAndLoseNothing) {
     EXPECT_EQ(head->size, files[rel].size()) << rel;
   }
   EXPECT_EQ(Cli({"cp", "--jobs", "0x", "aobj://test-bucket/many/d0/f0", "x"}), 2);
+  // Nothing to copy is not an error, and nothing happens.
+  fs::create_directories(work_ / "empty-dir");
+  EXPECT_EQ(Cli({"cp", "--recursive", (work_ / "empty-dir").string(), "aobj://test-bucket/none/"}),
+            0)
+      << last_output_;
+  EXPECT_EQ(
+      Cli({"cp", "--recursive", "aobj://test-bucket/nothing-here/", (work_ / "none").string()}), 0)
+      << last_output_;
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, CliS3Test, ::testing::Values("memory", "fs"));

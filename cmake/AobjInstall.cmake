@@ -40,7 +40,7 @@ install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/tests/store/store_test_kit.h
 install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/src/wire/checksum.h
               ${CMAKE_CURRENT_SOURCE_DIR}/src/wire/crypto.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/aobj/testing/wire)
-install(TARGETS aobj-server aobj RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS aobj-server aobj aobj-data-worker RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 install(EXPORT aobjTargets NAMESPACE aobj:: DESTINATION ${AOBJ_INSTALL_CMAKEDIR})
 configure_package_config_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/aobjConfig.cmake.in

@@ -6,6 +6,7 @@
 # quick), a 2 s bound on receiving a request message (so sec/14.6/2 is quick), 1 KiB minimum part
 # size (so ENTITY_TOO_SMALL can be provoked cheaply), two principals, and the owner authorization
 # policy (AOBJ_CONF_AUTHORIZATION=open for the open one), which the suite learns by itself.
+# AOBJ_CONF_SERVER_FLAGS adds flags to the server's command line (e.g. --data-isolation none).
 set -uo pipefail
 server=$1 suite=$2 store=$3 out=$4
 shift 4
@@ -17,7 +18,7 @@ printf 'AKCONFORMANCE1 %s\nAKCONFORMANCE2 %s\n' "$(head -c 18 /dev/urandom | bas
 chmod 600 "$out/credentials"
 "$server" --listen 127.0.0.1:0 --port-file "$out/port" --credentials "$out/credentials" \
   --store "$store" --root "$out/data" --plaintext --lease-ms 2000 --data-wait-ms 1500 --min-part-size 1024 \
-  --request-read-ms 2000 --authorization "$authz" > "$out/server.log" 2>&1 &
+  --request-read-ms 2000 --authorization "$authz" ${AOBJ_CONF_SERVER_FLAGS:-} > "$out/server.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null' EXIT
 for _ in $(seq 100); do [ -s "$out/port" ] && break; sleep 0.1; done

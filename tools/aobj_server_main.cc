@@ -24,7 +24,8 @@
 
 namespace {
 
-constexpr char kUsage[] = R"(aobj-server: the AOBJ/1 reference server (S3 object access over RDMA/UCX)
+constexpr char kUsage[] =
+    R"(aobj-server: the AOBJ/1 reference server (S3 object access over RDMA/UCX)
 
 Usage: aobj-server [flags]
 
@@ -105,6 +106,11 @@ Data channel (UCX):
                             (error mode NONE), everything else runs in error mode PEER
   --keepalive-ms N          a client on a network lane that stops answering is found dead
                             within about this long (UCX keepalive; 0: UCX's 20 s; default: 5000)
+  --data-isolation MODE     process: each access key's data channel runs in a process of its
+                            own (aobj-data-worker), so a client that sends UCX malformed octets
+                            can harm only its own (default); none: in this process (one copy
+                            fewer per transfer; only for clients whose UCX you trust)
+  --data-worker PATH        the aobj-data-worker to run (default: beside aobj-server)
 
 Observability (docs/observability.md):
   --metrics-listen HOST:PORT  serve GET /metrics (Prometheus) and GET /sessions (JSON) over
@@ -146,16 +152,48 @@ int main(int argc, char** argv) {
   }
   ParsedArgs args;
   aobj::tools::ConfigKeys config_keys;
-  config_keys.value_keys = {
-      "store", "root", "create-bucket", "listen", "port-file", "credentials", "lease-ms",
-       "data-wait-ms", "shutdown-grace-ms", "keepalive-ms",
-       "max-in-flight", "inline-threshold", "max-transfer-bytes", "threads", "max-sessions", "max-sessions-per-principal",
-       "max-requests-per-principal", "max-connections-per-address", "max-queued-requests", "max-queued-requests-per-principal",
-       "max-queued-request-bytes", "control-memory", "max-reading-requests",
-       "max-reading-requests-per-principal", "request-read-ms", "max-uploads-per-principal",
-       "max-upload-parts-per-principal", "upload-expiry-ms", "max-key-bytes", "max-list-page", "net-devices",
-       "transports", "tls-cert", "tls-key", "tls-client-ca", "min-part-size",
-       "metrics-listen", "metrics-port-file", "authorization", "grant"};
+  config_keys.value_keys = {"store",
+                            "root",
+                            "create-bucket",
+                            "listen",
+                            "port-file",
+                            "credentials",
+                            "lease-ms",
+                            "data-wait-ms",
+                            "shutdown-grace-ms",
+                            "keepalive-ms",
+                            "max-in-flight",
+                            "inline-threshold",
+                            "max-transfer-bytes",
+                            "threads",
+                            "max-sessions",
+                            "max-sessions-per-principal",
+                            "max-requests-per-principal",
+                            "max-connections-per-address",
+                            "max-queued-requests",
+                            "max-queued-requests-per-principal",
+                            "max-queued-request-bytes",
+                            "control-memory",
+                            "max-reading-requests",
+                            "max-reading-requests-per-principal",
+                            "request-read-ms",
+                            "max-uploads-per-principal",
+                            "max-upload-parts-per-principal",
+                            "upload-expiry-ms",
+                            "max-key-bytes",
+                            "max-list-page",
+                            "net-devices",
+                            "transports",
+                            "data-isolation",
+                            "data-worker",
+                            "tls-cert",
+                            "tls-key",
+                            "tls-client-ca",
+                            "min-part-size",
+                            "metrics-listen",
+                            "metrics-port-file",
+                            "authorization",
+                            "grant"};
   config_keys.bool_keys = {"quiet", "plaintext", "metrics-allow-remote"};
   config_keys.repeatable_keys = {"create-bucket", "grant"};
   std::vector<std::string> flag_names = config_keys.value_keys;
@@ -287,6 +325,15 @@ int main(int argc, char** argv) {
   options.max_list_page = static_cast<uint32_t>(v);
   options.data_channel.net_devices = args.Get("net-devices", "lo");
   options.data_channel.transports = args.Get("transports", "");
+  if (const std::string iso = args.Get("data-isolation", "process"); iso == "process") {
+    options.data_isolation = aobj::ServerOptions::DataIsolation::kProcessPerPrincipal;
+  } else if (iso == "none") {
+    options.data_isolation = aobj::ServerOptions::DataIsolation::kInProcess;
+  } else {
+    return fail("--data-isolation must be process or none, not '" + aobj::tools::Printable(iso) +
+                "'");
+  }
+  options.data_worker_path = args.Get("data-worker", "");
   options.metrics_listen = args.Get("metrics-listen");
   options.metrics_allow_remote = args.Has("metrics-allow-remote");
 

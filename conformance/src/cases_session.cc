@@ -1,14 +1,21 @@
 // Cases for spec sections 3 (control channel), 4 (versions, capabilities, grease) and 5
 // (sessions).
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
-
 #include <set>
 #include <thread>
 
 #include "absl/time/clock.h"
 #include "conformance/src/cases_util.h"
+#include "transport/address_check.h"
 
 namespace aobj::conformance {
 
@@ -47,6 +54,59 @@ void OpenRefused(CaseContext& ctx, const pb::OpenSessionRequest& req, ErrorCode 
 }
 
 }  // namespace
+
+// A tcp listener on 127.0.0.1 that answers every connection in another protocol: whatever it
+// receives, it sends 4 KiB of 'A' (a UCX tcp header of that content claims 0x41414141 octets) and
+// holds the connection until stopped. The attack of AOBJ-SEC-021.
+class ForeignListener {
+ public:
+  ForeignListener() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+        listen(fd_, 16) != 0 || getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      return;
+    }
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~ForeignListener() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    for (int c : conns_) close(c);
+    if (fd_ >= 0) close(fd_);
+  }
+  uint16_t port() const { return port_; }
+  int accepted() const { return accepted_.load(); }
+
+ private:
+  void Serve() {
+    const std::string foreign(4096, 'A');
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 20) != 1) continue;
+      const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      accepted_.fetch_add(1);
+      conns_.push_back(c);
+      pollfd q{c, POLLIN, 0};
+      if (poll(&q, 1, 200) == 1) {
+        char sink[4096];
+        (void)!recv(c, sink, sizeof(sink), MSG_DONTWAIT);
+      }
+      (void)!send(c, foreign.data(), foreign.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+  }
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> accepted_{0};
+  std::vector<int> conns_;  // the serving thread's, closed after it ends
+  std::thread thread_;
+};
 
 void RegisterSessionCases(Registry& r) {
   // ---- 3: control channel ----------------------------------------------------------------
@@ -451,6 +511,49 @@ void RegisterSessionCases(Registry& r) {
         // The victim's own session still works.
         std::string got;
         ctx.RequireOk(victim->Get(f.bucket, "obj", &got), "the victim's own GET");
+        ctx.RequireStillServes();
+      });
+  Add(r, "ses/14.3/1",
+      "a client whose tcp listener answers in another protocol harms no other principal", "core",
+      {"AOBJ-SEC-021", "AOBJ-SEC-022"}, true, [](CaseContext& ctx) {
+        // The other principal's session, bucket and object, all made before the attack.
+        auto victim = ctx.Open(/*second=*/true);
+        const std::string bucket = ctx.NewBucket(*victim);
+        ctx.RequireOk(victim->Put(bucket, "obj", Content(65536, 7)), "the other principal's PUT");
+        const std::string host = ctx.target().endpoint.substr(0, ctx.target().endpoint.rfind(':'));
+        if (host != "127.0.0.1" && host != "localhost" && host != "[::1]") {
+          ctx.Unsupported("the target is not on this host (the attack names a 127.0.0.1 port)");
+        }
+        ForeignListener foreign;
+        if (foreign.port() == 0) ctx.Unsupported("cannot listen on 127.0.0.1");
+        auto attacker = ctx.NewPeer();
+        std::string address = attacker->worker_address();
+        bool only_tcp = false;
+        auto rewritten = RewriteTcpPorts(&address, foreign.port(), &only_tcp);
+        if (!rewritten.ok() || *rewritten == 0 || !only_tcp) {
+          ctx.Unsupported("the suite's worker address is not tcp only (run with UCX_TLS=tcp)");
+        }
+        pb::OpenSessionRequest open = attacker->DefaultOpen();
+        open.set_worker_address(address);
+        // Refused or not, the target connects its tcp lane to the port the address names (to
+        // send the endpoint challenges) and reads the foreign octets as UCX's.
+        RawReply o = attacker->Open(open, /*confirm=*/false);
+        ctx.Note(absl::StrCat(
+            "OpenSession naming the foreign port: ", o.status.ok() ? "OK" : o.status.ToString(),
+            "; the port saw ", foreign.accepted(), " connection(s)"));
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        std::string got;
+        ctx.RequireOk(victim->Get(bucket, "obj", &got),
+                      "the other principal's GET in its session opened before the attack");
+        ctx.Require(got == Content(65536, 7), "the GET delivered the object", "the object's octets",
+                    "other octets");
+        // The attacker's principal is served again in a new session.
+        auto again = ctx.Open();
+        const std::string mine = ctx.NewBucket(*again);
+        ctx.RequireOk(again->Put(mine, "obj", Content(65536, 8)), "PUT in a new session");
+        ctx.RequireOk(again->Get(mine, "obj", &got), "GET in a new session");
+        ctx.Require(got == Content(65536, 8), "the GET delivered the object", "the object's octets",
+                    "other octets");
         ctx.RequireStillServes();
       });
   Add(r, "ses/5.7/1", "memory_protection is EMULATED when no lane can enforce keys in hardware",

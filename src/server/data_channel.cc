@@ -29,20 +29,23 @@ class UcxDataChannel final : public DataChannel {
     return worker_->Execute(endpoint, batch, Bound(batch), abandoned);
   }
   size_t endpoint_count() override { return worker_->endpoint_count(); }
+  void BeginShutdown(absl::Duration grace) override { worker_->BeginShutdown(grace); }
   uint64_t rkeys_outstanding() override { return worker_->rkeys_outstanding(); }
 
  private:
-  // AOBJ-OPS-008: the bound, plus the batch's octets at 50 MB/s (slow TCP-emulated lanes).
-  absl::Duration Bound(const RmaBatch& batch) const {
-    uint64_t bytes = 0;
-    for (const RmaOp& op : batch.ops) bytes += op.length;
-    return wait_bound_ + absl::Seconds(static_cast<double>(bytes) / 50e6);
-  }
+  absl::Duration Bound(const RmaBatch& batch) const { return BatchWaitBound(wait_bound_, batch); }
   UcxWorker* worker_;
   const absl::Duration wait_bound_;
 };
 
 }  // namespace
+
+absl::Duration BatchWaitBound(absl::Duration wait_bound, const RmaBatch& batch) {
+  // AOBJ-OPS-008: the bound, plus the batch's octets at 50 MB/s (slow TCP-emulated lanes).
+  uint64_t bytes = 0;
+  for (const RmaOp& op : batch.ops) bytes += op.length;
+  return wait_bound + absl::Seconds(static_cast<double>(bytes) / 50e6);
+}
 
 std::unique_ptr<DataChannel> NewUcxDataChannel(UcxWorker* worker, absl::Duration wait_bound) {
   return std::make_unique<UcxDataChannel>(worker, wait_bound);

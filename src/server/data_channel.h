@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "transport/peer_rma_guard.h"
 #include "transport/ucx_worker.h"
 
 namespace aobj {
@@ -22,6 +23,13 @@ class DataChannel {
  public:
   virtual ~DataChannel() = default;
   virtual absl::StatusOr<uint64_t> Connect(absl::string_view peer_address) = 0;
+  // Connect() for a session of `principal` (its access key ID): a confined channel runs the
+  // endpoint in that principal's data-channel process (NewConfinedDataChannel).
+  virtual absl::StatusOr<uint64_t> ConnectFor(absl::string_view peer_address,
+                                              absl::string_view principal) {
+    (void)principal;
+    return Connect(peer_address);
+  }
   virtual absl::StatusOr<Protection> GetProtection(uint64_t endpoint) = 0;
   // Endpoint binding (spec 5.6): sends the endpoint's challenges to the peer by active message
   // and returns them concatenated (AOBJ-SES-025); Bind() allows RMA once the proof over them was
@@ -43,7 +51,15 @@ class DataChannel {
   }
   virtual size_t endpoint_count() = 0;
   virtual uint64_t rkeys_outstanding() = 0;
+  // Peer-initiated RMA requests refused (AOBJ-SEC-020), in every process of the channel.
+  virtual PeerRmaRefusals peer_rma_refused() { return PeerRmaRefused(); }
+  // Shutting down (AOBJ-OPS-009): batches end within `grace` (UcxWorker::BeginShutdown).
+  virtual void BeginShutdown(absl::Duration grace) { (void)grace; }
 };
+
+// How long one batch may wait: `wait_bound` plus its octets at 50 MB/s, the slowest rate a
+// working lane is assumed to reach (AOBJ-OPS-008).
+absl::Duration BatchWaitBound(absl::Duration wait_bound, const RmaBatch& batch);
 
 // A DataChannel over one UcxWorker; `worker` must outlive it. Each batch may wait at most
 // `wait_bound` plus its octets at 50 MB/s, the slowest rate a working lane is assumed to reach

@@ -411,7 +411,7 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
                                     "later"));
     }
   }
-  auto ep = channel_->Connect(req.worker_address());
+  auto ep = channel_->ConnectFor(req.worker_address(), auth.access_key_id);
   if (!ep.ok()) return ep.status();
   auto protection = channel_->GetProtection(*ep);
   // AOBJ-SES-023: every refusal from here on releases the endpoint; the session is created last.

@@ -5,6 +5,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/support/byte_buffer.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "control/rpc.h"
 #include "control/tls.h"
 #include "google/protobuf/descriptor.h"
+#include "server/confined_channel.h"
 #include "server/data_channel.h"
 #include "server/handler.h"
 #include "server/listener.h"
@@ -608,24 +610,40 @@ class ServerImpl final : public Server {
     }).IgnoreError();
     DataChannelOptions data_channel = options_.data_channel;
     if (data_channel.transports.empty()) data_channel.transports = "^posix";
-    auto ctx = UcxContext::CreateForServer(data_channel);
-    if (!ctx.ok()) return ctx.status();
-    context_ = std::move(*ctx);
-    // AOBJ-TRN-003: the shared-memory lane (mode NONE) beside the network lanes (mode PEER).
-    auto shm = UcxContext::CreateSharedMemoryLane(data_channel);
-    if (!shm.ok()) return shm.status();
-    shm_context_ = std::move(*shm);
-    auto worker = UcxWorker::Create(*context_, "server", shm_context_.get());
-    if (!worker.ok()) return worker.status();
-    worker_ = std::move(*worker);
-    if (!worker_->peer_rma_refusal().ok() && options_.log) {
-      options_.log(
-          absl::StrCat("event=warning message=\"data-channel peers can read and write "
-                       "this process's memory (AOBJ-SEC-020): ",
-                       worker_->peer_rma_refusal().message(), "\""));
+    const absl::Duration wait_bound =
+        absl::Milliseconds(std::max<int64_t>(options_.data_wait_ms, 1));
+    if (options_.data_isolation == ServerOptions::DataIsolation::kProcessPerPrincipal) {
+      // AOBJ-SEC-021: peers' octets reach only the data-channel processes; none of them may
+      // ptrace this one (without CAP_SYS_PTRACE, which they drop, an undumpable process is out
+      // of reach of its own user too).
+      prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+      ConfinedChannelOptions co;
+      co.worker_path = options_.data_worker_path;
+      co.transport = data_channel;
+      co.wait_bound = wait_bound;
+      co.log = options_.log;
+      auto channel = NewConfinedDataChannel(co);
+      if (!channel.ok()) return channel.status();
+      channel_ = std::move(*channel);
+    } else {
+      auto ctx = UcxContext::CreateForServer(data_channel);
+      if (!ctx.ok()) return ctx.status();
+      context_ = std::move(*ctx);
+      // AOBJ-TRN-003: the shared-memory lane (mode NONE) beside the network lanes (mode PEER).
+      auto shm = UcxContext::CreateSharedMemoryLane(data_channel);
+      if (!shm.ok()) return shm.status();
+      shm_context_ = std::move(*shm);
+      auto worker = UcxWorker::Create(*context_, "server", shm_context_.get());
+      if (!worker.ok()) return worker.status();
+      worker_ = std::move(*worker);
+      if (!worker_->peer_rma_refusal().ok() && options_.log) {
+        options_.log(
+            absl::StrCat("event=warning message=\"data-channel peers can read and write "
+                         "this process's memory (AOBJ-SEC-020): ",
+                         worker_->peer_rma_refusal().message(), "\""));
+      }
+      channel_ = NewUcxDataChannel(worker_.get(), wait_bound);
     }
-    channel_ = NewUcxDataChannel(worker_.get(),
-                                 absl::Milliseconds(std::max<int64_t>(options_.data_wait_ms, 1)));
     auth_ = std::make_unique<Authenticator>(options_.credentials,
                                             absl::Milliseconds(options_.clock_skew_ms));
     sessions_ = std::make_unique<SessionTable>(absl::Milliseconds(options_.lease_ms),
@@ -755,7 +773,7 @@ class ServerImpl final : public Server {
     // AOBJ-OPS-009: transfers end within the grace whatever their peers do; gRPC then cancels
     // what is left of the calls a little later, and the request threads drain.
     const int64_t grace_ms = std::max<int64_t>(options_.shutdown_grace_ms, 0);
-    if (worker_) worker_->BeginShutdown(absl::Milliseconds(grace_ms));
+    if (channel_) channel_->BeginShutdown(absl::Milliseconds(grace_ms));
     if (grpc_) {
       grpc_->Shutdown(std::chrono::system_clock::now() +
                       std::chrono::milliseconds(grace_ms + 1000));
@@ -766,7 +784,8 @@ class ServerImpl final : public Server {
     // the worker; stats() after Shutdown() reports this final picture.
     final_stats_ = stats();
     stopped_ = true;
-    worker_.reset();  // closes every endpoint
+    channel_.reset();  // closes every endpoint (a confined channel's processes end)
+    worker_.reset();
     done_.Notify();
   }
 
@@ -786,7 +805,7 @@ class ServerImpl final : public Server {
     s.errors = handler_->counters().errors.load();
     s.bytes_in = handler_->counters().bytes_in.load();
     s.bytes_out = handler_->counters().bytes_out.load();
-    const PeerRmaRefusals refused = PeerRmaRefused();
+    const PeerRmaRefusals refused = channel_->peer_rma_refused();
     s.peer_rma_refused = refused.puts + refused.gets + refused.atomics;
     return s;
   }

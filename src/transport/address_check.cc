@@ -1,6 +1,9 @@
 // AOBJ_PEER_INPUT: decodes packed UCP worker addresses from clients (fuzz target in fuzz/).
 #include "transport/address_check.h"
 
+#include <arpa/inet.h>
+#include <ucs/algorithm/crc.h>
+
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -317,6 +320,24 @@ absl::Status CheckWorkerAddress(absl::string_view peer, absl::string_view local)
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<size_t> RewriteTcpPorts(std::string* address, uint16_t port, bool* only_tcp) {
+  auto layout = ParseWorkerAddress(*address);
+  if (!layout.ok()) return layout.status();
+  const uint16_t tcp = ucs_crc16_string("tcp");
+  const uint16_t be = htons(port);
+  size_t rewritten = 0;
+  if (only_tcp != nullptr) *only_tcp = !layout->entries.empty();
+  for (const WorkerAddressEntry& e : layout->entries) {
+    if (e.tl_name_csum != tcp || e.iface_addr_len != sizeof(be)) {
+      if (only_tcp != nullptr) *only_tcp = false;
+      continue;
+    }
+    std::memcpy(address->data() + e.iface_addr_offset, &be, sizeof(be));
+    ++rewritten;
+  }
+  return rewritten;
 }
 
 }  // namespace aobj

@@ -94,6 +94,14 @@ uint64_t MmFifoSegmentId(absl::string_view iface_address);
 // mode this file does not describe).
 absl::Status CheckWorkerAddress(absl::string_view peer, absl::string_view local);
 
+// Test and conformance tools only (the attack of AOBJ-SEC-021): points the interface address of
+// every tcp entry of a packed worker address at `port`. In UCX 1.13.1 that address is
+// uct_tcp_iface_addr_t, the listening port alone in network byte order (src/uct/tcp/tcp.h); tcp's
+// entries are found by their transport name checksum. Returns how many it rewrote; `only_tcp`
+// (if set) tells whether every entry was tcp's.
+absl::StatusOr<size_t> RewriteTcpPorts(std::string* address, uint16_t port,
+                                       bool* only_tcp = nullptr);
+
 }  // namespace aobj
 
 #endif  // AOBJ_TRANSPORT_ADDRESS_CHECK_H_

@@ -5,6 +5,7 @@
 // answered within the server's bound, the session's data channel is failed for good, the server
 // is idle afterwards (CPU read from /proc), keeps serving a healthy client and stops on SIGTERM
 // within 5 s.
+#include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -12,9 +13,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -46,8 +49,8 @@ std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
-// CPU time (user + system) of a process, in clock ticks.
-long CpuTicks(pid_t pid) {
+// CPU time (user + system) of one process, in clock ticks.
+long OwnCpuTicks(pid_t pid) {
   std::string stat = Slurp("/proc/" + std::to_string(pid) + "/stat");
   const size_t close = stat.rfind(')');
   if (close == std::string::npos) return -1;
@@ -59,6 +62,29 @@ long CpuTicks(pid_t pid) {
     if (i == 15) stime = std::stol(field);
   }
   return utime + stime;
+}
+
+// The processes a server started (its data-channel processes), from every thread's children.
+std::vector<pid_t> ChildrenOf(pid_t pid) {
+  std::vector<pid_t> out;
+  const std::string task = "/proc/" + std::to_string(pid) + "/task";
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir(task.c_str()), closedir);
+  if (!dir) return out;
+  while (dirent* e = readdir(dir.get())) {
+    if (e->d_name[0] == '.') continue;
+    std::istringstream in(Slurp(task + "/" + e->d_name + "/children"));
+    for (pid_t child; in >> child;) out.push_back(child);
+  }
+  return out;
+}
+
+// CPU time of a server and of the data-channel processes it runs now: a confined server's UCX
+// work happens in those (AOBJ-SEC-021), so an idle server means all of them idle.
+long CpuTicks(pid_t pid) {
+  long total = OwnCpuTicks(pid);
+  if (total < 0) return total;
+  for (pid_t child : ChildrenOf(pid)) total += std::max(0L, OwnCpuTicks(child));
+  return total;
 }
 
 struct PeerRun {
@@ -526,6 +552,52 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BesideCase>& i) { return i.param.name; });
 
 // ---- fairness between principals (issue 16, control-plane probe finding 5) ---------------------
+
+// ---- a peer that writes UCX's wire format against the server (AOBJ-SEC-021) ---------------------
+
+// Issue 15's critical finding: UCX 1.13.1 asserts on a tcp header longer than its receive segment
+// and aborts the process. A client whose worker address names, as its tcp port, a service that
+// speaks first in another protocol (here the server's own gRPC port) made the server's worker read
+// HTTP/2 octets as a UCX header and aborted aobj-server for every tenant. Confined, the abort ends
+// only the attacker's data-channel process: the attacker's request fails, another principal's
+// session opened before the attack keeps moving data, the server keeps serving, and the
+// attacker's next session gets a fresh process.
+TEST_F(DeadPeerTest, APeerThatAbortsItsDataChannelProcessHarmsNoOneElse) {
+  ASSERT_NO_FATAL_FAILURE(PutObject("shared", 1 << 20));
+  ClientOptions o = testing::TestClientOptions(*server_);
+  o.access_key_id = "AKTESTSECOND";
+  o.secret = "second-secret-for-tests";
+  auto other = Client::Connect(o);
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto buf = (*other)->AllocateBuffer(1 << 20);
+  ASSERT_TRUE(buf.ok());
+  ASSERT_TRUE((*other)->Get("test-bucket", "shared", **buf).ok());
+  const std::string endpoint = server_->endpoint();
+  const std::string control_port = endpoint.substr(endpoint.rfind(':') + 1);
+  PeerRun attack = RunPeer({"--op", "get", "--key", "shared", "--size", std::to_string(1 << 20),
+                            "--behaviour", "healthy", "--tcp-port", control_port},
+                           "tcp");
+  ASSERT_NE(attack.status, -1) << attack.out << server_->log();
+  EXPECT_NE(attack.out.find("now name port " + control_port), std::string::npos) << attack.out;
+  ASSERT_TRUE(server_->Alive()) << "the attacker aborted the server:\n" << server_->log();
+  EXPECT_NE(server_->log().find("killed by signal 6 (SIGABRT)"), std::string::npos)
+      << "the attack did not reach UCX's assertion (nothing was tested):\n"
+      << attack.out << server_->log();
+  EXPECT_EQ(attack.out.find("code=OK"), std::string::npos) << attack.out;
+  // The other tenant's session, opened before, in a process the attack never reached.
+  std::memset((*buf)->data(), 0, 1 << 20);
+  auto get = (*other)->Get("test-bucket", "shared", **buf);
+  ASSERT_TRUE(get.ok()) << get.status() << server_->log();
+  EXPECT_EQ((*buf)->data()[(1 << 20) - 1], 0x33);
+  // The attacker's principal is served again, by a fresh process.
+  PeerRun again = RunPeer({"--op", "get", "--key", "shared", "--size", std::to_string(1 << 20),
+                           "--behaviour", "healthy"},
+                          "tcp");
+  EXPECT_EQ(ReplyOf(again.out, 1).code, "OK") << again.out << server_->log();
+  testing::ExpectStillServes(*server_, "after-abort", 0x61);
+  ExpectIdle();
+  ExpectStopsOnSigterm();
+}
 
 // Requests of one principal that hold their threads (here: PUTs from four stalled peers, each
 // stuck until the data wait passes) used to take every request thread, so another principal's

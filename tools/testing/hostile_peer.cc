@@ -15,6 +15,7 @@
 // With --window heap, the request's window is a heap buffer this process never registered,
 // described with the registered memory's rkey (spec AOBJ-MEM-012: such a window must fail);
 // after the reply the peer prints whether the server wrote or read it.
+// With --tcp-port PORT, the worker address sent in OpenSession names PORT as every tcp listener.
 //
 // Output, one line each: "opened session=HEX", "reply N code=NAME ms=ELAPSED",
 // "outside=untouched|written" (--window heap, GET).
@@ -39,6 +40,7 @@
 #include "control/raw_call.h"
 #include "control/rpc.h"
 #include "session/signer.h"
+#include "transport/address_check.h"
 #include "transport/ucx_context.h"
 #include "transport/ucx_memory.h"
 #include "wire/checksum.h"
@@ -53,10 +55,11 @@ namespace pb = aobj::v1;
 constexpr char kUsage[] = R"(usage: aobj-hostile-peer --endpoint HOST:PORT --access-key K --secret S
     [--bucket B] [--key KEY] [--op put|get|range|multipart] [--size BYTES] [--memory ucx|heap]
     [--behaviour healthy|stall|exit|stall-exit|crash] [--after-ms N] [--timeout-ms N] [--second]
-    [--window registered|heap]
+    [--window registered|heap] [--tcp-port PORT]
 A test tool: a client that stops progressing, exits or crashes in the middle of a transfer.
 range: GET of the object's middle half; multipart: an upload of four parts, then Complete.
 UCX_TLS selects the client's transports (for example tcp), UCX_ALLOC_PRIO its allocator.
+--tcp-port: the worker address sent in OpenSession names PORT as its tcp listener (UCX_TLS=tcp).
 )";
 
 struct Options {
@@ -65,6 +68,7 @@ struct Options {
   uint64_t size = 64 << 20;
   int64_t after_ms = 300;
   int64_t timeout_ms = 30000;
+  int64_t tcp_port = -1;  // --tcp-port; -1: the worker address as UCX packed it
   bool second = false;
 };
 
@@ -93,6 +97,8 @@ bool Parse(int argc, char** argv, Options* o) {
     else if (a == "--size") ok = number(&o->size);
     else if (a == "--after-ms") ok = number(&o->after_ms);
     else if (a == "--timeout-ms") ok = number(&o->timeout_ms);
+    else if (a == "--tcp-port")
+      ok = number(&o->tcp_port) && o->tcp_port >= 0 && o->tcp_port <= 65535;
     else if (a == "--second") o->second = true;
     else ok = false;
     if (!ok) return false;
@@ -119,8 +125,20 @@ class Peer {
     ucp_address_t* addr = nullptr;
     size_t len = 0;
     if (ucp_worker_get_address(worker_, &addr, &len) != UCS_OK) return Fail("address");
-    const std::string address(reinterpret_cast<const char*>(addr), len);
+    std::string address(reinterpret_cast<const char*>(addr), len);
     ucp_worker_release_address(worker_, addr);
+    if (o_.tcp_port >= 0) {
+      auto n = RewriteTcpPorts(&address, static_cast<uint16_t>(o_.tcp_port));
+      if (!n.ok()) return Fail(n.status());
+      if (*n == 0) {
+        fprintf(stderr,
+                "aobj-hostile-peer: no tcp entry in the worker address; run with "
+                "UCX_TLS=tcp\n");
+        return 2;
+      }
+      fprintf(stderr, "aobj-hostile-peer: %zu tcp entries now name port %lld\n", *n,
+              static_cast<long long>(o_.tcp_port));
+    }
     // AOBJ-SES-025: the server's endpoint challenges arrive as active messages.
     ucp_am_handler_param_t am{};
     am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
@@ -376,5 +394,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   aobj::Peer peer(o);
-  return peer.Run();
+  const int rc = peer.Run();
+  fflush(nullptr);
+  _exit(rc);  // a failure path may leave the progress thread running: skip ~Peer
 }

@@ -421,6 +421,24 @@ MUTANTS = {
         'ListBuckets applies its prefix after the page-full check, so a full page is marked truncated (with a token leading to an empty page) when any bucket outside the prefix sorts after it (AOBJ-OBJ-110)',
         [('src/server/handler_list.cc', '    if (!(b.name > start.position) || !absl::StartsWith(b.name, req.prefix())) continue;', '    if (!(b.name > start.position)) continue;'), ('src/server/handler_list.cc', '      break;\n    }\n    aobj::v1::BucketEntry* e = resp.add_buckets();', '      break;\n    }\n    if (!absl::StartsWith(b.name, req.prefix())) continue;\n    aobj::v1::BucketEntry* e = resp.add_buckets();')],
         'list/9.11/2', []),
+    # A seventh blind set (2026-11-26, run against the suite of bbead87): the 4 of 30 it missed,
+    # kept as regressions with the cases written for them.
+    'dat-empty-put-inline-data-ignored': (
+        'a PutObject/UploadPart of size 0 that carries non-empty inline_data is accepted (the inline octets dropped) instead of failing INVALID_ARGUMENT for inline_data length differing from size (AOBJ-DAT-007)',
+        [('src/server/body.cc', '    if (!body.inline_data->empty()) {\n      return MakeError(ErrorCode::kInvalidArgument, "inline_data given for a zero-byte body");\n    }\n', '    // Nothing to move for a zero-byte body, whatever inline_data holds.\n')],
+        'dat/8.5/4', []),
+    'obj-bucket-uppercase-accepted': (
+        'bucket names may hold upper-case letters after the first character (legacy S3 us-east-1 rule), e.g. aBc-bucket, instead of failing INVALID_BUCKET_NAME (AOBJ-OBJ-001)',
+        [('src/wire/names.cc', "    if (!IsLowerAlnum(c) && c != '.' && c != '-') {", "    if (!IsLowerAlnum(c) && !(c >= 'A' && c <= 'Z') && c != '.' && c != '-') {")],
+        'obj/9.2/8', []),
+    'cond-write-if-match-star-fails': (
+        'a PutObject (or copy/complete) with if_match "*" on a key that holds an object fails PRECONDITION_FAILED (the early check compares "*" with the ETag) instead of succeeding (AOBJ-OBJ-134)',
+        [('src/server/handler_object.cc', '    if (options.if_match_etag != "*" && options.if_match_etag != current->etag) {', '    if (options.if_match_etag != current->etag) {')],
+        'cond/9.10/11', []),
+    'flo-copy-takes-slot': (
+        'CopyObject takes an in-flight slot like a data request, so a copy while max_in_flight data requests run fails TOO_MANY_TRANSFERS (and a running copy blocks a PUT) (AOBJ-OBJ-158, AOBJ-SES-012)',
+        [('src/server/handler_copy.cc', '  auto source_conditions = ConditionsFromProto(req.source_preconditions());  // AOBJ-OBJ-131', '  auto slot = sessions_->Admit(s.id_hex);  // a copy moves a body like a data request\n  if (!slot.ok()) return slot.status();\n  auto source_conditions = ConditionsFromProto(req.source_preconditions());  // AOBJ-OBJ-131')],
+        'flo/10/5', []),
 }
 
 

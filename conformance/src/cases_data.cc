@@ -1140,6 +1140,47 @@ void RegisterDataCases(Registry& r) {
         for (size_t i = 0; i < 8192; ++i) untouched = untouched && m->data()[i] == 0x2d;
         ctx.Require(untouched, "no window was written", "all 0x2d", "written");
       });
+  Add(r, "dat/8.5/4",
+      "a PutObject or UploadPart of size 0 that carries inline_data: INVALID_ARGUMENT, nothing "
+      "written",
+      "core", {"AOBJ-DAT-007"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        const std::string body = "not empty";
+        pb::PutObjectRequest put;
+        put.set_bucket(f.bucket);
+        put.set_key("zero-with-inline");
+        put.set_size(0);
+        put.set_inline_data(body);
+        put.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        put.set_checksum(Crc32cOf(""));
+        ctx.RequireCode(f.p->Send(Method::kPutObject, put), ErrorCode::kInvalidArgument,
+                        "PutObject of size 0 with 9 octets of inline_data");
+        ctx.RequireCode(f.p->Head(f.bucket, "zero-with-inline"), ErrorCode::kNoSuchKey,
+                        "nothing written");
+        pb::CreateMultipartUploadRequest cm;
+        cm.set_bucket(f.bucket);
+        cm.set_key("zero-part");
+        RawReply cr = f.p->Send(Method::kCreateMultipartUpload, cm);
+        ctx.RequireOk(cr, "CreateMultipartUpload");
+        const auto created = Parse<pb::CreateMultipartUploadResponse>(ctx, cr, "Create");
+        pb::UploadPartRequest part;
+        part.set_bucket(f.bucket);
+        part.set_key("zero-part");
+        part.set_upload_id(created.upload_id());
+        part.set_part_number(1);
+        part.set_size(0);
+        part.set_inline_data(body);
+        part.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        part.set_checksum(Crc32cOf(""));
+        ctx.RequireCode(f.p->Send(Method::kUploadPart, part), ErrorCode::kInvalidArgument,
+                        "UploadPart of size 0 with 9 octets of inline_data");
+        pb::AbortMultipartUploadRequest ab;
+        ab.set_bucket(f.bucket);
+        ab.set_key("zero-part");
+        ab.set_upload_id(created.upload_id());
+        f.p->Send(Method::kAbortMultipartUpload, ab);
+        ctx.RequireStillServes();
+      });
   Add(r, "dat/8.5/3",
       "an empty PUT that carries a window moves nothing from it; a GET with neither a window nor "
       "accept_inline: DESCRIPTOR_TOO_SMALL",

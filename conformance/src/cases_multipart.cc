@@ -677,6 +677,40 @@ void RegisterMultipartCases(Registry& r) {
                         "a third data request while two are in flight");
         ctx.RequireStillServes();
       });
+  Add(r, "flo/10/5",
+      "CopyObject is not a data request: with max_in_flight (2) data requests held, a copy in "
+      "the same session succeeds at once",
+      "limits", {"AOBJ-OBJ-158", "AOBJ-SES-012"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "source", "copy me"), "PUT of a copy source");
+        auto stalled = ctx.NewPeer();
+        stalled->UseStalledWorker();
+        pb::OpenSessionRequest o = stalled->DefaultOpen();
+        o.mutable_requested_limits()->set_max_in_flight(2);
+        ctx.RequireOk(stalled->Open(o), "OpenSession with max_in_flight 2, stalled worker");
+        constexpr size_t kSize = 1 << 20;
+        auto heap = stalled->RegisterHeap(kSize, 0x5b);
+        RawReply copy;
+        WhileTwoAreHeld(
+            ctx, *stalled, "PUT",
+            [&](Peer& q, int i) {
+              return q.Send(Method::kPutObject,
+                            stalled->PutRequest(f.bucket, absl::StrCat("held-", i), *heap, kSize));
+            },
+            [&] {
+              pb::CopyObjectRequest c;
+              c.set_source_bucket(f.bucket);
+              c.set_source_key("source");
+              c.set_bucket(f.bucket);
+              c.set_key("copied");
+              copy = stalled->Send(Method::kCopyObject, c);
+            });
+        ctx.RequireOk(copy, "CopyObject in the session while two data requests are in flight");
+        std::string got;
+        ctx.RequireOk(f.p->Get(f.bucket, "copied", &got), "GET of the copy");
+        ctx.Require(got == "copy me", "the copy holds the source's octets", "copy me", got);
+        ctx.RequireStillServes();
+      });
   Add(r, "flo/10/3",
       "UploadPart takes an in-flight slot like PutObject and GetObject: with two parts held, a "
       "GET and a PUT are TOO_MANY_TRANSFERS",

@@ -165,6 +165,25 @@ void RegisterObjectCases(Registry& r) {
           ctx.RequireOk(p->Send(Method::kDeleteBucket, d), absl::StrCat("DeleteBucket ", name));
         }
       });
+  Add(r, "obj/9.2/8",
+      "bucket names with an upper-case letter after the first character: INVALID_BUCKET_NAME, "
+      "nothing created",
+      "core", {"AOBJ-OBJ-001"}, true, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        const std::string id = ctx.Unique("u");
+        const std::string tail = id.substr(id.size() > 8 ? id.size() - 8 : 0);
+        for (const std::string& name :
+             {"aB" + tail, "a" + tail + "-Z", "ab" + tail + ".cD", "a" + tail + "X9"}) {
+          ctx.RequireCode(p->CreateBucket(name), ErrorCode::kInvalidBucketName,
+                          absl::StrCat("CreateBucket \"", name, "\""));
+          pb::HeadBucketRequest h;
+          h.set_bucket(name);
+          RawReply hr = p->Send(Method::kHeadBucket, h);
+          ctx.Require(!hr.status.ok(), absl::StrCat("HeadBucket \"", name, "\" finds nothing"),
+                      "an error", Outcome(hr));
+        }
+        ctx.RequireStillServes();
+      });
   Add(r, "obj/9.2/2", "keys: 1025 octets KEY_TOO_LONG; empty or invalid UTF-8 INVALID_ARGUMENT",
       "core", {"AOBJ-OBJ-002"}, true, [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);
@@ -604,6 +623,27 @@ void RegisterObjectCases(Registry& r) {
                         "CopyObject If-Match on a destination that holds no object");
         ctx.RequireCode(f.p->Head(f.bucket, "absent"), ErrorCode::kNoSuchKey, "nothing written");
         ctx.RequireStillServes();
+      });
+  Add(r, "cond/9.10/11",
+      "If-Match \"*\" on a key that holds an object matches: the PutObject and the CopyObject "
+      "succeed and replace it",
+      "conditional", {"AOBJ-OBJ-134", "AOBJ-OBJ-131"}, false, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "k", "first"), "PUT of the object");
+        PutSpec star;
+        star.pre.set_if_match("*");
+        ctx.RequireOk(PutWith(*f.p, f.bucket, "k", "second", star),
+                      "PUT If-Match \"*\" of a key that holds an object");
+        std::string got;
+        ctx.RequireOk(f.p->Get(f.bucket, "k", &got), "GET after it");
+        ctx.Require(got == "second", "the PUT replaced the object", "second", got);
+        ctx.RequireOk(f.p->Put(f.bucket, "source", "third"), "PUT of a copy source");
+        pb::CopyObjectRequest c = CopyRequest(f.bucket, "source", f.bucket, "k");
+        c.mutable_preconditions()->set_if_match("*");
+        ctx.RequireOk(f.p->Send(Method::kCopyObject, c),
+                      "CopyObject If-Match \"*\" onto a key that holds an object");
+        ctx.RequireOk(f.p->Get(f.bucket, "k", &got), "GET after the copy");
+        ctx.Require(got == "third", "the copy replaced the object", "third", got);
       });
   Add(r, "cond/9.10/5", "eight concurrent create-only PUTs of one key: exactly one wins",
       "conditional", {"AOBJ-OBJ-134"}, true, [](CaseContext& ctx) {

@@ -44,9 +44,14 @@ bool IsProtocolError(const absl::Status& st) {
   return st.GetPayload(kErrorCodePayloadUrl).has_value();
 }
 
+std::string FailureLine(const std::string& what, const absl::Status& st) {
+  const bool described = IsProtocolError(st) || !ControlChannelFailure(st).empty();
+  return absl::StrCat("aobj: ", what, ": ",
+                      described ? tools::DescribeError(st) : std::string(st.message()));
+}
+
 int Fail(const std::string& what, const absl::Status& st) {
-  std::cerr << "aobj: " << what << ": "
-            << (IsProtocolError(st) ? tools::DescribeError(st) : std::string(st.message())) << "\n";
+  std::cerr << FailureLine(what, st) << "\n";
   return 1;
 }
 
@@ -656,11 +661,6 @@ void RunParallel(size_t n, int workers, uint32_t capacity,
 int Workers(Client& client, const CliSettings& settings) {
   if (settings.jobs > 0) return settings.jobs;
   return static_cast<int>(std::clamp<uint32_t>(client.session().limits.max_in_flight, 1, 16));
-}
-
-std::string FailureLine(const std::string& what, const absl::Status& st) {
-  return absl::StrCat("aobj: ", what, ": ",
-                      IsProtocolError(st) ? tools::DescribeError(st) : std::string(st.message()));
 }
 
 // "upload: 320 files, 12.3 MiB in 0.41 s (31.5 MB/s); 2 failed".

@@ -88,6 +88,12 @@ std::string Printable(absl::string_view text) {
 }
 
 std::string DescribeError(const absl::Status& status) {
+  // No reply from a server at all (issue 23): say what happened to the connection, not
+  // "INTERNAL (InternalError): control channel: ...".
+  if (std::string why = ControlChannelFailure(status); !why.empty()) {
+    return absl::StrCat("no reply from the server: ", why,
+                        why == "connection refused" ? " (is aobj-server still running?)" : "");
+  }
   const ErrorInfo info = GetErrorInfo(ErrorCodeOf(status));
   return absl::StrCat(std::string(info.name), " (", std::string(info.s3_code), "): ",
                       status.message());

@@ -115,6 +115,18 @@ class WorkerProcess {
                                    bool kill_late, int pass_fd = -1,
                                    const std::function<bool()>& abandoned = nullptr);
   void Post(Op op, const FrameWriter& fields);
+  // Call() in two halves, so that several requests can be in flight from one thread.
+  struct Pending {
+    Op op;
+    uint64_t id = 0;
+    absl::Notification done;
+    absl::Status status;
+    std::string results;
+  };
+  absl::StatusOr<std::shared_ptr<Pending>> Send(Op op, const FrameWriter& fields, int pass_fd = -1);
+  absl::StatusOr<std::string> Wait(const std::shared_ptr<Pending>& p, absl::Time deadline,
+                                   bool kill_late,
+                                   const std::function<bool()>& abandoned = nullptr);
   bool alive() {
     absl::MutexLock l(&mu_);
     return !ended_;
@@ -138,12 +150,6 @@ class WorkerProcess {
  private:
   WorkerProcess(pid_t pid, int fd, std::string refusal, std::function<void(const std::string&)> log)
       : pid_(pid), fd_(fd), refusal_(std::move(refusal)), log_(std::move(log)) {}
-  struct Pending {
-    Op op;
-    absl::Notification done;
-    absl::Status status;
-    std::string results;
-  };
   void ReadReplies();
   void Kill() { kill(pid_, SIGKILL); }
 
@@ -329,12 +335,10 @@ void WorkerProcess::ReadReplies() {
   gone_.Notify();
 }
 
-absl::StatusOr<std::string> WorkerProcess::Call(Op op, const FrameWriter& fields,
-                                                absl::Time deadline, bool kill_late, int pass_fd,
-                                                const std::function<bool()>& abandoned) {
+absl::StatusOr<std::shared_ptr<WorkerProcess::Pending>> WorkerProcess::Send(
+    Op op, const FrameWriter& fields, int pass_fd) {
   auto p = std::make_shared<Pending>();
   p->op = op;
-  uint64_t id;
   {
     absl::MutexLock l(&mu_);
     if (ended_) {
@@ -342,33 +346,37 @@ absl::StatusOr<std::string> WorkerProcess::Call(Op op, const FrameWriter& fields
           ErrorCode::kDataChannelUnavailable,
           absl::StrCat("the session's data-channel process ended (", end_reason_, ")"));
     }
-    id = next_id_++;
-    pending_[id] = p;
+    p->id = next_id_++;
+    pending_[p->id] = p;
   }
   FrameWriter w;
   w.U32(static_cast<uint32_t>(op));
-  w.U64(id);
+  w.U64(p->id);
   absl::Status sent;
   {
     absl::MutexLock l(&send_mu_);
     sent = confined::WriteFrame(fd_, w.body() + fields.body(), pass_fd);
   }
-  if (!sent.ok()) {
-    // The process is gone or going; the reader fails the call once it is reaped.
-    Kill();
-  }
+  // The process is gone or going; the reader fails the call once it is reaped.
+  if (!sent.ok()) Kill();
+  return p;
+}
+
+absl::StatusOr<std::string> WorkerProcess::Wait(const std::shared_ptr<Pending>& p,
+                                                absl::Time deadline, bool kill_late,
+                                                const std::function<bool()>& abandoned) {
   bool told = false;
   while (!p->done.WaitForNotificationWithTimeout(absl::Milliseconds(20))) {
     if (!told && abandoned && abandoned()) {
       FrameWriter a;
-      a.U64(id);
+      a.U64(p->id);
       Post(Op::kAbandon, a);
       told = true;
     }
     if (absl::Now() >= deadline) {
       if (!kill_late) {
         absl::MutexLock l(&mu_);
-        pending_.erase(id);
+        pending_.erase(p->id);
         return MakeError(ErrorCode::kDataChannelUnavailable,
                          "the data-channel process did not answer in time");
       }
@@ -385,6 +393,14 @@ absl::StatusOr<std::string> WorkerProcess::Call(Op op, const FrameWriter& fields
   }
   if (!p->status.ok()) return p->status;
   return std::move(p->results);
+}
+
+absl::StatusOr<std::string> WorkerProcess::Call(Op op, const FrameWriter& fields,
+                                                absl::Time deadline, bool kill_late, int pass_fd,
+                                                const std::function<bool()>& abandoned) {
+  auto p = Send(op, fields, pass_fd);
+  if (!p.ok()) return p.status();
+  return Wait(*p, deadline, kill_late, abandoned);
 }
 
 void WorkerProcess::Post(Op op, const FrameWriter& fields) {

@@ -1,7 +1,10 @@
 // Shared helpers of the command-line tools.
 #include "tool_util.h"
 
+#include "absl/strings/cord.h"
+#include "aobj/status.h"
 #include "gtest/gtest.h"
+#include "wire/error_registry.h"
 
 namespace aobj::tools {
 namespace {
@@ -13,6 +16,23 @@ TEST(PrintableTest, EscapesControlCharactersAndKeepsTheRest) {
   EXPECT_EQ(Printable("a\x1b[2Jb"), "a\\x1b[2Jb");
   EXPECT_EQ(Printable(std::string("\0\t\n\r\x7f", 5)), "\\x00\\x09\\x0a\\x0d\\x7f");
   EXPECT_EQ(Printable(""), "");
+}
+
+}  // namespace
+}  // namespace aobj::tools
+
+// Issue 23: a command whose connection was lost says so, not "INTERNAL (InternalError): control
+// channel: ..."; a server's own error keeps its AOBJ and S3 names.
+namespace aobj::tools {
+namespace {
+
+TEST(DescribeErrorTest, NoReplyFromTheServerIsSaidPlainly) {
+  absl::Status lost = MakeError(ErrorCode::kInternal, "control channel: Socket closed");
+  lost.SetPayload(kControlChannelPayloadUrl, absl::Cord("connection refused"));
+  EXPECT_EQ(aobj::tools::DescribeError(lost),
+            "no reply from the server: connection refused (is aobj-server still running?)");
+  EXPECT_EQ(aobj::tools::DescribeError(MakeError(ErrorCode::kNoSuchKey, "no such key")),
+            "NO_SUCH_KEY (NoSuchKey): no such key");
 }
 
 }  // namespace

@@ -88,13 +88,14 @@ std::string Printable(absl::string_view text) {
 }
 
 std::string DescribeError(const absl::Status& status) {
-  // No reply from a server at all (issue 23): say what happened to the connection, not
-  // "INTERNAL (InternalError): control channel: ...".
+  const ErrorInfo info = GetErrorInfo(ErrorCodeOf(status));
+  // No AOBJ reply at all (issue 23): say what happened to the connection instead of gRPC's own
+  // words; the code (INTERNAL, AOBJ-ERR-006) stays first, for scripts.
   if (std::string why = ControlChannelFailure(status); !why.empty()) {
-    return absl::StrCat("no reply from the server: ", why,
+    return absl::StrCat(std::string(info.name), " (", std::string(info.s3_code),
+                        "): no reply from the server: ", why,
                         why == "connection refused" ? " (is aobj-server still running?)" : "");
   }
-  const ErrorInfo info = GetErrorInfo(ErrorCodeOf(status));
   return absl::StrCat(std::string(info.name), " (", std::string(info.s3_code), "): ",
                       status.message());
 }

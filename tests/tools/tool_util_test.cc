@@ -29,8 +29,10 @@ namespace {
 TEST(DescribeErrorTest, NoReplyFromTheServerIsSaidPlainly) {
   absl::Status lost = MakeError(ErrorCode::kInternal, "control channel: Socket closed");
   lost.SetPayload(kControlChannelPayloadUrl, absl::Cord("connection refused"));
-  EXPECT_EQ(aobj::tools::DescribeError(lost),
-            "no reply from the server: connection refused (is aobj-server still running?)");
+  EXPECT_EQ(
+      aobj::tools::DescribeError(lost),
+      "INTERNAL (InternalError): no reply from the server: connection refused (is aobj-server "
+      "still running?)");
   EXPECT_EQ(aobj::tools::DescribeError(MakeError(ErrorCode::kNoSuchKey, "no such key")),
             "NO_SUCH_KEY (NoSuchKey): no such key");
 }

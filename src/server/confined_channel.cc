@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -45,7 +46,10 @@ constexpr absl::Duration kProcessSlack = absl::Seconds(5);
 constexpr absl::Duration kRequestBound = absl::Seconds(10);
 // Buffers smaller than this are not made; free buffers kept per process.
 constexpr uint64_t kMinBuffer = 1 << 20;
-constexpr size_t kFreeBuffersKept = 8;
+// Free buffers a process keeps for reuse, in octets; none once its sessions all closed.
+constexpr uint64_t kFreeBytesKept = 64 << 20;
+// Processes kept without any session (for a principal that comes back); older ones end.
+constexpr size_t kIdleProcessesKept = 4;
 
 // The codes a data-channel process may report; anything else it sends is INTERNAL (it may have
 // been taken over, and must not steer what the client is told).
@@ -142,10 +146,21 @@ class WorkerProcess {
   // A buffer of at least `bytes`, mapped in the process; back with GiveBuffer.
   absl::StatusOr<Buffer> TakeBuffer(uint64_t bytes);
   void GiveBuffer(Buffer buffer);
+  // Unmaps free buffers (here and in the process) until at most `keep_bytes` of them remain.
+  void TrimBuffers(uint64_t keep_bytes);
 
   // Endpoints of sessions on it (the channel's lock guards it).
   size_t endpoints = 0;
-  std::string principal;
+  // The access key it serves ("" while it is the spare).
+  void set_principal(const std::string& p) {
+    absl::MutexLock l(&mu_);
+    principal_ = p;
+  }
+  std::string principal() {
+    absl::MutexLock l(&mu_);
+    return principal_;
+  }
+  absl::Time idle_since = absl::InfinitePast();  // when `endpoints` last fell to 0
 
  private:
   WorkerProcess(pid_t pid, int fd, std::string refusal, std::function<void(const std::string&)> log)
@@ -159,12 +174,14 @@ class WorkerProcess {
   const std::function<void(const std::string&)> log_;
   std::thread reader_;
   absl::Notification gone_;  // reaped
+  std::atomic<bool> closing_{false};  // the destructor ended it
   absl::Mutex send_mu_;
   absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<uint64_t, std::shared_ptr<Pending>> pending_ ABSL_GUARDED_BY(mu_);
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   std::string end_reason_ ABSL_GUARDED_BY(mu_);
+  std::string principal_ ABSL_GUARDED_BY(mu_);
   uint64_t next_buffer_ ABSL_GUARDED_BY(mu_) = 1;
   std::vector<Buffer> free_ ABSL_GUARDED_BY(mu_);
   std::vector<Buffer> all_ ABSL_GUARDED_BY(mu_);  // every mapping, unmapped at destruction
@@ -272,6 +289,7 @@ absl::StatusOr<std::shared_ptr<WorkerProcess>> WorkerProcess::Spawn(
 
 WorkerProcess::~WorkerProcess() {
   // The process exits when its stream ends; one that does not within a second is killed.
+  closing_.store(true);
   shutdown(fd_, SHUT_WR);
   if (!gone_.WaitForNotificationWithTimeout(absl::Seconds(1))) Kill();
   if (reader_.joinable()) reader_.join();
@@ -317,6 +335,11 @@ void WorkerProcess::ReadReplies() {
   while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
   const std::string reason = absl::StrCat(DescribeExit(status), why.empty() ? "" : "; ", why);
+  // AOBJ-SEC-022: an end the server did not ask for is logged when it happens.
+  if (!closing_.load() && log_) {
+    log_(absl::StrCat("event=data_channel_process_ended pid=", pid_, " principal=", principal(),
+                      " reason=\"", reason, "\""));
+  }
   std::vector<std::shared_ptr<Pending>> failed;
   {
     absl::MutexLock l(&mu_);
@@ -383,8 +406,8 @@ absl::StatusOr<std::string> WorkerProcess::Wait(const std::shared_ptr<Pending>& 
       // AOBJ-DAT-157: a process that does not end its batch in time is ended; the reply waits
       // until it is gone.
       if (log_) {
-        log_(absl::StrCat("event=data_channel_process_killed pid=", pid_, " principal=", principal,
-                          " reason=\"no answer within the bound\""));
+        log_(absl::StrCat("event=data_channel_process_killed pid=", pid_,
+                          " principal=", principal(), " reason=\"no answer within the bound\""));
       }
       Kill();
       p->done.WaitForNotification();
@@ -454,21 +477,37 @@ absl::StatusOr<Buffer> WorkerProcess::TakeBuffer(uint64_t bytes) {
 }
 
 void WorkerProcess::GiveBuffer(Buffer buffer) {
-  Buffer drop;
   {
     absl::MutexLock l(&mu_);
     if (ended_) return;  // unmapped at destruction
     free_.push_back(buffer);
-    if (free_.size() <= kFreeBuffersKept) return;
-    drop = free_.front();
-    free_.erase(free_.begin());
-    all_.erase(
-        std::find_if(all_.begin(), all_.end(), [&](const Buffer& b) { return b.id == drop.id; }));
   }
-  FrameWriter f;
-  f.U64(drop.id);
-  Post(Op::kDropBuffer, f);
-  munmap(drop.base, drop.size);
+  TrimBuffers(kFreeBytesKept);
+}
+
+void WorkerProcess::TrimBuffers(uint64_t keep_bytes) {
+  std::vector<Buffer> drop;
+  {
+    absl::MutexLock l(&mu_);
+    if (ended_) return;
+    uint64_t kept = 0;
+    for (const Buffer& b : free_) kept += b.size;
+    // The oldest go first (free_ is in the order buffers came back).
+    while (!free_.empty() && kept > keep_bytes) {
+      kept -= free_.front().size;
+      drop.push_back(free_.front());
+      const uint64_t id = free_.front().id;
+      free_.erase(free_.begin());
+      all_.erase(
+          std::find_if(all_.begin(), all_.end(), [&](const Buffer& b) { return b.id == id; }));
+    }
+  }
+  for (const Buffer& b : drop) {
+    FrameWriter f;
+    f.U64(b.id);
+    Post(Op::kDropBuffer, f);
+    munmap(b.base, b.size);
+  }
 }
 
 class ConfinedChannel final : public DataChannel {
@@ -560,6 +599,7 @@ class ConfinedChannel final : public DataChannel {
     FrameWriter f;
     f.U64(child_ep);
     proc->Call(Op::kDisconnect, f, absl::Now() + kRequestBound, false).IgnoreError();
+    RetireIdle(proc);
   }
 
   absl::Status Execute(uint64_t endpoint, const RmaBatch& batch) override {
@@ -637,6 +677,33 @@ class ConfinedChannel final : public DataChannel {
     PeerRmaRefusals refused;
   };
 
+  // After `proc` lost a session: with none left it keeps no free buffers, and beyond
+  // kIdleProcessesKept processes without sessions the one idle longest ends (issue 15: idle
+  // principals must not hold the server's memory).
+  void RetireIdle(const std::shared_ptr<WorkerProcess>& proc) {
+    std::shared_ptr<WorkerProcess> retired;
+    {
+      absl::MutexLock l(&mu_);
+      if (proc->endpoints != 0) return;
+      proc->idle_since = absl::Now();
+      size_t idle = 0;
+      auto oldest = processes_.end();
+      for (auto it = processes_.begin(); it != processes_.end(); ++it) {
+        if (it->second->endpoints != 0) continue;
+        ++idle;
+        if (oldest == processes_.end() || it->second->idle_since < oldest->second->idle_since) {
+          oldest = it;
+        }
+      }
+      if (idle > kIdleProcessesKept && oldest != processes_.end()) {
+        retired = std::move(oldest->second);
+        processes_.erase(oldest);
+      }
+    }
+    proc->TrimBuffers(0);
+    // `retired` ends here, outside the lock: its stream closes and it exits.
+  }
+
   bool Lookup(uint64_t endpoint, std::shared_ptr<WorkerProcess>* proc, uint64_t* child_ep) {
     absl::MutexLock l(&mu_);
     auto it = endpoints_.find(endpoint);
@@ -698,16 +765,9 @@ class ConfinedChannel final : public DataChannel {
         ++it->second->endpoints;
         return it->second;
       }
-      if (it != processes_.end()) {
-        if (options_.log) {
-          options_.log(absl::StrCat("event=data_channel_process_ended pid=", it->second->pid(),
-                                    " principal=", principal, " reason=\"",
-                                    it->second->end_reason(), "\" replaced=true"));
-        }
-        processes_.erase(it);
-      }
+      if (it != processes_.end()) processes_.erase(it);  // it ended (and said so)
       if (spare_ && spare_->alive()) {
-        spare_->principal = principal;
+        spare_->set_principal(principal);
         ++spare_->endpoints;
         auto proc = std::move(spare_);
         processes_[principal] = proc;
@@ -745,7 +805,7 @@ class ConfinedChannel final : public DataChannel {
       ++it->second->endpoints;
       return it->second;
     }
-    (*proc)->principal = principal;
+    (*proc)->set_principal(principal);
     ++(*proc)->endpoints;
     processes_[principal] = *proc;
     if (options_.log) {
@@ -798,9 +858,10 @@ absl::StatusOr<std::string> FindDataWorker(const std::string& configured) {
 #ifdef AOBJ_DATA_WORKER_INSTALL_PATH
   if (consider(AOBJ_DATA_WORKER_INSTALL_PATH)) return std::string(AOBJ_DATA_WORKER_INSTALL_PATH);
 #endif
-  return absl::NotFoundError(
-      absl::StrCat("no aobj-data-worker executable (looked at ", absl::StrJoin(tried, ", "),
-                   "); build it, set AOBJ_DATA_WORKER, or run the data channel unconfined"));
+  return absl::NotFoundError(absl::StrCat(
+      "no aobj-data-worker executable (looked at ", absl::StrJoin(tried, ", "),
+      "); build it, name it (--data-worker PATH or $AOBJ_DATA_WORKER), or run the data "
+      "channel in the server's process (--data-isolation none)"));
 }
 
 absl::StatusOr<std::unique_ptr<DataChannel>> NewConfinedDataChannel(

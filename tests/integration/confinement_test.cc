@@ -66,6 +66,7 @@ class ConfinedServerTest : public ::testing::Test {
     o.allow_plaintext = true;
     o.credentials[kFirst] = "first-secret";
     o.credentials[kSecond] = "second-secret";
+    for (int i = 0; i < 7; ++i) o.credentials["AKIDLE" + std::to_string(i)] = "idle-secret";
     o.data_isolation = ServerOptions::DataIsolation::kProcessPerPrincipal;
     o.data_channel.net_devices = "lo";
     o.data_wait_ms = 2000;
@@ -160,6 +161,24 @@ TEST_F(ConfinedServerTest, ADeadProcessFailsOnlyItsPrincipal) {
   const std::vector<pid_t> after = DataWorkers();
   EXPECT_EQ(after.size(), 2u);
   for (pid_t p : after) EXPECT_NE(p, a_process);
+}
+
+// Idle principals do not keep the server's memory: a process whose sessions all closed keeps no
+// transfer buffer, and at most four such processes stay (issue 15). Seven principals in turn,
+// each with one session that moves 2 MiB and closes.
+TEST_F(ConfinedServerTest, IdleProcessesAreBounded) {
+  for (int i = 0; i < 7; ++i) {
+    const std::string key = "AKIDLE" + std::to_string(i);
+    auto c = Connect(key.c_str(), "idle-secret");
+    ASSERT_TRUE(c);
+    ASSERT_TRUE(RoundTrip(*c, key, static_cast<uint8_t>(0x10 + i)).ok());
+  }  // each session closed here
+  EXPECT_LE(DataWorkers().size(), 4u);
+  EXPECT_EQ(server_->stats().endpoints, 0u);
+  // A principal whose process ended is served by a new one.
+  auto again = Connect("AKIDLE0", "idle-secret");
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(RoundTrip(*again, "again", 0x77).ok());
 }
 
 // What a data-channel process may not do to the server (AOBJ-SEC-021): the server is not

@@ -228,6 +228,49 @@ void RegisterDataCases(Registry& r) {
         ctx.RequireOk(f.p->Get(f.bucket, "o", &back, nullptr, 4 << 20), "GET");
         ctx.Require(back == body, "the object is the PUT's body", "equal", "differs");
       });
+  Add(r, "dat/8.3/4",
+      "the checksum is checked whatever path the body took: an empty PUT and an inline PUT with a "
+      "wrong checksum are BAD_DIGEST, nothing committed",
+      "core", {"AOBJ-DAT-005"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "k", "the old object"), "PUT of the old object");
+        pb::PutObjectRequest empty;
+        empty.set_bucket(f.bucket);
+        empty.set_key("k");
+        empty.set_size(0);
+        empty.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        empty.set_checksum(Crc32cOf("x"));  // not the CRC32C of nothing
+        ctx.RequireCode(f.p->Send(Method::kPutObject, empty), ErrorCode::kBadDigest,
+                        "PUT of 0 octets whose checksum is not that of nothing");
+        std::string back;
+        ctx.RequireOk(f.p->Get(f.bucket, "k", &back), "GET");
+        ctx.Require(back == "the old object", "the key still holds the old object",
+                    "the old object", absl::StrCat(back.size(), " octets"));
+        if (!f.p->Negotiated(kCapInline)) {
+          ctx.Note("INLINE not negotiated: the inline half is not run");
+          return;
+        }
+        const std::string body = "an inline body";
+        pb::PutObjectRequest in;
+        in.set_bucket(f.bucket);
+        in.set_key("k");
+        in.set_size(body.size());
+        in.set_inline_data(body);
+        in.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        std::string sum = Crc32cOf(body);
+        sum[0] = static_cast<char>(sum[0] ^ 0x80);
+        in.set_checksum(sum);
+        ctx.RequireCode(f.p->Send(Method::kPutObject, in), ErrorCode::kBadDigest,
+                        "inline PUT with one checksum bit flipped");
+        ctx.RequireOk(f.p->Get(f.bucket, "k", &back), "GET");
+        ctx.Require(back == "the old object", "the key still holds the old object",
+                    "the old object", absl::StrCat(back.size(), " octets"));
+        in.set_key("fresh");
+        ctx.RequireCode(f.p->Send(Method::kPutObject, in), ErrorCode::kBadDigest,
+                        "the same inline PUT to a new key");
+        ctx.RequireCode(f.p->Head(f.bucket, "fresh"), ErrorCode::kNoSuchKey, "nothing committed");
+        ctx.RequireStillServes();
+      });
   Add(r, "dat/8.3/2", "a PUT whose checksum differs: BAD_DIGEST, nothing committed", "checksums",
       {"AOBJ-DAT-005", "AOBJ-OBJ-014"}, true, [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);

@@ -727,6 +727,26 @@ void RegisterObjectCases(Registry& r) {
         ctx.RequireCode(f.p->Head(f.bucket, "dst"), ErrorCode::kNoSuchKey, "nothing created");
         ctx.RequireStillServes();
       });
+  Add(r, "copy/9.14/7",
+      "only the same bucket AND key is a copy onto itself: the same key in another bucket, or "
+      "another key in the same bucket, copies without REPLACE",
+      "copy", {"AOBJ-OBJ-151", "AOBJ-OBJ-150"}, false, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        const std::string other = ctx.NewBucket(*f.p);
+        ctx.RequireOk(f.p->Put(f.bucket, "k", "the source"), "PUT of the source");
+        ctx.RequireOk(f.p->Send(Method::kCopyObject, CopyRequest(f.bucket, "k", other, "k")),
+                      "copy to the same key in another bucket, without REPLACE");
+        std::string got;
+        ctx.RequireOk(f.p->Get(other, "k", &got), "GET of the copy");
+        ctx.Require(got == "the source", "the copy holds the source's octets", "the source", got);
+        ctx.RequireOk(f.p->Put(other, "k2", "second"), "PUT of a second source");
+        ctx.RequireOk(f.p->Send(Method::kCopyObject, CopyRequest(other, "k2", f.bucket, "k2")),
+                      "copy of another key to the same key name in the first bucket");
+        ctx.RequireOk(f.p->Send(Method::kCopyObject, CopyRequest(f.bucket, "k", f.bucket, "k3")),
+                      "copy to another key of the same bucket, without REPLACE");
+        ctx.RequireOk(f.p->Get(f.bucket, "k3", &got), "GET of that copy");
+        ctx.Require(got == "the source", "it holds the source's octets", "the source", got);
+      });
   Add(r, "copy/9.14/3", "copy preconditions: source failures are PRECONDITION_FAILED; destination "
                         "as for PUT",
       "copy", {"AOBJ-OBJ-152", "AOBJ-OBJ-153"}, true, [](CaseContext& ctx) {

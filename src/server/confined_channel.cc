@@ -1,10 +1,12 @@
 #include "server/confined_channel.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -164,9 +166,20 @@ class WorkerProcess {
 
  private:
   WorkerProcess(pid_t pid, int fd, std::string refusal, std::function<void(const std::string&)> log)
-      : pid_(pid), fd_(fd), refusal_(std::move(refusal)), log_(std::move(log)) {}
+      : pid_(pid), fd_(fd), refusal_(std::move(refusal)), log_(std::move(log)) {
+    pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
+  }
   void ReadReplies();
-  void Kill() { kill(pid_, SIGKILL); }
+  // Ends the process for certain: SIGKILL by pidfd (never a recycled pid), and the stream shut
+  // so that the reader sees its end even if something else still holds the other side.
+  void Kill() {
+    if (pidfd_ >= 0) {
+      syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
+    } else if (!reaped_.load()) {
+      kill(pid_, SIGKILL);
+    }
+    shutdown(fd_, SHUT_RDWR);
+  }
 
   const pid_t pid_;
   const int fd_;
@@ -175,6 +188,8 @@ class WorkerProcess {
   std::thread reader_;
   absl::Notification gone_;  // reaped
   std::atomic<bool> closing_{false};  // the destructor ended it
+  std::atomic<bool> reaped_{false};
+  int pidfd_ = -1;  // pidfd_open(pid_), where the kernel has it
   absl::Mutex send_mu_;
   absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
@@ -191,7 +206,12 @@ absl::StatusOr<std::shared_ptr<WorkerProcess>> WorkerProcess::Spawn(
     const std::string& path, const DataChannelOptions& transport,
     const std::function<void(const std::string&)>& log) {
   int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
+    // A process that stops reading cannot hold a server thread in sendmsg: past this a send
+    // fails and the process is ended.
+    timeval tv{5, 0};
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  } else {
     return MakeError(
         ErrorCode::kSlowDown,
         absl::StrCat("cannot start a data-channel process: socketpair: ", strerror(errno)));
@@ -221,6 +241,7 @@ absl::StatusOr<std::shared_ptr<WorkerProcess>> WorkerProcess::Spawn(
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addclosefrom_np(&fa, 4);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -294,6 +315,7 @@ WorkerProcess::~WorkerProcess() {
   if (!gone_.WaitForNotificationWithTimeout(absl::Seconds(1))) Kill();
   if (reader_.joinable()) reader_.join();
   close(fd_);
+  if (pidfd_ >= 0) close(pidfd_);
   absl::MutexLock l(&mu_);
   for (const Buffer& b : all_) munmap(b.base, b.size);
 }
@@ -334,6 +356,7 @@ void WorkerProcess::ReadReplies() {
   int status = 0;
   while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
+  reaped_.store(true);
   const std::string reason = absl::StrCat(DescribeExit(status), why.empty() ? "" : "; ", why);
   // AOBJ-SEC-022: an end the server did not ask for is logged when it happens.
   if (!closing_.load() && log_) {
@@ -375,6 +398,12 @@ absl::StatusOr<std::shared_ptr<WorkerProcess::Pending>> WorkerProcess::Send(
   FrameWriter w;
   w.U32(static_cast<uint32_t>(op));
   w.U64(p->id);
+  if (w.body().size() + fields.body().size() > confined::kMaxFrame) {
+    absl::MutexLock l(&mu_);
+    pending_.erase(p->id);
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the request's descriptors and keys exceed what one batch may carry");
+  }
   absl::Status sent;
   {
     absl::MutexLock l(&send_mu_);
@@ -430,8 +459,12 @@ void WorkerProcess::Post(Op op, const FrameWriter& fields) {
   FrameWriter w;
   w.U32(static_cast<uint32_t>(op));
   w.U64(0);
-  absl::MutexLock l(&send_mu_);
-  confined::WriteFrame(fd_, w.body() + fields.body()).IgnoreError();
+  absl::Status sent;
+  {
+    absl::MutexLock l(&send_mu_);
+    sent = confined::WriteFrame(fd_, w.body() + fields.body());
+  }
+  if (!sent.ok()) Kill();
 }
 
 absl::StatusOr<Buffer> WorkerProcess::TakeBuffer(uint64_t bytes) {
@@ -450,8 +483,11 @@ absl::StatusOr<Buffer> WorkerProcess::TakeBuffer(uint64_t bytes) {
     id = next_buffer_++;
   }
   const uint64_t size = std::max(kMinBuffer, (bytes + kMinBuffer - 1) / kMinBuffer * kMinBuffer);
-  const int fd = memfd_create("aobj-transfer", MFD_CLOEXEC);
-  if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) {
+  // Sealed at its size: a process taken over by its peer holds the descriptor too, and a buffer
+  // it shrank would make the server's own copy fault (SIGBUS).
+  const int fd = memfd_create("aobj-transfer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0 ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     const std::string why = strerror(errno);
     if (fd >= 0) close(fd);
     return MakeError(ErrorCode::kSlowDown, absl::StrCat("no transfer buffer: ", why));
@@ -472,7 +508,16 @@ absl::StatusOr<Buffer> WorkerProcess::TakeBuffer(uint64_t bytes) {
   f.U64(size);
   auto added = Call(Op::kAddBuffer, f, absl::Now() + kRequestBound, true, fd);
   close(fd);
-  if (!added.ok()) return added.status();
+  if (!added.ok()) {
+    // Not the process's: unmapped at once, so that refusals cannot pile up mappings here.
+    {
+      absl::MutexLock l(&mu_);
+      all_.erase(
+          std::find_if(all_.begin(), all_.end(), [&](const Buffer& x) { return x.id == b.id; }));
+    }
+    munmap(b.base, b.size);
+    return added.status();
+  }
   return b;
 }
 
@@ -595,10 +640,13 @@ class ConfinedChannel final : public DataChannel {
       endpoints_.erase(it);
       --proc->endpoints;
     }
-    if (!proc->alive()) return;
-    FrameWriter f;
-    f.U64(child_ep);
-    proc->Call(Op::kDisconnect, f, absl::Now() + kRequestBound, false).IgnoreError();
+    if (proc->alive()) {
+      FrameWriter f;
+      f.U64(child_ep);
+      // The reaper calls this for every lapsed session: a process that does not answer within
+      // a second is ended rather than let it hold the reaper.
+      proc->Call(Op::kDisconnect, f, absl::Now() + absl::Seconds(1), true).IgnoreError();
+    }
     RetireIdle(proc);
   }
 
@@ -684,6 +732,15 @@ class ConfinedChannel final : public DataChannel {
     std::shared_ptr<WorkerProcess> retired;
     {
       absl::MutexLock l(&mu_);
+      if (!proc->alive()) {
+        // An ended process goes as soon as its principal has nothing on it, buffers and all.
+        auto it = processes_.find(proc->principal());
+        if (proc->endpoints == 0 && it != processes_.end() && it->second == proc) {
+          retired = std::move(it->second);
+          processes_.erase(it);
+        }
+        return;
+      }
       if (proc->endpoints != 0) return;
       proc->idle_since = absl::Now();
       size_t idle = 0;
@@ -738,7 +795,8 @@ class ConfinedChannel final : public DataChannel {
     Totals t;
     for (auto& p : Processes()) {
       if (!p->alive()) continue;
-      auto reply = p->Call(Op::kStats, FrameWriter(), absl::Now() + absl::Seconds(2), false);
+      // Short: a process that does not answer at once counts nothing (scrapes must not wait).
+      auto reply = p->Call(Op::kStats, FrameWriter(), absl::Now() + absl::Milliseconds(500), false);
       if (!reply.ok()) continue;
       FrameReader r(*reply);
       uint64_t endpoints = 0, rkeys = 0, failed = 0;

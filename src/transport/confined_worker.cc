@@ -1,6 +1,11 @@
 #include "transport/confined_worker.h"
 
+#include <linux/audit.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -258,8 +263,78 @@ class Worker {
 
 }  // namespace
 
+namespace {
+
+// The architecture the filter below was written for; elsewhere no filter is installed.
+#if defined(__x86_64__)
+constexpr uint32_t kAuditArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+constexpr uint32_t kAuditArch = AUDIT_ARCH_AARCH64;
+#else
+constexpr uint32_t kAuditArch = 0;
+#endif
+
+// A seccomp filter: the process may not create processes (only threads), trace or reach other
+// processes' memory, take their descriptors, or signal anything but itself. Refused calls fail
+// EPERM (clone3 ENOSYS, so that the C library falls back to clone, whose flags can be read).
+std::string InstallSyscallFilter() {
+  if (kAuditArch == 0) return "no seccomp filter for this architecture; ";
+  const uint32_t self = static_cast<uint32_t>(getpid());
+  constexpr uint32_t kErrno = SECCOMP_RET_ERRNO | EPERM;
+  std::vector<sock_filter> f = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kAuditArch, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+  };
+  auto deny = [&f](long nr, uint32_t ret) {
+    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1));
+    f.push_back(BPF_STMT(BPF_RET | BPF_K, ret));
+  };
+#ifdef __NR_fork
+  deny(__NR_fork, kErrno);
+#endif
+#ifdef __NR_vfork
+  deny(__NR_vfork, kErrno);
+#endif
+  deny(__NR_clone3, SECCOMP_RET_ERRNO | ENOSYS);
+  deny(__NR_ptrace, kErrno);
+  deny(__NR_process_vm_readv, kErrno);
+  deny(__NR_process_vm_writev, kErrno);
+  deny(__NR_pidfd_getfd, kErrno);
+  deny(__NR_pidfd_send_signal, kErrno);
+  deny(__NR_pidfd_open, kErrno);
+  deny(__NR_execve, kErrno);
+  deny(__NR_execveat, kErrno);
+  // clone: only with CLONE_THREAD (a thread of this process).
+  f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4));
+  f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])));
+  f.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1));
+  f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  f.push_back(BPF_STMT(BPF_RET | BPF_K, kErrno));
+  // kill and tgkill: only this process, named by its pid (not 0 or a negative group: the
+  // process shares the server's process group).
+  for (long nr : {static_cast<long>(__NR_kill), static_cast<long>(__NR_tgkill)}) {
+    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 4));
+    f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])));
+    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, self, 1, 0));
+    f.push_back(BPF_STMT(BPF_RET | BPF_K, kErrno));
+    f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  }
+  deny(__NR_tkill, kErrno);  // its argument is a thread id of any process
+  f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  sock_fprog prog{static_cast<unsigned short>(f.size()), f.data()};
+  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) {
+    return absl::StrCat("seccomp: ", strerror(errno), "; ");
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string ConfineThisProcess() {
   std::string why;
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     absl::StrAppend(&why, "no_new_privs: ", strerror(errno), "; ");
   }
@@ -271,7 +346,8 @@ std::string ConfineThisProcess() {
   if (syscall(SYS_capset, &header, data) != 0) {
     absl::StrAppend(&why, "capset: ", strerror(errno), "; ");
   }
-  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  // Last: it refuses what the steps above no longer need.
+  absl::StrAppend(&why, InstallSyscallFilter());
   return why;
 }
 

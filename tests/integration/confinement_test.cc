@@ -195,7 +195,10 @@ TEST_F(ConfinedServerTest, TheProcessesHoldNothingOfTheServers) {
   std::string line;
   int caps_checked = 0;
   bool no_new_privs = false;
+  bool filtered = false;
   while (std::getline(status, line)) {
+    // Mode 2: a seccomp filter (no processes, no tracing, no signals but to itself).
+    if (line.rfind("Seccomp:", 0) == 0) filtered = line.find('2') != std::string::npos;
     if (line.rfind("CapEff:", 0) == 0 || line.rfind("CapPrm:", 0) == 0) {
       EXPECT_NE(line.find("0000000000000000"), std::string::npos) << line;
       ++caps_checked;
@@ -204,6 +207,7 @@ TEST_F(ConfinedServerTest, TheProcessesHoldNothingOfTheServers) {
   }
   EXPECT_EQ(caps_checked, 2);
   EXPECT_TRUE(no_new_privs);
+  EXPECT_TRUE(filtered);
   // Its environment: only UCX's, the sanitizers' and the loader's variables.
   std::ifstream env_file("/proc/" + std::to_string(workers[0]) + "/environ");
   std::stringstream env;

@@ -95,15 +95,16 @@ struct ServerOptions {
   // With kOwner: where bucket owners are kept across restarts (empty: in memory only).
   std::string owners_file;
   DataChannelOptions data_channel;
-  // Where the data channel runs (spec 14.3, AOBJ-SEC-021). kProcessPerPrincipal: every UCP
-  // worker a peer's octets reach runs in an aobj-data-worker process of its own, one per access
-  // key, so that a peer that writes UCX's wire format itself can harm only that process and its
-  // own tenant (docs/security.md "Data channel confinement"); the server also makes itself
-  // undumpable, so that such a process cannot ptrace it. kInProcess: the workers run in the
-  // server's own process (faster by one copy per transfer; safe only with peers whose UCX is
-  // trusted). aobj-server defaults to kProcessPerPrincipal.
+  // Where the data channel runs (spec 14.3, AOBJ-SEC-021). kProcessPerPrincipal (the default):
+  // every UCP worker a peer's octets reach runs in an aobj-data-worker process of its own, one
+  // per access key, so that a peer that writes UCX's wire format itself can harm only that
+  // process and its own tenant (docs/security.md "Data channel confinement"); the server also
+  // makes itself undumpable, so that such a process cannot ptrace it. The aobj-data-worker
+  // executable must be found (data_worker_path). kInProcess: the workers run in the server's
+  // own process (faster by one copy per transfer), which declares every data-channel peer
+  // trusted: only for clients whose UCX the operator trusts.
   enum class DataIsolation { kInProcess, kProcessPerPrincipal };
-  DataIsolation data_isolation = DataIsolation::kInProcess;
+  DataIsolation data_isolation = DataIsolation::kProcessPerPrincipal;
   // The aobj-data-worker executable; empty: $AOBJ_DATA_WORKER, beside the running executable,
   // the build tree's, the installed one.
   std::string data_worker_path;

@@ -468,6 +468,13 @@ MUTANTS.update({
           "    if (resp.bytes_transferred() != size || size > *capacity) {",
           "    if (size > *capacity) {")],
         "cli/8.7", []),
+    "cl-inline-too-long-is-incomplete": (
+        "an inline GET body longer than the client's windows is reported as INCOMPLETE_TRANSFER, "
+        "not DESCRIPTOR_TOO_SMALL (AOBJ-DAT-162)",
+        [("src/client/client.cc",
+          "    if (path == TransferPath::kInline && resp.bytes_transferred() == size && size > *capacity) {",
+          "    if (false) {")],
+        "cli/8.4", []),
     "cl-put-skips-checksum": (
         "the client does not compare the checksum a PUT reply reports with its own (AOBJ-DAT-004)",
         [("src/client/client.cc",

@@ -6,3 +6,7 @@ cd "$(dirname "$0")/.."
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
 cmake --build build -j"$(nproc)"
+if [ -d build/python/aobj ]; then
+  echo "build: the Python package is in build/python (PYTHONPATH=$PWD/build/python;" \
+       "docs/getting-started/python.md)"
+fi

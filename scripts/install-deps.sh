@@ -10,7 +10,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc
   libabsl-dev libgtest-dev libgmock-dev libssl-dev
   clang-14 libclang-rt-14-dev
-  python3
+  python3 python3-dev pybind11-dev python3-pytest python3-numpy python3-torch
   libcurl4-openssl-dev nginx-light wrk
   libmicrohttpd-dev
   doxygen

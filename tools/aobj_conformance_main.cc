@@ -205,6 +205,14 @@ int main(int argc, char** argv) {
   bool own_work_dir = false;
   if (args.Has("work-dir")) {
     target.work_dir = args.Get("work-dir");
+    // Created when missing: the client runs write their output files there.
+    std::error_code ec;
+    std::filesystem::create_directories(target.work_dir, ec);
+    if (ec || !std::filesystem::is_directory(target.work_dir)) {
+      std::cerr << "aobj-conformance: --work-dir " << target.work_dir
+                << ": cannot create the directory" << (ec ? ": " + ec.message() : "") << "\n";
+      return 2;
+    }
   } else {
     char tmpl[] = "/tmp/aobj-conformance-XXXXXX";
     if (mkdtemp(tmpl) != nullptr) target.work_dir = tmpl;

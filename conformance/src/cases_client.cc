@@ -1030,6 +1030,33 @@ void RegisterClientCases(Registry& r) {
               }
               RequireFailure(ctx, run, "GET answered INLINE", ErrorCode::kInternal);
             });
+  AddClient(r, "cli/8.4/1",
+            "an inline GET body longer than the client's windows: DESCRIPTOR_TOO_SMALL",
+            {"AOBJ-DAT-162"}, true, [](CaseContext& ctx) {
+              // HEAD says one octet less than the object holds, as if it grew before the GET;
+              // a client that sizes its window from HEAD gets a longer inline body back.
+              FakeScript script;
+              script.faults.push_back(KindFault(Method::kHeadObject, FaultKind::kUndersizedHead));
+              auto server = Serve(ctx, script);
+              const std::string content = Content(3000, 83);
+              server->AddObject(kBucket, "obj", content);
+              const std::string out = OutPath(ctx);
+              ClientRun run = RunClient(ctx, *server, {"get", kBucket, "obj", out});
+              uint64_t smallest = UINT64_MAX;
+              for (const auto& g : OfMethod(server->Requests(), Method::kGetObject)) {
+                auto req = ParseAs<pb::GetObjectRequest>(ctx, g);
+                uint64_t windows = 0;
+                for (const auto& d : req.destination()) windows += d.length();
+                if (req.accept_inline()) smallest = std::min(smallest, windows);
+              }
+              if (smallest >= content.size()) {
+                ctx.Unsupported(
+                    "the client never asked for this object inline with windows shorter than it "
+                    "(it does not size its windows from HeadObject)");
+              }
+              RequireFailure(ctx, run, "GET whose inline body is one octet longer than the windows",
+                             ErrorCode::kDescriptorTooSmall);
+            });
   AddClient(r, "cli/8.7/1", "GET with bytes_transferred below the size: INCOMPLETE_TRANSFER",
             {"AOBJ-DAT-004"}, true, [](CaseContext& ctx) {
               FakeScript script;

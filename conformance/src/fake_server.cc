@@ -549,6 +549,10 @@ FakeServer::Answer FakeServer::Process(ReceivedRequest& rec) {
       pb::HeadObjectResponse resp;
       auto* m = resp.mutable_metadata();
       m->set_size(it->second.content.size());
+      if (fault != nullptr && fault->kind == FaultKind::kUndersizedHead &&
+          !it->second.content.empty()) {
+        m->set_size(it->second.content.size() - 1);
+      }
       m->set_etag(it->second.etag);
       m->set_last_modified_ms(it->second.last_modified_ms);
       m->set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);

@@ -91,20 +91,22 @@ struct UploadRecord {
 
 // A fault for one request. `method` kCount matches any method but OpenSession.
 enum class FaultKind {
-  kError,            // fail with `code` (any 32-bit value), `grpc_code`, the trailer as given
-  kErrorNoTrailer,   // fail with `grpc_code` and no aobj-error-bin trailer
-  kShortTransfer,    // data reply with bytes_transferred one less than the size (GET: the last
-                     // octet is not written either)
-  kPartialWrite,     // GET: write only the first half, reply as if everything moved
-  kWrongChecksum,    // data reply with the checksum's first octet flipped
-  kPathUnspecified,  // data reply with path UNSPECIFIED
-  kPathInline,       // GET reply with path INLINE and the body in inline_data, whatever
-                     // accept_inline said
-  kPadResponse,      // a successful reply padded with an unknown field to `pad_to` octets
-  kDelay,            // wait `delay`, then answer normally (a GET's RMA happens after the wait)
+  kError,                // fail with `code` (any 32-bit value), `grpc_code`, the trailer as given
+  kErrorNoTrailer,       // fail with `grpc_code` and no aobj-error-bin trailer
+  kShortTransfer,        // data reply with bytes_transferred one less than the size (GET: the last
+                         // octet is not written either)
+  kPartialWrite,         // GET: write only the first half, reply as if everything moved
+  kWrongChecksum,        // data reply with the checksum's first octet flipped
+  kPathUnspecified,      // data reply with path UNSPECIFIED
+  kPathInline,           // GET reply with path INLINE and the body in inline_data, whatever
+                         // accept_inline said
+  kPadResponse,          // a successful reply padded with an unknown field to `pad_to` octets
+  kDelay,                // wait `delay`, then answer normally (a GET's RMA happens after the wait)
   kShiftedContentRange,  // ranged GET reply whose content_range is one octet later than the
                          // resolution of the range asked for (same length)
   kWrongCompleteLength,  // ranged GET reply whose content_range.complete_length is size + 1
+  kUndersizedHead,       // HeadObject answers the object's size minus one (as if the object
+                         // grew before the GET that follows)
 };
 
 struct Fault {

@@ -5,7 +5,8 @@
 // the rows of the spec's Table 3 (section 11.2). Decide on the AOBJ code, not on
 // absl::Status::code(): several AOBJ codes share one canonical code (AOBJ-ERR-003).
 // Codes produced by the client library itself, without a server reply: INCOMPLETE_TRANSFER,
-// BAD_DIGEST (AOBJ-DAT-004), DEADLINE_EXCEEDED and CANCELLED (AOBJ-CTL-014); a call that ended
+// BAD_DIGEST (AOBJ-DAT-004), DESCRIPTOR_TOO_SMALL for an inline GET body longer than the
+// windows (AOBJ-DAT-162), DEADLINE_EXCEEDED and CANCELLED (AOBJ-CTL-014); a call that ended
 // with no AOBJ code at all (connection lost) is INTERNAL and its outcome unknown (AOBJ-ERR-006).
 // Threading: all functions are pure and thread-safe. Ownership: ErrorInfo's string_views point
 // at static storage.

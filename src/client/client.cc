@@ -343,13 +343,20 @@ class ClientImpl final : public Client, public CancelSender {
     if (!range.ok()) return range.status();
     const uint64_t size = range->has_value() ? (*range)->last - (*range)->first + 1
                                              : resp.metadata().size();
+    const TransferPath path = static_cast<TransferPath>(resp.path());
+    // AOBJ-DAT-162: an inline body longer than the windows is what the server would have
+    // refused with DESCRIPTOR_TOO_SMALL had it moved by RMA; nothing is copied.
+    if (path == TransferPath::kInline && resp.bytes_transferred() == size && size > *capacity) {
+      return MakeError(
+          ErrorCode::kDescriptorTooSmall,
+          absl::StrCat("the object has ", size, " octets; the windows hold ", *capacity));
+    }
     // AOBJ-DAT-004
     if (resp.bytes_transferred() != size || size > *capacity) {
       return MakeError(ErrorCode::kIncompleteTransfer,
                        absl::StrCat("server reports ", resp.bytes_transferred(), " bytes of ",
                                     size, " expected, into windows of ", *capacity));
     }
-    const TransferPath path = static_cast<TransferPath>(resp.path());
     // AOBJ-DAT-031: the path must be one this request allowed.
     if (path == TransferPath::kInline && !req.accept_inline()) {
       return MakeError(ErrorCode::kInternal, "server answered inline to a request that refused it");

@@ -44,11 +44,23 @@ namespace {
 constexpr size_t kMinPooledBuffer = size_t{64} << 10;  // smallest staging buffer
 constexpr size_t kFirstGetBuffer = size_t{1} << 20;    // get()'s first try before a HEAD
 constexpr size_t kMaxPooledBytes = size_t{256} << 20;  // staging memory kept between calls
-// Bodies and windows below this size that lie outside every registration go through a pooled
-// staging buffer (allocated and registered by UCX) and are copied: registering caller memory
-// for one call costs more (and on hosts without an RDMA NIC, caller memory takes UCX's
-// emulated path, while UCX-allocated buffers go by shared memory).
+// Staging: a body or window outside every registration may go through a pooled buffer that UCX
+// allocated and registered, and be copied. Below kStageBelow that costs less than registering
+// caller memory for one call. On sessions whose protection is EMULATED (shared memory and TCP
+// lanes, no RDMA NIC), UCX reaches caller memory only by its emulated path, 2-5x slower than a
+// memcpy from its own shared memory (docs/benchmarks.md A.7), so there Staging::kAuto stages
+// up to kMaxStaged too.
 constexpr size_t kStageBelow = size_t{256} << 10;
+constexpr size_t kMaxStaged = size_t{64} << 20;
+
+enum class Staging { kAuto, kSmall, kNever };
+
+Staging StagingOf(const std::string& s) {
+  if (s == "auto") return Staging::kAuto;
+  if (s == "small") return Staging::kSmall;
+  if (s == "never") return Staging::kNever;
+  throw py::value_error("staging must be 'auto', 'small' or 'never'");
+}
 
 // Raises the aobj.Error subclass of `status` (GIL held).
 [[noreturn]] void Raise(const absl::Status& status) {
@@ -163,7 +175,10 @@ struct RegisteredRegion {
 // every Buffer is destroyed before the Client that made it.
 class Core {
  public:
-  explicit Core(std::unique_ptr<Client> client) : client_(std::move(client)) {}
+  Core(std::unique_ptr<Client> client, Staging staging)
+      : client_(std::move(client)),
+        staging_(staging),
+        emulated_(client_->session().protection != MemoryProtection::kHardware) {}
   ~Core() {
     // Buffers first (they belong to the Client).
     std::lock_guard<std::mutex> lock(mu_);
@@ -171,6 +186,19 @@ class Core {
     pool_.clear();
   }
   Client& client() { return *client_; }
+
+  // Whether n octets outside every registration go through a staging buffer (above).
+  bool ShouldStage(size_t n) const {
+    switch (staging_) {
+      case Staging::kNever:
+        return false;
+      case Staging::kSmall:
+        return n < kStageBelow;
+      case Staging::kAuto:
+        return n < kStageBelow || (emulated_ && n <= kMaxStaged);
+    }
+    return false;
+  }
 
   // Explicit registrations, found by address.
   void AddRegion(const std::shared_ptr<RegisteredRegion>& region) {
@@ -233,6 +261,8 @@ class Core {
 
  private:
   std::unique_ptr<Client> client_;
+  const Staging staging_;
+  const bool emulated_;
   std::mutex mu_;
   std::map<uintptr_t, std::shared_ptr<RegisteredRegion>> regions_;
   std::vector<std::unique_ptr<Buffer>> pool_;
@@ -374,7 +404,8 @@ class PyClient {
            bool opaque_etags, bool allow_inline, int busy_retries, int max_in_flight,
            std::optional<std::string> tls_ca, std::optional<std::string> tls_cert,
            std::optional<std::string> tls_key, std::optional<std::string> tls_server_name,
-           std::string net_devices, std::string client_name) {
+           std::string net_devices, std::string client_name, std::string staging) {
+    const Staging staging_mode = StagingOf(staging);
     ClientOptions o;
     ClientEnvironment env = ClientEnvironment::FromProcess();
     if (profile) {
@@ -456,7 +487,7 @@ class PyClient {
       py::gil_scoped_release nogil;
       c = Client::Connect(o);
     }
-    core_ = std::make_shared<Core>(Check(std::move(c)));
+    core_ = std::make_shared<Core>(Check(std::move(c)), staging_mode);
     endpoint_ = endpoint;
     access_key_id_ = o.access_key_id;
   }
@@ -468,9 +499,11 @@ class PyClient {
     }
   }
 
-  Core& core() {
+  // The core, shared for the duration of one call: close() from another thread drops this
+  // object's reference, and the Client and its Buffers go when the last call using them ends.
+  std::shared_ptr<Core> core() {
     if (!core_) throw py::value_error("the client is closed");
-    return *core_;
+    return core_;
   }
 
   void Close() {
@@ -493,7 +526,8 @@ class PyClient {
   bool closed() const { return core_ == nullptr; }
 
   py::dict Session() {
-    const SessionInfo& s = core().client().session();
+    std::shared_ptr<Core> keep = core();
+    const SessionInfo& s = keep->client().session();
     py::dict d;
     d["session_id"] = s.session_id;
     d["version"] = s.version;
@@ -516,7 +550,8 @@ class PyClient {
   }
 
   std::unique_ptr<PyRegistration> Register(py::object obj) {
-    Core& c = core();
+    std::shared_ptr<Core> keep = core();  // alive through the call, even if closed
+    Core& c = *keep;
     auto region = std::make_shared<RegisteredRegion>();
     region->memory = HostMemory::Of(obj, /*writable=*/false, "buffer");
     if (region->memory.size() == 0) throw py::value_error("cannot register an empty buffer");
@@ -527,14 +562,15 @@ class PyClient {
     }
     region->buffer = Check(std::move(b));
     c.AddRegion(region);
-    return std::make_unique<PyRegistration>(core_, std::move(region));
+    return std::make_unique<PyRegistration>(keep, std::move(region));
   }
 
   // GET into caller memory; returns the transfer dict.
   py::dict GetInto(const std::string& bucket, const std::string& key, py::object buffer,
                    py::object range, std::optional<std::string> if_match,
                    std::optional<std::string> if_none_match, double timeout) {
-    Core& c = core();
+    std::shared_ptr<Core> keep = core();  // alive through the call, even if closed
+    Core& c = *keep;
     HostMemory memory = HostMemory::Of(buffer, /*writable=*/true, "buffer");
     GetOptions options = GetOptionsOf(range, if_match, if_none_match, timeout);
     std::shared_ptr<RegisteredRegion> region;
@@ -545,7 +581,7 @@ class PyClient {
       // Nothing to register: only an empty object (or range) fits; a HEAD-sized answer tells.
       py::gil_scoped_release nogil;
       r = GetIntoEmpty(c, bucket, key, options);
-    } else if (memory.size() < kStageBelow && !c.FindRegion(memory.data(), memory.size())) {
+    } else if (c.ShouldStage(memory.size()) && !c.FindRegion(memory.data(), memory.size())) {
       py::gil_scoped_release nogil;
       r = GetStaged(c, bucket, key, options, memory.data(), memory.size());
       staged = true;
@@ -564,7 +600,8 @@ class PyClient {
   py::tuple Get(const std::string& bucket, const std::string& key, py::object range,
                 std::optional<std::string> if_match, std::optional<std::string> if_none_match,
                 double timeout) {
-    Core& c = core();
+    std::shared_ptr<Core> keep = core();  // alive through the call, even if closed
+    Core& c = *keep;
     GetOptions options = GetOptionsOf(range, if_match, if_none_match, timeout);
     absl::StatusOr<TransferResult> r;
     py::object result;
@@ -581,8 +618,8 @@ class PyClient {
       }
     }
     if (!r.ok() && ErrorCodeOf(r.status()) == ErrorCode::kDescriptorTooSmall) {
-      // Larger than the first try: learn its size, then read exactly that version into a new
-      // bytes object (registered for this call: no copy).
+      // Larger than the first try: learn its size, then read exactly that version, staged
+      // (ShouldStage) or straight into a new bytes object registered for this call.
       absl::StatusOr<ObjectInfo> head;
       Preconditions conditions = options.conditions;
       {
@@ -606,7 +643,13 @@ class PyClient {
       py::object bytes = py::reinterpret_steal<py::object>(raw);
       if (options.conditions.if_match.empty()) options.conditions.if_match = info.etag;
       uint8_t* data = reinterpret_cast<uint8_t*>(PyBytes_AS_STRING(raw));
-      {
+      if (length > 0 && c.ShouldStage(length)) {
+        py::gil_scoped_release nogil;
+        r = GetStaged(c, bucket, key, options, data, length);
+        if (r.ok() && r->bytes_transferred != length) {
+          r = MakeError(ErrorCode::kIncompleteTransfer, "the object changed size");
+        }
+      } else {
         py::gil_scoped_release nogil;
         absl::StatusOr<std::unique_ptr<Buffer>> b = c.client().RegisterBuffer(data, length);
         if (!b.ok()) {
@@ -630,7 +673,8 @@ class PyClient {
                std::optional<std::map<std::string, std::string>> metadata,
                std::optional<std::string> if_match, std::optional<std::string> if_none_match,
                uint64_t multipart_threshold, uint64_t part_size, bool copy_small, double timeout) {
-    Core& c = core();
+    std::shared_ptr<Core> keep = core();  // alive through the call, even if closed
+    Core& c = *keep;
     HostMemory memory = HostMemory::Of(data, /*writable=*/false, "data");
     PutOptions options;
     if (content_type) options.content_type = *content_type;
@@ -673,7 +717,7 @@ class PyClient {
     if (size == 0) {
       py::gil_scoped_release nogil;
       r = c.client().Put(bucket, key, std::vector<BufferSlice>{}, options);
-    } else if (!region && copy_small && size < kStageBelow) {
+    } else if (!region && copy_small && c.ShouldStage(size)) {
       // Copying a small body into a pooled registered buffer costs less than registering it.
       py::gil_scoped_release nogil;
       absl::StatusOr<std::unique_ptr<Buffer>> b = c.TakeScratch(size);
@@ -698,7 +742,8 @@ class PyClient {
 
   py::dict Head(const std::string& bucket, const std::string& key,
                 std::optional<std::string> if_match, std::optional<std::string> if_none_match) {
-    Core& c = core();
+    std::shared_ptr<Core> keep = core();  // alive through the call, even if closed
+    Core& c = *keep;
     Preconditions conditions = ConditionsOf(if_match, if_none_match);
     absl::StatusOr<ObjectInfo> r;
     {
@@ -709,7 +754,8 @@ class PyClient {
   }
 
   void Delete(const std::string& bucket, const std::string& key) {
-    Core& c = core();
+    std::shared_ptr<Core> keep = core();  // alive through the call, even if closed
+    Core& c = *keep;
     absl::Status s;
     {
       py::gil_scoped_release nogil;
@@ -720,7 +766,8 @@ class PyClient {
 
   py::tuple DeleteObjects(const std::string& bucket, const std::vector<std::string>& keys,
                           bool quiet) {
-    Core& c = core();
+    std::shared_ptr<Core> keep = core();  // alive through the call, even if closed
+    Core& c = *keep;
     absl::StatusOr<DeleteObjectsResult> r;
     {
       py::gil_scoped_release nogil;
@@ -743,7 +790,8 @@ class PyClient {
                 std::optional<std::map<std::string, std::string>> metadata,
                 std::optional<std::string> source_if_match, std::optional<std::string> if_match,
                 std::optional<std::string> if_none_match) {
-    Core& c = core();
+    std::shared_ptr<Core> keep = core();  // alive through the call, even if closed
+    Core& c = *keep;
     CopyOptions options;
     options.replace_metadata = content_type.has_value() || metadata.has_value();
     if (content_type) options.content_type = *content_type;
@@ -761,7 +809,8 @@ class PyClient {
   py::dict ListObjects(const std::string& bucket, const std::string& prefix,
                        const std::string& delimiter, const std::string& start_after,
                        const py::bytes& continuation_token, uint32_t max_keys) {
-    Core& c = core();
+    std::shared_ptr<Core> keep = core();  // alive through the call, even if closed
+    Core& c = *keep;
     ListObjectsOptions options;
     options.prefix = prefix;
     options.delimiter = delimiter;
@@ -792,7 +841,8 @@ class PyClient {
   }
 
   py::list ListBuckets() {
-    Core& c = core();
+    std::shared_ptr<Core> keep = core();  // alive through the call, even if closed
+    Core& c = *keep;
     absl::StatusOr<std::vector<BucketSummary>> r;
     {
       py::gil_scoped_release nogil;
@@ -806,7 +856,8 @@ class PyClient {
   }
 
   void BucketCall(const std::string& what, const std::string& bucket) {
-    Core& c = core();
+    std::shared_ptr<Core> keep = core();  // alive through the call, even if closed
+    Core& c = *keep;
     absl::Status s;
     {
       py::gil_scoped_release nogil;
@@ -826,7 +877,8 @@ class PyClient {
   // dict) pair or the exception of that key.
   py::list GetMany(const std::string& bucket, const std::vector<std::string>& keys,
                    py::object buffers, size_t width, double timeout) {
-    Core& c = core();
+    std::shared_ptr<Core> keep = core();  // alive through the call, even if closed
+    Core& c = *keep;
     const size_t n = keys.size();
     GetOptions options;
     options.call.timeout = TimeoutOf(timeout);
@@ -850,7 +902,7 @@ class PyClient {
             results[i] = GetIntoEmpty(c, bucket, keys[i], options);
             return;
           }
-          if (!regions[i] && m.size() < kStageBelow) {
+          if (!regions[i] && c.ShouldStage(m.size())) {
             results[i] = GetStaged(c, bucket, keys[i], options, m.data(), m.size());
             staged[i] = 1;
             return;
@@ -906,7 +958,8 @@ class PyClient {
   }
 
   py::dict Stats() {
-    Core& c = core();
+    std::shared_ptr<Core> keep = core();  // alive through the call, even if closed
+    Core& c = *keep;
     py::dict d;
     d["registrations"] = c.region_count();
     d["pooled_bytes"] = c.pooled_bytes();
@@ -1039,13 +1092,13 @@ PYBIND11_MODULE(_aobj, m) {
                     std::optional<std::string>, std::optional<std::string>, std::string, double,
                     bool, bool, int, int, std::optional<std::string>, std::optional<std::string>,
                     std::optional<std::string>, std::optional<std::string>, std::string,
-                    std::string>(),
+                    std::string, std::string>(),
            py::arg("endpoint"), py::arg("profile"), py::arg("access_key_id"),
            py::arg("secret_access_key"), py::arg("credentials_file"), py::arg("checksum"),
            py::arg("timeout"), py::arg("opaque_etags"), py::arg("allow_inline"),
            py::arg("busy_retries"), py::arg("max_in_flight"), py::arg("tls_ca"),
            py::arg("tls_cert"), py::arg("tls_key"), py::arg("tls_server_name"),
-           py::arg("net_devices"), py::arg("client_name"))
+           py::arg("net_devices"), py::arg("client_name"), py::arg("staging"))
       .def("_close", &PyClient::Close)
       .def_property_readonly("_closed", &PyClient::closed)
       .def("_session", &PyClient::Session)

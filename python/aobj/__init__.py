@@ -14,10 +14,11 @@ and reads them straight out of it (PUT). Quick start::
 
 Zero copy: ``get_into`` and ``put_from`` (and ``put`` of large bodies) register the caller's
 memory (anything with the buffer protocol: bytearray, memoryview, numpy arrays; and CPU torch
-tensors, pinned or not) with the data channel for the call, and the server's RMA moves the
-object straight into or out of it. A loop over the same buffers registers once with
-``Client.register``; small buffers outside a registration are staged through pooled registered
-memory instead (``Transfer.staged``), which is cheaper than registering them per call. Every call releases the GIL while it waits, so
+tensors, pinned or not) with the data channel, and the server's RMA moves the object straight
+into or out of it. A loop over the same buffers registers once with ``Client.register``.
+Where a copy is cheaper than registering (small buffers; any buffer up to 64 MiB on a host
+without an RDMA NIC), the octets go through pooled library memory instead (``Transfer.staged``;
+``Client(staging=...)`` decides). Every call releases the GIL while it waits, so
 threads run in parallel; ``get_many`` reads a batch of keys at once; ``submit_*`` return
 ``concurrent.futures.Future`` objects and ``aget``/``aget_into``/``aput`` are awaitables.
 
@@ -151,7 +152,7 @@ class Client(_aobj._Client):
     Client(endpoint=None, *, profile=None, access_key_id=None, secret_access_key=None,
            credentials_file=None, checksum="crc32c", timeout=120.0, opaque_etags=False,
            allow_inline=True, busy_retries=5, max_in_flight=0, tls_ca=None, tls_cert=None,
-           tls_key=None, tls_server_name=None, net_devices="lo", workers=8)
+           tls_key=None, tls_server_name=None, net_devices="lo", workers=8, staging="auto")
 
     endpoint: "HOST:PORT" of the server's control channel. Default: AOBJ_ENDPOINT, else the
         profile's ``endpoint`` in ~/.aobj/config, else 127.0.0.1:7878.
@@ -168,7 +169,13 @@ class Client(_aobj._Client):
     max_in_flight: data requests this session may have in flight (0: the server's default).
     tls_*: TLS on the control channel (CA, client certificate and key for mutual TLS).
     net_devices: UCX_NET_DEVICES of the data channel ("lo": loopback only).
-    workers: threads for get_many, submit_* and the async methods.
+    workers: threads for submit_* and the async methods.
+    staging: when get_into, get and put move octets through a pooled buffer of the library's
+        and copy them, instead of registering the caller's memory for the call (memory inside
+        a ``register``ed buffer never is): "auto" (default) below 256 KiB, and up to 64 MiB
+        on sessions whose protection is "emulated" (no RDMA NIC: UCX reaches caller memory
+        there only by an emulated path, slower than a copy); "small": below 256 KiB only;
+        "never": always the caller's memory (zero copy).
 
     Raises aobj.Error (for example aobj.InvalidAccessKeyId, or aobj.Internal with
     ``transport`` "connection refused" when no server answers). Thread-safe: share one Client
@@ -185,7 +192,7 @@ class Client(_aobj._Client):
                  busy_retries: int = 5, max_in_flight: int = 0, tls_ca: Optional[str] = None,
                  tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
                  tls_server_name: Optional[str] = None, net_devices: str = "lo",
-                 workers: int = 8) -> None:
+                 workers: int = 8, staging: str = "auto") -> None:
         if workers < 1:
             raise ValueError("workers must be 1 or more")
         if _ForkState.tainted:
@@ -198,7 +205,7 @@ class Client(_aobj._Client):
         super().__init__(endpoint or "", profile, access_key_id, secret_access_key,
                          credentials_file, checksum, float(timeout), opaque_etags, allow_inline,
                          busy_retries, max_in_flight, tls_ca, tls_cert, tls_key, tls_server_name,
-                         net_devices, f"aobj-python/{__version__}")
+                         net_devices, f"aobj-python/{__version__}", staging)
         self._workers = workers
         self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._executor_lock = threading.Lock()
@@ -262,10 +269,10 @@ class Client(_aobj._Client):
         number of octets; octets past them are untouched. aobj.DescriptorTooSmall when the
         buffer is too small (head() tells the size).
 
-        Zero copy: for a buffer inside a registration (``register``) and for any buffer of
-        256 KiB or more, the server writes into the buffer's own memory. A smaller buffer
-        outside every registration is read through a pooled registered buffer and copied,
-        which costs less than registering it for one call; ``Transfer.staged`` says so."""
+        Zero copy: for a buffer inside a registration (``register``), the server writes into
+        the buffer's own memory; outside one, the Client's ``staging`` decides between that and
+        a pooled buffer of the library's plus a copy (small buffers, and on hosts without an
+        RDMA NIC buffers up to 64 MiB); ``Transfer.staged`` says which."""
         return _transfer(self._get_into(bucket, key, buffer, range, if_match, if_none_match,
                                         float(timeout)))
 

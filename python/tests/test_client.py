@@ -52,7 +52,8 @@ def test_sizes_round_trip_through_every_path(client, size):
     assert int(n) == size and bytes(out) == data
 
 
-def test_numpy_round_trip_is_zero_copy(client):
+def test_numpy_round_trip_is_zero_copy(server):
+    client = aobj.Client(**server.client_kwargs(staging="never"))
     key = unique("np")
     src = pattern(3 << 20).view(np.float32)
     t = client.put_from("demo", key, src)
@@ -64,6 +65,26 @@ def test_numpy_round_trip_is_zero_copy(client):
     assert t.path == "rma" and t.nbytes == src.nbytes and not t.staged
     assert dst.__array_interface__["data"][0] == before
     np.testing.assert_array_equal(dst, src)
+    client.close()
+
+
+def test_staging_modes(server):
+    key = unique("stage")
+    data = pattern(1 << 20).tobytes()
+    small, large = np.zeros(64 << 10, dtype=np.uint8), np.zeros(1 << 20, dtype=np.uint8)
+    staged = {}
+    for mode in ("auto", "small", "never"):
+        with aobj.Client(**server.client_kwargs(staging=mode)) as c:
+            c.put_from("demo", key, np.frombuffer(data, dtype=np.uint8))
+            emulated = c.session["protection"] == "emulated"
+            staged[mode] = (c.get_into("demo", key, small, range=(0, (64 << 10) - 1)).staged,
+                            c.get_into("demo", key, large).staged)
+            assert small.tobytes() == data[: 64 << 10] and large.tobytes() == data
+    assert staged["auto"] == (True, emulated)
+    assert staged["small"] == (True, False)
+    assert staged["never"] == (False, False)
+    with pytest.raises(ValueError, match="staging"):
+        aobj.Client(**server.client_kwargs(staging="sometimes"))
 
 
 def test_torch_tensors_round_trip(client):
@@ -183,10 +204,9 @@ def test_registration_serves_windows_inside_it(client):
             assert window.tobytes() == data
     assert not reg.active and client.stats()["registrations"] == 0
     # Released: a small window outside every registration is staged through the pool and
-    # copied (cheaper than registering it for one call); a large one is registered per call.
+    # copied (cheaper than registering it for one call).
     t = client.get_into("demo", key, arena[: 64 << 10])
     assert t.staged and arena[: 64 << 10].tobytes() == data
-    assert not client.get_into("demo", key, arena).staged
 
 
 def test_get_pools_its_staging_memory(client):
@@ -301,6 +321,36 @@ def test_threads_share_one_client(client):
     for t in threads:
         t.join()
     assert failures == []
+
+
+def test_close_while_other_threads_call(server):
+    # Closing from one thread while others are inside calls ends them with errors, never a
+    # crash: each call holds the session's memory until it returns.
+    c = aobj.Client(**server.client_kwargs())
+    key = unique("closing")
+    c.put("demo", key, pattern(1 << 20).tobytes())
+    outcomes = []
+    started = threading.Barrier(5)
+
+    def reader():
+        started.wait()
+        buf = np.zeros(1 << 20, dtype=np.uint8)
+        try:
+            while True:
+                c.get_into("demo", key, buf)
+                c.get("demo", key)
+        except (ValueError, aobj.Error) as e:  # closed, or the session ended under the call
+            outcomes.append(type(e).__name__)
+
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    for t in threads:
+        t.start()
+    started.wait()
+    time.sleep(0.2)
+    c.close()
+    for t in threads:
+        t.join(30)
+    assert len(outcomes) == 4 and not any(t.is_alive() for t in threads)
 
 
 def test_calls_release_the_gil(own_server):

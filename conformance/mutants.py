@@ -450,6 +450,24 @@ MUTANTS = {
         'the copy-onto-itself check compares only the keys, so copying an object to the same key in another bucket without REPLACE fails with INVALID_REQUEST (AOBJ-OBJ-151, AOBJ-OBJ-150)',
         [('src/server/handler_copy.cc', '  if (!replace && req.source_bucket() == req.bucket() && req.source_key() == req.key()) {', '  if (!replace && req.source_key() == req.key()) {')],
         'copy/9.14/7', []),
+    # A ninth blind set (2026-11-26, run against the suite of bc08320): 26 of 30 caught; the
+    # four it missed, kept as regressions with the cases written for them.
+    'ses-rkey-limit-not-lowerable': (
+        "a requested max_rkey_bytes below the server's is ignored: the session's effective (and announced) limit is always the server's 1024, so the OpenSession reply reports 1024 and descriptors with longer rkeys than the client asked for are not refused INVALID_RKEY (AOBJ-SES-006)",
+        [('src/wire/protocol.cc', '  out.max_rkey_bytes = pick(server.max_rkey_bytes, requested.max_rkey_bytes);', '  out.max_rkey_bytes = server.max_rkey_bytes;  // a transport constant, not negotiable')],
+        'ses/5.4/2', []),
+    'mem-cuda-as-host': (
+        'a descriptor whose memory_type is CUDA is accepted and handled like HOST memory instead of failing UNSUPPORTED_MEMORY_TYPE (the reference server does not support CUDA) (AOBJ-MEM-006)',
+        [('src/wire/descriptor.cc', '      case aobj::v1::MEMORY_TYPE_HOST:\n        break;\n      case aobj::v1::MEMORY_TYPE_CUDA:\n        return MakeError(ErrorCode::kUnsupportedMemoryType,\n                         "CUDA device memory is not supported by this server");', '      case aobj::v1::MEMORY_TYPE_HOST:\n      case aobj::v1::MEMORY_TYPE_CUDA:  // UCX moves it as it moves host memory\n        break;')],
+        'mem/7.2/4', []),
+    'list-buckets-max-1000': (
+        "ListBuckets bounds max_buckets by ListObjectsV2's page limit (1000) instead of 10000, so a max_buckets of 1001 to 10000 fails INVALID_ARGUMENT (AOBJ-OBJ-112)",
+        [('src/server/handler_list.cc', '  auto max = PageSize("max_buckets", req.max_buckets(), kDefaultMaxBuckets, kMaxMaxBuckets);', '  auto max = PageSize("max_buckets", req.max_buckets(), kDefaultMaxBuckets, kMaxMaxKeys);')],
+        'list/9.11/1', []),
+    'mpu-part-at-min-size-too-small': (
+        'CompleteMultipartUpload refuses a non-last part of exactly the minimum part size with ENTITY_TOO_SMALL (the minimum applied as exclusive) (AOBJ-OBJ-213)',
+        [('src/store/multipart.cc', '        if (parts[i].info.size < core_->limits.min_part_size) {', '        if (parts[i].info.size <= core_->limits.min_part_size) {')],
+        'mpu/9.15.3/7', []),
 }
 
 

@@ -538,6 +538,7 @@ class PyClient {
     limits["inline_threshold"] = s.limits.inline_threshold;
     limits["max_descriptors"] = s.limits.max_descriptors;
     limits["max_rkey_bytes"] = s.limits.max_rkey_bytes;
+    limits["min_part_size"] = s.limits.min_part_size;
     d["limits"] = limits;
     d["protection"] = s.protection == MemoryProtection::kHardware   ? "hardware"
                       : s.protection == MemoryProtection::kEmulated ? "emulated"

@@ -50,6 +50,9 @@ Target (server mode; the suite speaks only gRPC + UCX, like any client):
                             without it the suite learns the policy from the target (a bucket
                             that does not exist answers ACCESS_DENIED or NO_SUCH_BUCKET), so one
                             run gives every verdict; reports state the policy
+  --cuda-memory             declare that the target supports CUDA memory descriptors
+                            (AOBJ-MEM-006); without it a descriptor of memory_type CUDA must
+                            fail UNSUPPORTED_MEMORY_TYPE
   --bucket-prefix P         prefix of the buckets the suite creates (default: aobj-conf)
 
 Selection:
@@ -103,8 +106,8 @@ int main(int argc, char** argv) {
       "bucket-prefix", "profile",   "only",        "client-exec",       "work-dir",
       "junit",         "json",      "html",        "timeout-ms",        "net-devices",
       "skip",          "transports"};
-  const std::vector<std::string> bool_flags = {"plaintext", "owner-policy", "strict", "list",
-                                               "coverage",  "verbose",      "help"};
+  const std::vector<std::string> bool_flags = {"plaintext", "owner-policy", "cuda-memory", "strict",
+                                               "list",      "coverage",     "verbose",     "help"};
   absl::Status parsed = aobj::tools::ParseArgs(argc, argv, 1, flags, bool_flags, &args);
   if (!parsed.ok() || args.Has("help") || !args.positional.empty()) {
     if (!parsed.ok()) std::cerr << "aobj-conformance: " << parsed.message() << "\n\n";
@@ -189,6 +192,7 @@ int main(int argc, char** argv) {
     target.second_secret = args.Get("second-secret");
   }
   target.owner_policy = args.Has("owner-policy");
+  target.cuda_memory = args.Has("cuda-memory");
   target.bucket_prefix = args.Get("bucket-prefix", "aobj-conf");
   int64_t timeout_ms = 30000;
   if (!args.GetInt("timeout-ms", 30000, &timeout_ms).ok() || timeout_ms <= 0) {

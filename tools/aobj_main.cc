@@ -589,7 +589,9 @@ int main(int argc, char** argv) {
                                    .Number("max_in_flight", s.limits.max_in_flight)
                                    .Number("inline_threshold",
                                            static_cast<double>(s.limits.inline_threshold))
-                                   .Number("max_descriptors", s.limits.max_descriptors))
+                                   .Number("max_descriptors", s.limits.max_descriptors)
+                                   .Number("min_part_size",
+                                           static_cast<double>(s.limits.min_part_size)))
                        .Line()
                 << "\n";
       return c.Close().ok() ? 0 : 1;
@@ -609,7 +611,9 @@ int main(int argc, char** argv) {
     std::cout << "\nlimits:            max_transfer_bytes=" << s.limits.max_transfer_bytes
               << " max_in_flight=" << s.limits.max_in_flight
               << " inline_threshold=" << s.limits.inline_threshold
-              << " max_descriptors=" << s.limits.max_descriptors << "\n";
+              << " max_descriptors=" << s.limits.max_descriptors;
+    if (s.limits.min_part_size != 0) std::cout << " min_part_size=" << s.limits.min_part_size;
+    std::cout << "\n";
     return c.Close().ok() ? 0 : 1;
   }
   if (cmd == "put") {

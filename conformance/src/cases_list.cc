@@ -68,6 +68,12 @@ void RegisterListCases(Registry& r) {
         big.set_max_buckets(10001);
         ctx.RequireCode(p->Send(Method::kListBuckets, big), ErrorCode::kInvalidArgument,
                         "max_buckets 10001");
+        // The edge, and a value above ListObjectsV2's page limit of 1000: both accepted.
+        for (uint32_t n : {1001u, 10000u}) {
+          pb::ListBucketsRequest edge;
+          edge.set_max_buckets(n);
+          ctx.RequireOk(p->Send(Method::kListBuckets, edge), absl::StrCat("max_buckets ", n));
+        }
       });
   Add(r, "list/9.12/1", "ListObjectsV2: octet order, prefix, start_after", "list",
       {"AOBJ-OBJ-100"}, false, [](CaseContext& ctx) {

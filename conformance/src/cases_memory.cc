@@ -237,10 +237,18 @@ void RegisterMemoryCases(Registry& r) {
         pb::PutObjectRequest cuda = f.p->PutRequest(f.bucket, "k", *m, 4096);
         cuda.mutable_source(0)->set_memory_type(pb::MEMORY_TYPE_CUDA);
         RawReply cr = f.p->Send(Method::kPutObject, cuda);
-        if (cr.grpc_status.ok()) {
-          ctx.Note("the target accepted a CUDA descriptor (it supports CUDA memory)");
+        if (ctx.target().cuda_memory) {
+          if (cr.grpc_status.ok()) {
+            ctx.Note("the target accepted a CUDA descriptor (declared: --cuda-memory)");
+          } else {
+            ctx.RequireCode(cr, ErrorCode::kUnsupportedMemoryType, "PUT with memory_type CUDA");
+          }
         } else {
-          ctx.RequireCode(cr, ErrorCode::kUnsupportedMemoryType, "PUT with memory_type CUDA");
+          // Only a server that supports CUDA memory may take one, and this one was not
+          // declared to (--cuda-memory); the window is host memory labelled CUDA.
+          ctx.RequireCode(cr, ErrorCode::kUnsupportedMemoryType,
+                          "PUT with memory_type CUDA (the target was not declared to support "
+                          "CUDA memory: --cuda-memory)");
         }
         ctx.RequireStillServes();
       });

@@ -403,6 +403,43 @@ void RegisterMultipartCases(Registry& r) {
         ctx.RequireOk(ListParts(u, 0, 0), "the upload still exists after the failures");
         ctx.RequireStillServes();
       });
+  Add(r, "mpu/9.15.3/7",
+      "the announced min_part_size, to the octet: a part of exactly that size is taken, one octet "
+      "fewer is ENTITY_TOO_SMALL",
+      "multipart", {"AOBJ-OBJ-235", "AOBJ-OBJ-213"}, true, [](CaseContext& ctx) {
+        auto probe = ctx.Open();
+        const uint64_t min = probe->session().limits().min_part_size();
+        probe->Close();
+        if (min == 0) {
+          ctx.Unsupported(
+              "the target does not announce Limits.min_part_size (a SHOULD, "
+              "AOBJ-OBJ-235), so its minimum part size is not known");
+        }
+        if (min > (uint64_t{64} << 20)) {
+          ctx.Unsupported(absl::StrCat("the announced min_part_size, ", min,
+                                       " octets, is above what this case moves (64 MiB)"));
+        }
+        for (const uint64_t size : {min, min - 1}) {
+          if (size == 0) continue;
+          Upload u = Create(ctx, absl::StrCat("edge-", size));
+          RawReply r1 = Part(u, 1, Content(size, 31));
+          RawReply r2 = Part(u, 2, Content(1, 32));
+          ctx.RequireOk(r1, absl::StrCat("UploadPart 1 of ", size, " octets"));
+          ctx.RequireOk(r2, "UploadPart 2 (the last, 1 octet)");
+          pb::CompleteMultipartUploadRequest c = CompleteRequest(u);
+          AddPart(c, 1, Parse<pb::UploadPartResponse>(ctx, r1, "part 1").etag());
+          AddPart(c, 2, Parse<pb::UploadPartResponse>(ctx, r2, "part 2").etag());
+          RawReply cr = u.p->Send(Method::kCompleteMultipartUpload, c);
+          const std::string what = absl::StrCat("Complete with a first part of ", size,
+                                                " octets (min_part_size ", min, ")");
+          if (size == min) {
+            ctx.RequireOk(cr, what);
+          } else {
+            ctx.RequireCode(cr, ErrorCode::kEntityTooSmall, what);
+            Abort(u, u.id);
+          }
+        }
+      });
   Add(r, "mpu/9.15.3/3", "Complete with a failing precondition leaves key and upload", "multipart",
       {"AOBJ-OBJ-231", "AOBJ-OBJ-218"}, true, [](CaseContext& ctx) {
         Upload u = Create(ctx, "guarded");

@@ -66,6 +66,10 @@ struct TargetOptions {
   // A principal with no grant on anything the first creates; the reference server's `owner`
   // authorization policy gives exactly that to any second principal.
   bool owner_policy = false;
+  // The target accepts descriptors of memory_type CUDA (AOBJ-MEM-006 lets a server that
+  // supports CUDA memory do so). Declared: without it, a CUDA descriptor must fail
+  // UNSUPPORTED_MEMORY_TYPE, as it does on the reference server.
+  bool cuda_memory = false;
   absl::Duration call_timeout = absl::Seconds(30);
   std::string bucket_prefix = "aobj-conf";
   DataChannelOptions data_channel;

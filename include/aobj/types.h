@@ -42,6 +42,9 @@ struct Limits {
   uint64_t inline_threshold = 0;
   uint32_t max_descriptors = 0;
   uint32_t max_rkey_bytes = 0;
+  // Announced by the server, never requested (AOBJ-OBJ-235): every multipart part but the last
+  // must hold at least this many octets. 0: not announced.
+  uint64_t min_part_size = 0;
 };
 
 // What memory a pointer points at (aobj/device.h, ClassifyMemory).

@@ -171,6 +171,14 @@ def test_conditions_copy_list_delete(client):
     assert list(client.list("demo", prefix)) == []
 
 
+def test_session_tells_what_the_server_negotiated(client):
+    s = client.session
+    assert len(s["session_id"]) == 32 and s["version"] == 1
+    assert s["limits"]["inline_threshold"] == 16384
+    assert s["limits"]["min_part_size"] == 65536  # announced (conftest: --min-part-size 65536)
+    assert s["protection"] in ("emulated", "hardware")
+
+
 def test_buckets(client):
     name = unique("bkt")
     client.create_bucket(name)

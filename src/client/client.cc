@@ -177,6 +177,7 @@ class ClientImpl final : public Client, public CancelSender {
     info_.limits.inline_threshold = resp.limits().inline_threshold();
     info_.limits.max_descriptors = resp.limits().max_descriptors();
     info_.limits.max_rkey_bytes = resp.limits().max_rkey_bytes();
+    info_.limits.min_part_size = resp.limits().min_part_size();
     info_.protection = static_cast<MemoryProtection>(resp.memory_protection());
     info_.lease_ms = static_cast<int64_t>(resp.lease_ms());
     info_.server_name = resp.server_name();

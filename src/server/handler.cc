@@ -453,6 +453,7 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   l->set_max_rkey_bytes(state.limits.max_rkey_bytes);
   l->set_data_wait_ms(config_.data_wait_ms);  // AOBJ-OPS-008
   l->set_skew_window_ms(config_.skew_window_ms);  // AOBJ-AUTH-019
+  l->set_min_part_size(config_.min_part_size);    // AOBJ-OBJ-235
   resp.set_memory_protection(*protection == Protection::kHardware
                                  ? aobj::v1::MEMORY_PROTECTION_HARDWARE
                                  : aobj::v1::MEMORY_PROTECTION_EMULATED);  // AOBJ-SES-013

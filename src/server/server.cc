@@ -690,6 +690,7 @@ class ServerImpl final : public Server {
     hc.session_reserve_fds = kReservedDescriptors / 2;  // a backstop to the session limits above
     hc.skew_window_ms = static_cast<uint32_t>(
         std::clamp<int64_t>(options_.clock_skew_ms, 0, std::numeric_limits<uint32_t>::max()));
+    hc.min_part_size = mpl.min_part_size;  // what multipart_ enforces, announced
     hc.log = options_.log;
     handler_ = std::make_unique<RequestHandler>(std::move(hc), store_.get(), channel_.get(),
                                                 auth_.get(), sessions_.get(), multipart_.get(),

@@ -336,6 +336,61 @@ class Client(_aobj._Client):
                                 dict(metadata) if metadata is not None else None,
                                 source_if_match, if_match, if_none_match))
 
+    # ---- files ----------------------------------------------------------------------------------
+    def upload_file(self, path: Union[str, os.PathLike], bucket: str, key: str, *,
+                    content_type: Optional[str] = None,
+                    metadata: Optional[Mapping[str, str]] = None,
+                    multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD,
+                    part_size: int = DEFAULT_PART_SIZE) -> Transfer:
+        """Stores the file at ``path`` under bucket/key (boto3's upload_file). The file is
+        mapped, not read: the server reads its pages (or, where staging applies, the library
+        copies them once). From ``multipart_threshold`` octets, a multipart upload."""
+        import mmap
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return self.put(bucket, key, b"", content_type=content_type, metadata=metadata)
+            with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as m:
+                view = memoryview(m)
+                try:
+                    return self.put(bucket, key, view, content_type=content_type,
+                                    metadata=metadata, multipart_threshold=multipart_threshold,
+                                    part_size=part_size)
+                finally:
+                    view.release()
+
+    def download_file(self, bucket: str, key: str, path: Union[str, os.PathLike]) -> Transfer:
+        """Writes bucket/key to the file at ``path`` (boto3's download_file): created or
+        replaced only once the whole object arrived (a temporary file beside it, renamed), so a
+        failed download leaves no partial file. The object is read straight into the mapped
+        file, pinned to the version HEAD saw (If-Match)."""
+        import mmap
+        import tempfile
+        info = self.head(bucket, key)
+        path = os.fspath(path)
+        fd, tmp = tempfile.mkstemp(prefix=".aobj-", dir=os.path.dirname(os.path.abspath(path)))
+        try:
+            with os.fdopen(fd, "r+b") as f:
+                if info.size == 0:
+                    t = self.get_into(bucket, key, bytearray(0), if_match=info.etag)
+                else:
+                    f.truncate(info.size)
+                    with mmap.mmap(f.fileno(), info.size, access=mmap.ACCESS_WRITE) as m:
+                        view = memoryview(m)
+                        try:
+                            t = self.get_into(bucket, key, view, if_match=info.etag)
+                        finally:
+                            view.release()
+                        m.flush()
+            os.replace(tmp, path)
+            return t
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
     # ---- listings and buckets -------------------------------------------------------------------
     def list_objects(self, bucket: str, *, prefix: str = "", delimiter: str = "",
                      start_after: str = "", continuation_token: bytes = b"",

@@ -147,6 +147,31 @@ def test_multipart_put(client):
     assert client.get("demo", key) == data.tobytes()
 
 
+def test_upload_and_download_files(client, tmp_path):
+    key = unique("file")
+    src = tmp_path / "in.bin"
+    data = pattern((3 << 20) + 17).tobytes()
+    src.write_bytes(data)
+    t = client.upload_file(src, "demo", key, content_type="application/x-test")
+    assert t.nbytes == len(data)
+    dst = tmp_path / "out" / "copy.bin"
+    dst.parent.mkdir()
+    assert int(client.download_file("demo", key, dst)) == len(data)
+    assert dst.read_bytes() == data and client.head("demo", key).content_type == "application/x-test"
+    # Multipart from a mapped file; an empty file.
+    client.upload_file(src, "demo", key + "-mp", multipart_threshold=1 << 20, part_size=1 << 20)
+    assert client.get("demo", key + "-mp") == data
+    (tmp_path / "empty").write_bytes(b"")
+    client.upload_file(tmp_path / "empty", "demo", key + "-0")
+    client.download_file("demo", key + "-0", tmp_path / "empty.out")
+    assert (tmp_path / "empty.out").read_bytes() == b""
+    # A failed download leaves nothing behind, and no existing file is touched.
+    dst.write_bytes(b"keep")
+    with pytest.raises(aobj.NoSuchKey):
+        client.download_file("demo", key + "-absent", dst)
+    assert dst.read_bytes() == b"keep" and sorted(p.name for p in dst.parent.iterdir()) == ["copy.bin"]
+
+
 def test_conditions_copy_list_delete(client):
     prefix = unique("dir") + "/"
     keys = [f"{prefix}{i:03d}" for i in range(25)]

@@ -964,11 +964,21 @@ void RegisterClientCases(Registry& r) {
                             key + " reported downloaded: the file holds the object",
                             "equal content", file ? "differs" : "no file");
               }
+              // The held request is the one the fault matched, not the first recorded: with
+              // several GETs in flight, the order they were recorded in and the order their
+              // handlers reached the fault can differ.
               auto gets = OfMethod(server->Requests(), Method::kGetObject);
-              ctx.Require(!gets.empty() && !gets[0].windows.empty(),
-                          "the first GetObject named windows (RMA)", "descriptors",
-                          gets.empty() ? "no GetObject" : "none");
-              const ReceivedRequest& first = gets[0];
+              const ReceivedRequest* held = nullptr;
+              for (const auto& g : gets) {
+                if (g.fault_applied) {
+                  held = &g;
+                  break;
+                }
+              }
+              ctx.Require(held != nullptr && !held->windows.empty(),
+                          "the GetObject held past the deadline named windows (RMA)",
+                          "descriptors", held == nullptr ? "no GetObject held" : "none");
+              const ReceivedRequest& first = *held;
               const std::string first_key = ParseAs<pb::GetObjectRequest>(ctx, first).key();
               ctx.Require(outcome.at(first_key) == "DEADLINE_EXCEEDED",
                           "the GET held past the deadline is reported DEADLINE_EXCEEDED "

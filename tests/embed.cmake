@@ -2,7 +2,8 @@
 
 # The server's configuration file parser (tools/config_file.cc).
 add_executable(tools_tests ${CMAKE_CURRENT_SOURCE_DIR}/tools/config_file_test.cc
-                           ${CMAKE_CURRENT_SOURCE_DIR}/tools/tool_util_test.cc)
+                           ${CMAKE_CURRENT_SOURCE_DIR}/tools/tool_util_test.cc
+                           ${CMAKE_CURRENT_SOURCE_DIR}/tools/cli_select_test.cc)
 target_include_directories(tools_tests PRIVATE ${PROJECT_SOURCE_DIR}/tools)
 target_link_libraries(tools_tests PRIVATE aobj_tool_util GTest::gtest GTest::gtest_main)
 gtest_discover_tests(tools_tests DISCOVERY_TIMEOUT 60)

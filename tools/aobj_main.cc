@@ -31,11 +31,18 @@ Usage: aobj [flags] COMMAND ARGS...
 Commands (in the habits of `aws s3`; remote locations are aobj://BUCKET/KEY):
   cp SRC DST              copy a file or object: local -> aobj:// (upload), aobj:// -> local
                           (download; '-' for standard output), aobj:// -> aobj:// (server-side
-                          copy); with --recursive, a directory or every object under a prefix
+                          copy); with --recursive, a directory or every object under a prefix;
+                          a wildcard ('aobj://b/logs/*.gz', quoted) takes what it matches
+  mv SRC DST              cp, then delete each source once its copy succeeded
+  sync SRC DST            make a prefix or directory hold what another holds (aws s3 sync):
+                          copies what is new, differs in size, or is newer (the object's
+                          LastModified against the file's mtime, which downloads set); --delete
+                          removes what the source lacks, and only when every copy succeeded
   ls [aobj://BUCKET[/PREFIX]]   list buckets, or objects and common prefixes ("PRE") under a
                           prefix; --recursive lists every key, --summarize adds totals
   rm aobj://BUCKET/KEY    delete an object (succeeds if it does not exist); --recursive deletes
-                          every object under the prefix (batch deletes of 1000)
+                          every object under the prefix (batch deletes of 1000); a wildcard
+                          deletes what it matches
   mb aobj://BUCKET        create a bucket
   rb aobj://BUCKET        delete an empty bucket; --force deletes its objects first
   stat aobj://BUCKET/KEY  show an object's metadata, user metadata included
@@ -71,7 +78,24 @@ Flags:
                           sources: only if the object has this ETag (PreconditionFailed)
   --if-none-match ETAG|*  uploads: '*' creates only (PreconditionFailed if the key exists);
                           downloads and stat: NotModified when the ETag matches
-  --recursive             cp, ls, rm: every object under the prefix / every file of a directory
+  --recursive             cp, mv, ls, rm: every object under the prefix / every file of a
+                          directory
+  --exclude PATTERN       cp, mv, rm, sync: leave out names that match PATTERN (relative to the
+                          source directory or prefix; '*' matches across '/', '?' one character,
+                          [...] a class); repeatable
+  --include PATTERN       take names that match PATTERN again; the last --exclude or --include
+                          that matches a name decides, as in aws s3 (--exclude '*' --include
+                          '*.txt': only .txt files)
+  --dryrun                cp, mv, rm, sync: print what would be done ("(dryrun) upload: ..."),
+                          do nothing
+  --delete                sync: delete what the destination has and the source lacks (filters
+                          apply: an excluded name is kept)
+  --size-only             sync: files of equal size are the same, whatever their times
+  --exact-timestamps      sync downloads: copy same-sized objects unless the times are equal
+                          (default, as aws s3: only when the local file is newer)
+  --compare-etag          sync: where one side has an MD5 ETag (single PUTs with --etag md5),
+                          compare contents by MD5 instead of times (reads each local file of
+                          the same size)
   --jobs N                cp: files moved at once (default: the session's max_in_flight, at
                           most 16; a multipart upload counts as 4), as s5cmd does
   --force                 rb: delete the bucket's objects first
@@ -114,7 +138,10 @@ int Usage(const std::string& msg) {
 constexpr const char* kBareFlags[] = {"no-inline",   "require-hardware-protection",
                                       "quiet",       "recursive",
                                       "force",       "summarize",
-                                      "no-progress", "json"};
+                                      "no-progress", "json",
+                                      "dryrun",      "delete",
+                                      "size-only",   "exact-timestamps",
+                                      "compare-etag"};
 
 constexpr char kVersion[] = "aobj " AOBJ_VERSION_STRING " (AOBJ/1 protocol version 1)";
 
@@ -138,11 +165,18 @@ std::string CommandHelp(const std::string& cmd) {
   // The flags that change what this command does, as kUsage describes them.
   static const std::map<std::string, std::vector<std::string>> kFlagsOf = {
       {"cp",
-       {"recursive", "jobs", "etag", "content-type", "metadata", "metadata-directive", "range",
-        "if-match", "if-none-match", "checksum", "chunk-size", "multipart-threshold", "part-size",
-        "no-progress", "no-inline"}},
+       {"recursive", "exclude", "include", "dryrun", "jobs", "etag", "content-type", "metadata",
+        "metadata-directive", "range", "if-match", "if-none-match", "checksum", "chunk-size",
+        "multipart-threshold", "part-size", "no-progress", "no-inline"}},
+      {"mv",
+       {"recursive", "exclude", "include", "dryrun", "jobs", "etag", "content-type", "metadata",
+        "metadata-directive", "checksum", "multipart-threshold", "part-size", "no-progress"}},
+      {"sync",
+       {"delete", "dryrun", "exclude", "include", "size-only", "exact-timestamps", "compare-etag",
+        "jobs", "etag", "content-type", "metadata", "checksum", "multipart-threshold", "part-size",
+        "no-progress"}},
       {"ls", {"recursive", "summarize", "json"}},
-      {"rm", {"recursive"}},
+      {"rm", {"recursive", "exclude", "include", "dryrun"}},
       {"rb", {"force"}},
       {"stat", {"if-match", "if-none-match", "json"}},
       {"put",
@@ -381,7 +415,9 @@ int main(int argc, char** argv) {
        "part-size",
        "timeout",
        "jobs",
-       "etag"},
+       "etag",
+       "exclude",
+       "include"},
       std::vector<std::string>(std::begin(kBareFlags), std::end(kBareFlags)), &args);
   if (!st.ok()) return Usage(std::string(st.message()));
   if (args.positional.empty()) return Usage("no command given");
@@ -457,6 +493,20 @@ int main(int argc, char** argv) {
   settings.force = args.Has("force");
   settings.summarize = args.Has("summarize");
   settings.json = args.Has("json");
+  settings.dryrun = args.Has("dryrun");
+  settings.delete_extra = args.Has("delete");
+  settings.sync.size_only = args.Has("size-only");
+  settings.sync.exact_timestamps = args.Has("exact-timestamps");
+  settings.sync.compare_etag = args.Has("compare-etag");
+  for (const auto& [name, value] : args.sequence) {
+    if (name != "exclude" && name != "include") continue;
+    if (value.empty()) return Usage("--" + name + " takes a pattern");
+    if (name == "exclude") {
+      settings.filters.Exclude(value);
+    } else {
+      settings.filters.Include(value);
+    }
+  }
   settings.put.content_type = args.Get("content-type", "");
   if (args.flags.count("metadata")) {
     for (const std::string& pair : args.flags.at("metadata")) {
@@ -502,6 +552,8 @@ int main(int argc, char** argv) {
   using CommandFn = int (*)(aobj::Client&, const std::vector<std::string>&,
                             const aobj::cli::CliSettings&);
   CommandFn s3_command = cmd == "cp"     ? aobj::cli::RunCp
+                         : cmd == "mv"   ? aobj::cli::RunMv
+                         : cmd == "sync" ? aobj::cli::RunSync
                          : cmd == "ls"   ? aobj::cli::RunLs
                          : cmd == "rm"   ? aobj::cli::RunRm
                          : cmd == "mb"   ? aobj::cli::RunMb

@@ -1,6 +1,7 @@
 #include "cli_s3.h"
 
 #include <fcntl.h>
+#include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,21 +51,6 @@ std::string FailureLine(const std::string& what, const absl::Status& st) {
                       described ? tools::DescribeError(st) : std::string(st.message()));
 }
 
-int Fail(const std::string& what, const absl::Status& st) {
-  std::cerr << FailureLine(what, st) << "\n";
-  return 1;
-}
-
-int Usage(const std::string& msg) {
-  std::cerr << "aobj: " << msg << "\n(run aobj --help for usage)\n";
-  return 2;
-}
-
-std::string Uri(const std::string& bucket, const std::string& key) {
-  // For messages only: a hostile server's names must not reach the terminal raw (issue 16).
-  return absl::StrCat(kScheme, tools::Printable(bucket), "/", tools::Printable(key));
-}
-
 std::string FormatTime(int64_t ms) {
   return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(ms), absl::LocalTimeZone());
 }
@@ -73,12 +59,6 @@ std::string FormatTime(int64_t ms) {
 std::string BaseName(const std::string& s) {
   const size_t slash = s.find_last_of('/');
   return slash == std::string::npos ? s : s.substr(slash + 1);
-}
-
-// A listing prefix that names a "directory": empty, or ending in '/'.
-std::string AsDirectory(std::string prefix) {
-  if (!prefix.empty() && prefix.back() != '/') prefix.push_back('/');
-  return prefix;
 }
 
 absl::Status WriteAt(int fd, const uint8_t* data, uint64_t n, uint64_t offset, bool sequential,
@@ -182,19 +162,6 @@ absl::Status ForEachPage(Client& client, const std::string& bucket, ListObjectsO
   }
 }
 
-absl::StatusOr<std::vector<ObjectSummary>> ListAll(Client& client, const std::string& bucket,
-                                                   const std::string& prefix) {
-  ListObjectsOptions options;
-  options.prefix = prefix;
-  std::vector<ObjectSummary> out;
-  absl::Status s = ForEachPage(client, bucket, options, [&](ObjectListing& page) {
-    for (ObjectSummary& o : page.objects) out.push_back(std::move(o));
-    return absl::OkStatus();
-  });
-  if (!s.ok()) return s;
-  return out;
-}
-
 // The bucket of "aobj://bucket", "aobj://bucket/" or "bucket".
 absl::StatusOr<std::string> BucketArg(const std::string& arg) {
   absl::StatusOr<Location> loc = ParseLocation(arg, /*bare_is_remote=*/true);
@@ -232,6 +199,40 @@ absl::StatusOr<int> DeletePrefix(Client& client, const std::string& bucket,
 }
 
 }  // namespace
+
+int Fail(const std::string& what, const absl::Status& st) {
+  std::cerr << FailureLine(what, st) << "\n";
+  return 1;
+}
+
+int Usage(const std::string& msg) {
+  std::cerr << "aobj: " << msg << "\n(run aobj --help for usage)\n";
+  return 2;
+}
+
+std::string Uri(const std::string& bucket, const std::string& key) {
+  // For messages only: a hostile server's names must not reach the terminal raw (issue 16).
+  return absl::StrCat(kScheme, tools::Printable(bucket), "/", tools::Printable(key));
+}
+
+// A listing prefix that names a "directory": empty, or ending in '/'.
+std::string AsDirectory(std::string prefix) {
+  if (!prefix.empty() && prefix.back() != '/') prefix.push_back('/');
+  return prefix;
+}
+
+absl::StatusOr<std::vector<ObjectSummary>> ListAll(Client& client, const std::string& bucket,
+                                                   const std::string& prefix) {
+  ListObjectsOptions options;
+  options.prefix = prefix;
+  std::vector<ObjectSummary> out;
+  absl::Status s = ForEachPage(client, bucket, options, [&](ObjectListing& page) {
+    for (ObjectSummary& o : page.objects) out.push_back(std::move(o));
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
 
 absl::StatusOr<Location> ParseLocation(const std::string& arg, bool bare_is_remote) {
   Location loc;
@@ -663,195 +664,351 @@ int Workers(Client& client, const CliSettings& settings) {
   return static_cast<int>(std::clamp<uint32_t>(client.session().limits.max_in_flight, 1, 16));
 }
 
-// "upload: 320 files, 12.3 MiB in 0.41 s (31.5 MB/s); 2 failed".
-void Summary(const CliSettings& settings, const char* verb, size_t files, size_t failed,
-             const Progress& progress) {
-  if (settings.quiet || files < 2) return;
+namespace {
+
+// "upload: 320 of 320 files, 12.3 MiB in 0.41 s (31.5 MB/s, 780 files/s); 2 failed".
+void Summary(const CliSettings& settings, const std::string& verb, size_t files, size_t failed,
+             const Progress& progress, const std::string& extra = "") {
+  if (settings.quiet || (files < 2 && extra.empty())) return;
+  if (files == 0) {
+    std::cerr << verb << ": nothing to copy" << extra << "\n";
+    return;
+  }
   const double secs = absl::ToDoubleSeconds(progress.elapsed());
   std::cerr << verb << ": " << files - failed << " of " << files << " files, "
             << tools::HumanBytes(progress.bytes()) << " in " << absl::StrFormat("%.2f", secs)
             << " s (" << tools::HumanRate(progress.bytes(), secs) << ", "
             << absl::StrFormat("%.0f", secs > 0 ? (files - failed) / secs : 0.0) << " files/s)"
-            << (failed ? absl::StrCat("; ", failed, " failed") : std::string()) << "\n";
+            << (failed ? absl::StrCat("; ", failed, " failed") : std::string()) << extra << "\n";
 }
 
-// ---- commands ----------------------------------------------------------------------------------
+// The object's LastModified as the downloaded file's mtime, as `aws s3` does: sync compares it.
+void SetModified(const std::string& path, int64_t unix_ms) {
+  struct timespec times[2];
+  times[0].tv_sec = 0;
+  times[0].tv_nsec = UTIME_OMIT;  // atime as it is
+  times[1].tv_sec = static_cast<time_t>(unix_ms / 1000);
+  times[1].tv_nsec = static_cast<long>(unix_ms % 1000) * 1000000;
+  ::utimensat(AT_FDCWD, path.c_str(), times, 0);  // best effort: the bytes are what matter
+}
 
-int RunCp(Client& client, const std::vector<std::string>& args, const CliSettings& settings) {
-  if (args.size() != 2) return Usage("usage: aobj cp SRC DST [--recursive]");
+// The files to upload for a local source: a file, a directory (--recursive) or, when the path
+// does not exist and holds a wildcard the shell left alone (quoted, or matching nothing), what
+// glob(3) finds. Keys are dst_prefix + the name relative to the source's directory; the
+// filters see that relative name. *usage is set on a usage error.
+absl::Status PlanUploads(const std::string& source, const Location& dst,
+                         const CliSettings& settings, Plan* plan, std::string* usage) {
+  std::vector<std::string> roots;
+  std::error_code ec;
+  const bool wildcard = !fs::exists(source, ec) && HasWildcard(source);
+  if (wildcard) {
+    glob_t g{};
+    const int rc = ::glob(source.c_str(), GLOB_NOSORT, nullptr, &g);
+    for (size_t i = 0; rc == 0 && i < g.gl_pathc; ++i) roots.emplace_back(g.gl_pathv[i]);
+    ::globfree(&g);
+    if (roots.empty()) {
+      return absl::NotFoundError("no file matches the wildcard");
+    }
+    std::sort(roots.begin(), roots.end());
+  } else {
+    roots.push_back(source);
+  }
+  // Several sources, or a directory, go below the destination "directory".
+  const bool many = wildcard || settings.recursive;
+  for (const std::string& root : roots) {
+    if (fs::is_directory(root, ec)) {
+      if (!settings.recursive) {
+        if (!wildcard) {
+          *usage = root + " is a directory (use --recursive)";
+          return absl::OkStatus();
+        }
+        std::cerr << "aobj: skipping directory " << tools::Printable(root)
+                  << " (use --recursive)\n";
+        continue;
+      }
+      // With a wildcard, a matched directory keeps its name: logs/* -> PREFIX/2026-11/a.gz.
+      const std::string under =
+          wildcard ? BaseName(fs::path(root).lexically_normal().string()) : std::string();
+      std::vector<Transfer> found;
+      for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+        if (!it->is_regular_file(ec)) continue;
+        std::string rel = fs::relative(it->path(), root, ec).generic_string();
+        if (!under.empty()) rel = under + "/" + rel;
+        if (!settings.filters.Selects(rel)) continue;
+        found.push_back({it->path().string(), AsDirectory(dst.key) + rel, it->file_size(ec), {}});
+      }
+      if (ec) return LocalError(absl::StrCat("walk ", root), ec.value());
+      std::sort(found.begin(), found.end(),
+                [](const Transfer& a, const Transfer& b) { return a.to < b.to; });
+      for (Transfer& t : found) plan->transfers.push_back(std::move(t));
+      continue;
+    }
+    if (!fs::exists(root, ec)) {
+      return LocalError(absl::StrCat("read ", root), ENOENT);
+    }
+    const std::string name = BaseName(root);
+    if (!settings.filters.Selects(name)) continue;
+    std::string key = many ? AsDirectory(dst.key) + name : dst.key;
+    if (key.empty() || key.back() == '/') key += name;
+    plan->transfers.push_back({root, key, fs::file_size(root, ec), {}});
+  }
+  return absl::OkStatus();
+}
+
+// The objects to download or copy for a remote source: one key, every key under a prefix
+// (--recursive), or the keys a wildcard matches (which implies many). Targets are the name
+// relative to the source's "directory" below the destination (a local directory or a prefix);
+// a key that cannot be written safely below a local directory is refused and counted.
+absl::Status PlanFromRemote(Client& client, const Location& src, const Location& dst,
+                            const CliSettings& settings, Plan* plan, std::string* usage) {
+  const bool wildcard = HasWildcard(src.key);
+  if (!wildcard && !settings.recursive) {
+    if (src.key.empty()) {
+      *usage = "need a key in " + Uri(src.bucket, src.key) + " (or --recursive)";
+      return absl::OkStatus();
+    }
+    if (!settings.filters.Selects(BaseName(src.key))) return absl::OkStatus();
+    std::string target = dst.remote ? dst.key : dst.path;
+    std::error_code ec;
+    if (dst.remote ? (target.empty() || target.back() == '/')
+                   : (target.back() == '/' || fs::is_directory(target, ec))) {
+      target =
+          dst.remote ? target + BaseName(src.key) : (fs::path(target) / BaseName(src.key)).string();
+    }
+    plan->transfers.push_back({src.key, target, 0, std::nullopt});
+    return absl::OkStatus();
+  }
+  if (!dst.remote && dst.path == "-") {
+    *usage = "standard output takes one object, not several";
+    return absl::OkStatus();
+  }
+  WildcardKey w;
+  if (wildcard) {
+    w = SplitWildcard(src.key);
+  } else {
+    w.list_prefix = w.base = AsDirectory(src.key);
+  }
+  absl::StatusOr<std::vector<ObjectSummary>> objects = ListAll(client, src.bucket, w.list_prefix);
+  if (!objects.ok()) return objects.status();
+  size_t matched = 0;
+  for (ObjectSummary& o : *objects) {
+    if (wildcard && !WildcardMatches(w.pattern, o.key)) continue;
+    ++matched;
+    const std::string rel = o.key.substr(w.base.size());
+    if (!settings.filters.Selects(rel)) continue;
+    if (dst.remote) {
+      plan->transfers.push_back({o.key, AsDirectory(dst.key) + rel, o.size, std::nullopt});
+      continue;
+    }
+    if (o.key.back() == '/' && o.size == 0) continue;  // a "directory" marker
+    // Keys are the server's to choose: never let one write outside the target directory.
+    const std::string safe = SafeRelativePath(o.key, w.base);
+    if (safe.empty()) {
+      std::cerr << "aobj: skipping " << Uri(src.bucket, o.key)
+                << ": not a safe relative path below " << tools::Printable(dst.path) << "\n";
+      ++plan->refused;
+      continue;
+    }
+    const uint64_t size = o.size;
+    plan->transfers.push_back({o.key, (fs::path(dst.path) / safe).string(), size, std::move(o)});
+  }
+  if (wildcard && matched == 0) {
+    return absl::NotFoundError("no object matches the wildcard");
+  }
+  return absl::OkStatus();
+}
+
+int CopyOrMove(Client& client, const std::vector<std::string>& args, const CliSettings& settings,
+               bool move) {
+  const std::string name = move ? "mv" : "cp";
+  if (args.size() != 2) return Usage("usage: aobj " + name + " SRC DST [--recursive]");
   absl::StatusOr<Location> src = ParseLocation(args[0], false);
   absl::StatusOr<Location> dst = ParseLocation(args[1], false);
   if (!src.ok()) return Usage(std::string(src.status().message()));
   if (!dst.ok()) return Usage(std::string(dst.status().message()));
   if (!src->remote && !dst->remote) {
-    return Usage("cp needs an aobj://BUCKET/KEY source or destination (use cp for local copies)");
+    return Usage(name + " needs an aobj://BUCKET/KEY source or destination (use " + name +
+                 " for local files)");
   }
-  int failed = 0;
-
-  // ---- upload ----
-  if (!src->remote) {
-    std::vector<std::pair<std::string, std::string>> jobs;  // local path, key
-    uint64_t total = 0;
-    std::error_code ec;
-    if (settings.recursive) {
-      if (!fs::is_directory(src->path, ec)) return Usage(src->path + " is not a directory");
-      const std::string prefix = AsDirectory(dst->key);
-      for (fs::recursive_directory_iterator it(src->path, ec), end; !ec && it != end;
-           it.increment(ec)) {
-        if (!it->is_regular_file(ec)) continue;
-        const std::string rel = fs::relative(it->path(), src->path, ec).generic_string();
-        jobs.emplace_back(it->path().string(), prefix + rel);
-        total += it->file_size(ec);
-      }
-      if (ec) return Fail(absl::StrCat("walk ", src->path), LocalError("directory", ec.value()));
-      std::sort(jobs.begin(), jobs.end(),
-                [](const auto& a, const auto& b) { return a.second < b.second; });
-    } else {
-      std::string key = dst->key;
-      if (key.empty() || key.back() == '/') key += BaseName(src->path);
-      jobs.emplace_back(src->path, key);
-      total = fs::file_size(src->path, ec);
-    }
-    Progress progress(settings.progress, total, jobs.size());
-    std::vector<uint64_t> sizes(jobs.size());
-    for (size_t i = 0; i < jobs.size(); ++i) sizes[i] = fs::file_size(jobs[i].first, ec);
-    const uint32_t capacity = std::max<uint32_t>(client.session().limits.max_in_flight, 1);
-    std::atomic<size_t> upload_failed{0};
-    const int workers = Workers(client, settings);
-    std::vector<Scratch> scratch;
-    for (int w = 0; w < workers; ++w) scratch.emplace_back(client);
-    RunParallel(
-        jobs.size(), workers, capacity,
-        [&](size_t i) -> uint32_t {
-          // A multipart upload keeps up to 4 parts in flight (UploadFileInParts).
-          const bool parts =
-              settings.multipart_threshold != 0 && sizes[i] >= settings.multipart_threshold;
-          return parts ? std::min<uint32_t>(capacity, 4) : 1;
-        },
-        [&](size_t i, size_t w) {
-          const auto& [path, key] = jobs[i];
-          absl::StatusOr<ObjectInfo> info =
-              UploadFile(client, path, dst->bucket, key, settings.put, &progress,
-                         settings.multipart_threshold, settings.part_size, &scratch[w]);
-          progress.FileDone();
-          if (!info.ok()) {
-            progress.PrintError(FailureLine(
-                absl::StrCat("upload ", path, " to ", Uri(dst->bucket, key)), info.status()));
-            ++upload_failed;
-          } else if (!settings.quiet) {
-            progress.Print(absl::StrCat("upload: ", path, " to ", Uri(dst->bucket, key)));
-          }
-        });
-    progress.Finish();
-    Summary(settings, "upload", jobs.size(), upload_failed, progress);
-    return upload_failed == 0 ? 0 : 1;
+  if (move && !dst->remote && dst->path == "-") {
+    return Usage("mv cannot move an object to standard output (use cp)");
   }
+  Plan plan;
+  plan.kind = !src->remote  ? TransferKind::kUpload
+              : dst->remote ? TransferKind::kCopy
+                            : TransferKind::kDownload;
+  plan.src_bucket = src->bucket;
+  plan.dst_bucket = dst->bucket;
+  std::string usage;
+  absl::Status st = src->remote ? PlanFromRemote(client, *src, *dst, settings, &plan, &usage)
+                                : PlanUploads(src->path, *dst, settings, &plan, &usage);
+  if (!usage.empty()) return Usage(usage);
+  if (!st.ok()) return Fail(name + " " + tools::Printable(args[0]), st);
+  if (plan.transfers.empty() && plan.refused == 0 && !settings.quiet) {
+    std::cerr << "aobj: " << name << ": nothing to " << (move ? "move" : "copy") << " in "
+              << tools::Printable(args[0]) << (settings.filters.empty() ? "" : " (after filters)")
+              << "\n";
+  }
+  return ExecutePlan(client, plan, settings, move);
+}
 
-  // ---- download or server-side copy ----
-  struct Job {
-    std::string key;
-    std::string target;  // a local path, or the destination key
-    uint64_t size = 0;
-    std::optional<ObjectSummary> listed;  // the listing's entry, for a recursive download
+}  // namespace
+
+int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, bool move,
+                const std::string& verb) {
+  const bool up = plan.kind == TransferKind::kUpload;
+  const bool down = plan.kind == TransferKind::kDownload;
+  const char* kind_verb = up ? "upload" : down ? "download" : "copy";
+  const std::string line_verb = move ? "move" : kind_verb;
+  auto from_name = [&](const Transfer& t) {
+    return up ? tools::Printable(t.from) : Uri(plan.src_bucket, t.from);
   };
-  std::vector<Job> jobs;
-  uint64_t total = 0;
-  if (settings.recursive) {
-    const std::string prefix = AsDirectory(src->key);
-    absl::StatusOr<std::vector<ObjectSummary>> objects = ListAll(client, src->bucket, prefix);
-    if (!objects.ok())
-      return Fail(absl::StrCat("list ", Uri(src->bucket, prefix)), objects.status());
-    for (const ObjectSummary& o : *objects) {
-      if (dst->remote) {
-        jobs.push_back(
-            {o.key, AsDirectory(dst->key) + o.key.substr(prefix.size()), o.size, std::nullopt});
-      } else {
-        if (o.key.back() == '/' && o.size == 0) continue;  // a "directory" marker
-        // Keys are the server's to choose: never let one write outside the target directory.
-        const std::string rel = SafeRelativePath(o.key, prefix);
-        if (rel.empty()) {
-          std::cerr << "aobj: skipping " << Uri(src->bucket, o.key)
-                    << ": not a safe relative path below " << dst->path << "\n";
-          ++failed;
-          continue;
-        }
-        jobs.push_back({o.key, (fs::path(dst->path) / rel).string(), o.size, o});
-      }
-      total += o.size;
+  auto to_name = [&](const Transfer& t) {
+    return down ? tools::Printable(t.to) : Uri(plan.dst_bucket, t.to);
+  };
+  auto deletion_name = [&](const std::string& d) {
+    return down ? tools::Printable(d) : Uri(plan.dst_bucket, d);
+  };
+  if (settings.dryrun) {
+    for (const Transfer& t : plan.transfers) {
+      std::cout << "(dryrun) " << line_verb << ": " << from_name(t) << " to " << to_name(t) << "\n";
     }
-  } else {
-    if (src->key.empty()) return Usage("cp needs a key in " + args[0] + " (or --recursive)");
-    std::string target = dst->remote ? dst->key : dst->path;
-    std::error_code ec;
-    if (dst->remote ? (target.empty() || target.back() == '/')
-                    : (target.back() == '/' || fs::is_directory(target, ec))) {
-      target = dst->remote ? target + BaseName(src->key)
-                           : (fs::path(target) / BaseName(src->key)).string();
+    for (const std::string& d : plan.deletions) {
+      std::cout << "(dryrun) delete: " << deletion_name(d) << "\n";
     }
-    jobs.push_back({src->key, target, 0, std::nullopt});
+    return plan.refused == 0 ? 0 : 1;
   }
-  Progress progress(settings.progress && !(dst->path == "-"), total, jobs.size());
-  std::atomic<size_t> job_failed{0};
-  const int workers = dst->path == "-" ? 1 : Workers(client, settings);
+  uint64_t total = 0;
+  for (const Transfer& t : plan.transfers) total += t.size;
+  const bool to_stdout = down && plan.transfers.size() == 1 && plan.transfers[0].to == "-";
+  Progress progress(settings.progress && !to_stdout, total, plan.transfers.size());
+  std::atomic<size_t> failed{0};
+  const int workers = to_stdout ? 1 : Workers(client, settings);
+  const uint32_t capacity = std::max<uint32_t>(client.session().limits.max_in_flight, 1);
   std::vector<Scratch> scratch;
   for (int w = 0; w < workers; ++w) scratch.emplace_back(client);
+  // After a transfer succeeded: mv deletes its source.
+  auto remove_source = [&](const Transfer& t) -> absl::Status {
+    if (!move) return absl::OkStatus();
+    if (up) {
+      return ::unlink(t.from.c_str()) == 0 ? absl::OkStatus()
+                                           : LocalError(absl::StrCat("remove ", t.from), errno);
+    }
+    return client.Delete(plan.src_bucket, t.from);
+  };
   auto one = [&](size_t i, size_t w) {
-    const Job& job = jobs[i];
-    const std::string from = Uri(src->bucket, job.key);
-    if (dst->remote) {
+    const Transfer& t = plan.transfers[i];
+    absl::Status st;
+    if (up) {
+      st = UploadFile(client, t.from, plan.dst_bucket, t.to, settings.put, &progress,
+                      settings.multipart_threshold, settings.part_size, &scratch[w])
+               .status();
+    } else if (down) {
+      // As `aws s3 cp` does, a download creates the directories its target names
+      // (`cp aobj://b/k ./newdir/` makes newdir).
+      std::error_code ec;
+      const fs::path parent = fs::path(t.to).parent_path();
+      if (t.to != "-" && !parent.empty()) fs::create_directories(parent, ec);
+      st = DownloadFile(client, plan.src_bucket, t.from, t.to, settings, &progress, &scratch[w],
+                        t.listed ? &*t.listed : nullptr)
+               .status();
+      if (st.ok() && t.listed && t.to != "-") SetModified(t.to, t.listed->last_modified_ms);
+    } else {
       CopyOptions options;
       options.replace_metadata = settings.replace_metadata;
       options.content_type = settings.put.content_type;
       options.user_metadata = settings.put.user_metadata;
       options.source_conditions = settings.get_conditions;
       options.conditions = settings.put.conditions;
-      progress.SetLabel(from);
+      progress.SetLabel(from_name(t));
       absl::StatusOr<ObjectInfo> info =
-          client.Copy(src->bucket, job.key, dst->bucket, job.target, options);
-      progress.FileDone();
-      if (!info.ok()) {
-        progress.PrintError(FailureLine(
-            absl::StrCat("copy ", from, " to ", Uri(dst->bucket, job.target)), info.status()));
-        ++job_failed;
-        return;
-      }
-      progress.Add(info->size);
-      if (!settings.quiet) {
-        progress.Print(absl::StrCat("copy: ", from, " to ", Uri(dst->bucket, job.target)));
-      }
-      return;
+          client.Copy(plan.src_bucket, t.from, plan.dst_bucket, t.to, options);
+      if (info.ok()) progress.Add(info->size);
+      st = info.status();
     }
-    std::error_code ec;
-    // As `aws s3 cp` does, a download creates the directories its target names
-    // (`cp aobj://b/k ./newdir/` makes newdir).
-    const fs::path parent = fs::path(job.target).parent_path();
-    if (job.target != "-" && !parent.empty()) fs::create_directories(parent, ec);
-    absl::StatusOr<uint64_t> n =
-        DownloadFile(client, src->bucket, job.key, job.target, settings, &progress, &scratch[w],
-                     job.listed ? &*job.listed : nullptr);
     progress.FileDone();
-    if (!n.ok()) {
-      progress.PrintError(FailureLine(
-          absl::StrCat("download ", from, " to ", tools::Printable(job.target)), n.status()));
-      ++job_failed;
+    if (st.ok()) st = remove_source(t);
+    if (!st.ok()) {
+      progress.PrintError(
+          FailureLine(absl::StrCat(line_verb, " ", from_name(t), " to ", to_name(t)), st));
+      ++failed;
       return;
     }
-    if (!settings.quiet) {
-      if (job.target == "-") {
-        std::cerr << "download: " << from << " to -\n";
-      } else {
-        progress.Print(absl::StrCat("download: ", from, " to ", tools::Printable(job.target)));
-      }
+    if (settings.quiet) return;
+    const std::string line = absl::StrCat(line_verb, ": ", from_name(t), " to ", to_name(t));
+    if (t.to == "-") {
+      std::cerr << line << "\n";
+    } else {
+      progress.Print(line);
     }
   };
-  // A download moves one ranged GET at a time; a copy moves no data by RMA (AOBJ-OBJ-158).
+  // An upload holds up to 4 of the session's slots while it is a multipart upload (4 parts in
+  // flight, UploadFileInParts); a download moves one ranged GET at a time; a copy moves no data
+  // by RMA (AOBJ-OBJ-158).
   RunParallel(
-      jobs.size(), workers, std::max<uint32_t>(client.session().limits.max_in_flight, 1),
-      [](size_t) -> uint32_t { return 1; }, one);
+      plan.transfers.size(), workers, capacity,
+      [&](size_t i) -> uint32_t {
+        const bool parts = up && settings.multipart_threshold != 0 &&
+                           plan.transfers[i].size >= settings.multipart_threshold;
+        return parts ? std::min<uint32_t>(capacity, 4) : 1;
+      },
+      one);
   progress.Finish();
-  const size_t total_failed = job_failed + static_cast<size_t>(failed);
-  Summary(settings, dst->remote ? "copy" : "download", jobs.size(), job_failed, progress);
-  return total_failed == 0 ? 0 : 1;
+
+  // sync --delete, after the copies, and only when every one of them succeeded (as rclone
+  // does): a failed run must not leave the destination with less than before.
+  size_t deleted = 0, delete_failed = 0;
+  if (!plan.deletions.empty() && failed == 0 && plan.refused == 0) {
+    if (down) {
+      for (const std::string& path : plan.deletions) {
+        if (::unlink(path.c_str()) != 0) {
+          Fail(absl::StrCat("delete ", tools::Printable(path)), LocalError("unlink", errno));
+          ++delete_failed;
+          continue;
+        }
+        ++deleted;
+        if (!settings.quiet) std::cout << "delete: " << tools::Printable(path) << "\n";
+      }
+    } else {
+      absl::StatusOr<DeleteObjectsResult> result =
+          client.DeleteObjects(plan.dst_bucket, plan.deletions, /*quiet=*/false);
+      if (!result.ok()) {
+        Fail(absl::StrCat("delete in ", Uri(plan.dst_bucket, "")), result.status());
+        delete_failed = plan.deletions.size();
+      } else {
+        for (const std::string& k : result->deleted) {
+          ++deleted;
+          if (!settings.quiet) std::cout << "delete: " << Uri(plan.dst_bucket, k) << "\n";
+        }
+        for (const auto& [k, why] : result->errors) {
+          Fail(absl::StrCat("delete ", Uri(plan.dst_bucket, k)), why);
+          ++delete_failed;
+        }
+      }
+    }
+  } else if (!plan.deletions.empty()) {
+    std::cerr << "aobj: deleted nothing: " << plan.deletions.size()
+              << " deletion(s) skipped because a transfer failed\n";
+  }
+  std::string extra;
+  if (!verb.empty()) {
+    absl::StrAppend(&extra, "; ", plan.unchanged, " unchanged");
+    if (!plan.deletions.empty()) absl::StrAppend(&extra, "; ", deleted, " deleted");
+  }
+  Summary(settings, verb.empty() ? line_verb : verb, plan.transfers.size(), failed, progress,
+          extra);
+  const size_t total_failed = failed + plan.refused + delete_failed;
+  return total_failed == 0 && (plan.deletions.empty() || failed == 0) ? 0 : 1;
+}
+
+// ---- commands ----------------------------------------------------------------------------------
+
+int RunCp(Client& client, const std::vector<std::string>& args, const CliSettings& settings) {
+  return CopyOrMove(client, args, settings, /*move=*/false);
+}
+
+int RunMv(Client& client, const std::vector<std::string>& args, const CliSettings& settings) {
+  return CopyOrMove(client, args, settings, /*move=*/true);
 }
 
 int RunLs(Client& client, const std::vector<std::string>& args, const CliSettings& settings) {
@@ -932,12 +1089,58 @@ int RunRm(Client& client, const std::vector<std::string>& args, const CliSetting
   if (args.size() != 1) return Usage("usage: aobj rm aobj://BUCKET/KEY [--recursive]");
   absl::StatusOr<Location> loc = ParseLocation(args[0], /*bare_is_remote=*/true);
   if (!loc.ok()) return Usage(std::string(loc.status().message()));
-  if (settings.recursive) {
+  const bool wildcard = HasWildcard(loc->key);
+  if (settings.recursive && !wildcard && settings.filters.empty() && !settings.dryrun) {
     absl::StatusOr<int> failed = DeletePrefix(client, loc->bucket, loc->key, settings.quiet);
     if (!failed.ok()) return Fail(absl::StrCat("rm ", Uri(loc->bucket, loc->key)), failed.status());
     return *failed == 0 ? 0 : 1;
   }
+  if (settings.recursive || wildcard) {
+    // The keys a wildcard matches, or those under the prefix, that the filters select.
+    WildcardKey w;
+    if (wildcard) {
+      w = SplitWildcard(loc->key);
+    } else {
+      w.list_prefix = w.base = loc->key;
+    }
+    absl::StatusOr<std::vector<ObjectSummary>> objects =
+        ListAll(client, loc->bucket, w.list_prefix);
+    if (!objects.ok())
+      return Fail(absl::StrCat("rm ", Uri(loc->bucket, loc->key)), objects.status());
+    std::vector<std::string> keys;
+    size_t matched = 0;
+    for (const ObjectSummary& o : *objects) {
+      if (wildcard && !WildcardMatches(w.pattern, o.key)) continue;
+      ++matched;
+      std::string rel = o.key.substr(w.base.size());
+      if (!rel.empty() && rel[0] == '/') rel.erase(0, 1);  // "rm --recursive aobj://b/dir"
+      if (settings.filters.Selects(rel)) keys.push_back(o.key);
+    }
+    if (wildcard && matched == 0) {
+      return Fail(absl::StrCat("rm ", Uri(loc->bucket, loc->key)),
+                  absl::NotFoundError("no object matches the wildcard"));
+    }
+    Plan plan;
+    plan.kind = TransferKind::kCopy;  // deletions of keys in dst_bucket
+    plan.dst_bucket = loc->bucket;
+    plan.deletions = std::move(keys);
+    if (settings.dryrun) return ExecutePlan(client, plan, settings, false);
+    if (plan.deletions.empty()) return 0;
+    absl::StatusOr<DeleteObjectsResult> result =
+        client.DeleteObjects(loc->bucket, plan.deletions, settings.quiet);
+    if (!result.ok()) return Fail(absl::StrCat("rm ", Uri(loc->bucket, loc->key)), result.status());
+    for (const std::string& k : result->deleted)
+      std::cout << "delete: " << Uri(loc->bucket, k) << "\n";
+    for (const auto& [k, st] : result->errors)
+      Fail(absl::StrCat("delete ", Uri(loc->bucket, k)), st);
+    return result->errors.empty() ? 0 : 1;
+  }
   if (loc->key.empty()) return Usage("rm needs a key (or --recursive)");
+  if (!settings.filters.Selects(BaseName(loc->key))) return 0;
+  if (settings.dryrun) {
+    std::cout << "(dryrun) delete: " << Uri(loc->bucket, loc->key) << "\n";
+    return 0;
+  }
   absl::Status st = client.Delete(loc->bucket, loc->key);
   if (!st.ok()) return Fail(absl::StrCat("rm ", Uri(loc->bucket, loc->key)), st);
   if (!settings.quiet) std::cout << "delete: " << Uri(loc->bucket, loc->key) << "\n";

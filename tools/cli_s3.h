@@ -1,6 +1,7 @@
-// The S3-style commands of the aobj CLI, in the habits of `aws s3`: cp (upload, download,
-// server-side copy; --recursive), ls, rm (--recursive), mb, rb (--force), stat. aobj_main.cc
-// parses the flags and opens the session; these functions do the work.
+// The S3-style commands of the aobj CLI, in the habits of `aws s3`: cp and mv (upload,
+// download, server-side copy; --recursive, wildcards, filters), sync (cli_sync.cc), ls, rm
+// (--recursive, wildcards, filters), mb, rb (--force), stat. aobj_main.cc parses the flags and
+// opens the session; these functions do the work. --dryrun prints what would be done.
 //
 // Remote locations are written aobj://BUCKET/KEY (cp needs the scheme to tell them from local
 // paths; ls, rm, mb, rb and stat also take the older BUCKET/KEY form).
@@ -21,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "aobj/client.h"
+#include "cli_select.h"
 
 namespace aobj::cli {
 
@@ -42,6 +44,10 @@ struct CliSettings {
   uint64_t part_size = uint64_t{16} << 20;            // the part size of those uploads
   int jobs = 0;  // cp: files moved at once (0: the session's max_in_flight, at most 16)
   bool json = false;  // ls, stat, head, session: one JSON object per record (as s5cmd --json)
+  Filters filters;    // --exclude / --include: which names below the source a command takes
+  bool dryrun = false;        // cp, mv, rm, sync: print what would be done, do nothing
+  bool delete_extra = false;  // sync --delete: remove what the source does not have
+  SyncRules sync;             // sync: --size-only, --exact-timestamps, --compare-etag
 };
 
 // One record of --json output: a JSON object on one line, printed by protobuf's JSON printer
@@ -166,6 +172,51 @@ absl::StatusOr<uint64_t> DownloadFile(Client& client, const std::string& bucket,
                                       Scratch* scratch = nullptr,
                                       const ObjectSummary* listed = nullptr);
 
+// One file or object that cp, mv or sync moves: an upload (from: a local path, to: a key), a
+// download (from: a key, to: a local path or "-") or a server-side copy (from a key to a key).
+struct Transfer {
+  std::string from;
+  std::string to;
+  uint64_t size = 0;
+  // A download's listing entry, when the caller listed: spares the HEAD, and the file's mtime
+  // becomes the object's LastModified (as `aws s3` sets it), which sync compares.
+  std::optional<ObjectSummary> listed;
+};
+
+enum class TransferKind { kUpload, kDownload, kCopy };
+
+// What a command does, worked out before anything moves.
+struct Plan {
+  TransferKind kind = TransferKind::kUpload;
+  std::string src_bucket;  // downloads and copies
+  std::string dst_bucket;  // uploads and copies
+  std::vector<Transfer> transfers;
+  std::vector<std::string> deletions;  // sync --delete: destination keys, or local paths
+  size_t unchanged = 0;                // sync: destinations already the same
+  size_t refused = 0;                  // names refused while planning (counted as failures)
+};
+
+// Runs `plan`: the transfers several at once (--jobs) with one progress bar and a summary line
+// on stderr, then (when no transfer failed) its deletions. With `move`, each source is deleted
+// once its transfer succeeded (mv). With settings.dryrun, prints "(dryrun) upload: ..." lines
+// and changes nothing. `verb` names the command in the summary ("sync"; empty: by the kind).
+// Returns the exit status.
+int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, bool move,
+                const std::string& verb = "");
+
+// Every object under `prefix` (all pages).
+absl::StatusOr<std::vector<ObjectSummary>> ListAll(Client& client, const std::string& bucket,
+                                                   const std::string& prefix);
+
+// "aobj://bucket/key" for messages (names made printable).
+std::string Uri(const std::string& bucket, const std::string& key);
+// A listing prefix that names a "directory": empty, or ending in '/'.
+std::string AsDirectory(std::string prefix);
+// Prints "aobj: <msg>" and the hint to --help on stderr; returns 2 (usage error).
+int Usage(const std::string& msg);
+// Prints "aobj: <what>: <error>" on stderr; returns 1.
+int Fail(const std::string& what, const absl::Status& st);
+
 // The commands; each returns the process exit status (0 ok, 1 failed, 2 usage).
 int RunCp(Client& client, const std::vector<std::string>& args, const CliSettings& settings);
 int RunLs(Client& client, const std::vector<std::string>& args, const CliSettings& settings);
@@ -173,6 +224,8 @@ int RunRm(Client& client, const std::vector<std::string>& args, const CliSetting
 int RunMb(Client& client, const std::vector<std::string>& args, const CliSettings& settings);
 int RunRb(Client& client, const std::vector<std::string>& args, const CliSettings& settings);
 int RunStat(Client& client, const std::vector<std::string>& args, const CliSettings& settings);
+int RunMv(Client& client, const std::vector<std::string>& args, const CliSettings& settings);
+int RunSync(Client& client, const std::vector<std::string>& args, const CliSettings& settings);
 
 // The key of a downloaded object relative to `prefix` as a safe relative path (no "..", ".",
 // empty or absolute components), or "" when the key cannot be written safely below a directory.

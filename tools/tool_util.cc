@@ -44,12 +44,14 @@ absl::Status ParseArgs(int argc, char** argv, int first, const std::vector<std::
     }
     if (known(bool_flags, name)) {
       out->flags[name].push_back(has_value ? value : "true");
+      out->sequence.emplace_back(name, out->flags[name].back());
     } else if (known(flags, name)) {
       if (!has_value) {
         if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
         value = argv[++i];
       }
       out->flags[name].push_back(value);
+      out->sequence.emplace_back(name, value);
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, " (see --help)"));
     }

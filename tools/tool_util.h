@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -17,6 +18,9 @@ namespace aobj::tools {
 struct ParsedArgs {
   std::map<std::string, std::vector<std::string>> flags;
   std::vector<std::string> positional;
+  // Every flag as (name, value) in the order given, for flags whose order matters (the
+  // --exclude and --include filters of the CLI).
+  std::vector<std::pair<std::string, std::string>> sequence;
   bool Has(const std::string& name) const { return flags.count(name) > 0; }
   std::string Get(const std::string& name, const std::string& fallback = "") const;
   absl::Status GetInt(const std::string& name, int64_t fallback, int64_t* out) const;

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -332,6 +333,181 @@ TEST_P(CliS3Test, RecursiveCopiesRunInParallelAndLoseNothing) {
       << last_output_;
 }
 
+// The local file's mtime in Unix milliseconds.
+int64_t MtimeMs(const fs::path& p) {
+  struct stat sb {};
+  if (::stat(p.c_str(), &sb) != 0) return -1;
+  return static_cast<int64_t>(sb.st_mtim.tv_sec) * 1000 + sb.st_mtim.tv_nsec / 1000000;
+}
+
+void Touch(const fs::path& p, std::chrono::seconds ahead) {
+  fs::last_write_time(p, fs::file_time_type::clock::now() + ahead);
+}
+
+bool Has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+// Issue 23: aws s3 sync's decisions (new, size, newer; --size-only, --compare-etag), --delete
+// only when asked and never of an excluded name, --dryrun changing nothing, downloads stamped
+// with the object's LastModified so that a second sync copies nothing, and prefix to prefix.
+TEST_P(CliS3Test, SyncCopiesWhatChangedAndDeletesOnlyWhenAsked) {
+  const fs::path src = work_ / "sync-src";
+  WriteBytes(src / "a.txt", "alpha\n");
+  WriteBytes(src / "b.txt", "bravo\n");
+  WriteBytes(src / "sub" / "c.bin", Random(70000, 3));
+  WriteBytes(src / "logs" / "x.gz", "log\n");
+  const std::string dst = "aobj://test-bucket/s/";
+  ASSERT_EQ(Cli({"sync", src.string(), dst}), 0) << last_output_;
+  EXPECT_TRUE(Has(last_output_, "sync: 4 of 4 files")) << last_output_;
+  ASSERT_EQ(Cli({"sync", src.string(), dst}), 0) << last_output_;
+  EXPECT_TRUE(Has(last_output_, "sync: nothing to copy; 4 unchanged")) << last_output_;
+  EXPECT_FALSE(Has(last_output_, "upload:")) << last_output_;
+
+  // A new size goes; a same-sized file goes when it is newer than the object.
+  WriteBytes(src / "a.txt", "alpha, longer\n");
+  WriteBytes(src / "b.txt", "BRAVO\n");
+  Touch(src / "b.txt", std::chrono::hours(1));
+  ASSERT_EQ(Cli({"sync", src.string(), dst}), 0) << last_output_;
+  EXPECT_TRUE(Has(last_output_, "upload: " + (src / "a.txt").string())) << last_output_;
+  EXPECT_TRUE(Has(last_output_, "upload: " + (src / "b.txt").string())) << last_output_;
+  EXPECT_TRUE(Has(last_output_, "sync: 2 of 2 files")) << last_output_;
+  // Same size and newer again: --size-only leaves it; --compare-etag reads it and finds the
+  // content unchanged; a changed content of the same size is found by --compare-etag.
+  Touch(src / "b.txt", std::chrono::hours(2));
+  ASSERT_EQ(Cli({"sync", "--size-only", src.string(), dst}), 0) << last_output_;
+  EXPECT_FALSE(Has(last_output_, "upload:")) << last_output_;
+  ASSERT_EQ(Cli({"sync", "--compare-etag", src.string(), dst}), 0) << last_output_;
+  EXPECT_FALSE(Has(last_output_, "upload:")) << last_output_;
+  WriteBytes(src / "b.txt", "bravo!\n");
+  Touch(src / "b.txt", std::chrono::hours(-48));  // older than the object: times say "same"
+  ASSERT_EQ(Cli({"sync", src.string(), dst}), 0) << last_output_;
+  EXPECT_TRUE(Has(last_output_, "upload:")) << last_output_;  // the size changed (7 octets)
+  WriteBytes(src / "b.txt", "BRAVO!\n");
+  Touch(src / "b.txt", std::chrono::hours(-48));
+  ASSERT_EQ(Cli({"sync", src.string(), dst}), 0) << last_output_;
+  EXPECT_FALSE(Has(last_output_, "upload:")) << last_output_;
+  ASSERT_EQ(Cli({"sync", "--compare-etag", src.string(), dst}), 0) << last_output_;
+  EXPECT_TRUE(Has(last_output_, "upload: " + (src / "b.txt").string())) << last_output_;
+  auto c = Connect();
+  ASSERT_NE(c, nullptr);
+
+  // --delete: a dry run changes nothing; the real one keeps what the filters exclude.
+  fs::remove(src / "sub" / "c.bin");
+  fs::remove(src / "logs" / "x.gz");
+  ASSERT_EQ(Cli({"sync", "--dryrun", "--delete", src.string(), dst}), 0) << last_output_;
+  EXPECT_TRUE(Has(last_output_, "(dryrun) delete: aobj://test-bucket/s/sub/c.bin")) << last_output_;
+  EXPECT_TRUE(c->Head("test-bucket", "s/sub/c.bin").ok());
+  ASSERT_EQ(Cli({"sync", src.string(), dst}), 0) << last_output_;  // no --delete: kept
+  EXPECT_TRUE(c->Head("test-bucket", "s/sub/c.bin").ok());
+  ASSERT_EQ(Cli({"sync", "--delete", "--exclude", "logs/*", src.string(), dst}), 0) << last_output_;
+  EXPECT_TRUE(Has(last_output_, "delete: aobj://test-bucket/s/sub/c.bin")) << last_output_;
+  EXPECT_EQ(c->Head("test-bucket", "s/sub/c.bin").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(c->Head("test-bucket", "s/logs/x.gz").ok());
+
+  // Down: files stamped with the objects' LastModified, so a second sync copies nothing.
+  const fs::path down = work_ / "sync-down";
+  ASSERT_EQ(Cli({"sync", dst, down.string()}), 0) << last_output_;
+  EXPECT_EQ(ReadBytes(down / "a.txt"), "alpha, longer\n");
+  EXPECT_EQ(ReadBytes(down / "b.txt"), "BRAVO!\n");
+  EXPECT_EQ(ReadBytes(down / "logs" / "x.gz"), "log\n");
+  auto a = c->Head("test-bucket", "s/a.txt");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(MtimeMs(down / "a.txt"), a->last_modified_ms);
+  ASSERT_EQ(Cli({"sync", dst, down.string()}), 0) << last_output_;
+  EXPECT_TRUE(Has(last_output_, "nothing to copy; 3 unchanged")) << last_output_;
+  WriteBytes(down / "extra.txt", "not in the bucket\n");
+  ASSERT_EQ(Cli({"sync", "--delete", dst, down.string()}), 0) << last_output_;
+  EXPECT_FALSE(fs::exists(down / "extra.txt"));
+  EXPECT_TRUE(fs::exists(down / "a.txt"));
+
+  // Prefix to prefix: server-side copies, then nothing.
+  ASSERT_EQ(Cli({"sync", dst, "aobj://test-bucket/s2"}), 0) << last_output_;
+  EXPECT_TRUE(Has(last_output_, "copy: aobj://test-bucket/s/a.txt to aobj://test-bucket/s2/a.txt"))
+      << last_output_;
+  ASSERT_EQ(Cli({"sync", dst, "aobj://test-bucket/s2"}), 0) << last_output_;
+  EXPECT_TRUE(Has(last_output_, "nothing to copy; 3 unchanged")) << last_output_;
+
+  EXPECT_EQ(Cli({"sync", src.string(), (work_ / "elsewhere").string()}), 2) << last_output_;
+  EXPECT_EQ(Cli({"sync", (src / "a.txt").string(), dst}), 2) << last_output_;
+}
+
+// Issue 23: mv, wildcards in remote and local sources (a wildcard that matches nothing fails),
+// --exclude/--include in the order given, and --dryrun for cp and rm.
+TEST_P(CliS3Test, MvWildcardsFiltersAndDryrun) {
+  const fs::path w = work_ / "w";
+  WriteBytes(w / "1.txt", "one\n");
+  WriteBytes(w / "2.txt", "two\n");
+  WriteBytes(w / "3.bin", Random(5000, 4));
+  WriteBytes(w / "deep" / "4.txt", "four\n");
+  auto c = Connect();
+  ASSERT_NE(c, nullptr);
+  auto exists = [&](const std::string& key) { return c->Head("test-bucket", key).ok(); };
+
+  ASSERT_EQ(Cli({"cp", "--recursive", "--exclude", "*", "--include", "*.txt", w.string(),
+                 "aobj://test-bucket/f/"}),
+            0)
+      << last_output_;
+  EXPECT_TRUE(exists("f/1.txt") && exists("f/2.txt") && exists("f/deep/4.txt"));
+  EXPECT_FALSE(exists("f/3.bin"));
+  ASSERT_EQ(Cli({"cp", "--recursive", "--exclude", "*", "--include", "*.txt", "--exclude", "deep/*",
+                 w.string(), "aobj://test-bucket/f2/"}),
+            0)
+      << last_output_;
+  EXPECT_TRUE(exists("f2/1.txt"));
+  EXPECT_FALSE(exists("f2/deep/4.txt"));  // the last filter that matches decides
+
+  const fs::path got = work_ / "got";
+  ASSERT_EQ(Cli({"cp", "aobj://test-bucket/f/*.txt", got.string() + "/"}), 0) << last_output_;
+  EXPECT_EQ(ReadBytes(got / "1.txt"), "one\n");
+  EXPECT_EQ(ReadBytes(got / "deep" / "4.txt"), "four\n");  // '*' crosses '/', as s5cmd
+  EXPECT_EQ(Cli({"cp", "aobj://test-bucket/f/nomatch*", got.string()}), 1) << last_output_;
+  EXPECT_TRUE(Has(last_output_, "no object matches the wildcard")) << last_output_;
+  // A wildcard the shell left alone (quoted, or matching nothing there).
+  ASSERT_EQ(Cli({"cp", (w / "*.bin").string(), "aobj://test-bucket/g/"}), 0) << last_output_;
+  EXPECT_TRUE(exists("g/3.bin"));
+  EXPECT_EQ(Cli({"cp", (w / "*.none").string(), "aobj://test-bucket/g/"}), 1) << last_output_;
+  EXPECT_TRUE(Has(last_output_, "no file matches the wildcard")) << last_output_;
+
+  ASSERT_EQ(Cli({"cp", "--dryrun", "--recursive", w.string(), "aobj://test-bucket/dry/"}), 0)
+      << last_output_;
+  EXPECT_TRUE(Has(last_output_, "(dryrun) upload: " + (w / "3.bin").string())) << last_output_;
+  EXPECT_FALSE(exists("dry/3.bin"));
+
+  // mv: up (the files go), down (the object goes), across.
+  ASSERT_EQ(Cli({"mv", "--recursive", w.string(), "aobj://test-bucket/m/"}), 0) << last_output_;
+  EXPECT_TRUE(Has(last_output_, "move: " + (w / "1.txt").string())) << last_output_;
+  EXPECT_FALSE(fs::exists(w / "1.txt"));
+  EXPECT_FALSE(fs::exists(w / "deep" / "4.txt"));
+  auto three = c->Head("test-bucket", "m/3.bin");
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_EQ(three->size, 5000u);
+  ASSERT_EQ(Cli({"mv", "aobj://test-bucket/m/1.txt", (work_ / "one.txt").string()}), 0)
+      << last_output_;
+  EXPECT_EQ(ReadBytes(work_ / "one.txt"), "one\n");
+  EXPECT_FALSE(exists("m/1.txt"));
+  ASSERT_EQ(Cli({"mv", "aobj://test-bucket/m/2.txt", "aobj://test-bucket/n/"}), 0) << last_output_;
+  EXPECT_FALSE(exists("m/2.txt"));
+  EXPECT_TRUE(exists("n/2.txt"));
+  EXPECT_EQ(Cli({"mv", "aobj://test-bucket/n/2.txt", "-"}), 2) << last_output_;
+  EXPECT_TRUE(exists("n/2.txt"));
+
+  // rm: a dry run deletes nothing; a wildcard with a filter; a wildcard matching nothing fails.
+  ASSERT_EQ(Cli({"rm", "--dryrun", "aobj://test-bucket/f/*.txt"}), 0) << last_output_;
+  EXPECT_TRUE(Has(last_output_, "(dryrun) delete: aobj://test-bucket/f/1.txt")) << last_output_;
+  EXPECT_TRUE(exists("f/1.txt"));
+  ASSERT_EQ(Cli({"rm", "aobj://test-bucket/f/*", "--exclude", "deep/*"}), 0) << last_output_;
+  EXPECT_FALSE(exists("f/1.txt"));
+  EXPECT_TRUE(exists("f/deep/4.txt"));
+  ASSERT_EQ(
+      Cli({"rm", "--recursive", "--include", "*", "--exclude", "*.txt", "aobj://test-bucket/m/"}),
+      0)
+      << last_output_;
+  EXPECT_FALSE(exists("m/3.bin"));
+  EXPECT_TRUE(exists("m/deep/4.txt"));
+  EXPECT_EQ(Cli({"rm", "aobj://test-bucket/zzz*"}), 1) << last_output_;
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, CliS3Test, ::testing::Values("memory", "fs"));
 
 // Issue 23, first slice: what a newcomer meets first. --version and per-command help work
@@ -399,7 +575,7 @@ TEST_F(CliFirstStepsTest, VersionAndPerCommandHelpNeedNoServer) {
   // Completion scripts come from the same text as --help, and the shell can read them.
   ASSERT_EQ(Run({"completion", "bash"}, Clean()), 0) << last_;
   EXPECT_NE(last_.find("--recursive"), std::string::npos) << last_;
-  EXPECT_NE(last_.find("commands=\"cp ls "), std::string::npos) << last_;
+  EXPECT_NE(last_.find("commands=\"cp mv sync ls "), std::string::npos) << last_;
   EXPECT_NE(last_.find("complete -o default -F _aobj aobj"), std::string::npos) << last_;
   const std::string script = dir_ + "/aobj.bash";
   std::ofstream(script) << last_;

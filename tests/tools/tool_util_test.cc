@@ -9,6 +9,22 @@
 namespace aobj::tools {
 namespace {
 
+TEST(ParseArgsTest, KeepsTheOrderOfFlagsForFilters) {
+  const char* argv[] = {"aobj",        "--exclude", "*",     "cp", "--include=*.txt",
+                        "--recursive", "--exclude", "tmp/*", "a",  "b"};
+  ParsedArgs args;
+  ASSERT_TRUE(
+      ParseArgs(10, const_cast<char**>(argv), 1, {"exclude", "include"}, {"recursive"}, &args)
+          .ok());
+  ASSERT_EQ(args.sequence.size(), 4u);
+  EXPECT_EQ(args.sequence[0], std::make_pair(std::string("exclude"), std::string("*")));
+  EXPECT_EQ(args.sequence[1], std::make_pair(std::string("include"), std::string("*.txt")));
+  EXPECT_EQ(args.sequence[2], std::make_pair(std::string("recursive"), std::string("true")));
+  EXPECT_EQ(args.sequence[3], std::make_pair(std::string("exclude"), std::string("tmp/*")));
+  EXPECT_EQ(args.positional, (std::vector<std::string>{"cp", "a", "b"}));
+  EXPECT_EQ(args.flags.at("exclude").size(), 2u);
+}
+
 // Issue 16 finding 6: names from a server never reach a terminal raw.
 TEST(PrintableTest, EscapesControlCharactersAndKeepsTheRest) {
   EXPECT_EQ(Printable("plain/key.txt"), "plain/key.txt");

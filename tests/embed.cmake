@@ -7,6 +7,12 @@ add_executable(tools_tests ${CMAKE_CURRENT_SOURCE_DIR}/tools/config_file_test.cc
 target_include_directories(tools_tests PRIVATE ${PROJECT_SOURCE_DIR}/tools)
 target_link_libraries(tools_tests PRIVATE aobj_tool_util GTest::gtest GTest::gtest_main)
 gtest_discover_tests(tools_tests DISCOVERY_TIMEOUT 60)
+# The CLI's retry policy, with the client it reopens sessions of.
+add_executable(cli_retry_tests ${CMAKE_CURRENT_SOURCE_DIR}/tools/cli_retry_test.cc
+                               ${PROJECT_SOURCE_DIR}/tools/cli_retry.cc)
+target_include_directories(cli_retry_tests PRIVATE ${PROJECT_SOURCE_DIR}/tools)
+target_link_libraries(cli_retry_tests PRIVATE aobj_client GTest::gtest GTest::gtest_main)
+gtest_discover_tests(cli_retry_tests DISCOVERY_TIMEOUT 60)
 
 # Every public header compiles on its own, with only include/ and absl on the include path (so a
 # header that reaches into src/ or the generated protobuf headers fails here). One generated .cc

@@ -19,6 +19,7 @@
 #include "aobj/client.h"
 #include "aobj/credentials.h"
 #include "aobj/status.h"
+#include "cli_retry.h"
 #include "cli_s3.h"
 #include "tool_util.h"
 
@@ -96,7 +97,7 @@ Flags:
   --compare-etag          sync: where one side has an MD5 ETag (single PUTs with --etag md5),
                           compare contents by MD5 instead of times (reads each local file of
                           the same size)
-  --jobs N                cp: files moved at once (default: the session's max_in_flight, at
+  --jobs N                cp, mv, sync: files moved at once (default: the session's max_in_flight, at
                           most 16; a multipart upload counts as 4), as s5cmd does
   --force                 rb: delete the bucket's objects first
   --summarize             ls: print the number and total size of the objects
@@ -119,6 +120,12 @@ Flags:
                           the request fails DEADLINE_EXCEEDED; a data request that ends so
                           shuts the data channel (spec 7.5), and later ones in the same
                           command fail DATA_CHANNEL_UNAVAILABLE
+  --max-attempts N        cp, mv, sync: tries of each transfer (default 5, or AOBJ_MAX_ATTEMPTS;
+                          1: no retry), as boto3's max_attempts. A failure that may pass (the
+                          server restarting, a lost connection or session, a busy server, any
+                          error the spec calls retryable) is tried again after a pause that
+                          doubles from about 0.5 s, with a new session where the old one is
+                          lost; a download resumes after its last whole chunk (--chunk-size)
   --json                  ls, stat, head, session: one JSON object per line (ls: one per bucket,
                           object, common prefix and --summarize total, each with a "type")
   --quiet                 print nothing on success
@@ -165,16 +172,17 @@ std::string CommandHelp(const std::string& cmd) {
   // The flags that change what this command does, as kUsage describes them.
   static const std::map<std::string, std::vector<std::string>> kFlagsOf = {
       {"cp",
-       {"recursive", "exclude", "include", "dryrun", "jobs", "etag", "content-type", "metadata",
-        "metadata-directive", "range", "if-match", "if-none-match", "checksum", "chunk-size",
-        "multipart-threshold", "part-size", "no-progress", "no-inline"}},
+       {"recursive", "exclude", "include", "dryrun", "jobs", "max-attempts", "etag", "content-type",
+        "metadata", "metadata-directive", "range", "if-match", "if-none-match", "checksum",
+        "chunk-size", "multipart-threshold", "part-size", "no-progress", "no-inline"}},
       {"mv",
-       {"recursive", "exclude", "include", "dryrun", "jobs", "etag", "content-type", "metadata",
-        "metadata-directive", "checksum", "multipart-threshold", "part-size", "no-progress"}},
+       {"recursive", "exclude", "include", "dryrun", "jobs", "max-attempts", "etag", "content-type",
+        "metadata", "metadata-directive", "checksum", "multipart-threshold", "part-size",
+        "no-progress"}},
       {"sync",
        {"delete", "dryrun", "exclude", "include", "size-only", "exact-timestamps", "compare-etag",
-        "jobs", "etag", "content-type", "metadata", "checksum", "multipart-threshold", "part-size",
-        "no-progress"}},
+        "jobs", "max-attempts", "etag", "content-type", "metadata", "checksum",
+        "multipart-threshold", "part-size", "no-progress"}},
       {"ls", {"recursive", "summarize", "json"}},
       {"rm", {"recursive", "exclude", "include", "dryrun"}},
       {"rb", {"force"}},
@@ -417,7 +425,8 @@ int main(int argc, char** argv) {
        "jobs",
        "etag",
        "exclude",
-       "include"},
+       "include",
+       "max-attempts"},
       std::vector<std::string>(std::begin(kBareFlags), std::end(kBareFlags)), &args);
   if (!st.ok()) return Usage(std::string(st.message()));
   if (args.positional.empty()) return Usage("no command given");
@@ -544,6 +553,19 @@ int main(int argc, char** argv) {
   } else {
     settings.part_size = static_cast<uint64_t>(v);
   }
+  {
+    const char* env_attempts = std::getenv("AOBJ_MAX_ATTEMPTS");
+    int64_t v = 0;
+    const std::string from = args.Has("max-attempts") ? "--max-attempts" : "AOBJ_MAX_ATTEMPTS";
+    const bool given = args.Has("max-attempts") || (env_attempts != nullptr && *env_attempts);
+    const std::string text = args.Has("max-attempts")  ? args.Get("max-attempts")
+                             : env_attempts != nullptr ? env_attempts
+                                                       : "";
+    if (given && (!absl::SimpleAtoi(text, &v) || v < 1 || v > 100)) {
+      return Usage(from + " takes a number of attempts from 1 to 100, not '" + text + "'");
+    }
+    if (given) settings.retry.max_attempts = static_cast<int>(v);
+  }
   if (int64_t v = 0; !args.GetInt("jobs", 0, &v).ok() || v < 0 || v > 256) {
     return Usage("--jobs takes a number of files from 1 to 256");
   } else {
@@ -611,11 +633,14 @@ int main(int argc, char** argv) {
     }
     return Fail(absl::StrCat("cannot open a session with ", options.endpoint), client.status());
   }
-  aobj::Client& c = **client;
+  // cp, mv and sync replace a lost session (a server restart) as their retries need.
+  aobj::cli::Sessions sessions(options, std::move(*client));
+  settings.sessions = &sessions;
+  aobj::Client& c = sessions.Current(nullptr);
 
   if (s3_command != nullptr) {
     const int rc = s3_command(c, pos, settings);
-    const bool closed = c.Close().ok();
+    const bool closed = sessions.Current(nullptr).Close().ok();
     return rc != 0 ? rc : (closed ? 0 : 1);
   }
   if (cmd == "mpu") return MultipartCommand(c, pos, bucket, key, quiet);

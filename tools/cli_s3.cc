@@ -17,6 +17,7 @@
 #include <system_error>
 #include <thread>
 
+#include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -24,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "aobj/status.h"
+#include "cli_retry.h"
 #include "client/range_spec.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -75,22 +77,30 @@ absl::Status WriteAt(int fd, const uint8_t* data, uint64_t n, uint64_t offset, b
   return absl::OkStatus();
 }
 
-// One attempt at DownloadFile. *changed is set when a GET found another version than the HEAD
-// (its If-Match failed).
+// One attempt at DownloadFile, from resume->done on when resume->etag is set (the version the
+// octets already written belong to; the GETs are pinned to it). *changed is set when a GET found
+// another version than the one pinned (PreconditionFailed). resume->done advances as chunks are
+// written in order.
 absl::StatusOr<uint64_t> DownloadOnce(Client& client, const std::string& bucket,
                                       const std::string& key, const std::string& path, int fd,
                                       bool to_stdout, const CliSettings& settings,
                                       Progress* progress, bool* changed, Scratch* scratch,
-                                      const ObjectSummary* listed) {
+                                      const ObjectSummary* listed, DownloadResume* resume) {
   auto note = [changed](const absl::Status& s) {
     if (ErrorCodeOf(s) == ErrorCode::kPreconditionFailed) *changed = true;
     return s;
   };
   const uint64_t chunk = std::max<uint64_t>(settings.chunk_size, 1);
   absl::StatusOr<ObjectInfo> head;
-  if (listed != nullptr && !settings.range.has_value() &&
-      settings.get_conditions.if_match.empty() && settings.get_conditions.if_none_match.empty() &&
-      listed->size <= chunk) {
+  if (!resume->etag.empty()) {
+    // Resuming: the version and size are the ones the first attempt found.
+    ObjectInfo info;
+    info.size = resume->object_size;
+    info.etag = resume->etag;
+    head = info;
+  } else if (listed != nullptr && !settings.range.has_value() &&
+             settings.get_conditions.if_match.empty() &&
+             settings.get_conditions.if_none_match.empty() && listed->size <= chunk) {
     // What the listing said stands in for a HEAD; the GET's If-Match proves it still holds.
     ObjectInfo info;
     info.size = listed->size;
@@ -100,6 +110,8 @@ absl::StatusOr<uint64_t> DownloadOnce(Client& client, const std::string& bucket,
     head = client.Head(bucket, key, settings.get_conditions);
   }
   if (!head.ok()) return head.status();
+  resume->etag = head->etag;
+  resume->object_size = head->size;
   uint64_t first = 0;
   uint64_t length = head->size;
   if (settings.range.has_value()) {
@@ -123,6 +135,7 @@ absl::StatusOr<uint64_t> DownloadOnce(Client& client, const std::string& bucket,
   GetOptions options;
   options.conditions.if_match = head->etag;
   if (!settings.range.has_value() && length <= chunk) {
+    if (resume->done == length && length > 0) return length;
     absl::StatusOr<TransferResult> got =
         client.Get(bucket, key, {{*buf, 0, std::max<uint64_t>(length, 1)}}, options);
     if (!got.ok()) return note(got.status());
@@ -132,10 +145,12 @@ absl::StatusOr<uint64_t> DownloadOnce(Client& client, const std::string& bucket,
     if (absl::Status s = WriteAt(fd, (*buf)->data(), length, 0, to_stdout, path); !s.ok()) {
       return s;
     }
+    resume->done = length;
     if (progress) progress->Add(length);
     return length;
   }
-  for (uint64_t off = 0; off < length; off += chunk) {
+  // Chunks in order from where an earlier attempt stopped (a whole number of chunks).
+  for (uint64_t off = resume->done; off < length; off += chunk) {
     const uint64_t n = std::min(chunk, length - off);
     options.range = ByteRange::FirstLast(first + off, first + off + n - 1);
     absl::StatusOr<TransferResult> got = client.Get(bucket, key, {{*buf, 0, n}}, options);
@@ -144,6 +159,7 @@ absl::StatusOr<uint64_t> DownloadOnce(Client& client, const std::string& bucket,
       return MakeError(ErrorCode::kIncompleteTransfer, "a chunk came back short");
     }
     if (absl::Status s = WriteAt(fd, (*buf)->data(), n, off, to_stdout, path); !s.ok()) return s;
+    resume->done = off + n;
     if (progress) progress->Add(n);
   }
   return length;
@@ -585,34 +601,49 @@ absl::StatusOr<Buffer*> Scratch::Get(size_t n) {
   return kept_.get();
 }
 
+DownloadResume::~DownloadResume() {
+  if (!partial.empty()) ::unlink(partial.c_str());
+}
+
 absl::StatusOr<uint64_t> DownloadFile(Client& client, const std::string& bucket,
                                       const std::string& key, const std::string& path,
                                       const CliSettings& settings, Progress* progress,
-                                      Scratch* scratch, const ObjectSummary* listed) {
+                                      Scratch* scratch, const ObjectSummary* listed,
+                                      DownloadResume* resume) {
   const bool to_stdout = path == "-";
   const std::string tmp = path + ".aobj-partial";
+  DownloadResume own;
+  if (resume == nullptr) resume = &own;
   if (progress) progress->SetLabel(Uri(bucket, key));
   for (int attempt = 0;; ++attempt) {
-    const int fd =
-        to_stdout ? 1 : ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // A partial file an earlier attempt kept is continued, not truncated.
+    const bool continuing = !to_stdout && resume->partial == tmp && resume->done > 0;
+    const int fd = to_stdout
+                       ? 1
+                       : ::open(tmp.c_str(),
+                                O_WRONLY | O_CREAT | O_CLOEXEC | (continuing ? 0 : O_TRUNC), 0644);
     if (fd < 0) return LocalError(absl::StrCat("create ", tmp), errno);
+    if (!to_stdout) resume->partial = tmp;
+    if (!continuing && !to_stdout) resume->done = 0;
     bool changed = false;
     absl::StatusOr<uint64_t> n =
         DownloadOnce(client, bucket, key, path, fd, to_stdout, settings, progress, &changed,
-                     scratch, attempt == 0 ? listed : nullptr);
-    if (to_stdout) return n;  // what went out cannot be taken back
+                     scratch, attempt == 0 ? listed : nullptr, resume);
+    if (to_stdout) return n;  // what went out cannot be taken back (a retry continues after it)
     if (n.ok()) {
       // The file appears whole or not at all.
       if (::fsync(fd) != 0 || ::close(fd) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
         const int err = errno;
-        ::unlink(tmp.c_str());
-        return LocalError(absl::StrCat("write ", path), err);
+        return LocalError(absl::StrCat("write ", path), err);  // ~DownloadResume removes tmp
       }
+      resume->partial.clear();
       return n;
     }
     ::close(fd);
-    ::unlink(tmp.c_str());
+    if (!changed && Retryable(n.status())) return n.status();  // kept for the next attempt
     // The object was overwritten after the HEAD: start again on the new version.
+    resume->etag.clear();
+    resume->done = 0;
     if (!changed || attempt >= 3) return n.status();
   }
 }
@@ -885,52 +916,101 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
   std::atomic<size_t> failed{0};
   const int workers = to_stdout ? 1 : Workers(client, settings);
   const uint32_t capacity = std::max<uint32_t>(client.session().limits.max_in_flight, 1);
-  std::vector<Scratch> scratch;
-  for (int w = 0; w < workers; ++w) scratch.emplace_back(client);
-  // After a transfer succeeded: mv deletes its source.
-  auto remove_source = [&](const Transfer& t) -> absl::Status {
-    if (!move) return absl::OkStatus();
-    if (up) {
-      return ::unlink(t.from.c_str()) == 0 ? absl::OkStatus()
-                                           : LocalError(absl::StrCat("remove ", t.from), errno);
-    }
-    return client.Delete(plan.src_bucket, t.from);
+  // Each worker thread: the session it last used and a registered buffer of that session.
+  struct WorkerState {
+    uint64_t generation = 0;
+    std::unique_ptr<Scratch> scratch;
   };
-  auto one = [&](size_t i, size_t w) {
-    const Transfer& t = plan.transfers[i];
-    absl::Status st;
+  std::vector<WorkerState> state(static_cast<size_t>(workers));
+  auto session = [&](size_t w, uint64_t* generation) -> Client& {
+    Client* c = &client;
+    *generation = 0;
+    if (settings.sessions != nullptr) c = &settings.sessions->Current(generation);
+    if (state[w].scratch == nullptr || state[w].generation != *generation) {
+      state[w].scratch = std::make_unique<Scratch>(*c);
+      state[w].generation = *generation;
+    }
+    return *c;
+  };
+  // fn(session, scratch) up to settings.retry.max_attempts times while it fails Retryable, a
+  // new session first where the old one is lost (cli_retry.h).
+  auto with_retries = [&](size_t w, const std::string& what,
+                          const std::function<absl::Status(Client&, Scratch&)>& fn,
+                          const DownloadResume* resume = nullptr) {
+    absl::BitGen rng;
+    for (int attempt = 1;; ++attempt) {
+      uint64_t generation = 0;
+      Client& c = session(w, &generation);
+      absl::Status st = fn(c, *state[w].scratch);
+      if (st.ok() || attempt >= settings.retry.max_attempts || !Retryable(st)) return st;
+      const absl::Duration pause = settings.retry.Pause(attempt, rng);
+      std::string resuming;
+      if (resume != nullptr && resume->done > 0) {
+        resuming = absl::StrCat(", resuming after ", tools::HumanBytes(resume->done), " of ",
+                                tools::HumanBytes(resume->object_size));
+      }
+      progress.PrintError(absl::StrCat(
+          FailureLine(what, st), "; attempt ", attempt + 1, " of ", settings.retry.max_attempts,
+          " in ", absl::StrFormat("%.1f", absl::ToDoubleSeconds(pause)), " s", resuming));
+      absl::SleepFor(pause);
+      if (settings.sessions != nullptr && SessionLost(st)) {
+        settings.sessions->Renew(generation).IgnoreError();  // the next attempt says why
+      }
+    }
+  };
+  auto transfer = [&](Client& c, Scratch& scratch, const Transfer& t,
+                      DownloadResume* resume) -> absl::Status {
     if (up) {
-      st = UploadFile(client, t.from, plan.dst_bucket, t.to, settings.put, &progress,
-                      settings.multipart_threshold, settings.part_size, &scratch[w])
-               .status();
-    } else if (down) {
+      return UploadFile(c, t.from, plan.dst_bucket, t.to, settings.put, &progress,
+                        settings.multipart_threshold, settings.part_size, &scratch)
+          .status();
+    }
+    if (down) {
       // As `aws s3 cp` does, a download creates the directories its target names
       // (`cp aobj://b/k ./newdir/` makes newdir).
       std::error_code ec;
       const fs::path parent = fs::path(t.to).parent_path();
       if (t.to != "-" && !parent.empty()) fs::create_directories(parent, ec);
-      st = DownloadFile(client, plan.src_bucket, t.from, t.to, settings, &progress, &scratch[w],
-                        t.listed ? &*t.listed : nullptr)
-               .status();
+      absl::Status st = DownloadFile(c, plan.src_bucket, t.from, t.to, settings, &progress,
+                                     &scratch, t.listed ? &*t.listed : nullptr, resume)
+                            .status();
       if (st.ok() && t.listed && t.to != "-") SetModified(t.to, t.listed->last_modified_ms);
-    } else {
-      CopyOptions options;
-      options.replace_metadata = settings.replace_metadata;
-      options.content_type = settings.put.content_type;
-      options.user_metadata = settings.put.user_metadata;
-      options.source_conditions = settings.get_conditions;
-      options.conditions = settings.put.conditions;
-      progress.SetLabel(from_name(t));
-      absl::StatusOr<ObjectInfo> info =
-          client.Copy(plan.src_bucket, t.from, plan.dst_bucket, t.to, options);
-      if (info.ok()) progress.Add(info->size);
-      st = info.status();
+      return st;
     }
+    CopyOptions options;
+    options.replace_metadata = settings.replace_metadata;
+    options.content_type = settings.put.content_type;
+    options.user_metadata = settings.put.user_metadata;
+    options.source_conditions = settings.get_conditions;
+    options.conditions = settings.put.conditions;
+    progress.SetLabel(from_name(t));
+    absl::StatusOr<ObjectInfo> info =
+        c.Copy(plan.src_bucket, t.from, plan.dst_bucket, t.to, options);
+    if (info.ok()) progress.Add(info->size);
+    return info.status();
+  };
+  // After a transfer succeeded: mv deletes its source.
+  auto remove_source = [&](Client& c, const Transfer& t) -> absl::Status {
+    if (up) {
+      return ::unlink(t.from.c_str()) == 0 ? absl::OkStatus()
+                                           : LocalError(absl::StrCat("remove ", t.from), errno);
+    }
+    return c.Delete(plan.src_bucket, t.from);
+  };
+  auto one = [&](size_t i, size_t w) {
+    const Transfer& t = plan.transfers[i];
+    const std::string what = absl::StrCat(line_verb, " ", from_name(t), " to ", to_name(t));
+    DownloadResume resume;  // a download's partial file, kept between attempts
+    absl::Status st = with_retries(
+        w, what, [&](Client& c, Scratch& scratch) { return transfer(c, scratch, t, &resume); },
+        &resume);
     progress.FileDone();
-    if (st.ok()) st = remove_source(t);
+    if (st.ok() && move) {
+      st = with_retries(w, "remove the source of " + what,
+                        [&](Client& c, Scratch&) { return remove_source(c, t); });
+    }
     if (!st.ok()) {
-      progress.PrintError(
-          FailureLine(absl::StrCat(line_verb, " ", from_name(t), " to ", to_name(t)), st));
+      progress.PrintError(FailureLine(what, st));
       ++failed;
       return;
     }

@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "aobj/client.h"
+#include "cli_retry.h"
 #include "cli_select.h"
 
 namespace aobj::cli {
@@ -48,6 +49,8 @@ struct CliSettings {
   bool dryrun = false;        // cp, mv, rm, sync: print what would be done, do nothing
   bool delete_extra = false;  // sync --delete: remove what the source does not have
   SyncRules sync;             // sync: --size-only, --exact-timestamps, --compare-etag
+  RetryPolicy retry;          // cp, mv, sync: --max-attempts
+  Sessions* sessions = nullptr;  // where a lost session is replaced (null: it is not)
 };
 
 // One record of --json output: a JSON object on one line, printed by protobuf's JSON printer
@@ -160,17 +163,34 @@ absl::StatusOr<ObjectInfo> UploadFile(Client& client, const std::string& path,
                                       uint64_t part_size = kDefaultPartSize,
                                       Scratch* scratch = nullptr);
 
+// What a download that failed part of the way keeps for its next attempt: the partial file,
+// the version (ETag) and size its octets belong to, and how many it holds in order. The partial
+// file is removed when this goes, unless the download completed.
+struct DownloadResume {
+  std::string partial;
+  std::string etag;
+  uint64_t object_size = 0;
+  uint64_t done = 0;
+  DownloadResume() = default;
+  DownloadResume(const DownloadResume&) = delete;
+  DownloadResume& operator=(const DownloadResume&) = delete;
+  ~DownloadResume();
+};
+
 // Downloads bucket/key (or settings.range of it) into `path` ("-": standard output). Objects
 // larger than settings.chunk_size move in ranged GETs pinned to one version with If-Match, so
 // the file never mixes two versions; the file appears whole (renamed into place) or not at all.
 // Returns the bytes written. `listed` (the object's listing entry, when the caller has one)
 // spares the HEAD of a whole-object download without conditions: the GET is pinned to the
-// listed ETag, and a changed object is read again from a HEAD.
+// listed ETag, and a changed object is read again from a HEAD. With `resume`, a failure that
+// may pass (Retryable) keeps what was written there, and a call with the same `resume` (on
+// this or another session) continues after the last whole chunk, on the same version.
 absl::StatusOr<uint64_t> DownloadFile(Client& client, const std::string& bucket,
                                       const std::string& key, const std::string& path,
                                       const CliSettings& settings, Progress* progress,
                                       Scratch* scratch = nullptr,
-                                      const ObjectSummary* listed = nullptr);
+                                      const ObjectSummary* listed = nullptr,
+                                      DownloadResume* resume = nullptr);
 
 // One file or object that cp, mv or sync moves: an upload (from: a local path, to: a key), a
 // download (from: a key, to: a local path or "-") or a server-side copy (from a key to a key).

@@ -9,14 +9,17 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "aobj/client.h"
@@ -509,6 +512,125 @@ TEST_P(CliS3Test, MvWildcardsFiltersAndDryrun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, CliS3Test, ::testing::Values("memory", "fs"));
+
+// Issue 23: a server restarted in the middle of a cp. The CLI is frozen (SIGSTOP) once part of
+// the work is done, the server is killed and started again on the same port, and the CLI goes
+// on: the download resumes after its last whole chunk on a new session and the file is whole;
+// a recursive upload retries the file that failed and loses none. With --max-attempts 1 the
+// same restart fails the command.
+class CliRetryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<ServerProcess>(testing::TestDir(), "fs");
+    ASSERT_TRUE(server_->Start()) << server_->log();
+    work_ = fs::path(server_->dir()) / "work";
+    fs::create_directories(work_);
+  }
+  pid_t Spawn(std::vector<std::string> args, const std::string& log) {
+    std::vector<std::string> argv = {AOBJ_CLI_BINARY, "--endpoint", server_->endpoint(),
+                                     "--credentials", server_->credentials_file()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::Spawn(argv, log);
+  }
+  int Exit(pid_t pid) {
+    const int status = testing::WaitFor(pid, std::chrono::seconds(120));
+    return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  // Waits until `ready` holds (polling), then freezes `pid`, restarts the server on its port
+  // and lets `pid` go on. False when `ready` never held while `pid` ran.
+  bool RestartUnder(pid_t pid, const std::function<bool()>& ready) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!ready()) {
+      if (std::chrono::steady_clock::now() > deadline || ::kill(pid, 0) != 0) return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    ::kill(pid, SIGSTOP);
+    const bool restarted = server_->RestartOnSamePort(SIGKILL);
+    ::kill(pid, SIGCONT);
+    return restarted;
+  }
+  std::unique_ptr<ServerProcess> server_;
+  fs::path work_;
+};
+
+TEST_F(CliRetryTest, DownloadResumesAfterARestartAndUploadsLoseNothing) {
+  const std::string data = Random(48 << 20, 9);
+  {
+    ClientOptions o;
+    o.endpoint = server_->endpoint();
+    o.access_key_id = kAccessKey;
+    o.secret = kSecret;
+    auto c = Client::Connect(o);
+    ASSERT_TRUE(c.ok()) << c.status();
+    auto buf = (*c)->AllocateBuffer(data.size());
+    ASSERT_TRUE(buf.ok());
+    std::memcpy((*buf)->data(), data.data(), data.size());
+    ASSERT_TRUE((*c)->Put("test-bucket", "big.bin", **buf, data.size()).ok());
+  }
+  const fs::path target = work_ / "big.bin";
+  const fs::path partial = work_ / "big.bin.aobj-partial";
+  const std::string log = work_.string() + "/download.log";
+  pid_t pid =
+      Spawn({"cp", "--chunk-size", "1048576", "aobj://test-bucket/big.bin", target.string()}, log);
+  ASSERT_TRUE(RestartUnder(pid, [&] {
+    std::error_code ec;
+    const auto n = fs::file_size(partial, ec);
+    return !ec && n >= (4u << 20);
+  })) << testing::ReadFile(log);
+  ASSERT_EQ(Exit(pid), 0) << testing::ReadFile(log) << server_->log();
+  const std::string out = testing::ReadFile(log);
+  EXPECT_TRUE(Has(out, "; attempt 2 of 5 in ")) << out;
+  EXPECT_TRUE(Has(out, "resuming after ")) << out;
+  EXPECT_EQ(ReadBytes(target), data);
+  EXPECT_FALSE(fs::exists(partial));
+
+  // A recursive upload, one file at a time: the one in flight at the restart is sent again.
+  const fs::path src = work_ / "many";
+  std::map<std::string, std::string> files;
+  for (int i = 0; i < 300; ++i) files["f" + std::to_string(i)] = Random(2000 + i, 50 + i);
+  for (const auto& [rel, bytes] : files) WriteBytes(src / rel, bytes);
+  const std::string up_log = work_.string() + "/upload.log";
+  pid =
+      Spawn({"cp", "--recursive", "--jobs", "1", src.string(), "aobj://test-bucket/many/"}, up_log);
+  ClientOptions o;
+  o.endpoint = server_->endpoint();
+  o.access_key_id = kAccessKey;
+  o.secret = kSecret;
+  auto watcher = Client::Connect(o);
+  ASSERT_TRUE(watcher.ok()) << watcher.status();
+  ASSERT_TRUE(RestartUnder(pid, [&] {
+    ListObjectsOptions lo;
+    lo.prefix = "many/";
+    auto page = (*watcher)->ListObjects("test-bucket", lo);
+    return page.ok() && page->objects.size() >= 20;
+  })) << testing::ReadFile(up_log);
+  ASSERT_EQ(Exit(pid), 0) << testing::ReadFile(up_log);
+  EXPECT_TRUE(Has(testing::ReadFile(up_log), "upload: 300 of 300 files"))
+      << testing::ReadFile(up_log);
+  const fs::path back = work_ / "back";
+  pid = Spawn({"cp", "--recursive", "aobj://test-bucket/many/", back.string()},
+              work_.string() + "/back.log");
+  ASSERT_EQ(Exit(pid), 0) << testing::ReadFile(work_.string() + "/back.log");
+  for (const auto& [rel, bytes] : files) EXPECT_EQ(ReadBytes(back / rel), bytes) << rel;
+
+  // No retries: the same restart fails the download, and leaves no partial file.
+  fs::remove(target);
+  const std::string once_log = work_.string() + "/once.log";
+  pid = Spawn({"cp", "--max-attempts", "1", "--chunk-size", "1048576", "aobj://test-bucket/big.bin",
+               target.string()},
+              once_log);
+  ASSERT_TRUE(RestartUnder(pid, [&] {
+    std::error_code ec;
+    const auto n = fs::file_size(partial, ec);
+    return !ec && n >= (4u << 20);
+  })) << testing::ReadFile(once_log);
+  EXPECT_EQ(Exit(pid), 1) << testing::ReadFile(once_log);
+  EXPECT_FALSE(fs::exists(target));
+  EXPECT_FALSE(fs::exists(partial));
+  pid =
+      Spawn({"cp", "--max-attempts", "0", "aobj://test-bucket/big.bin", target.string()}, once_log);
+  EXPECT_EQ(Exit(pid), 2) << testing::ReadFile(once_log);
+}
 
 // Issue 23, first slice: what a newcomer meets first. --version and per-command help work
 // without a server; an unreachable server, a URL as endpoint, a download into a directory that

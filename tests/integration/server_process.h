@@ -139,10 +139,20 @@ class ServerProcess {
   bool Start() {
     const std::string port_file = dir_ + "/port";
     unlink(port_file.c_str());
-    std::vector<std::string> argv = {AOBJ_SERVER_BINARY, "--listen", "127.0.0.1:0",
-                                     "--port-file", port_file, "--credentials", creds_,
-                                     "--store", store_, "--root", dir_ + "/data",
-                                     "--create-bucket", "test-bucket"};
+    const std::string listen = "127.0.0.1:" + std::to_string(same_port_ ? port_ : 0);
+    std::vector<std::string> argv = {AOBJ_SERVER_BINARY,
+                                     "--listen",
+                                     listen,
+                                     "--port-file",
+                                     port_file,
+                                     "--credentials",
+                                     creds_,
+                                     "--store",
+                                     store_,
+                                     "--root",
+                                     dir_ + "/data",
+                                     "--create-bucket",
+                                     "test-bucket"};
     argv.insert(argv.end(), extra_.begin(), extra_.end());
     if (std::find(extra_.begin(), extra_.end(), "--tls-cert") == extra_.end()) {
       argv.push_back("--plaintext");  // tests on loopback; TLS tests pass --tls-cert
@@ -180,6 +190,15 @@ class ServerProcess {
     Kill(sig);
     return Start();
   }
+  // The same, on the same port, as an operator's restart looks to a client that keeps its
+  // endpoint.
+  bool RestartOnSamePort(int sig = SIGTERM) {
+    Kill(sig);
+    same_port_ = true;
+    const bool started = Start();
+    same_port_ = false;
+    return started;
+  }
   bool Alive() const { return pid_ > 0 && kill(pid_, 0) == 0; }
   pid_t pid() const { return pid_; }
 
@@ -193,6 +212,7 @@ class ServerProcess {
   std::vector<std::string> extra_;
   pid_t pid_ = -1;
   int port_ = 0;
+  bool same_port_ = false;
 };
 
 }  // namespace aobj::testing

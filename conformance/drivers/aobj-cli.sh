@@ -10,6 +10,10 @@
 #   aobj: <what>: NAME (S3Code): message
 # on stderr; this driver repeats NAME as the contract's "error: NAME" line.
 set -u
+# One request per operation: the CLI's own retries (cp, mv, sync) would hide the reply a case
+# examines (CLIENT-DRIVER.md, Results).
+AOBJ_MAX_ATTEMPTS=1
+export AOBJ_MAX_ATTEMPTS
 if [ $# -lt 2 ]; then
   echo "usage: $0 AOBJ_BINARY OP ARGS..." >&2
   exit 2

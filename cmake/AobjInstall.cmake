@@ -41,6 +41,12 @@ install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/src/wire/checksum.h
               ${CMAKE_CURRENT_SOURCE_DIR}/src/wire/crypto.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/aobj/testing/wire)
 install(TARGETS aobj-server aobj aobj-data-worker RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# aobj(1), written by the CLI itself from its --help text (`aobj man`), so the two never differ.
+add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/aobj.1
+                   COMMAND aobj man > ${CMAKE_CURRENT_BINARY_DIR}/aobj.1
+                   DEPENDS aobj VERBATIM)
+add_custom_target(aobj_man ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/aobj.1)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/aobj.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 
 install(EXPORT aobjTargets NAMESPACE aobj:: DESTINATION ${AOBJ_INSTALL_CMAKEDIR})
 configure_package_config_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/aobjConfig.cmake.in

@@ -13,7 +13,7 @@ PACKAGES=(
   python3 python3-dev pybind11-dev python3-pytest python3-numpy python3-torch
   libcurl4-openssl-dev nginx-light wrk
   libmicrohttpd-dev
-  doxygen
+  doxygen groff-base
 )
 
 missing=()

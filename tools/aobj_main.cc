@@ -12,9 +12,12 @@
 #include <map>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "aobj/client.h"
 #include "aobj/credentials.h"
@@ -52,6 +55,8 @@ Commands (in the habits of `aws s3`; remote locations are aobj://BUCKET/KEY):
   head BUCKET/KEY         the same as stat
   session                 open a session and show what the server negotiated
   completion bash|zsh     print a shell completion script (source it, e.g. from ~/.bashrc)
+  man                     print this text as a manual page (aobj man | man -l -); the build
+                          installs it as aobj(1)
   mpu ls BUCKET[/PREFIX]  list the bucket's multipart uploads in progress
   mpu abort BUCKET/KEY UPLOAD_ID   abort a multipart upload and discard its parts
   (ls, rm, mb, rb and stat also take BUCKET/KEY without the aobj:// scheme)
@@ -236,7 +241,7 @@ std::vector<std::string> Documented(bool flags) {
       out.push_back(word);
     }
   }
-  for (const char* extra : {"help", "completion"}) {
+  for (const char* extra : {"help", "completion", "man"}) {
     if (!flags && std::find(out.begin(), out.end(), extra) == out.end()) out.push_back(extra);
   }
   return out;
@@ -269,6 +274,103 @@ int Completion(const std::string& shell) {
             << "  fi\n"
             << "}\n"
             << "complete -o default -F _aobj aobj\n";
+  return 0;
+}
+
+// `text` for roff: backslashes and hyphens escaped, a leading '.' or '\'' made literal.
+std::string RoffEscape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\') {
+      out += "\\e";
+    } else if (c == '-') {
+      out += "\\-";
+    } else {
+      out += c;
+    }
+  }
+  if (!out.empty() && (out[0] == '.' || out[0] == '\'')) out.insert(0, "\\&");
+  return out;
+}
+
+// `aobj man`: kUsage as a manual page, so that aobj(1) says what --help says. An entry of
+// kUsage ("  TERM   description" with indented continuation lines) becomes a .TP paragraph.
+int ManPage() {
+  const std::string usage = kUsage;
+  std::vector<std::string> lines = absl::StrSplit(usage, '\n');
+  std::string out = absl::StrCat(".TH AOBJ 1 \"\" \"aobj ", AOBJ_VERSION_STRING,
+                                 "\" \"User Commands\"\n.SH NAME\naobj \\- ");
+  // The first line: "aobj: what it is".
+  out += RoffEscape(lines[0].substr(lines[0].find(": ") + 2)) + "\n";
+  std::string section;
+  std::string pending;  // the description of the current entry, joined
+  auto flush = [&] {
+    if (!pending.empty()) out += RoffEscape(pending) + "\n";
+    pending.clear();
+  };
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    if (line.empty()) {
+      flush();
+      continue;
+    }
+    if (line[0] != ' ') {
+      flush();
+      if (absl::StartsWith(line, "Usage:")) {
+        out += ".SH SYNOPSIS\n.B aobj\n[\\fIflags\\fR] \\fICOMMAND\\fR \\fIARGS\\fR...\n";
+        section = "synopsis";
+      } else if (absl::StartsWith(line, "Commands")) {
+        std::string note = line.substr(line.find('(') + 1, line.rfind(')') - line.find('(') - 1);
+        note[0] = absl::ascii_toupper(static_cast<unsigned char>(note[0]));
+        out += ".SH COMMANDS\n" + RoffEscape(note) + ".\n";
+        section = "commands";
+      } else if (absl::StartsWith(line, "Flags:")) {
+        out += ".SH OPTIONS\n";
+        section = "flags";
+      } else if (absl::StartsWith(line, "Exit status:")) {
+        out += ".SH EXIT STATUS\n";
+        pending = line.substr(std::strlen("Exit status: "));
+        section = "exit";
+      } else {
+        pending += (pending.empty() ? "" : " ") + line;
+      }
+      continue;
+    }
+    const size_t text = line.find_first_not_of(' ');
+    if (text >= 4 || section == "exit") {  // a continuation line
+      pending += (pending.empty() ? "" : " ") + line.substr(text);
+      continue;
+    }
+    flush();
+    std::string rest = line.substr(2);
+    if (rest[0] == '(') {  // a note between entries
+      out += ".PP\n";
+      pending = rest;
+      continue;
+    }
+    const size_t gap = rest.find("  ");
+    const std::string term = rest.substr(0, gap);
+    out += ".TP\n.B " + RoffEscape(term) + "\n";
+    if (gap != std::string::npos) pending = rest.substr(rest.find_first_not_of(' ', gap));
+  }
+  flush();
+  out +=
+      ".SH ENVIRONMENT\n"
+      ".B AOBJ_ENDPOINT\\fR, \\fBAOBJ_ACCESS_KEY_ID\\fR, \\fBAOBJ_SECRET_ACCESS_KEY\\fR, "
+      "\\fBAOBJ_CREDENTIALS_FILE\\fR, \\fBAOBJ_PROFILE\\fR, \\fBAOBJ_TLS_CA\\fR, "
+      "\\fBAOBJ_MAX_ATTEMPTS\\fR, \\fBUCX_NET_DEVICES\n"
+      "as the options above say; the order in which credentials are found is in "
+      "docs/configuration.md.\n"
+      ".SH FILES\n"
+      ".TP\n.I ~/.aobj/credentials\n"
+      "access keys by profile, in the INI form of ~/.aws/credentials (whose key names it "
+      "accepts); readable by its owner only\n"
+      ".TP\n.I ~/.aobj/config\n"
+      "the endpoint of each profile ([profile NAME] sections, as ~/.aws/config)\n"
+      ".SH SEE ALSO\n"
+      "aobj\\-server \\-\\-help; docs/getting\\-started/cli.md (aobj beside aws s3); "
+      "spec/aobj\\-1.md (the protocol).\n";
+  std::cout << out;
   return 0;
 }
 
@@ -381,6 +483,7 @@ int main(int argc, char** argv) {
     }
     return Completion(shell);
   }
+  if (first_command == "man") return ManPage();
   if (first_command == "help") {
     std::string topic;
     for (int i = 1; i < argc; ++i) {

@@ -705,6 +705,37 @@ TEST_F(CliFirstStepsTest, VersionAndPerCommandHelpNeedNoServer) {
   EXPECT_EQ(Run({"completion", "fish"}, Clean()), 2) << last_;
   EXPECT_EQ(Run({"help", "frobnicate"}, Clean()), 2) << last_;
   EXPECT_NE(last_.find("not a command"), std::string::npos) << last_;
+
+  // The manual page comes from the same text: every command and flag of --help is in it, as
+  // roff (hyphens escaped), and groff reads it without a warning.
+  ASSERT_EQ(Run({"--help"}, Clean()), 0) << last_;
+  const std::string help = last_;
+  ASSERT_EQ(Run({"man"}, Clean()), 0) << last_;
+  const std::string page = last_;
+  EXPECT_EQ(page.rfind(".TH AOBJ 1 ", 0), 0u) << page;
+  for (const char* section : {".SH SYNOPSIS", ".SH COMMANDS", ".SH OPTIONS", ".SH EXIT STATUS"}) {
+    EXPECT_NE(page.find(section), std::string::npos) << section;
+  }
+  size_t flags = 0;
+  for (size_t at = help.find("\n  --"); at != std::string::npos; at = help.find("\n  --", at + 1)) {
+    const std::string name = help.substr(at + 3, help.find_first_of(" \n", at + 3) - at - 3);
+    std::string roff;
+    for (char ch : name) roff += ch == '-' ? std::string("\\-") : std::string(1, ch);
+    EXPECT_NE(page.find(".B " + roff), std::string::npos) << name;
+    ++flags;
+  }
+  EXPECT_GT(flags, 30u);
+  for (const char* cmd : {"cp SRC DST", "mv SRC DST", "sync SRC DST", "completion bash|zsh"}) {
+    EXPECT_NE(page.find(std::string(".B ") + cmd), std::string::npos) << cmd;
+  }
+  if (std::system("command -v groff >/dev/null 2>&1") == 0) {
+    const std::string man = dir_ + "/aobj.1";
+    std::ofstream(man) << page;
+    const std::string warnings = dir_ + "/groff.log";
+    EXPECT_EQ(std::system(("groff -man -Tutf8 -ww -z '" + man + "' 2>'" + warnings + "'").c_str()),
+              0);
+    EXPECT_EQ(testing::ReadFile(warnings), "");
+  }
 }
 
 TEST_F(CliFirstStepsTest, AnUnreachableServerOrAUrlIsExplained) {

@@ -44,8 +44,9 @@ for r in $(seq "$rounds"); do
     cli=$bin/aobj
     if [ "$jobs" = b ]; then [ -n "$baseline" ] || continue; cli=$baseline; fi
     up[$jobs]+="$(seconds aobj cp --recursive "${flag[@]}" "$work/src" "aobj://bench/r$r-j$jobs/") "
-    rm -rf "$work/down"
-    down[$jobs]+="$(seconds aobj cp --recursive "${flag[@]}" "aobj://bench/r$r-j$jobs/" "$work/down") "
+    # A fresh directory each time, nothing deleted until the end: ext4 searches longer for free
+    # inodes right after many were freed, which made downloads after an `rm -rf` vary 3-fold.
+    down[$jobs]+="$(seconds aobj cp --recursive "${flag[@]}" "aobj://bench/r$r-j$jobs/" "$work/down-r$r-j$jobs") "
   done
 done
 u1=$(median ${up[1]}) u0=$(median ${up[0]}) d1=$(median ${down[1]}) d0=$(median ${down[0]})

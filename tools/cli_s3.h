@@ -44,6 +44,7 @@ struct CliSettings {
   uint64_t multipart_threshold = uint64_t{64} << 20;  // uploads from this size are multipart
   uint64_t part_size = uint64_t{16} << 20;            // the part size of those uploads
   int jobs = 0;  // cp: files moved at once (0: the session's max_in_flight, at most 16)
+  bool fsync = false;  // downloads: fsync each file before it is renamed into place
   bool json = false;  // ls, stat, head, session: one JSON object per record (as s5cmd --json)
   Filters filters;    // --exclude / --include: which names below the source a command takes
   bool dryrun = false;        // cp, mv, rm, sync: print what would be done, do nothing

@@ -40,8 +40,8 @@ absl::StatusOr<Entries> LocalEntries(const std::string& root, const Filters& fil
   if (!fs::exists(root, ec)) return out;
   for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;
-    const std::string rel = fs::relative(it->path(), root, ec).generic_string();
-    if (ec || !filters.Selects(rel)) continue;
+    const std::string rel = it->path().lexically_relative(root).generic_string();
+    if (!filters.Selects(rel)) continue;
     struct stat sb {};
     if (::stat(it->path().c_str(), &sb) != 0) {
       return absl::FailedPreconditionError(

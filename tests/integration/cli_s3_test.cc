@@ -461,7 +461,8 @@ TEST_P(CliS3Test, MvWildcardsFiltersAndDryrun) {
   EXPECT_FALSE(exists("f2/deep/4.txt"));  // the last filter that matches decides
 
   const fs::path got = work_ / "got";
-  ASSERT_EQ(Cli({"cp", "aobj://test-bucket/f/*.txt", got.string() + "/"}), 0) << last_output_;
+  ASSERT_EQ(Cli({"cp", "--fsync", "aobj://test-bucket/f/*.txt", got.string() + "/"}), 0)
+      << last_output_;
   EXPECT_EQ(ReadBytes(got / "1.txt"), "one\n");
   EXPECT_EQ(ReadBytes(got / "deep" / "4.txt"), "four\n");  // '*' crosses '/', as s5cmd
   EXPECT_EQ(Cli({"cp", "aobj://test-bucket/f/nomatch*", got.string()}), 1) << last_output_;

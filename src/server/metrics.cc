@@ -1,10 +1,26 @@
 #include "server/metrics.h"
 
-#include <algorithm>
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "aobj/status.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "ucp/api/ucp.h"
+
+#ifndef AOBJ_VERSION_STRING
+#define AOBJ_VERSION_STRING "unknown"
+#endif
 
 namespace aobj {
 
@@ -35,23 +51,77 @@ void Family(std::string* out, const char* name, const char* type, const char* he
 
 std::string Le(double bound) { return absl::StrFormat("%g", bound); }
 
-// JSON string body: quotes, backslashes and control bytes escaped; other bytes as they are
-// (access key ids are printable ASCII; session ids are hex).
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (u < 0x20 || u >= 0x7f) {
-      absl::StrAppendFormat(&out, "\\u%04x", u);
-    } else {
-      out.push_back(c);
+// A Prometheus label value: backslash, double quote and newline escaped.
+std::string Label(absl::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+// What the process uses, from /proc/self (Linux), as Prometheus's client libraries report it.
+void ProcessMetrics(std::string* out) {
+  struct rusage ru {};
+  if (::getrusage(RUSAGE_SELF, &ru) == 0) {
+    const double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+                       ru.ru_stime.tv_usec / 1e6;
+    Family(out, "process_cpu_seconds_total", "counter", "User and system CPU time spent.");
+    absl::StrAppend(out, "process_cpu_seconds_total ", absl::StrFormat("%.6f", cpu), "\n");
+  }
+  // /proc/self/stat: fields after the command's closing parenthesis; field 20 (num_threads),
+  // 22 (starttime, clock ticks after boot), 23 (vsize), 24 (rss, pages).
+  std::ifstream stat_file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  if (close != std::string::npos) {
+    std::vector<std::string> f = absl::StrSplit(stat.substr(close + 2), ' ');
+    // f[0] is field 3 (state): field N is f[N - 3].
+    uint64_t threads = 0, start_ticks = 0, vsize = 0, rss_pages = 0;
+    if (f.size() > 21 && absl::SimpleAtoi(f[17], &threads) &&
+        absl::SimpleAtoi(f[19], &start_ticks) && absl::SimpleAtoi(f[20], &vsize) &&
+        absl::SimpleAtoi(f[21], &rss_pages)) {
+      Family(out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+      absl::StrAppend(out, "process_resident_memory_bytes ",
+                      rss_pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)), "\n");
+      Family(out, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+      absl::StrAppend(out, "process_virtual_memory_bytes ", vsize, "\n");
+      Family(out, "process_threads", "gauge", "Threads of the process.");
+      absl::StrAppend(out, "process_threads ", threads, "\n");
+      // Boot time (btime of /proc/stat) plus the start in clock ticks.
+      std::ifstream proc_stat("/proc/stat");
+      for (std::string line; std::getline(proc_stat, line);) {
+        uint64_t btime = 0;
+        if (line.rfind("btime ", 0) == 0 && absl::SimpleAtoi(line.substr(6), &btime)) {
+          const double start = btime + static_cast<double>(start_ticks) /
+                                           static_cast<double>(::sysconf(_SC_CLK_TCK));
+          Family(out, "process_start_time_seconds", "gauge",
+                 "Start time of the process since the Unix epoch in seconds.");
+          absl::StrAppend(out, "process_start_time_seconds ", absl::StrFormat("%.2f", start), "\n");
+          break;
+        }
+      }
     }
   }
-  out.push_back('"');
-  return out;
+  uint64_t fds = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (const dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') ++fds;
+    }
+    ::closedir(d);
+    Family(out, "process_open_fds", "gauge", "Open file descriptors.");
+    absl::StrAppend(out, "process_open_fds ", fds > 0 ? fds - 1 : 0, "\n");  // less opendir's
+  }
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    Family(out, "process_max_fds", "gauge", "Limit on open file descriptors.");
+    absl::StrAppend(out, "process_max_fds ", static_cast<uint64_t>(rl.rlim_cur), "\n");
+  }
 }
 
 }  // namespace
@@ -59,6 +129,14 @@ std::string JsonString(absl::string_view s) {
 std::string RenderPrometheus(const MetricsView& view) {
   std::string out;
   const ServerStats& s = view.stats;
+  Family(&out, "aobj_build_info", "gauge",
+         "Always 1; the labels name the server, its library version, the AOBJ protocol version "
+         "and the UCX it runs on.");
+  unsigned ucx_major = 0, ucx_minor = 0, ucx_release = 0;
+  ucp_get_version(&ucx_major, &ucx_minor, &ucx_release);
+  absl::StrAppend(&out, "aobj_build_info{server=\"", Label(view.server_name), "\",version=\"",
+                  Label(AOBJ_VERSION_STRING), "\",protocol=\"1\",ucx=\"", ucx_major, ".", ucx_minor,
+                  ".", ucx_release, "\"} 1\n");
   Family(&out, "aobj_requests_total", "counter", "Requests handled, by method.");
   if (view.methods != nullptr) {
     for (int m = 0; m < MethodMetrics::kMethods; ++m) {
@@ -128,25 +206,26 @@ std::string RenderPrometheus(const MetricsView& view) {
   Family(&out, "aobj_requests_shed_total", "counter",
          "Requests answered SLOW_DOWN because a queue bound was reached.");
   absl::StrAppend(&out, "aobj_requests_shed_total ", q.rejected, "\n");
+  ProcessMetrics(&out);
   return out;
 }
 
 std::string RenderSessionsJson(const std::vector<SessionRow>& sessions, absl::Time now) {
-  std::string out = "{\"sessions\":[";
-  bool first = true;
+  google::protobuf::Struct doc;
+  google::protobuf::ListValue* list = (*doc.mutable_fields())["sessions"].mutable_list_value();
   for (const SessionRow& s : sessions) {
-    if (!first) out.push_back(',');
-    first = false;
-    absl::StrAppend(&out, "{\"id\":", JsonString(s.id_hex),
-                    ",\"access_key_id\":", JsonString(s.access_key_id),
-                    ",\"state\":", JsonString(s.state),
-                    ",\"age_ms\":", absl::ToInt64Milliseconds(now - s.created),
-                    ",\"lease_left_ms\":",
-                    std::max<int64_t>(0, absl::ToInt64Milliseconds(s.expires - now)),
-                    ",\"in_flight\":", s.in_flight, "}");
+    auto& f = *list->add_values()->mutable_struct_value()->mutable_fields();
+    f["id"].set_string_value(s.id_hex);
+    f["access_key_id"].set_string_value(s.access_key_id);
+    f["state"].set_string_value(s.state);
+    f["age_ms"].set_number_value(static_cast<double>(absl::ToInt64Milliseconds(now - s.created)));
+    f["lease_left_ms"].set_number_value(
+        static_cast<double>(std::max<int64_t>(0, absl::ToInt64Milliseconds(s.expires - now))));
+    f["in_flight"].set_number_value(static_cast<double>(s.in_flight));
   }
-  out += "]}\n";
-  return out;
+  std::string out;
+  if (!google::protobuf::util::MessageToJsonString(doc, &out).ok()) return "{\"sessions\":[]}\n";
+  return out + "\n";
 }
 
 }  // namespace aobj

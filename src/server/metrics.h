@@ -51,17 +51,21 @@ class MethodMetrics {
 
 // Everything one scrape reports.
 struct MetricsView {
+  std::string server_name;  // aobj_build_info's labels with the library's version
   ServerStats stats;
   uint64_t transfers_in_flight = 0;
   SchedulerStats scheduler;  // the request scheduler's queue (AOBJ-SEC-013)
   const MethodMetrics* methods = nullptr;  // borrowed for the call
 };
 
-// The Prometheus text format (version 0.0.4) of `view`.
+// The Prometheus text format (version 0.0.4) of `view`, with aobj_build_info and the
+// process_* metrics of Prometheus's client libraries (CPU, memory, descriptors, threads, start
+// time, read from /proc/self).
 std::string RenderPrometheus(const MetricsView& view);
 
-// `sessions` as a JSON object {"sessions":[{"id":..,"access_key_id":..,"state":..,
-// "age_ms":..,"lease_left_ms":..,"in_flight":..}]}. Strings are JSON-escaped.
+// `sessions` as a JSON object {"sessions":[{"access_key_id":..,"age_ms":..,"id":..,
+// "in_flight":..,"lease_left_ms":..,"state":..}]}, printed by protobuf's JSON printer
+// (google.protobuf.Struct), so that escaping is a maintained library's.
 std::string RenderSessionsJson(const std::vector<SessionRow>& sessions, absl::Time now);
 
 }  // namespace aobj

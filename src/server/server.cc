@@ -817,6 +817,7 @@ class ServerImpl final : public Server {
     HttpResponse r;
     if (path == "/metrics") {
       MetricsView view;
+      view.server_name = options_.server_name;
       view.stats = stats();
       view.transfers_in_flight = sessions_->transfers_in_flight();
       view.scheduler = scheduler_->stats();

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -144,6 +145,23 @@ TEST(MetricsEndpointTest, ReportsRealFiguresAndSessions) {
   EXPECT_EQ(Sample(text, "aobj_sessions_open"), 1) << text;
   EXPECT_EQ(Sample(text, "aobj_transfers_in_flight"), 0) << text;
   EXPECT_GE(Sample(text, "aobj_endpoints"), 1) << text;
+  // Build and process metrics (issue 23), as Prometheus's client libraries name them.
+  EXPECT_TRUE(std::regex_search(
+      text, std::regex("\naobj_build_info\\{server=\"aobj-server/[^\"]+\",version=\"[0-9]+\\."
+                       "[0-9]+\\.[0-9]+\",protocol=\"1\",ucx=\"1\\.[0-9]+\\.[0-9]+\"\\} 1\n")))
+      << text;
+  EXPECT_GT(Sample(text, "process_cpu_seconds_total"), 0) << text;
+  EXPECT_GT(Sample(text, "process_resident_memory_bytes"), 4 << 20) << text;
+  EXPECT_GT(Sample(text, "process_virtual_memory_bytes"),
+            Sample(text, "process_resident_memory_bytes"))
+      << text;
+  EXPECT_GE(Sample(text, "process_threads"), 2) << text;
+  EXPECT_GE(Sample(text, "process_open_fds"), 4) << text;  // stdio, listeners, the session
+  EXPECT_GE(Sample(text, "process_max_fds"), Sample(text, "process_open_fds")) << text;
+  const double started = Sample(text, "process_start_time_seconds");
+  const double now = static_cast<double>(std::time(nullptr));
+  EXPECT_GT(started, now - 600) << text;
+  EXPECT_LE(started, now + 2) << text;
 
   const std::string sessions = RawHttp(metrics_port, "GET /sessions HTTP/1.0\r\n\r\n");
   ASSERT_EQ(sessions.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << sessions;
@@ -151,6 +169,8 @@ TEST(MetricsEndpointTest, ReportsRealFiguresAndSessions) {
             std::string::npos) << sessions;
   EXPECT_TRUE(std::regex_search(sessions, std::regex("\"id\":\"[0-9a-f]{32}\""))) << sessions;
   EXPECT_NE(sessions.find("\"state\":\"open\""), std::string::npos) << sessions;
+  EXPECT_TRUE(std::regex_search(sessions, std::regex("\"lease_left_ms\":[0-9]+[,}]"))) << sessions;
+  EXPECT_TRUE(std::regex_search(sessions, std::regex("\"in_flight\":0[,}]"))) << sessions;
 
   EXPECT_EQ(RawHttp(metrics_port, "POST /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 405", 0), 0u);
   EXPECT_EQ(RawHttp(metrics_port, "GET /nope HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 404", 0), 0u);

@@ -18,7 +18,7 @@ def main():
     env = dict(os.environ, UCX_NET_DEVICES="lo", UCX_WARN_UNUSED_ENV_VARS="n")
     cmd = [bench, "--sizes", "4K,1M", "--count", "20", "--compare", "ucx",
            "--idle-seconds", "1", "--small-duration", "0.2", "--small-inflight", "4",
-           "--json", out]
+           "--json", out, "--svg", out + ".svg"]
     proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           timeout=240, text=True)
     print(proc.stdout)
@@ -53,6 +53,13 @@ def main():
     for key in ("server_rss_before_kib", "server_rss_peak_kib", "server_rss_after_kib",
                 "server_anon_peak_kib"):
         assert isinstance(mem[key], int) and mem[key] > 0, mem
+    # The figure says when and where it was taken, and its command names no build directory.
+    with open(out + ".svg") as f:
+        svg = f.read()
+    assert report["machine"]["date"] in svg, "the SVG lacks the run's date"
+    assert "UCX " in svg and " cores" in svg, "the SVG lacks the machine caption"
+    assert os.path.dirname(bench) not in svg, "the SVG shows the build directory"
+    assert ">aobj-bench --sizes 4K,1M" in svg, "the SVG lacks the command"
     print("bench_smoke: OK,", len(results), "cells")
 
 

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace aobj::bench {
 
@@ -293,6 +295,38 @@ std::string FormatJson(const Report& report) {
   return out;
 }
 
+namespace {
+
+// The command as a reader would type it: absolute paths (the program's, output files') without
+// the machine's directories ("/home/me/aobj/build/aobj-bench --json /tmp/r.json" ->
+// "aobj-bench --json r.json").
+std::string CommandWithoutPath(const std::string& command) {
+  std::vector<std::string> words = absl::StrSplit(command, ' ');
+  for (std::string& w : words) {
+    if (!w.empty() && w[0] == '/') w = w.substr(w.rfind('/') + 1);
+  }
+  return absl::StrJoin(words, " ");
+}
+
+// "2026-11-26T13:57:01Z, AMD EPYC 9R14 (2 cores, 24 GiB), UCX 1.13.1, UCX_NET_DEVICES=lo":
+// when and where the figures were taken.
+std::string SvgCaption(const Report& report) {
+  std::map<std::string, std::string> m(report.machine.begin(), report.machine.end());
+  std::string out = m["date"];
+  if (!m["cpu"].empty()) absl::StrAppend(&out, out.empty() ? "" : ", ", m["cpu"]);
+  if (!m["cores"].empty()) {
+    absl::StrAppend(&out, " (", m["cores"], " cores",
+                    m["memory"].empty() ? "" : absl::StrCat(", ", m["memory"]), ")");
+  }
+  if (!m["ucx"].empty()) absl::StrAppend(&out, ", UCX ", m["ucx"]);
+  if (!m["UCX_NET_DEVICES"].empty()) {
+    absl::StrAppend(&out, ", UCX_NET_DEVICES=", m["UCX_NET_DEVICES"]);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string FormatSvg(const Report& report) {
   // Series: (system, op) of the sweep section, x = log2(size), y = log10(value).
   struct Series {
@@ -411,7 +445,10 @@ std::string FormatSvg(const Report& report) {
     ly += 18;
   }
   absl::StrAppend(&svg, absl::StrFormat("<text x=\"%d\" y=\"%d\" fill=\"#555\">%s</text>\n", left,
-                                        height - 10, XmlEscape(report.command.substr(0, 140))));
+                                        height - 26, XmlEscape(SvgCaption(report))));
+  absl::StrAppend(
+      &svg, absl::StrFormat("<text x=\"%d\" y=\"%d\" fill=\"#555\">%s</text>\n", left, height - 10,
+                            XmlEscape(CommandWithoutPath(report.command).substr(0, 140))));
   return svg + "</svg>\n";
 }
 

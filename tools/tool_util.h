@@ -1,4 +1,15 @@
 // Small helpers shared by the command-line tools: argument parsing and human-readable output.
+//
+// Why the tools parse their own flags rather than with Abseil's flags library (already a
+// dependency), which issue 23 asked about: Abseil's flags are process-wide globals defined per
+// source file, and these tools need what it does not give: a repeated flag keeps every value in
+// order (--metadata a=b --metadata c=d; --exclude and --include, whose order decides), where
+// Abseil keeps the last value or splits on commas that metadata values and patterns may hold;
+// `aobj cp --help` prints one command's flags in the words of the one usage text that also makes
+// the manual page and the completion scripts, where Abseil's help lists flags by the file that
+// defines them; and the server's configuration file takes the same names as its flags
+// (config_file.h) through the same table. ParseArgs is about 40 lines with its tests
+// (tests/tools/tool_util_test.cc); a library would not make it shorter, only less fitting.
 #ifndef AOBJ_TOOLS_TOOL_UTIL_H_
 #define AOBJ_TOOLS_TOOL_UTIL_H_
 

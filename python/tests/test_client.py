@@ -438,6 +438,30 @@ def test_get_many_into_buffers_and_as_bytes(client):
         client.get_many("demo", keys, buffers[:3])
 
 
+def test_batches_reuse_the_clients_threads(server):
+    """get_many starts its helper threads once per client, not once per batch."""
+    def threads():
+        return set(os.listdir("/proc/self/task"))
+
+    with aobj.Client(**server.client_kwargs()) as c:
+        keys = [unique("reuse") for _ in range(16)]
+        for k in keys:
+            c.put("demo", k, b"r" * 512)
+        before = threads()
+        assert c.get_many("demo", keys, max_in_flight=8) == [b"r" * 512] * 16
+        helpers = threads() - before
+        assert len(helpers) >= 1  # helpers started, and stayed ...
+        seen = set()
+        for _ in range(5):
+            c.get_many("demo", keys, max_in_flight=8)
+            now = threads()
+            assert helpers <= now
+            seen |= now - before - helpers
+        # ... and served the later batches: a thread per batch would be 7 new ones each time
+        # (gRPC may start one of its own meanwhile).
+        assert len(seen) < 7, seen
+
+
 def test_futures_and_asyncio(client):
     key = unique("fut")
     data = pattern(300_000).tobytes()

@@ -6,7 +6,7 @@ Run against a server (from the repository root, after `bash scripts/build.sh`):
     printf 'AKEXAMPLE my-secret\\n' > creds && chmod 600 creds
     UCX_NET_DEVICES=lo ./build/aobj-server --credentials creds --store memory \\
         --create-bucket datasets --plaintext &
-    PYTHONPATH=build/python AOBJ_CREDENTIALS_FILE=creds python3 examples/python/dataloader.py
+    AOBJ_CREDENTIALS_FILE=creds python3 examples/python/dataloader.py
 
 It writes 512 small "images" (32x32 RGB, uint8, with their label in the key) under
 datasets/demo-images/, then trains nothing but reads two epochs through a DataLoader with two

@@ -73,7 +73,10 @@ Flags:
   --profile NAME          the profile of ~/.aobj/credentials and ~/.aobj/config to use
                           (default: AOBJ_PROFILE, else "default"; the AWS key names
                           aws_access_key_id and aws_secret_access_key are accepted there)
-  --checksum crc32c|crc64nvme   end-to-end checksum (default: crc32c)
+  --checksum crc32c|crc64nvme   end-to-end checksum (default crc32c: every AOBJ/1 server must
+                          offer it, AOBJ-DAT-022, and CPUs compute it in hardware. crc64nvme:
+                          a 64-bit check, fewer undetected errors on very large objects, where
+                          the server offers the CRC64NVME capability; `aobj session` says)
   --content-type TYPE     content type stored with put and cp uploads (and cp copies with
                           --metadata-directive REPLACE)
   --metadata NAME=VALUE   user metadata (x-amz-meta-NAME) for uploads; repeatable
@@ -125,7 +128,12 @@ Flags:
                           opaque: a new random version tag "<32 hex>-0", spec AOBJ-OBJ-016, and
                           large uploads several times faster). Parts and copies keep MD5 ETags
   --require-hardware-protection   refuse servers whose data channel is emulated
-  --net-devices LIST      UCX_NET_DEVICES unless set in the environment (default: lo)
+  --net-devices LIST      the network devices UCX may use for the data channel, as
+                          UCX_NET_DEVICES (which wins when set). Default lo, loopback only, so
+                          that nothing leaves the machine by surprise; name the RDMA or
+                          Ethernet devices to reach another host (mlx5_0:1, eth0; `ucx_info -d`
+                          lists them). UCX picks the transports (RDMA verbs, shared memory, TCP)
+                          on those devices; `aobj session` shows the memory protection it got
   --timeout SECONDS       deadline of each request (default 120; fractions allowed): past it
                           the request fails DEADLINE_EXCEEDED; a data request that ends so
                           shuts the data channel (spec 7.5), and later ones in the same

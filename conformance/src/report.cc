@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "conformance/src/suite.h"
+#include "wire/json.h"
 
 namespace aobj::conformance {
 namespace {
@@ -28,23 +29,6 @@ std::string XmlEscape(std::string_view s) {
     }
   }
   return out;
-}
-
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) out += absl::StrFormat("\\u%04x", c);
-        else out += c;
-    }
-  }
-  return out + "\"";
 }
 
 std::string Cls(Verdict v) {
@@ -147,56 +131,56 @@ std::string JunitXml(const RunSummary& s) {
 std::string JsonReport(const RunSummary& s) {
   std::string out = "{\n";
   absl::StrAppend(
-      &out,
-      "  \"suite\": \"aobj-conformance\",\n  \"suite_version\": ", JsonString(s.suite_version),
-      ",\n  \"target\": ", JsonString(s.target), ",\n  \"mode\": ", JsonString(s.mode),
-      ",\n  \"strict\": ", s.strict ? "true" : "false", ",\n  \"started\": ", JsonString(s.started),
-      ",\n  \"data_channel\": ", JsonString(s.data_channel),
-      ",\n  \"authorization\": ", JsonString(s.authorization), ",\n  \"skipped\": [",
+      &out, "  \"suite\": \"aobj-conformance\",\n  \"suite_version\": ", JsonQuote(s.suite_version),
+      ",\n  \"target\": ", JsonQuote(s.target), ",\n  \"mode\": ", JsonQuote(s.mode),
+      ",\n  \"strict\": ", s.strict ? "true" : "false", ",\n  \"started\": ", JsonQuote(s.started),
+      ",\n  \"data_channel\": ", JsonQuote(s.data_channel),
+      ",\n  \"authorization\": ", JsonQuote(s.authorization), ",\n  \"skipped\": [",
       absl::StrJoin(
           s.skipped, ", ",
-          [](std::string* o, const std::string& id) { absl::StrAppend(o, JsonString(id)); }),
+          [](std::string* o, const std::string& id) { absl::StrAppend(o, JsonQuote(id)); }),
       "]", ",\n  \"summary\": {");
   const Verdict all[] = {Verdict::kPass, Verdict::kFail, Verdict::kNonStrict,
                          Verdict::kUnsupported, Verdict::kInformational};
   for (size_t i = 0; i < 5; ++i) {
-    absl::StrAppend(&out, i ? ", " : "", JsonString(std::string(VerdictName(all[i]))), ": ",
+    absl::StrAppend(&out, i ? ", " : "", JsonQuote(std::string(VerdictName(all[i]))), ": ",
                     CountVerdict(s, all[i]));
   }
   absl::StrAppend(&out, "},\n  \"result\": ", RunFailed(s) ? "\"FAIL\"" : "\"PASS\"",
                   ",\n  \"cases\": [\n");
   for (size_t i = 0; i < s.results.size(); ++i) {
     const auto& r = s.results[i];
-    absl::StrAppend(&out, "    {\"id\": ", JsonString(r.def->id), ", \"title\": ",
-                    JsonString(r.def->title), ", \"profile\": ", JsonString(r.def->profile),
-                    ", \"hostile\": ", r.def->hostile ? "true" : "false", ", \"level\": ",
-                    JsonString(r.level), ",\n     \"requirements\": [");
+    absl::StrAppend(&out, "    {\"id\": ", JsonQuote(r.def->id),
+                    ", \"title\": ", JsonQuote(r.def->title),
+                    ", \"profile\": ", JsonQuote(r.def->profile),
+                    ", \"hostile\": ", r.def->hostile ? "true" : "false",
+                    ", \"level\": ", JsonQuote(r.level), ",\n     \"requirements\": [");
     for (size_t j = 0; j < r.def->requirements.size(); ++j) {
       const Requirement* req = FindRequirement(r.def->requirements[j]);
-      absl::StrAppend(&out, j ? ", " : "", "{\"id\": ", JsonString(r.def->requirements[j]),
-                      ", \"level\": ", JsonString(req ? req->level : "?"), "}");
+      absl::StrAppend(&out, j ? ", " : "", "{\"id\": ", JsonQuote(r.def->requirements[j]),
+                      ", \"level\": ", JsonQuote(req ? req->level : "?"), "}");
     }
-    absl::StrAppend(&out, "],\n     \"verdict\": ", JsonString(std::string(VerdictName(r.verdict))),
-                    ", \"reason\": ", JsonString(r.reason), ", \"seconds\": ",
-                    absl::StrFormat("%.3f", r.seconds), ",\n     \"checks\": [");
+    absl::StrAppend(&out, "],\n     \"verdict\": ", JsonQuote(std::string(VerdictName(r.verdict))),
+                    ", \"reason\": ", JsonQuote(r.reason),
+                    ", \"seconds\": ", absl::StrFormat("%.3f", r.seconds), ",\n     \"checks\": [");
     for (size_t j = 0; j < r.checks.size(); ++j) {
       const auto& c = r.checks[j];
-      absl::StrAppend(&out, j ? ",\n       " : "\n       ", "{\"what\": ", JsonString(c.what),
-                      ", \"expected\": ", JsonString(c.expected),
-                      c.ok ? "" : absl::StrCat(", \"actual\": ", JsonString(c.actual)),
+      absl::StrAppend(&out, j ? ",\n       " : "\n       ", "{\"what\": ", JsonQuote(c.what),
+                      ", \"expected\": ", JsonQuote(c.expected),
+                      c.ok ? "" : absl::StrCat(", \"actual\": ", JsonQuote(c.actual)),
                       ", \"ok\": ", c.ok ? "true" : "false", "}");
     }
     absl::StrAppend(&out, "],\n     \"notes\": [");
     for (size_t j = 0; j < r.notes.size(); ++j) {
-      absl::StrAppend(&out, j ? ", " : "", JsonString(r.notes[j]));
+      absl::StrAppend(&out, j ? ", " : "", JsonQuote(r.notes[j]));
     }
     absl::StrAppend(&out, "],\n     \"transcript\": [");
     for (size_t j = 0; j < r.transcript.size(); ++j) {
       const auto& e = r.transcript[j];
-      absl::StrAppend(&out, j ? ",\n       " : "\n       ", "{\"peer\": ", JsonString(e.peer),
-                      ", \"method\": ", JsonString(e.method), ", \"request\": ",
-                      JsonString(e.request), ", \"outcome\": ", JsonString(e.outcome),
-                      ", \"response\": ", JsonString(e.response), "}");
+      absl::StrAppend(
+          &out, j ? ",\n       " : "\n       ", "{\"peer\": ", JsonQuote(e.peer),
+          ", \"method\": ", JsonQuote(e.method), ", \"request\": ", JsonQuote(e.request),
+          ", \"outcome\": ", JsonQuote(e.outcome), ", \"response\": ", JsonQuote(e.response), "}");
     }
     absl::StrAppend(&out, "]}", i + 1 < s.results.size() ? ",\n" : "\n");
   }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "wire/json.h"
 
 namespace aobj::bench {
 
@@ -43,33 +44,6 @@ const Cell* Find(const Report& r, const std::string& section, const std::string&
 std::string Num(double v, int prec = 2) {
   if (v < 0 || std::isnan(v)) return "-";
   return absl::StrFormat("%.*f", prec, v);
-}
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    switch (ch) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20) {
-          out += absl::StrFormat("\\u%04x", ch);
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
 }
 
 std::string JsonNum(double v) {
@@ -229,17 +203,17 @@ std::string FormatJson(const Report& report) {
   std::string out =
       "{\n  \"tool\": \"aobj-bench\",\n  \"units\": {\"gbps\": \"1e9 bytes/s\", "
       "\"latency\": \"microseconds\", \"cpu\": \"CPU seconds per 1e9 bytes\"},\n";
-  absl::StrAppend(&out, "  \"command\": ", JsonString(report.command), ",\n  \"machine\": {");
+  absl::StrAppend(&out, "  \"command\": ", JsonQuote(report.command), ",\n  \"machine\": {");
   for (size_t i = 0; i < report.machine.size(); ++i) {
-    absl::StrAppend(&out, i ? ", " : "", JsonString(report.machine[i].first), ": ",
-                    JsonString(report.machine[i].second));
+    absl::StrAppend(&out, i ? ", " : "", JsonQuote(report.machine[i].first), ": ",
+                    JsonQuote(report.machine[i].second));
   }
   absl::StrAppend(&out, "},\n  \"results\": [\n");
   for (size_t i = 0; i < report.cells.size(); ++i) {
     const Cell& c = report.cells[i];
     absl::StrAppend(
-        &out, "    {\"section\": ", JsonString(c.section), ", \"system\": ", JsonString(c.system),
-        ", \"transport\": ", JsonString(c.transport), ", \"op\": ", JsonString(OpName(c.op)),
+        &out, "    {\"section\": ", JsonQuote(c.section), ", \"system\": ", JsonQuote(c.system),
+        ", \"transport\": ", JsonQuote(c.transport), ", \"op\": ", JsonQuote(OpName(c.op)),
         ", \"size\": ", c.size, ", \"threads\": ", c.threads, ", \"processes\": ", c.processes,
         ", \"in_flight\": ", c.in_flight(), ", \"ops\": ", c.ops, ", \"bytes\": ", c.bytes,
         ", \"seconds\": ", JsonNum(c.seconds), ", \"gbps\": ", JsonNum(c.gbps),
@@ -250,16 +224,16 @@ std::string FormatJson(const Report& report) {
         ", \"max\": ", JsonNum(c.latency_us.max),
         "}, \"client_cpu_s_per_gb\": ", JsonNum(c.client_cpu_s_per_gb),
         ", \"server_cpu_s_per_gb\": ", JsonNum(c.server_cpu_s_per_gb),
-        ", \"note\": ", JsonString(c.note), ", \"error\": ", JsonString(c.error), "}",
+        ", \"note\": ", JsonQuote(c.note), ", \"error\": ", JsonQuote(c.error), "}",
         i + 1 < report.cells.size() ? ",\n" : "\n");
   }
   absl::StrAppend(&out, "  ],\n  \"ratios\": [\n");
   const std::vector<Ratio> ratios = ComputeRatios(report);
   for (size_t i = 0; i < ratios.size(); ++i) {
     const Ratio& r = ratios[i];
-    absl::StrAppend(&out, "    {\"section\": ", JsonString(r.section),
-                    ", \"system\": ", JsonString(r.system), ", \"versus\": ", JsonString(r.versus),
-                    ", \"metric\": ", JsonString(r.metric), ", \"op\": ", JsonString(OpName(r.op)),
+    absl::StrAppend(&out, "    {\"section\": ", JsonQuote(r.section),
+                    ", \"system\": ", JsonQuote(r.system), ", \"versus\": ", JsonQuote(r.versus),
+                    ", \"metric\": ", JsonQuote(r.metric), ", \"op\": ", JsonQuote(OpName(r.op)),
                     ", \"size\": ", r.size, ", \"in_flight\": ", r.in_flight,
                     ", \"value\": ", JsonNum(r.value), "}", i + 1 < ratios.size() ? ",\n" : "\n");
   }
@@ -267,7 +241,7 @@ std::string FormatJson(const Report& report) {
   for (size_t i = 0; i < report.idle.size(); ++i) {
     const IdleFigures& d = report.idle[i];
     absl::StrAppend(
-        &out, "    {\"system\": ", JsonString(d.system), ", \"seconds\": ", JsonNum(d.seconds),
+        &out, "    {\"system\": ", JsonQuote(d.system), ", \"seconds\": ", JsonNum(d.seconds),
         ", \"server_cpu_s\": ", JsonNum(d.server_cpu_s), ", \"server_cpu_percent\": ",
         JsonNum(d.seconds > 0 && d.server_cpu_s >= 0 ? 100 * d.server_cpu_s / d.seconds : -1),
         ", \"client_cpu_s\": ", JsonNum(d.client_cpu_s), "}",
@@ -277,7 +251,7 @@ std::string FormatJson(const Report& report) {
   for (size_t i = 0; i < report.memory.size(); ++i) {
     const MemoryFigures& m = report.memory[i];
     auto kib = [](int64_t v) { return v < 0 ? std::string("null") : absl::StrCat(v); };
-    absl::StrAppend(&out, "    {\"system\": ", JsonString(m.system),
+    absl::StrAppend(&out, "    {\"system\": ", JsonQuote(m.system),
                     ", \"server_rss_before_kib\": ", kib(m.before_kib),
                     ", \"server_anon_before_kib\": ", kib(m.before_anon_kib),
                     ", \"server_rss_peak_kib\": ", kib(m.peak_kib),
@@ -289,7 +263,7 @@ std::string FormatJson(const Report& report) {
   }
   absl::StrAppend(&out, "  ],\n  \"notes\": [");
   for (size_t i = 0; i < report.notes.size(); ++i) {
-    absl::StrAppend(&out, i ? ", " : "", JsonString(report.notes[i]));
+    absl::StrAppend(&out, i ? ", " : "", JsonQuote(report.notes[i]));
   }
   absl::StrAppend(&out, "]\n}\n");
   return out;

@@ -869,12 +869,7 @@ int CopyOrMove(Client& client, const std::vector<std::string>& args, const CliSe
   if (move && !dst->remote && dst->path == "-") {
     return Usage("mv cannot move an object to standard output (use cp)");
   }
-  Plan plan;
-  plan.kind = !src->remote  ? TransferKind::kUpload
-              : dst->remote ? TransferKind::kCopy
-                            : TransferKind::kDownload;
-  plan.src_bucket = src->bucket;
-  plan.dst_bucket = dst->bucket;
+  Plan plan = PlanBetween(*src, *dst);
   std::string usage;
   absl::Status st = src->remote ? PlanFromRemote(client, *src, *dst, settings, &plan, &usage)
                                 : PlanUploads(src->path, *dst, settings, &plan, &usage);
@@ -889,6 +884,16 @@ int CopyOrMove(Client& client, const std::vector<std::string>& args, const CliSe
 }
 
 }  // namespace
+
+Plan PlanBetween(const Location& src, const Location& dst) {
+  Plan plan;
+  plan.kind = !src.remote  ? TransferKind::kUpload
+              : dst.remote ? TransferKind::kCopy
+                           : TransferKind::kDownload;
+  plan.src_bucket = src.bucket;
+  plan.dst_bucket = dst.bucket;
+  return plan;
+}
 
 int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, bool move,
                 const std::string& verb) {

@@ -217,6 +217,9 @@ struct Plan {
   size_t refused = 0;                  // names refused while planning (counted as failures)
 };
 
+// An empty plan for copies from `src` to `dst`: an upload, a download or a server-side copy.
+Plan PlanBetween(const Location& src, const Location& dst);
+
 // Runs `plan`: the transfers several at once (--jobs) with one progress bar and a summary line
 // on stderr, then (when no transfer failed) its deletions. With `move`, each source is deleted
 // once its transfer succeeded (mv). With settings.dryrun, prints "(dryrun) upload: ..." lines

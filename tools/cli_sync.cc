@@ -113,12 +113,7 @@ int RunSync(Client& client, const std::vector<std::string>& args, const CliSetti
   if (HasWildcard(src->remote ? src->key : "")) {
     return Usage("sync takes a prefix, not a wildcard (use --exclude and --include)");
   }
-  Plan plan;
-  plan.kind = !src->remote  ? TransferKind::kUpload
-              : dst->remote ? TransferKind::kCopy
-                            : TransferKind::kDownload;
-  plan.src_bucket = src->bucket;
-  plan.dst_bucket = dst->bucket;
+  Plan plan = PlanBetween(*src, *dst);
   const std::string src_prefix = AsDirectory(src->key), dst_prefix = AsDirectory(dst->key);
   absl::StatusOr<Entries> from =
       src->remote ? RemoteEntries(client, src->bucket, src_prefix, settings.filters)

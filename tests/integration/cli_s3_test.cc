@@ -533,6 +533,15 @@ class CliRetryTest : public ::testing::Test {
     argv.insert(argv.end(), args.begin(), args.end());
     return testing::Spawn(argv, log);
   }
+  std::unique_ptr<Client> Connect() {
+    ClientOptions o;
+    o.endpoint = server_->endpoint();
+    o.access_key_id = kAccessKey;
+    o.secret = kSecret;
+    auto c = Client::Connect(o);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
   int Exit(pid_t pid) {
     const int status = testing::WaitFor(pid, std::chrono::seconds(120));
     return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -557,16 +566,12 @@ class CliRetryTest : public ::testing::Test {
 TEST_F(CliRetryTest, DownloadResumesAfterARestartAndUploadsLoseNothing) {
   const std::string data = Random(48 << 20, 9);
   {
-    ClientOptions o;
-    o.endpoint = server_->endpoint();
-    o.access_key_id = kAccessKey;
-    o.secret = kSecret;
-    auto c = Client::Connect(o);
-    ASSERT_TRUE(c.ok()) << c.status();
-    auto buf = (*c)->AllocateBuffer(data.size());
+    auto c = Connect();
+    ASSERT_NE(c, nullptr);
+    auto buf = c->AllocateBuffer(data.size());
     ASSERT_TRUE(buf.ok());
     std::memcpy((*buf)->data(), data.data(), data.size());
-    ASSERT_TRUE((*c)->Put("test-bucket", "big.bin", **buf, data.size()).ok());
+    ASSERT_TRUE(c->Put("test-bucket", "big.bin", **buf, data.size()).ok());
   }
   const fs::path target = work_ / "big.bin";
   const fs::path partial = work_ / "big.bin.aobj-partial";
@@ -593,16 +598,12 @@ TEST_F(CliRetryTest, DownloadResumesAfterARestartAndUploadsLoseNothing) {
   const std::string up_log = work_.string() + "/upload.log";
   pid =
       Spawn({"cp", "--recursive", "--jobs", "1", src.string(), "aobj://test-bucket/many/"}, up_log);
-  ClientOptions o;
-  o.endpoint = server_->endpoint();
-  o.access_key_id = kAccessKey;
-  o.secret = kSecret;
-  auto watcher = Client::Connect(o);
-  ASSERT_TRUE(watcher.ok()) << watcher.status();
+  auto watcher = Connect();
+  ASSERT_NE(watcher, nullptr);
   ASSERT_TRUE(RestartUnder(pid, [&] {
     ListObjectsOptions lo;
     lo.prefix = "many/";
-    auto page = (*watcher)->ListObjects("test-bucket", lo);
+    auto page = watcher->ListObjects("test-bucket", lo);
     return page.ok() && page->objects.size() >= 20;
   })) << testing::ReadFile(up_log);
   ASSERT_EQ(Exit(pid), 0) << testing::ReadFile(up_log);

@@ -386,6 +386,23 @@ def test_close_while_other_threads_call(server):
     assert len(outcomes) == 4 and not any(t.is_alive() for t in threads)
 
 
+def wait_stopped(pid, timeout=10.0):
+    """Waits until every thread of `pid` is stopped (state T), as SIGSTOP leaves them."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = []
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except FileNotFoundError:
+                continue
+        if states and all(s in ("T", "t") for s in states):
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"process {pid} did not stop")
+
+
 def test_calls_release_the_gil(own_server):
     # A call blocked on a frozen server must not hold the GIL: another thread runs meanwhile.
     c = aobj.Client(**own_server.client_kwargs(busy_retries=0, timeout=3))
@@ -395,13 +412,16 @@ def test_calls_release_the_gil(own_server):
 
     def blocked():
         started.set()
+        t0 = time.monotonic()
         try:
             c.head("demo", "k")
             outcome.append("ok")
         except aobj.Error as e:
             outcome.append(e.name)
+        outcome.append(time.monotonic() - t0)
 
     os.kill(own_server.proc.pid, signal.SIGSTOP)
+    wait_stopped(own_server.proc.pid)  # kill() returns before every thread has stopped
     try:
         t = threading.Thread(target=blocked)
         t.start()
@@ -411,7 +431,7 @@ def test_calls_release_the_gil(own_server):
     finally:
         os.kill(own_server.proc.pid, signal.SIGCONT)
     t.join(30)
-    assert ran_while_blocked
+    assert ran_while_blocked, outcome
     assert outcome and outcome[0] in ("ok", "DEADLINE_EXCEEDED")
     c.close()
 

@@ -546,6 +546,25 @@ class CliRetryTest : public ::testing::Test {
     const int status = testing::WaitFor(pid, std::chrono::seconds(120));
     return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
+  // Waits (up to 10 s) until every thread of `pid` is stopped, as SIGSTOP leaves them.
+  static void WaitStopped(pid_t pid) {
+    const std::string task = "/proc/" + std::to_string(pid) + "/task";
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      bool all = true, any = false;
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(task, ec)) {
+        const std::string stat = testing::ReadFile(e.path().string() + "/stat");
+        const size_t close = stat.rfind(')');
+        if (close == std::string::npos || close + 2 >= stat.size()) continue;
+        any = true;
+        all &= stat[close + 2] == 'T' || stat[close + 2] == 't';
+      }
+      if (any && all) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ADD_FAILURE() << "process " << pid << " did not stop";
+  }
   // Waits until `ready` holds (polling), then freezes `pid`, restarts the server on its port
   // and lets `pid` go on. False when `ready` never held while `pid` ran.
   bool RestartUnder(pid_t pid, const std::function<bool()>& ready) {
@@ -555,6 +574,7 @@ class CliRetryTest : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::microseconds(500));
     }
     ::kill(pid, SIGSTOP);
+    WaitStopped(pid);  // kill() returns before every thread of the CLI has stopped
     const bool restarted = server_->RestartOnSamePort(SIGKILL);
     ::kill(pid, SIGCONT);
     return restarted;

@@ -143,7 +143,11 @@ Flags:
                           server restarting, a lost connection or session, a busy server, any
                           error the spec calls retryable) is tried again after a pause that
                           doubles from about 0.5 s, with a new session where the old one is
-                          lost; a download resumes after its last whole chunk (--chunk-size)
+                          lost; a download resumes after its last whole chunk (--chunk-size).
+                          A request that got no reply is sent again only once the server told
+                          what became of it (AOBJ-ERR-011): an upload or copy whose object
+                          holds its octets, or a delete whose object is gone, is done; a GET
+                          goes again once its session is gone
   --json                  ls, stat, head, session: one JSON object per line (ls: one per bucket,
                           object, common prefix and --summarize total, each with a "type")
   --quiet                 print nothing on success

@@ -31,6 +31,12 @@ bool SessionLost(const absl::Status& status) {
   }
 }
 
+bool UnknownOutcome(const absl::Status& status) {
+  if (!ControlChannelFailure(status).empty()) return true;
+  const ErrorCode code = ErrorCodeOf(status);
+  return code == ErrorCode::kDeadlineExceeded || code == ErrorCode::kCancelled;
+}
+
 bool Retryable(const absl::Status& status) {
   if (status.ok()) return false;
   if (SessionLost(status)) return true;
@@ -62,6 +68,11 @@ absl::Status Sessions::Renew(uint64_t seen) {
   if (!next.ok()) return next.status();
   clients_.push_back(std::move(*next));
   return absl::OkStatus();
+}
+
+Client& Sessions::At(uint64_t generation) {
+  absl::MutexLock l(&mu_);
+  return *clients_[std::min<size_t>(generation, clients_.size() - 1)];
 }
 
 uint64_t Sessions::renewals() const {

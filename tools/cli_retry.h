@@ -40,6 +40,12 @@ bool Retryable(const absl::Status& status);
 // (spec 7.5: after a deadline the session's later data requests fail).
 bool SessionLost(const absl::Status& status);
 
+// Whether a failure left the request's outcome unknown: no AOBJ reply came (the connection
+// failed, or the call's deadline passed or it was cancelled on this side). AOBJ-ERR-011 forbids
+// repeating such a request, but for the read-only methods it lists, until its outcome has been
+// learned by other means (the CLI asks the server: a HEAD, or whether the session still exists).
+bool UnknownOutcome(const absl::Status& status);
+
 // The session a command works through, replaced when it is lost. Thread-safe. A replaced
 // session stays open until this object goes, for the threads still using it.
 class Sessions {
@@ -53,6 +59,8 @@ class Sessions {
   // Opens a new session in place of generation `seen`, unless another thread already replaced
   // it. Returns why a new one could not be opened.
   absl::Status Renew(uint64_t seen);
+  // The session of `generation` (which may have been replaced since).
+  Client& At(uint64_t generation);
   uint64_t renewals() const;
 
  private:

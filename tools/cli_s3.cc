@@ -30,6 +30,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "tool_util.h"
+#include "wire/checksum.h"
 #include "wire/error_registry.h"
 #include "wire/range.h"
 
@@ -717,6 +718,26 @@ void Summary(const CliSettings& settings, const std::string& verb, size_t files,
             << (failed ? absl::StrCat("; ", failed, " failed") : std::string()) << extra << "\n";
 }
 
+// The CRC32C of a local file's content (what the server records for an object, HEAD's crc32c).
+absl::StatusOr<uint32_t> FileCrc32c(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return LocalError(absl::StrCat("read ", path), errno);
+  std::vector<char> buf(size_t{1} << 20);
+  uint32_t crc = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return LocalError(absl::StrCat("read ", path), err);
+    }
+    if (n == 0) break;
+    crc = Crc32c(crc, buf.data(), static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return crc;
+}
+
 // The object's LastModified as the downloaded file's mtime, as `aws s3` does: sync compares it.
 void SetModified(const std::string& path, int64_t unix_ms) {
   struct timespec times[2];
@@ -954,16 +975,35 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
     return *c;
   };
   // fn(session, scratch) up to settings.retry.max_attempts times while it fails Retryable, a
-  // new session first where the old one is lost (cli_retry.h).
+  // new session first where the old one is lost (cli_retry.h). When an attempt's outcome is
+  // unknown (no reply), the request is not sent again before learn(now, then) has told what
+  // became of it (AOBJ-ERR-011): true, it took effect (done); false, it did not or has ended
+  // (send it again); an error, not learned yet (that error is the attempt's). Without `learn`,
+  // such a failure is final.
+  using Learn = std::function<absl::StatusOr<bool>(Client & now, Client & then)>;
   auto with_retries = [&](size_t w, const std::string& what,
                           const std::function<absl::Status(Client&, Scratch&)>& fn,
-                          const DownloadResume* resume = nullptr) {
+                          const Learn& learn, const DownloadResume* resume = nullptr) {
     absl::BitGen rng;
+    std::optional<uint64_t> unknown;  // the generation of an attempt whose outcome is unknown
     for (int attempt = 1;; ++attempt) {
       uint64_t generation = 0;
       Client& c = session(w, &generation);
-      absl::Status st = fn(c, *state[w].scratch);
+      absl::Status st;
+      if (unknown.has_value()) {
+        Client& then = settings.sessions != nullptr ? settings.sessions->At(*unknown) : client;
+        absl::StatusOr<bool> done = learn(c, then);
+        if (done.ok() && *done) return absl::OkStatus();
+        if (done.ok()) unknown.reset();
+        st = done.ok() ? fn(c, *state[w].scratch) : done.status();
+      } else {
+        st = fn(c, *state[w].scratch);
+      }
       if (st.ok() || attempt >= settings.retry.max_attempts || !Retryable(st)) return st;
+      if (!unknown.has_value() && UnknownOutcome(st)) {
+        if (!learn) return st;
+        unknown = generation;
+      }
       const absl::Duration pause = settings.retry.Pause(attempt, rng);
       std::string resuming;
       if (resume != nullptr && resume->done > 0) {
@@ -972,12 +1012,53 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
       }
       progress.PrintError(absl::StrCat(
           FailureLine(what, st), "; attempt ", attempt + 1, " of ", settings.retry.max_attempts,
-          " in ", absl::StrFormat("%.1f", absl::ToDoubleSeconds(pause)), " s", resuming));
+          " in ", absl::StrFormat("%.1f", absl::ToDoubleSeconds(pause)), " s", resuming,
+          unknown.has_value() ? " (the outcome is unknown: learned from the server first)" : ""));
       absl::SleepFor(pause);
       if (settings.sessions != nullptr && SessionLost(st)) {
         settings.sessions->Renew(generation).IgnoreError();  // the next attempt says why
       }
     }
+  };
+  // What became of a transfer whose outcome is unknown (with_retries' `learn`).
+  auto learn_transfer = [&](const Transfer& t) -> Learn {
+    if (up) {
+      // The upload took effect if the object now holds the file's octets.
+      return [&, t](Client& now, Client&) -> absl::StatusOr<bool> {
+        absl::StatusOr<ObjectInfo> info = now.Head(plan.dst_bucket, t.to);
+        if (ErrorCodeOf(info.status()) == ErrorCode::kNoSuchKey) return false;
+        if (!info.ok()) return info.status();
+        if (info->size != t.size) return false;
+        absl::StatusOr<uint32_t> crc = FileCrc32c(t.from);
+        if (!crc.ok()) return crc.status();
+        return info->crc32c == *crc;
+      };
+    }
+    if (!down) {
+      // The copy took effect if the destination holds the source's octets.
+      return [&, t](Client& now, Client&) -> absl::StatusOr<bool> {
+        absl::StatusOr<ObjectInfo> to = now.Head(plan.dst_bucket, t.to);
+        if (ErrorCodeOf(to.status()) == ErrorCode::kNoSuchKey) return false;
+        if (!to.ok()) return to.status();
+        absl::StatusOr<ObjectInfo> from = now.Head(plan.src_bucket, t.from);
+        if (!from.ok()) return from.status();
+        return to->size == from->size && to->crc32c == from->crc32c;
+      };
+    }
+    // A GET changes nothing, but AOBJ-ERR-011 lets it be sent again only once its outcome is
+    // known: it has ended when the session it ran in is gone (the server restarted or expired
+    // it). Its windows are fenced already (the client destroyed that worker, AOBJ-MEM-014).
+    return [&](Client&, Client& then) -> absl::StatusOr<bool> {
+      absl::Status st = then.HeadBucket(plan.src_bucket);
+      const ErrorCode code = ErrorCodeOf(st);
+      if (code == ErrorCode::kNoSuchSession || code == ErrorCode::kSessionExpired) return false;
+      if (st.ok()) {
+        return MakeError(ErrorCode::kDeadlineExceeded,
+                         "the GET ended without a reply while its session lives on: its outcome "
+                         "is unknown, so it is not repeated (AOBJ-ERR-011)");
+      }
+      return st;
+    };
   };
   auto transfer = [&](Client& c, Scratch& scratch, const Transfer& t,
                       DownloadResume* resume) -> absl::Status {
@@ -1024,11 +1105,22 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
     DownloadResume resume;  // a download's partial file, kept between attempts
     absl::Status st = with_retries(
         w, what, [&](Client& c, Scratch& scratch) { return transfer(c, scratch, t, &resume); },
-        &resume);
+        learn_transfer(t), &resume);
     progress.FileDone();
     if (st.ok() && move) {
-      st = with_retries(w, "remove the source of " + what,
-                        [&](Client& c, Scratch&) { return remove_source(c, t); });
+      // A deletion took effect when the source is gone.
+      Learn deleted;
+      if (!up) {
+        deleted = [&](Client& now, Client&) -> absl::StatusOr<bool> {
+          absl::StatusOr<ObjectInfo> info = now.Head(plan.src_bucket, t.from);
+          if (ErrorCodeOf(info.status()) == ErrorCode::kNoSuchKey) return true;
+          if (!info.ok()) return info.status();
+          return false;
+        };
+      }
+      st = with_retries(
+          w, "remove the source of " + what,
+          [&](Client& c, Scratch&) { return remove_source(c, t); }, deleted);
     }
     if (!st.ok()) {
       progress.PrintError(FailureLine(what, st));

@@ -38,6 +38,17 @@ TEST(RetryTest, WhatMayPassIsRetriedAndALostSessionRenewed) {
   EXPECT_FALSE(Retryable(absl::OkStatus()));
 }
 
+TEST(RetryTest, WithoutAReplyTheOutcomeIsUnknown) {
+  EXPECT_TRUE(UnknownOutcome(ConnectionLost()));
+  EXPECT_TRUE(UnknownOutcome(MakeError(ErrorCode::kDeadlineExceeded, "x")));
+  EXPECT_TRUE(UnknownOutcome(MakeError(ErrorCode::kCancelled, "x")));
+  // A reply, even a failing one, tells the outcome.
+  EXPECT_FALSE(UnknownOutcome(MakeError(ErrorCode::kSlowDown, "x")));
+  EXPECT_FALSE(UnknownOutcome(MakeError(ErrorCode::kNoSuchSession, "x")));
+  EXPECT_FALSE(UnknownOutcome(MakeError(ErrorCode::kDataChannelUnavailable, "x")));
+  EXPECT_FALSE(UnknownOutcome(absl::FailedPreconditionError("local")));
+}
+
 TEST(RetryTest, PausesDoubleWithJitterUpToTheCap) {
   RetryPolicy p;
   absl::BitGen rng;

@@ -75,15 +75,7 @@ class CliS3Test : public ::testing::TestWithParam<std::string> {
     if (output) *output = last_output_;
     return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
-  std::unique_ptr<Client> Connect() {
-    ClientOptions o;
-    o.endpoint = server_->endpoint();
-    o.access_key_id = kAccessKey;
-    o.secret = kSecret;
-    auto c = Client::Connect(o);
-    EXPECT_TRUE(c.ok()) << c.status();
-    return c.ok() ? std::move(*c) : nullptr;
-  }
+  std::unique_ptr<Client> Connect() { return testing::ConnectTo(*server_); }
 
   std::unique_ptr<ServerProcess> server_;
   fs::path work_;
@@ -533,15 +525,7 @@ class CliRetryTest : public ::testing::Test {
     argv.insert(argv.end(), args.begin(), args.end());
     return testing::Spawn(argv, log);
   }
-  std::unique_ptr<Client> Connect() {
-    ClientOptions o;
-    o.endpoint = server_->endpoint();
-    o.access_key_id = kAccessKey;
-    o.secret = kSecret;
-    auto c = Client::Connect(o);
-    EXPECT_TRUE(c.ok()) << c.status();
-    return c.ok() ? std::move(*c) : nullptr;
-  }
+  std::unique_ptr<Client> Connect() { return testing::ConnectTo(*server_); }
   int Exit(pid_t pid) {
     const int status = testing::WaitFor(pid, std::chrono::seconds(120));
     return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -14,11 +14,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "aobj/client.h"
 #include "gtest/gtest.h"
 
 extern char** environ;
@@ -214,6 +216,18 @@ class ServerProcess {
   int port_ = 0;
   bool same_port_ = false;
 };
+
+// A client of `server` as the primary test principal; null (and a test failure) when the
+// session does not open.
+inline std::unique_ptr<Client> ConnectTo(const ServerProcess& server) {
+  ClientOptions o;
+  o.endpoint = server.endpoint();
+  o.access_key_id = kAccessKey;
+  o.secret = kSecret;
+  absl::StatusOr<std::unique_ptr<Client>> c = Client::Connect(o);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? std::move(*c) : nullptr;
+}
 
 }  // namespace aobj::testing
 

@@ -933,7 +933,8 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
   };
   if (settings.dryrun) {
     for (const Transfer& t : plan.transfers) {
-      std::cout << "(dryrun) " << line_verb << ": " << from_name(t) << " to " << to_name(t) << "\n";
+      std::cout << "(dryrun) " << line_verb << ": " << from_name(t) << " to " << to_name(t)
+                << (t.why.empty() ? "" : " (" + t.why + ")") << "\n";
     }
     for (const std::string& d : plan.deletions) {
       std::cout << "(dryrun) delete: " << deletion_name(d) << "\n";

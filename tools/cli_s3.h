@@ -202,6 +202,7 @@ struct Transfer {
   // A download's listing entry, when the caller listed: spares the HEAD, and the file's mtime
   // becomes the object's LastModified (as `aws s3` sets it), which sync compares.
   std::optional<ObjectSummary> listed;
+  std::string why;  // sync: why it is copied ("new", "size differs" ...), shown by --dryrun
 };
 
 enum class TransferKind { kUpload, kDownload, kCopy };

@@ -139,11 +139,13 @@ int RunSync(Client& client, const std::vector<std::string>& args, const CliSetti
         if (!dst->remote && !source.side.md5.empty()) existing->md5 = FileMd5(there->second.name);
       }
     }
-    if (SyncDecision(direction, source.side, existing, settings.sync) == SyncReason::kSame) {
+    const SyncReason reason = SyncDecision(direction, source.side, existing, settings.sync);
+    if (reason == SyncReason::kSame) {
       ++plan.unchanged;
       continue;
     }
     Transfer t;
+    t.why = SyncReasonName(reason);
     t.from = source.name;
     t.size = source.side.size;
     if (dst->remote) {

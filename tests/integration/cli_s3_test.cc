@@ -390,7 +390,12 @@ TEST_P(CliS3Test, SyncCopiesWhatChangedAndDeletesOnlyWhenAsked) {
   // --delete: a dry run changes nothing; the real one keeps what the filters exclude.
   fs::remove(src / "sub" / "c.bin");
   fs::remove(src / "logs" / "x.gz");
+  WriteBytes(src / "a.txt", "alpha, longer!\n");
   ASSERT_EQ(Cli({"sync", "--dryrun", "--delete", src.string(), dst}), 0) << last_output_;
+  EXPECT_TRUE(Has(last_output_, "(dryrun) upload: " + (src / "a.txt").string() +
+                                    " to aobj://test-bucket/s/a.txt (size differs)"))
+      << last_output_;
+  WriteBytes(src / "a.txt", "alpha, longer\n");
   EXPECT_TRUE(Has(last_output_, "(dryrun) delete: aobj://test-bucket/s/sub/c.bin")) << last_output_;
   EXPECT_TRUE(c->Head("test-bucket", "s/sub/c.bin").ok());
   ASSERT_EQ(Cli({"sync", src.string(), dst}), 0) << last_output_;  // no --delete: kept

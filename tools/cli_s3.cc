@@ -957,12 +957,14 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
   // Each thread's first buffer is registered here, one after another: a registration holds
   // UCX's context lock, and threads registering at once spin on it, on the cores the server and
   // the transfers need (a third of the CPU of a 1,000-file upload went there).
-  if (workers > 1 && !settings.dryrun && !plan.transfers.empty()) {
+  // Only for the threads RunParallel will start (no more than there are transfers).
+  const size_t threads = std::min(state.size(), plan.transfers.size());
+  if (threads > 1) {
     uint64_t smallest = ~uint64_t{0};
     for (const Transfer& t : plan.transfers) smallest = std::min(smallest, t.size);
-    for (WorkerState& s : state) {
-      s.scratch = std::make_unique<Scratch>(client);
-      if (smallest <= Scratch::kKeepBytes) s.scratch->Get(smallest).IgnoreError();
+    for (size_t w = 0; w < threads; ++w) {
+      state[w].scratch = std::make_unique<Scratch>(client);
+      if (smallest <= Scratch::kKeepBytes) state[w].scratch->Get(smallest).IgnoreError();
     }
   }
   auto session = [&](size_t w, uint64_t* generation) -> Client& {

@@ -11,7 +11,7 @@ include(CMakePackageConfigHelpers)
 
 set(AOBJ_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/aobj)
 set(_aobj_libs aobj_proto aobj_proto_grpc aobj_wire aobj_transport aobj_control aobj_session
-    aobj_store aobj_client aobj_server)
+    aobj_store aobj_store_rados aobj_client aobj_server)
 foreach(lib ${_aobj_libs})
   string(REGEX REPLACE "^aobj_" "" _export_name ${lib})
   set_target_properties(${lib} PROPERTIES EXPORT_NAME ${_export_name})

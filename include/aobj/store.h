@@ -80,8 +80,9 @@ class ObjectWriter {
   // Appends `data`. The total appended must not exceed the size given to BeginPut.
   virtual absl::Status Append(absl::Span<const uint8_t> data) = 0;
   // Optional fast path: a writable view of the whole object (size given to BeginPut) that the
-  // caller fills directly instead of calling Append. Empty span when not supported. When used,
-  // the caller fills it completely before Commit().
+  // caller fills directly instead of calling Append. Empty span when not supported (a store may
+  // support it up to some size only); the caller then uses Append. When used, the caller fills it
+  // completely before Commit().
   virtual absl::Span<uint8_t> DirectBuffer() { return {}; }
   // Makes the object durable (as the store defines it) and visible atomically. `info.size`,
   // `info.etag` and `info.crc32c` are computed by the caller over the bytes written; the store

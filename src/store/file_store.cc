@@ -65,9 +65,10 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "aobj/status.h"
-#include "store/posix_util.h"
 #include "aobj/store.h"
 #include "store/object_file.h"
+#include "store/posix_util.h"
+#include "store/store_rules.h"
 #include "wire/checksum.h"
 #include "wire/crypto.h"
 
@@ -205,28 +206,6 @@ absl::Status CheckKey(std::string_view bucket, std::string_view key) {
   return absl::OkStatus();
 }
 
-absl::Status NoSuchBucket() { return MakeError(ErrorCode::kNoSuchBucket, "no such bucket"); }
-
-// Commit conditions of `options` against the key's current object (null: none).
-template <class Current>
-absl::Status CheckCommitConditions(const WriteOptions& options, const Current* current) {
-  if (options.if_none_match_star && current != nullptr) {
-    return MakeError(ErrorCode::kPreconditionFailed,
-                     "precondition failed: If-None-Match \"*\" and the key holds an object");
-  }
-  if (!options.if_match_etag.empty()) {
-    if (current == nullptr) {
-      return MakeError(ErrorCode::kNoSuchKey, "If-Match given and the key holds no object");
-    }
-    if (options.if_match_etag != "*" && options.if_match_etag != current->etag) {
-      return MakeError(ErrorCode::kPreconditionFailed,
-                       absl::StrCat("precondition failed: If-Match ", options.if_match_etag,
-                                    " and the key's etag is ", current->etag));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // The listing index of one bucket: key -> what a listing reports, ordered by key octets.
 struct IndexEntry {
   uint64_t size = 0;
@@ -354,8 +333,8 @@ class FileWriter final : public ObjectWriter {
       if (index == nullptr) return NoSuchBucket();
       auto it = index->objects.find(key_);
       // AOBJ-OBJ-134: the conditions, the rename and the index update are one critical section.
-      if (absl::Status s =
-              CheckCommitConditions(options_, it == index->objects.end() ? nullptr : &it->second);
+      if (absl::Status s = CheckCommitConditions(
+              options_, it == index->objects.end() ? nullptr : &it->second.etag);
           !s.ok()) {
         return s;
       }

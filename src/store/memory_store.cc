@@ -20,6 +20,9 @@
 // Commit conditions (If-None-Match "*", If-Match) are checked under the exclusive lock in the same
 // critical section that swaps the map entry, so they are atomic against concurrent writers of the
 // key (AOBJ-OBJ-134).
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -28,8 +31,6 @@
 #include <map>
 #include <memory>
 #include <new>
-#include <sys/mman.h>
-#include <unistd.h>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,6 +47,7 @@
 #include "absl/types/span.h"
 #include "aobj/status.h"
 #include "aobj/store.h"
+#include "store/store_rules.h"
 
 namespace aobj {
 namespace {
@@ -213,27 +215,6 @@ absl::Status CheckKey(std::string_view bucket, std::string_view key) {
   return absl::OkStatus();
 }
 
-absl::Status NoSuchBucket() { return MakeError(ErrorCode::kNoSuchBucket, "no such bucket"); }
-
-// The commit conditions of `options` against the key's current object (null: none).
-absl::Status CheckCommitConditions(const WriteOptions& options, const ObjectInfo* current) {
-  if (options.if_none_match_star && current != nullptr) {
-    return MakeError(ErrorCode::kPreconditionFailed,
-                     "precondition failed: If-None-Match \"*\" and the key holds an object");
-  }
-  if (!options.if_match_etag.empty()) {
-    if (current == nullptr) {
-      return MakeError(ErrorCode::kNoSuchKey, "If-Match given and the key holds no object");
-    }
-    if (options.if_match_etag != "*" && options.if_match_etag != current->etag) {
-      return MakeError(ErrorCode::kPreconditionFailed,
-                       absl::StrCat("precondition failed: If-Match ", options.if_match_etag,
-                                    " and the key's etag is ", current->etag));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // Writes one object into a private buffer. Used by one thread at a time.
 class MemoryWriter final : public ObjectWriter {
  public:
@@ -303,7 +284,7 @@ class MemoryWriter final : public ObjectWriter {
       auto it = bucket_->objects.find(key_);
       const Object* current = it == bucket_->objects.end() ? nullptr : it->second.get();
       // AOBJ-OBJ-134: the conditions and the swap are one critical section.
-      if (absl::Status s = CheckCommitConditions(options_, current ? &current->info : nullptr);
+      if (absl::Status s = CheckCommitConditions(options_, current ? &current->info.etag : nullptr);
           !s.ok()) {
         // AOBJ-OBJ-135: the key keeps its object; the writer is left as it was.
         buffer_ = std::move(object->data);

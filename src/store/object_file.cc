@@ -4,56 +4,12 @@
 #include "absl/strings/str_cat.h"
 #include "aobj/status.h"
 #include "wire/checksum.h"
+#include "wire/le_codec.h"
 
 namespace aobj::object_file {
 namespace {
 
 constexpr absl::string_view kCorruptPrefix = "corrupt object file ";
-
-class LeWriter {
- public:
-  explicit LeWriter(std::string* out) : out_(out) {}
-  void U32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) out_->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-  }
-  void U64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) out_->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-  }
-  void Bytes(std::string_view b) { out_->append(b); }
-
- private:
-  std::string* out_;  // not owned
-};
-
-// Every read checks bounds first; false once the input is exhausted.
-class LeReader {
- public:
-  explicit LeReader(std::string_view in) : in_(in) {}
-  bool U32(uint32_t* v) {
-    if (in_.size() - pos_ < 4) return false;
-    *v = 0;
-    for (int i = 0; i < 4; ++i) *v |= uint32_t{static_cast<uint8_t>(in_[pos_ + i])} << (8 * i);
-    pos_ += 4;
-    return true;
-  }
-  bool U64(uint64_t* v) {
-    if (in_.size() - pos_ < 8) return false;
-    *v = 0;
-    for (int i = 0; i < 8; ++i) *v |= uint64_t{static_cast<uint8_t>(in_[pos_ + i])} << (8 * i);
-    pos_ += 8;
-    return true;
-  }
-  bool Bytes(size_t n, std::string_view* out) {
-    if (in_.size() - pos_ < n) return false;
-    *out = in_.substr(pos_, n);
-    pos_ += n;
-    return true;
-  }
-
- private:
-  std::string_view in_;
-  size_t pos_ = 0;
-};
 
 }  // namespace
 

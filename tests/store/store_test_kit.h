@@ -417,8 +417,14 @@ TEST_P(ObjectStoreConformanceTest, RoundTripWithDirectBuffer) {
         store().BeginPut("bucket", key, size, "application/x-direct");
     ASSERT_TRUE(writer.ok()) << writer.status();
     absl::Span<uint8_t> direct = (*writer)->DirectBuffer();
-    ASSERT_EQ(direct.size(), size);
-    if (size > 0) std::memcpy(direct.data(), content.data(), size);
+    if (direct.empty() && size > 0) {
+      // A store may offer the view up to some size only (RadosStore: one stripe); then the
+      // writer must still take the bytes by Append.
+      AOBJ_KIT_ASSERT_OK(AppendInChunks(**writer, content));
+    } else {
+      ASSERT_EQ(direct.size(), size);
+      if (size > 0) std::memcpy(direct.data(), content.data(), size);
+    }
     absl::StatusOr<ObjectInfo> committed = (*writer)->Commit(InfoFor(content));
     ASSERT_TRUE(committed.ok()) << committed.status();
     writer->reset();

@@ -1,0 +1,132 @@
+// RadosStore's records and key escape (src/store_rados/rados_format.h); no cluster needed.
+#include "store_rados/rados_format.h"
+
+#include <string>
+#include <vector>
+
+#include "aobj/status.h"
+#include "gtest/gtest.h"
+
+namespace aobj::rados_format {
+namespace {
+
+Uuid U(uint8_t seed) {
+  Uuid u;
+  for (size_t i = 0; i < u.size(); ++i) u[i] = static_cast<uint8_t>(seed + i);
+  return u;
+}
+
+TEST(RadosFormatTest, KeyEscapeRoundTripsEveryOctetAndHasNoNul) {
+  std::string all;
+  for (int c = 0; c < 256; ++c) all.push_back(static_cast<char>(c));
+  const std::vector<std::string> keys = {"a", std::string("\0", 1), std::string("\x01\x01", 2),
+                                         std::string("a\0b\x01", 4), all};
+  for (const std::string& key : keys) {
+    const std::string e = EncodeKey(key);
+    EXPECT_EQ(e.find('\0'), std::string::npos);
+    absl::StatusOr<std::string> d = DecodeKey(e);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(*d, key);
+  }
+}
+
+TEST(RadosFormatTest, KeyEscapeKeepsByteOrderAndPrefixes) {
+  std::vector<std::string> keys = {std::string("\0", 1),
+                                   std::string("\0\0", 2),
+                                   "\x01",
+                                   std::string("\x01\0", 2),
+                                   "\x02",
+                                   "a",
+                                   "a\x01",
+                                   "ab",
+                                   "\xC3\xBC",
+                                   "\xFF"};
+  for (size_t i = 0; i < keys.size(); ++i) {
+    for (size_t j = 0; j < keys.size(); ++j) {
+      SCOPED_TRACE(testing::Message() << i << " vs " << j);
+      EXPECT_EQ(keys[i] < keys[j], EncodeKey(keys[i]) < EncodeKey(keys[j]));
+      const bool prefix = keys[j].compare(0, keys[i].size(), keys[i]) == 0;
+      const std::string ei = EncodeKey(keys[i]), ej = EncodeKey(keys[j]);
+      EXPECT_EQ(prefix, ej.compare(0, ei.size(), ei) == 0);
+    }
+  }
+}
+
+TEST(RadosFormatTest, DamagedKeysAreStorageErrors) {
+  for (const std::string& bad :
+       {std::string("\x01", 1), std::string("a\x01\x03", 3), std::string("a\0", 2)}) {
+    EXPECT_EQ(ErrorCodeOf(DecodeKey(bad).status()), ErrorCode::kStorageError);
+  }
+}
+
+TEST(RadosFormatTest, HeadRoundTripsAndRejectsEveryTruncation) {
+  HeadRecord h;
+  h.uuid = U(7);
+  h.stripe_bytes = 4 << 20;
+  h.info.size = 12345;
+  h.info.etag = "\"0123456789abcdef0123456789abcdef\"";
+  h.info.last_modified_ms = 1764000000123;
+  h.info.content_type = "text/plain";
+  h.info.crc32c = 0xDEADBEEF;
+  h.info.user_metadata = {{"a", "1"}, {"b", std::string(300, 'x')}};
+  const std::string e = EncodeHead(h);
+  absl::StatusOr<HeadRecord> d = DecodeHead(e);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->uuid, h.uuid);
+  EXPECT_EQ(d->stripe_bytes, h.stripe_bytes);
+  EXPECT_EQ(d->info.size, h.info.size);
+  EXPECT_EQ(d->info.etag, h.info.etag);
+  EXPECT_EQ(d->info.last_modified_ms, h.info.last_modified_ms);
+  EXPECT_EQ(d->info.content_type, h.info.content_type);
+  EXPECT_EQ(d->info.crc32c, h.info.crc32c);
+  EXPECT_EQ(d->info.user_metadata, h.info.user_metadata);
+  for (size_t n = 0; n < e.size(); ++n) {
+    EXPECT_EQ(ErrorCodeOf(DecodeHead(e.substr(0, n)).status()), ErrorCode::kStorageError) << n;
+  }
+  EXPECT_FALSE(DecodeHead(e + "x").ok());
+  std::string wrong_format = e;
+  wrong_format[0] = 2;
+  EXPECT_FALSE(DecodeHead(wrong_format).ok());
+  HeadRecord tiny_stripes = h;
+  tiny_stripes.stripe_bytes = 1;  // would make a reader issue one RADOS read per byte
+  EXPECT_FALSE(DecodeHead(EncodeHead(tiny_stripes)).ok());
+}
+
+TEST(RadosFormatTest, BucketAndGcRecordsRoundTrip) {
+  BucketRecord b{1764000000000, U(3)};
+  absl::StatusOr<BucketRecord> bd = DecodeBucket(EncodeBucket(b));
+  ASSERT_TRUE(bd.ok()) << bd.status();
+  EXPECT_EQ(bd->creation_time_ms, b.creation_time_ms);
+  EXPECT_EQ(bd->incarnation, b.incarnation);
+  EXPECT_FALSE(DecodeBucket(EncodeBucket(b).substr(1)).ok());
+
+  GcIntent g{GcKind::kReplaced, 42, U(9), U(11), 5 << 20, 1 << 20, EncodeKey("k\0ey")};
+  const std::string ge = EncodeGcIntent(g);
+  absl::StatusOr<GcIntent> gd = DecodeGcIntent(ge);
+  ASSERT_TRUE(gd.ok()) << gd.status();
+  EXPECT_EQ(gd->kind, g.kind);
+  EXPECT_EQ(gd->time_ms, g.time_ms);
+  EXPECT_EQ(gd->uuid, g.uuid);
+  EXPECT_EQ(gd->incarnation, g.incarnation);
+  EXPECT_EQ(gd->size, g.size);
+  EXPECT_EQ(gd->stripe_bytes, g.stripe_bytes);
+  EXPECT_EQ(gd->encoded_key, g.encoded_key);
+  std::string bad_kind = ge;
+  bad_kind[1] = 9;
+  EXPECT_FALSE(DecodeGcIntent(bad_kind).ok());
+  for (size_t n = 0; n < ge.size(); ++n) EXPECT_FALSE(DecodeGcIntent(ge.substr(0, n)).ok()) << n;
+}
+
+TEST(RadosFormatTest, NamesAndStripeCounts) {
+  EXPECT_EQ(IndexObject(U(0)), "aobj.index.000102030405060708090a0b0c0d0e0f");
+  EXPECT_EQ(DataObject(U(0), 12), "aobj.data.000102030405060708090a0b0c0d0e0f.12");
+  EXPECT_EQ(GcObject(U(13)), "aobj.gc.5");
+  EXPECT_EQ(GcEntryName(U(0), GcKind::kWriting), "000102030405060708090a0b0c0d0e0f.w");
+  EXPECT_EQ(StripeCount(0, 4096), 0u);
+  EXPECT_EQ(StripeCount(1, 4096), 1u);
+  EXPECT_EQ(StripeCount(4096, 4096), 1u);
+  EXPECT_EQ(StripeCount(4097, 4096), 2u);
+}
+
+}  // namespace
+}  // namespace aobj::rados_format

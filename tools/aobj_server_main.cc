@@ -15,10 +15,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "aobj/rados_store.h"
 #include "aobj/server.h"
 #include "aobj/status.h"
-#include "session/credentials.h"
 #include "config_file.h"
+#include "session/credentials.h"
 #include "tool_util.h"
 #include "wire/names.h"
 
@@ -30,8 +31,18 @@ constexpr char kUsage[] =
 Usage: aobj-server [flags]
 
 Storage:
-  --store fs|memory         object store behind the server (default: fs)
+  --store fs|memory|rados   object store behind the server (default: fs); rados: a Ceph
+                            RADOS pool that several gateways share (docs/deploy-cluster.md)
   --root DIR                directory of the filesystem store (default: ./aobj-data)
+  --rados-conf FILE         rados: the cluster's ceph.conf (default: CEPH_CONF, else
+                            /etc/ceph/ceph.conf)
+  --rados-pool NAME         rados: pool of the store; it must exist (default: aobj)
+  --rados-namespace NS      rados: namespace in the pool; gateways of one store name the
+                            same pool and namespace (default: none)
+  --rados-user NAME         rados: Ceph user, as `ceph --id` (default: admin)
+  --rados-gc-grace-ms N     rados: data no key names is deleted after this long, which is
+                            also the longest a PUT may run and a reader may read a replaced
+                            version (default: 900000, 15 minutes)
   --create-bucket NAME      create bucket NAME at start if missing (repeatable)
   --min-part-size N         multipart: smallest size of every part but the last
                             (default: 5242880, S3's 5 MiB; smaller only for tests). Uploads in
@@ -154,6 +165,11 @@ int main(int argc, char** argv) {
   aobj::tools::ConfigKeys config_keys;
   config_keys.value_keys = {"store",
                             "root",
+                            "rados-conf",
+                            "rados-pool",
+                            "rados-namespace",
+                            "rados-user",
+                            "rados-gc-grace-ms",
                             "create-bucket",
                             "listen",
                             "port-file",
@@ -402,8 +418,33 @@ int main(int argc, char** argv) {
     store_desc = absl::StrCat("fs:", root);
     options.multipart_root = absl::StrCat(root, "/.multipart");  // survives restarts
     options.owners_file = absl::StrCat(root, "/.aobj-owners");   // bucket owners, ditto
+  } else if (kind == "rados") {
+    aobj::RadosStoreOptions ro;
+    ro.conf_file = args.Get("rados-conf");
+    ro.pool = args.Get("rados-pool", "aobj");
+    ro.ns = args.Get("rados-namespace");
+    ro.user = args.Get("rados-user", "admin");
+    if (!(st = args.GetInt("rados-gc-grace-ms", ro.gc_grace_ms, &ro.gc_grace_ms)).ok()) {
+      return fail(std::string(st.message()));
+    }
+    // Bucket owners and multipart uploads are not in RADOS yet (issue 20): refuse what would
+    // make gateways disagree about who owns a bucket.
+    if (options.authorization == aobj::AuthorizationPolicy::kOwner) {
+      return fail(
+          "--authorization owner is not available with --store rados yet: bucket "
+          "owners are kept per gateway, and gateways would disagree; use --authorization "
+          "open (with TLS and one credentials file per tenant's gateways)");
+    }
+    auto rados = aobj::OpenRadosStore(ro);
+    if (!rados.ok()) return fail(aobj::tools::DescribeError(rados.status()));
+    store = std::move(*rados);
+    store_desc = absl::StrCat("rados:", ro.pool, ro.ns.empty() ? "" : "/", ro.ns);
+    options.log(absl::StrCat(
+        "event=notice message=\"multipart uploads are kept in this gateway's memory: an upload "
+        "must begin, take its parts and complete through one gateway, and a restart aborts "
+        "it\""));
   } else {
-    return fail(absl::StrCat("--store must be fs or memory, not '", kind, "'"));
+    return fail(absl::StrCat("--store must be fs, memory or rados, not '", kind, "'"));
   }
   if (args.Has("create-bucket")) {
     for (const auto& b : args.flags.at("create-bucket")) {

@@ -437,6 +437,10 @@ int main(int argc, char** argv) {
     }
     auto rados = aobj::OpenRadosStore(ro);
     if (!rados.ok()) return fail(aobj::tools::DescribeError(rados.status()));
+    // One key for every gateway of the store: a listing continues on any of them.
+    auto token_key = (*rados)->SharedSecret("list-token-key");
+    if (!token_key.ok()) return fail(aobj::tools::DescribeError(token_key.status()));
+    options.list_token_key = *std::move(token_key);
     store = std::move(*rados);
     store_desc = absl::StrCat("rados:", ro.pool, ro.ns.empty() ? "" : "/", ro.ns);
     options.log(absl::StrCat(

@@ -60,6 +60,10 @@ class RadosStore : public ObjectStore {
  public:
   // Deletes the data of every garbage entry older than the grace whose version no key names.
   virtual absl::StatusOr<RadosGcReport> CollectGarbage() = 0;
+  // A 32-octet random secret named `name`, the same for every store on the pool and namespace:
+  // made by the first to ask, read by the others. aobj-server takes the key of its listing
+  // continuation tokens from here, so that a token one gateway issued works on every other.
+  virtual absl::StatusOr<std::string> SharedSecret(const std::string& name) = 0;
   // RADOS objects of the store's namespace whose names start with `prefix` (tests, tools).
   virtual absl::StatusOr<uint64_t> CountObjects(const std::string& prefix) = 0;
 };

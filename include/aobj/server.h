@@ -125,6 +125,10 @@ struct ServerOptions {
   // (AOBJ-OBJ-234; S3's AbortIncompleteMultipartUpload lifecycle rule); 0 = never.
   int64_t upload_expiry_ms = int64_t{7} * 24 * 3600 * 1000;
   std::string server_name = "aobj-server/0.1";
+  // The key that authenticates listing continuation tokens (AOBJ-OBJ-107), at least 16 octets.
+  // Gateways that serve one store share it, so that a token one issued works on every other and
+  // across restarts; empty: random per process (tokens do not outlive it, AOBJ-OBJ-113).
+  std::string list_token_key;
   // Structured log lines ("event=... session=..."); empty = no logging.
   std::function<void(const std::string&)> log;
   // Local HTTP endpoint for observation (docs/observability.md): GET /metrics (Prometheus text

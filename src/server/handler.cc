@@ -50,9 +50,15 @@ void StagingPool::Give(std::unique_ptr<uint8_t[]> buffer) {
 RequestHandler::RequestHandler(HandlerConfig config, ObjectStore* store, DataChannel* channel,
                                Authenticator* auth, SessionTable* sessions,
                                MultipartManager* multipart, BucketAuthorizer* authz)
-    : config_(std::move(config)), store_(store), channel_(channel), auth_(auth),
-      sessions_(sessions), multipart_(multipart), authz_(authz),
-      staging_(config_.staging_bytes) {}
+    : config_(std::move(config)),
+      store_(store),
+      channel_(channel),
+      auth_(auth),
+      sessions_(sessions),
+      multipart_(multipart),
+      authz_(authz),
+      staging_(config_.staging_bytes),
+      list_token_key_(config_.list_token_key.empty() ? RandomBytes(32) : config_.list_token_key) {}
 
 // A peer-supplied token made safe for a log line: printable, no spaces or quotes, bounded.
 static std::string LogToken(const std::string& s) {

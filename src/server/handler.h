@@ -56,6 +56,7 @@ struct HandlerConfig {
   // endpoint holds one; the connections and the store need the rest). 0: not checked.
   long session_reserve_fds = 0;
   std::string server_name;
+  std::string list_token_key;  // ServerOptions::list_token_key; empty: random
   std::function<void(const std::string&)> log;
 };
 
@@ -279,9 +280,9 @@ class RequestHandler {
   };
   absl::flat_hash_map<std::string, KeyLogBudget> key_log_ ABSL_GUARDED_BY(log_mu_);
   InFlightRequests in_flight_;
-  // Authenticates continuation tokens (AOBJ-OBJ-107); random per process, so tokens do not
-  // survive a restart of the server (AOBJ-OBJ-113).
-  const std::string list_token_key_ = RandomBytes(32);
+  // Authenticates continuation tokens (AOBJ-OBJ-107): the configured key, else random per
+  // process, so that tokens do not survive a restart of the server (AOBJ-OBJ-113).
+  const std::string list_token_key_;
 };
 
 }  // namespace aobj

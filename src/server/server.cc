@@ -661,6 +661,7 @@ class ServerImpl final : public Server {
     hc.capabilities = {kCapInline, kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor,
                        kCapOpaqueEtag, kCapCancel};
     hc.server_name = options_.server_name;
+    hc.list_token_key = options_.list_token_key;
     hc.max_sessions = options_.max_sessions;
     hc.max_sessions_per_principal = options_.max_sessions_per_principal;
     // Fifth hostile probe of issue 16, C: each session's endpoint holds a descriptor, so under a
@@ -898,6 +899,9 @@ class ServerImpl final : public Server {
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options,
                                                       std::unique_ptr<ObjectStore> store) {
   if (store == nullptr) return MakeError(ErrorCode::kInvalidArgument, "no object store");
+  if (!options.list_token_key.empty() && options.list_token_key.size() < 16) {
+    return MakeError(ErrorCode::kInvalidArgument, "list_token_key must be at least 16 octets");
+  }
   if (options.credentials.empty()) {
     return MakeError(ErrorCode::kInvalidArgument, "no credentials configured");
   }

@@ -5,6 +5,7 @@
 // RADOS objects of one store (one pool and namespace):
 //
 //   aobj.buckets            omap: bucket name -> BucketRecord
+//   aobj.secrets            omap: name -> 32 random octets (SharedSecret)
 //   aobj.index.<inc>        one per bucket incarnation (32 hex digits; a new one each time a
 //                           name is created): omap: EncodeKey(object key) -> HeadRecord.
 //                           Removing it is what deletes the bucket, so a writer that began
@@ -35,6 +36,8 @@ namespace aobj::rados_format {
 using Uuid = std::array<uint8_t, 16>;
 
 inline constexpr char kBucketsObject[] = "aobj.buckets";
+// omap: name -> 32 random octets shared by every gateway of the store (RadosStore::SharedSecret).
+inline constexpr char kSecretsObject[] = "aobj.secrets";
 inline constexpr uint8_t kRecordFormat = 1;
 inline constexpr int kGcShards = 8;
 // A stripe is one RADOS object; RADOS refuses objects above osd_max_object_size (128 MiB by

@@ -216,12 +216,16 @@ class Cluster final : public RadosStore {
 
   // Sets `key` to `value` (or removes it, when null) only if it holds exactly `expected` (the
   // empty string: absent). 0, -ECANCELED (it held something else), -ENOENT (no object; only
-  // with `must_exist`) or another error.
+  // with `must_exist`, else the object is created) or another error.
   int OmapSwap(const std::string& oid, const std::string& key, const std::string& expected,
                const std::string* value, bool must_exist) {
     WriteOp op;
     int cmp_rval = 0;
-    if (must_exist) rados_write_op_assert_exists(op.op);
+    if (must_exist) {
+      rados_write_op_assert_exists(op.op);
+    } else {
+      rados_write_op_create(op.op, LIBRADOS_CREATE_IDEMPOTENT, nullptr);  // omap_cmp needs one
+    }
     rados_write_op_omap_cmp2(op.op, key.data(), LIBRADOS_CMPXATTR_OP_EQ, expected.data(),
                              key.size(), expected.size(), &cmp_rval);
     const char* keys[] = {key.data()};
@@ -650,6 +654,26 @@ class Cluster final : public RadosStore {
       }
     }
     return report;
+  }
+
+  absl::StatusOr<std::string> SharedSecret(const std::string& name) override {
+    if (name.empty()) return MakeError(ErrorCode::kInvalidArgument, "empty secret name");
+    for (int attempt = 0; attempt < kCasAttempts; ++attempt) {
+      absl::StatusOr<std::optional<std::string>> got = OmapGet(rados_format::kSecretsObject, name);
+      if (!got.ok() && !IsIndexGone(got.status())) return got.status();
+      if (got.ok() && got->has_value()) {
+        if ((*got)->size() != 32) {
+          return MakeError(ErrorCode::kStorageError,
+                           absl::StrCat("shared secret '", name, "' is not 32 octets"));
+        }
+        return **got;
+      }
+      const std::string secret = RandomBytes(32);
+      const int r = OmapSwap(rados_format::kSecretsObject, name, "", &secret, false);
+      if (r == 0) return secret;
+      if (r != -ECANCELED) return RadosError(r, "shared secret");
+    }
+    return MakeError(ErrorCode::kStorageError, "shared secret kept losing races");
   }
 
   absl::StatusOr<uint64_t> CountObjects(const std::string& prefix) override {

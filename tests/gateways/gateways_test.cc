@@ -116,6 +116,18 @@ TEST_F(GatewaysTest, WriteThroughOneGatewayReadThroughAnother) {
   ASSERT_EQ(listed->objects.size(), 2u);
   EXPECT_EQ(listed->objects[0].key, "big");
   EXPECT_EQ(listed->objects[0].size, big.size());
+  // A listing begun on A continues on B (the gateways share the token key through RADOS).
+  ListObjectsOptions first_page;
+  first_page.max_keys = 1;
+  absl::StatusOr<ObjectListing> page = ca->ListObjects("test-bucket", first_page);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_TRUE(page->is_truncated);
+  ListObjectsOptions next_page;
+  next_page.continuation_token = page->next_continuation_token;
+  page = cb->ListObjects("test-bucket", next_page);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->objects.size(), 1u);
+  EXPECT_EQ(page->objects[0].key, "small");
   ASSERT_TRUE(cb->Delete("test-bucket", "big").ok());
   EXPECT_EQ(ErrorCodeOf(ca->Head("test-bucket", "big").status()), ErrorCode::kNoSuchKey);
 }

@@ -296,3 +296,24 @@ TEST(RadosStoreOpenTest, AMissingPoolIsNamedWithTheCommandThatCreatesIt) {
 
 }  // namespace
 }  // namespace aobj
+
+namespace aobj {
+namespace {
+
+TEST_F(RadosGatewaysTest, SharedSecretsAreOnePerNameAndNamespace) {
+  absl::StatusOr<std::string> a1 = a_->SharedSecret("list-token-key");
+  absl::StatusOr<std::string> b1 = b_->SharedSecret("list-token-key");
+  absl::StatusOr<std::string> a2 = a_->SharedSecret("other");
+  ASSERT_TRUE(a1.ok() && b1.ok() && a2.ok()) << a1.status() << b1.status() << a2.status();
+  EXPECT_EQ(a1->size(), 32u);
+  EXPECT_EQ(*a1, *b1);
+  EXPECT_NE(*a1, *a2);
+  std::unique_ptr<RadosStore> elsewhere = Open(OptionsFor(FreshNamespace()));
+  ASSERT_NE(elsewhere, nullptr);
+  absl::StatusOr<std::string> c1 = elsewhere->SharedSecret("list-token-key");
+  ASSERT_TRUE(c1.ok());
+  EXPECT_NE(*a1, *c1);
+}
+
+}  // namespace
+}  // namespace aobj

@@ -128,6 +128,10 @@ osd max object namespace len = 256
 osd op threads = 2
 mon warn on insecure global id reclaim = false
 mon warn on insecure global id reclaim allowed = false
+
+[client]
+# Clients (gateways, the rados tool) are many processes of one name: a socket of their own each.
+admin socket = $dir/run/\$name.\$pid.asok
 EOF
 
 export CEPH_CONF="$conf"

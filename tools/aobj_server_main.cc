@@ -46,7 +46,8 @@ Storage:
   --create-bucket NAME      create bucket NAME at start if missing (repeatable)
   --min-part-size N         multipart: smallest size of every part but the last
                             (default: 5242880, S3's 5 MiB; smaller only for tests). Uploads in
-                            progress live in ROOT/.multipart (fs) or in memory (memory)
+                            progress live in ROOT/.multipart (fs), in memory (memory) or
+                            in the cluster (rados)
 
 Control channel (gRPC):
   --listen HOST:PORT        address to listen on (default: 127.0.0.1:7878; port 0 picks one)
@@ -427,8 +428,8 @@ int main(int argc, char** argv) {
     if (!(st = args.GetInt("rados-gc-grace-ms", ro.gc_grace_ms, &ro.gc_grace_ms)).ok()) {
       return fail(std::string(st.message()));
     }
-    // Bucket owners and multipart uploads are not in RADOS yet (issue 20): refuse what would
-    // make gateways disagree about who owns a bucket.
+    // Bucket owners are not in RADOS yet (issue 20): refuse what would make gateways disagree
+    // about who owns a bucket.
     if (options.authorization == aobj::AuthorizationPolicy::kOwner) {
       return fail(
           "--authorization owner is not available with --store rados yet: bucket "
@@ -443,10 +444,10 @@ int main(int argc, char** argv) {
     options.list_token_key = *std::move(token_key);
     store = std::move(*rados);
     store_desc = absl::StrCat("rados:", ro.pool, ro.ns.empty() ? "" : "/", ro.ns);
-    options.log(absl::StrCat(
-        "event=notice message=\"multipart uploads are kept in this gateway's memory: an upload "
-        "must begin, take its parts and complete through one gateway, and a restart aborts "
-        "it\""));
+    options.log(
+        "event=notice message=\"multipart uploads are kept in the cluster (any gateway serves "
+        "them); --max-uploads-per-principal and --max-upload-parts-per-principal do not apply: "
+        "the pool's quota bounds what uploads hold\"");
   } else {
     return fail(absl::StrCat("--store must be fs, memory or rados, not '", kind, "'"));
   }

@@ -593,7 +593,11 @@ class ServerImpl final : public Server {
     if (options_.upload_expiry_ms > 0) {
       mpl.upload_expiry = absl::Milliseconds(options_.upload_expiry_ms);
     }
-    auto mp = MultipartManager::Open(store_.get(), options_.multipart_root, mpl);
+    // A store that keeps uploads itself (RadosStore, shared by gateways) provides the manager.
+    auto* provider = dynamic_cast<MultipartProvider*>(store_.get());
+    auto mp = provider != nullptr
+                  ? provider->OpenMultipart(mpl)
+                  : MultipartManager::Open(store_.get(), options_.multipart_root, mpl);
     if (!mp.ok()) return mp.status();
     multipart_ = std::move(*mp);
     // Without an explicit choice the server leaves out UCX's posix shared-memory transport:

@@ -141,6 +141,15 @@ class MultipartManager {
                                                   uint32_t max_uploads) = 0;
 };
 
+// A store that keeps multipart uploads itself, where every server in front of it sees them
+// (RadosStore: in the cluster). The server asks for its manager instead of opening a part area.
+class MultipartProvider {
+ public:
+  virtual ~MultipartProvider() = default;
+  virtual absl::StatusOr<std::unique_ptr<MultipartManager>> OpenMultipart(
+      const MultipartLimits& limits) = 0;
+};
+
 }  // namespace aobj
 
 #endif  // AOBJ_STORE_MULTIPART_H_

@@ -14,6 +14,8 @@ namespace {
 constexpr size_t kMaxString = 64 * 1024;
 constexpr size_t kMaxMetadataPairs = 1024;
 
+absl::string_view AV(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
 absl::Status Corrupt(absl::string_view what) {
   return MakeError(ErrorCode::kStorageError, absl::StrCat("corrupt RADOS record: ", what));
 }
@@ -42,6 +44,40 @@ void PutUuid(LeWriter& w, const Uuid& u) {
   w.Bytes(std::string_view(reinterpret_cast<const char*>(u.data()), u.size()));
 }
 
+void PutSegment(LeWriter& w, const Segment& s) {
+  PutUuid(w, s.uuid);
+  w.U64(s.size);
+  w.U32(s.stripe_bytes);
+}
+
+bool StripeSizeOk(uint64_t size, uint32_t stripe_bytes) {
+  return size == 0 || (stripe_bytes >= kMinStripeBytes && stripe_bytes <= kMaxStripeBytes);
+}
+
+bool GetSegment(LeReader& r, Segment* s) {
+  return GetUuid(r, &s->uuid) && r.U64(&s->size) && r.U32(&s->stripe_bytes) &&
+         StripeSizeOk(s->size, s->stripe_bytes);
+}
+
+void PutMetadata(LeWriter& w, const std::map<std::string, std::string>& m) {
+  w.U32(static_cast<uint32_t>(m.size()));
+  for (const auto& [name, value] : m) {
+    PutString(w, name);
+    PutString(w, value);
+  }
+}
+
+bool GetMetadata(LeReader& r, std::map<std::string, std::string>* m) {
+  uint32_t pairs;
+  if (!r.U32(&pairs) || pairs > kMaxMetadataPairs) return false;
+  for (uint32_t i = 0; i < pairs; ++i) {
+    std::string name, value;
+    if (!GetString(r, &name) || !GetString(r, &value)) return false;
+    m->emplace(std::move(name), std::move(value));
+  }
+  return true;
+}
+
 bool GetFormat(LeReader& r) {
   uint8_t f;
   return r.U8(&f) && f == kRecordFormat;
@@ -68,9 +104,9 @@ std::string EncodeKey(std::string_view key) {
   out.reserve(key.size());
   for (char c : key) {
     if (c == '\0') {
-      out.append("\x01\x01", 2);
-    } else if (c == '\x01') {
       out.append("\x01\x02", 2);
+    } else if (c == '\x01') {
+      out.append("\x01\x03", 2);
     } else {
       out.push_back(c);
     }
@@ -90,15 +126,38 @@ absl::StatusOr<std::string> DecodeKey(std::string_view encoded) {
     }
     if (i + 1 == encoded.size()) return Corrupt("an index key ends inside an escape");
     const char e = encoded[++i];
-    if (e == '\x01') {
+    if (e == '\x02') {
       out.push_back('\0');
-    } else if (e == '\x02') {
+    } else if (e == '\x03') {
       out.push_back('\x01');
     } else {
       return Corrupt("an index key holds an unknown escape");
     }
   }
   return out;
+}
+
+std::string AfterUploadEntries() {
+  // Longer than any upload entry (marks, an encoded key of at most 2 x kMaxKeyBytes, an ID).
+  return std::string(kMark) + std::string(kMaxKeyBytes * 2 + 64, '\xff');
+}
+
+std::string UploadEntry(std::string_view encoded_key, std::string_view upload_id) {
+  return absl::StrCat(kMark, AV(encoded_key), kMark, AV(upload_id));
+}
+
+std::string UploadEntryPrefix(std::string_view encoded_key_prefix) {
+  return absl::StrCat(kMark, AV(encoded_key_prefix));
+}
+
+std::string UploadObject(std::string_view upload_id) {
+  return absl::StrCat("aobj.upload.", AV(upload_id));
+}
+
+std::string PartEntry(uint32_t part_number) {
+  std::string digits = absl::StrCat(part_number);
+  return absl::StrCat(kPartPrefix, std::string(digits.size() < 5 ? 5 - digits.size() : 0, '0'),
+                      digits);
 }
 
 std::string EncodeBucket(const BucketRecord& record) {
@@ -126,18 +185,14 @@ std::string EncodeHead(const HeadRecord& record) {
   LeWriter w(&out);
   const ObjectInfo& info = record.info;
   w.U8(kRecordFormat);
-  PutUuid(w, record.uuid);
-  w.U32(record.stripe_bytes);
+  w.U32(static_cast<uint32_t>(record.segments.size()));
+  for (const Segment& s : record.segments) PutSegment(w, s);
   w.U64(info.size);
   w.U64(static_cast<uint64_t>(info.last_modified_ms));
   w.U32(info.crc32c);
   PutString(w, info.etag);
   PutString(w, info.content_type);
-  w.U32(static_cast<uint32_t>(info.user_metadata.size()));
-  for (const auto& [name, value] : info.user_metadata) {
-    PutString(w, name);
-    PutString(w, value);
-  }
+  PutMetadata(w, info.user_metadata);
   return out;
 }
 
@@ -146,28 +201,41 @@ absl::StatusOr<HeadRecord> DecodeHead(std::string_view octets) {
   HeadRecord record;
   ObjectInfo& info = record.info;
   uint64_t t;
-  uint32_t pairs;
-  if (!GetFormat(r) || !GetUuid(r, &record.uuid) || !r.U32(&record.stripe_bytes) ||
-      !r.U64(&info.size) || !r.U64(&t) || !r.U32(&info.crc32c) || !GetString(r, &info.etag) ||
-      !GetString(r, &info.content_type) || !r.U32(&pairs) || pairs > kMaxMetadataPairs) {
+  uint32_t segments;
+  if (!GetFormat(r) || !r.U32(&segments) || segments > kMaxSegments) {
+    return Corrupt("object head");
+  }
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < segments; ++i) {
+    Segment s;
+    if (!GetSegment(r, &s)) return Corrupt("object head segment");
+    if (s.size > UINT64_MAX - sum) return Corrupt("object head segment sizes");
+    sum += s.size;
+    record.segments.push_back(s);
+  }
+  if (!r.U64(&info.size) || !r.U64(&t) || !r.U32(&info.crc32c) || !GetString(r, &info.etag) ||
+      !GetString(r, &info.content_type) || !GetMetadata(r, &info.user_metadata)) {
     return Corrupt("object head");
   }
   info.last_modified_ms = static_cast<int64_t>(t);
-  for (uint32_t i = 0; i < pairs; ++i) {
-    std::string name, value;
-    if (!GetString(r, &name) || !GetString(r, &value)) return Corrupt("object head metadata");
-    info.user_metadata.emplace(std::move(name), std::move(value));
-  }
   if (r.remaining() != 0) return Corrupt("object head has trailing octets");
-  if (info.size > 0 &&
-      (record.stripe_bytes < kMinStripeBytes || record.stripe_bytes > kMaxStripeBytes)) {
-    return Corrupt("object head stripe size");
-  }
+  if (sum != info.size) return Corrupt("object head segments do not add up to its size");
   return record;
 }
 
 std::string GcEntryName(const Uuid& uuid, GcKind kind) {
   return absl::StrCat(HexEncode(uuid), kind == GcKind::kWriting ? ".w" : ".r");
+}
+
+std::string GcUploadEntryName(std::string_view upload_id) {
+  return absl::StrCat(AV(upload_id), ".u");
+}
+
+std::string GcUploadObject(std::string_view upload_id) {
+  // Upload IDs end in random octets: their last hex digit spreads them over the shards.
+  const char c = upload_id.empty() ? '0' : upload_id.back();
+  const int v = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : 0;
+  return absl::StrCat("aobj.gc.", v % kGcShards);
 }
 
 std::string EncodeGcIntent(const GcIntent& intent) {
@@ -181,6 +249,8 @@ std::string EncodeGcIntent(const GcIntent& intent) {
   w.U64(intent.size);
   w.U32(intent.stripe_bytes);
   PutString(w, intent.encoded_key);
+  PutString(w, intent.upload_id);
+  w.U32(intent.part_number);
   return out;
 }
 
@@ -191,20 +261,94 @@ absl::StatusOr<GcIntent> DecodeGcIntent(std::string_view octets) {
   uint64_t t;
   if (!GetFormat(r) || !r.U8(&kind) || !r.U64(&t) || !GetUuid(r, &intent.uuid) ||
       !GetUuid(r, &intent.incarnation) || !r.U64(&intent.size) || !r.U32(&intent.stripe_bytes) ||
-      !GetString(r, &intent.encoded_key) || r.remaining() != 0) {
+      !GetString(r, &intent.encoded_key) || !GetString(r, &intent.upload_id) ||
+      !r.U32(&intent.part_number) || r.remaining() != 0) {
     return Corrupt("garbage-collection entry");
   }
-  if (kind != static_cast<uint8_t>(GcKind::kWriting) &&
-      kind != static_cast<uint8_t>(GcKind::kReplaced)) {
+  if (kind < static_cast<uint8_t>(GcKind::kWriting) ||
+      kind > static_cast<uint8_t>(GcKind::kUpload)) {
     return Corrupt("garbage-collection entry kind");
   }
-  if (intent.size > 0 &&
-      (intent.stripe_bytes < kMinStripeBytes || intent.stripe_bytes > kMaxStripeBytes)) {
+  if (!StripeSizeOk(intent.size, intent.stripe_bytes)) {
     return Corrupt("garbage-collection entry stripe size");
   }
   intent.kind = static_cast<GcKind>(kind);
   intent.time_ms = static_cast<int64_t>(t);
   return intent;
+}
+
+std::string EncodeUpload(const UploadRecord& record) {
+  std::string out;
+  LeWriter w(&out);
+  w.U8(kRecordFormat);
+  PutString(w, record.upload_id);
+  PutString(w, record.key);
+  w.U64(static_cast<uint64_t>(record.initiated_ms));
+  PutString(w, record.initiator);
+  PutString(w, record.content_type);
+  PutMetadata(w, record.user_metadata);
+  return out;
+}
+
+absl::StatusOr<UploadRecord> DecodeUpload(std::string_view octets) {
+  LeReader r(octets);
+  UploadRecord record;
+  uint64_t t;
+  if (!GetFormat(r) || !GetString(r, &record.upload_id) || !GetString(r, &record.key) ||
+      !r.U64(&t) || !GetString(r, &record.initiator) || !GetString(r, &record.content_type) ||
+      !GetMetadata(r, &record.user_metadata) || r.remaining() != 0) {
+    return Corrupt("upload record");
+  }
+  record.initiated_ms = static_cast<int64_t>(t);
+  return record;
+}
+
+std::string EncodePart(const PartRecord& record) {
+  std::string out;
+  LeWriter w(&out);
+  w.U8(kRecordFormat);
+  w.U32(record.part_number);
+  PutSegment(w, record.segment);
+  PutString(w, record.etag);
+  w.U32(record.crc32c);
+  w.U64(static_cast<uint64_t>(record.last_modified_ms));
+  return out;
+}
+
+absl::StatusOr<PartRecord> DecodePart(std::string_view octets) {
+  LeReader r(octets);
+  PartRecord record;
+  uint64_t t;
+  if (!GetFormat(r) || !r.U32(&record.part_number) || !GetSegment(r, &record.segment) ||
+      !GetString(r, &record.etag) || !r.U32(&record.crc32c) || !r.U64(&t) || r.remaining() != 0) {
+    return Corrupt("part record");
+  }
+  record.last_modified_ms = static_cast<int64_t>(t);
+  return record;
+}
+
+std::string EncodeUploadState(const UploadStateRecord& record) {
+  std::string out;
+  LeWriter w(&out);
+  w.U8(kRecordFormat);
+  w.U8(static_cast<uint8_t>(record.state));
+  w.U64(static_cast<uint64_t>(record.since_ms));
+  PutString(w, record.nonce);
+  return out;
+}
+
+absl::StatusOr<UploadStateRecord> DecodeUploadState(std::string_view octets) {
+  LeReader r(octets);
+  UploadStateRecord record;
+  uint8_t state;
+  uint64_t t;
+  if (!GetFormat(r) || !r.U8(&state) || !r.U64(&t) || !GetString(r, &record.nonce) ||
+      r.remaining() != 0 || state < 1 || state > 2) {
+    return Corrupt("upload state");
+  }
+  record.state = static_cast<UploadState>(state);
+  record.since_ms = static_cast<int64_t>(t);
+  return record;
 }
 
 }  // namespace aobj::rados_format

@@ -21,729 +21,34 @@
 #include <errno.h>
 #include <string.h>
 
-#include <algorithm>
-#include <cstdint>
-#include <cstring>
-#include <deque>
-#include <memory>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <thread>
-#include <utility>
-#include <vector>
-
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
-#include "absl/types/span.h"
 #include "aobj/status.h"
 #include "rados/librados.h"
-#include "store/store_rules.h"
+#include "store_rados/rados_cluster.h"
 #include "store_rados/rados_format.h"
-#include "wire/crypto.h"
 
-namespace aobj {
-namespace {
-
-using rados_format::BucketRecord;
-using rados_format::GcIntent;
-using rados_format::GcKind;
-using rados_format::HeadRecord;
-using rados_format::Uuid;
-
-// How often a compare-and-swap that lost a race is tried again before the operation gives up.
-constexpr int kCasAttempts = 64;
-// Entries read per omap page (RADOS caps a page at osd_max_omap_entries_per_request, 1024).
-constexpr uint64_t kOmapPage = 1000;
-// The internal status of "the index object is gone": the bucket was deleted, maybe re-created.
-constexpr absl::string_view kIndexGone = "aobj: bucket index gone";
-
-int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
-
-absl::Status RadosError(int r, absl::string_view what) {
-  return MakeError(ErrorCode::kStorageError,
-                   absl::StrCat("RADOS ", what, ": ", strerror(-r), " (", r, ")"));
-}
-
-absl::Status IndexGone() { return absl::NotFoundError(kIndexGone); }
-bool IsIndexGone(const absl::Status& s) {
-  return s.code() == absl::StatusCode::kNotFound && s.message() == kIndexGone;
-}
-
-Uuid NewUuid() {
-  Uuid u;
-  const std::string bytes = RandomBytes(u.size());
-  std::memcpy(u.data(), bytes.data(), u.size());
-  return u;
-}
-
-// RAII for librados handles.
-struct WriteOp {
-  rados_write_op_t op = rados_create_write_op();
-  ~WriteOp() { rados_release_write_op(op); }
-};
-struct ReadOp {
-  rados_read_op_t op = rados_create_read_op();
-  ~ReadOp() { rados_release_read_op(op); }
-};
-struct OmapIter {
-  rados_omap_iter_t it = nullptr;
-  ~OmapIter() {
-    if (it != nullptr) rados_omap_get_end(it);
-  }
-};
-struct Completion {
-  rados_completion_t c = nullptr;
-  Completion() { rados_aio_create_completion2(nullptr, nullptr, &c); }
-  ~Completion() {
-    if (c != nullptr) rados_release(c);
-  }
-  Completion(const Completion&) = delete;
-  Completion& operator=(const Completion&) = delete;
-  int Wait() {
-    rados_aio_wait_for_complete(c);
-    return rados_aio_get_return_value(c);
-  }
-  static void rados_release(rados_completion_t c) { rados_aio_release(c); }
-};
-
-// One key's head as read from an index: absent, or its exact octets (what a compare-and-swap
-// expects) and their decoding.
-struct HeadLookup {
-  bool found = false;
-  std::string raw;
-  HeadRecord head;
-};
-
-class Cluster;
-
-class RadosWriter final : public ObjectWriter {
- public:
-  RadosWriter(Cluster* store, Uuid incarnation, std::string encoded_key, uint64_t size,
-              WriteOptions options);
-  ~RadosWriter() override;
-  absl::Status Start();
-  absl::Status Append(absl::Span<const uint8_t> data) override;
-  absl::Span<uint8_t> DirectBuffer() override;
-  absl::StatusOr<ObjectInfo> Commit(const ObjectInfo& info) override;
-
- private:
-  struct InFlight {
-    std::unique_ptr<Completion> done;
-    std::string bytes;
-    uint64_t stripe = 0;
-  };
-  absl::Status Flush();              // sends the buffered stripe
-  absl::Status WaitUntil(size_t n);  // until at most n stripes are in flight
-  void Abandon();                    // deletes what was written, and the garbage entry
-
-  Cluster* const store_;
-  const Uuid incarnation_;
-  const std::string encoded_key_;
-  const uint64_t size_;
-  const WriteOptions options_;
-  const Uuid uuid_ = NewUuid();
-  const uint32_t stripe_bytes_;
-  std::string buffer_;        // the stripe being filled
-  uint64_t next_stripe_ = 0;  // index of the stripe in buffer_
-  uint64_t appended_ = 0;
-  bool direct_ = false;
-  std::deque<InFlight> in_flight_;
-  absl::Status failed_;
-  std::string intent_;  // the garbage entry's current value; empty: none written
-  bool done_ = false;
-};
-
-class RadosReader final : public ObjectReader {
- public:
-  RadosReader(Cluster* store, HeadRecord head) : store_(store), head_(std::move(head)) {}
-  const ObjectInfo& info() const override { return head_.info; }
-  absl::StatusOr<size_t> ReadAt(uint64_t offset, absl::Span<uint8_t> out) override;
-
- private:
-  Cluster* const store_;
-  const HeadRecord head_;
-};
-
-class Cluster final : public RadosStore {
- public:
-  Cluster(RadosStoreOptions options, rados_t cluster, rados_ioctx_t io)
-      : options_(std::move(options)), cluster_(cluster), io_(io) {
-    if (options_.gc_interval_ms > 0) collector_ = std::thread([this] { CollectorLoop(); });
-  }
-  ~Cluster() override {
-    {
-      absl::MutexLock lock(&mu_);
-      stopping_ = true;
-    }
-    if (collector_.joinable()) collector_.join();
-    rados_ioctx_destroy(io_);
-    rados_shutdown(cluster_);
-  }
-
-  const RadosStoreOptions& options() const { return options_; }
-  rados_ioctx_t io() const { return io_; }
-
-  // ---- omap primitives ---------------------------------------------------------------------
-
-  // The value of `key` in `oid`'s omap. IndexGone() when the object does not exist.
-  absl::StatusOr<std::optional<std::string>> OmapGet(const std::string& oid,
-                                                     const std::string& key) {
-    ReadOp op;
-    OmapIter iter;
-    int prval = 0;
-    const char* keys[] = {key.data()};
-    const size_t lens[] = {key.size()};
-    rados_read_op_omap_get_vals_by_keys2(op.op, keys, 1, lens, &iter.it, &prval);
-    const int r = rados_read_op_operate(op.op, io_, oid.c_str(), 0);
-    if (r == -ENOENT) return IndexGone();
-    if (r < 0) return RadosError(r, absl::StrCat("read of ", oid));
-    if (prval < 0) return RadosError(prval, absl::StrCat("omap read of ", oid));
-    char *k = nullptr, *v = nullptr;
-    size_t kl = 0, vl = 0;
-    while (rados_omap_get_next2(iter.it, &k, &v, &kl, &vl) == 0 && k != nullptr) {
-      if (std::string_view(k, kl) == key) return std::optional<std::string>(std::string(v, vl));
-    }
-    return std::optional<std::string>();
-  }
-
-  // Sets `key` to `value` (or removes it, when null) only if it holds exactly `expected` (the
-  // empty string: absent). 0, -ECANCELED (it held something else), -ENOENT (no object; only
-  // with `must_exist`, else the object is created) or another error.
-  int OmapSwap(const std::string& oid, const std::string& key, const std::string& expected,
-               const std::string* value, bool must_exist) {
-    WriteOp op;
-    int cmp_rval = 0;
-    if (must_exist) {
-      rados_write_op_assert_exists(op.op);
-    } else {
-      rados_write_op_create(op.op, LIBRADOS_CREATE_IDEMPOTENT, nullptr);  // omap_cmp needs one
-    }
-    rados_write_op_omap_cmp2(op.op, key.data(), LIBRADOS_CMPXATTR_OP_EQ, expected.data(),
-                             key.size(), expected.size(), &cmp_rval);
-    const char* keys[] = {key.data()};
-    const size_t key_lens[] = {key.size()};
-    if (value != nullptr) {
-      const char* vals[] = {value->data()};
-      const size_t val_lens[] = {value->size()};
-      rados_write_op_omap_set2(op.op, keys, vals, key_lens, val_lens, 1);
-    } else {
-      rados_write_op_omap_rm_keys2(op.op, keys, key_lens, 1);
-    }
-    const int r = rados_write_op_operate(op.op, io_, oid.c_str(), nullptr, 0);
-    return r;
-  }
-
-  int OmapSet(const std::string& oid, const std::string& key, const std::string& value) {
-    WriteOp op;
-    const char* keys[] = {key.data()};
-    const char* vals[] = {value.data()};
-    const size_t key_lens[] = {key.size()};
-    const size_t val_lens[] = {value.size()};
-    rados_write_op_omap_set2(op.op, keys, vals, key_lens, val_lens, 1);
-    return rados_write_op_operate(op.op, io_, oid.c_str(), nullptr, 0);
-  }
-
-  // Calls `f(key, value)` for up to `limit` entries of `oid` after `start_after` whose keys
-  // start with `prefix`, in key order; stops early when f returns false. IndexGone() when the
-  // object does not exist.
-  template <typename F>
-  absl::Status OmapScan(const std::string& oid, std::string start_after, const std::string& prefix,
-                        uint64_t limit, F&& f) {
-    uint64_t seen = 0;
-    while (seen < limit) {
-      ReadOp op;
-      OmapIter iter;
-      unsigned char more = 0;
-      int prval = 0;
-      rados_read_op_omap_get_vals2(op.op, start_after.c_str(), prefix.c_str(),
-                                   std::min(kOmapPage, limit - seen), &iter.it, &more, &prval);
-      const int r = rados_read_op_operate(op.op, io_, oid.c_str(), 0);
-      if (r == -ENOENT) return IndexGone();
-      if (r < 0) return RadosError(r, absl::StrCat("listing of ", oid));
-      if (prval < 0) return RadosError(prval, absl::StrCat("omap listing of ", oid));
-      char *k = nullptr, *v = nullptr;
-      size_t kl = 0, vl = 0;
-      uint64_t page = 0;
-      while (rados_omap_get_next2(iter.it, &k, &v, &kl, &vl) == 0 && k != nullptr) {
-        ++page;
-        ++seen;
-        start_after.assign(k, kl);
-        if (absl::Status s = f(std::string_view(k, kl), std::string_view(v, vl)); !s.ok()) {
-          return s.code() == absl::StatusCode::kCancelled ? absl::OkStatus() : s;
-        }
-        if (seen == limit) break;
-      }
-      if (!more || page == 0) break;
-    }
-    return absl::OkStatus();
-  }
-
-  // ---- buckets -----------------------------------------------------------------------------
-
-  absl::StatusOr<std::optional<std::string>> BucketEntry(std::string_view bucket) {
-    absl::StatusOr<std::optional<std::string>> v =
-        OmapGet(rados_format::kBucketsObject, std::string(bucket));
-    if (!v.ok() && IsIndexGone(v.status())) return std::optional<std::string>();
-    return v;
-  }
-
-  // The current incarnation of `bucket` (from the cache unless `fresh`), or kNoSuchBucket.
-  absl::StatusOr<Uuid> Incarnation(std::string_view bucket, bool fresh) {
-    if (!fresh) {
-      absl::MutexLock lock(&mu_);
-      if (auto it = incarnations_.find(std::string(bucket)); it != incarnations_.end())
-        return it->second;
-    }
-    absl::StatusOr<std::optional<std::string>> entry = BucketEntry(bucket);
-    if (!entry.ok()) return entry.status();
-    if (!entry->has_value()) return NoSuchBucket();
-    absl::StatusOr<BucketRecord> record = rados_format::DecodeBucket(**entry);
-    if (!record.ok()) return record.status();
-    absl::MutexLock lock(&mu_);
-    incarnations_[std::string(bucket)] = record->incarnation;
-    return record->incarnation;
-  }
-
-  void Forget(std::string_view bucket) {
-    absl::MutexLock lock(&mu_);
-    incarnations_.erase(std::string(bucket));
-  }
-
-  // Runs f(index object) on the bucket's index; once more with a fresh incarnation if the cached
-  // one's index is gone (deleted, perhaps re-created, through another gateway).
-  template <typename T, typename F>
-  absl::StatusOr<T> OnIndex(std::string_view bucket, F&& f) {
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      absl::StatusOr<Uuid> inc = Incarnation(bucket, attempt > 0);
-      if (!inc.ok()) return inc.status();
-      absl::StatusOr<T> r = f(rados_format::IndexObject(*inc));
-      if (r.ok() || !IsIndexGone(r.status())) return r;
-      Forget(bucket);
-    }
-    return NoSuchBucket();
-  }
-
-  bool ObjectExists(const std::string& oid, absl::Status* error) {
-    uint64_t size = 0;
-    time_t mtime = 0;
-    const int r = rados_stat(io_, oid.c_str(), &size, &mtime);
-    if (r < 0 && r != -ENOENT) *error = RadosError(r, absl::StrCat("stat of ", oid));
-    return r == 0;
-  }
-
-  absl::Status CreateBucket(std::string_view bucket) override {
-    if (absl::Status s = CheckBucket(bucket); !s.ok()) return s;
-    const std::string name(bucket);
-    for (int attempt = 0; attempt < kCasAttempts; ++attempt) {
-      absl::StatusOr<std::optional<std::string>> entry = BucketEntry(bucket);
-      if (!entry.ok()) return entry.status();
-      std::string expected;
-      if (entry->has_value()) {
-        absl::StatusOr<BucketRecord> old = rados_format::DecodeBucket(**entry);
-        if (!old.ok()) return old.status();
-        absl::Status error;
-        if (ObjectExists(rados_format::IndexObject(old->incarnation), &error)) {
-          return MakeError(ErrorCode::kBucketAlreadyExists, "bucket already exists");
-        }
-        if (!error.ok()) return error;
-        expected = **entry;  // a deletion that stopped half-way: take the name over
-      }
-      BucketRecord record{NowMs(), NewUuid()};
-      const std::string index = rados_format::IndexObject(record.incarnation);
-      {
-        WriteOp op;
-        rados_write_op_create(op.op, LIBRADOS_CREATE_EXCLUSIVE, nullptr);
-        const int r = rados_write_op_operate(op.op, io_, index.c_str(), nullptr, 0);
-        if (r < 0) return RadosError(r, absl::StrCat("create of ", index));
-      }
-      const std::string value = rados_format::EncodeBucket(record);
-      const int r = OmapSwap(rados_format::kBucketsObject, name, expected, &value, false);
-      if (r == 0) {
-        absl::MutexLock lock(&mu_);
-        incarnations_[std::string(bucket)] = record.incarnation;
-        return absl::OkStatus();
-      }
-      rados_remove(io_, index.c_str());
-      if (r != -ECANCELED) return RadosError(r, "bucket registration");
-    }
-    return MakeError(ErrorCode::kStorageError, "bucket registration kept losing races");
-  }
-
-  absl::Status DeleteBucket(std::string_view bucket) override {
-    if (absl::Status s = CheckBucket(bucket); !s.ok()) return s;
-    Forget(bucket);
-    absl::StatusOr<std::optional<std::string>> entry = BucketEntry(bucket);
-    if (!entry.ok()) return entry.status();
-    if (!entry->has_value()) return NoSuchBucket();
-    absl::StatusOr<BucketRecord> record = rados_format::DecodeBucket(**entry);
-    if (!record.ok()) return record.status();
-    const std::string index = rados_format::IndexObject(record->incarnation);
-    // Versions are per I/O context: a private one, so no other thread's operation moves it.
-    rados_ioctx_t io;
-    if (int r = rados_ioctx_create(cluster_, options_.pool.c_str(), &io); r < 0) {
-      return RadosError(r, "I/O context");
-    }
-    rados_ioctx_set_namespace(io, options_.ns.c_str());
-    absl::Status result = MakeError(ErrorCode::kStorageError, "bucket deletion kept losing races");
-    for (int attempt = 0; attempt < kCasAttempts; ++attempt) {
-      ReadOp read;
-      OmapIter iter;
-      unsigned char more = 0;
-      int prval = 0;
-      rados_read_op_omap_get_keys2(read.op, "", 1, &iter.it, &more, &prval);
-      int r = rados_read_op_operate(read.op, io, index.c_str(), 0);
-      if (r == -ENOENT) {
-        result = absl::OkStatus();
-        break;
-      }
-      if (r < 0 || prval < 0) {
-        result = RadosError(r < 0 ? r : prval, absl::StrCat("read of ", index));
-        break;
-      }
-      char* k = nullptr;
-      size_t kl = 0;
-      if (rados_omap_get_next2(iter.it, &k, nullptr, &kl, nullptr) == 0 && k != nullptr) {
-        result = MakeError(ErrorCode::kBucketNotEmpty, "bucket is not empty");
-        break;
-      }
-      const uint64_t version = rados_get_last_version(io);
-      WriteOp remove;
-      rados_write_op_assert_version(remove.op, version);
-      rados_write_op_remove(remove.op);
-      r = rados_write_op_operate(remove.op, io, index.c_str(), nullptr, 0);
-      if (r == 0 || r == -ENOENT) {
-        result = absl::OkStatus();
-        break;
-      }
-      if (r != -ERANGE && r != -EOVERFLOW) {
-        result = RadosError(r, absl::StrCat("removal of ", index));
-        break;
-      }
-    }
-    rados_ioctx_destroy(io);
-    if (!result.ok()) return result;
-    // The name last: a gateway that stops here leaves a name whose index is gone, which every
-    // operation reads as no bucket and the next CreateBucket of the name takes over.
-    const int r =
-        OmapSwap(rados_format::kBucketsObject, std::string(bucket), **entry, nullptr, false);
-    if (r != 0 && r != -ECANCELED) return RadosError(r, "bucket deregistration");
-    Forget(bucket);
-    return absl::OkStatus();
-  }
-
-  absl::Status HeadBucket(std::string_view bucket) override {
-    if (absl::Status s = CheckBucket(bucket); !s.ok()) return s;
-    absl::StatusOr<Uuid> inc = Incarnation(bucket, true);
-    if (!inc.ok()) return inc.status();
-    absl::Status error;
-    if (ObjectExists(rados_format::IndexObject(*inc), &error)) return absl::OkStatus();
-    if (!error.ok()) return error;
-    Forget(bucket);
-    return NoSuchBucket();
-  }
-
-  absl::StatusOr<std::vector<BucketSummary>> ListBuckets() override {
-    std::vector<BucketSummary> out;
-    absl::Status s = OmapScan(rados_format::kBucketsObject, "", "", UINT64_MAX,
-                              [&](std::string_view k, std::string_view v) -> absl::Status {
-                                absl::StatusOr<BucketRecord> r = rados_format::DecodeBucket(v);
-                                if (!r.ok()) return r.status();
-                                out.push_back({std::string(k), r->creation_time_ms});
-                                return absl::OkStatus();
-                              });
-    if (!s.ok() && !IsIndexGone(s)) return s;
-    return out;
-  }
-
-  // ---- objects -----------------------------------------------------------------------------
-
-  absl::StatusOr<HeadLookup> ReadHead(const std::string& index, const std::string& encoded_key) {
-    absl::StatusOr<std::optional<std::string>> raw = OmapGet(index, encoded_key);
-    if (!raw.ok()) return raw.status();
-    HeadLookup out;
-    if (!raw->has_value()) return out;
-    absl::StatusOr<HeadRecord> head = rados_format::DecodeHead(**raw);
-    if (!head.ok()) return head.status();
-    out.found = true;
-    out.raw = std::move(**raw);
-    out.head = std::move(*head);
-    return out;
-  }
-
-  // Notes that the version `head` of key may need collecting once nothing names it.
-  absl::Status NoteReplaced(const Uuid& incarnation, const std::string& encoded_key,
-                            const HeadRecord& head) {
-    if (head.info.size == 0) return absl::OkStatus();  // no stripes
-    GcIntent intent{GcKind::kReplaced, NowMs(),           head.uuid,  incarnation,
-                    head.info.size,    head.stripe_bytes, encoded_key};
-    const int r = OmapSet(rados_format::GcObject(head.uuid),
-                          rados_format::GcEntryName(head.uuid, GcKind::kReplaced),
-                          rados_format::EncodeGcIntent(intent));
-    return r < 0 ? RadosError(r, "garbage entry") : absl::OkStatus();
-  }
-
-  // Deletes stripes [0, count) of `uuid`; missing ones are fine.
-  absl::Status DeleteStripes(const Uuid& uuid, uint64_t count) {
-    absl::Status result;
-    std::deque<std::unique_ptr<Completion>> pending;
-    auto reap = [&] {
-      const int r = pending.front()->Wait();
-      if (r < 0 && r != -ENOENT && result.ok()) result = RadosError(r, "stripe removal");
-      pending.pop_front();
-    };
-    for (uint64_t i = 0; i < count; ++i) {
-      auto c = std::make_unique<Completion>();
-      const int r = rados_aio_remove(io_, rados_format::DataObject(uuid, i).c_str(), c->c);
-      if (r < 0) {
-        if (result.ok()) result = RadosError(r, "stripe removal");
-        continue;
-      }
-      pending.push_back(std::move(c));
-      if (pending.size() >= 16) reap();
-    }
-    while (!pending.empty()) reap();
-    return result;
-  }
-
-  using ObjectStore::BeginPut;
-  absl::StatusOr<std::unique_ptr<ObjectWriter>> BeginPut(std::string_view bucket,
-                                                         std::string_view key, uint64_t size,
-                                                         const WriteOptions& options) override {
-    if (absl::Status s = CheckObjectKey(bucket, key); !s.ok()) return s;
-    absl::StatusOr<Uuid> inc = Incarnation(bucket, false);
-    if (!inc.ok()) return inc.status();
-    auto writer =
-        std::make_unique<RadosWriter>(this, *inc, rados_format::EncodeKey(key), size, options);
-    if (absl::Status s = writer->Start(); !s.ok()) return s;
-    return std::unique_ptr<ObjectWriter>(std::move(writer));
-  }
-
-  absl::StatusOr<std::unique_ptr<ObjectReader>> OpenRead(std::string_view bucket,
-                                                         std::string_view key) override {
-    absl::StatusOr<HeadRecord> head = Head(bucket, key, nullptr);
-    if (!head.ok()) return head.status();
-    return std::unique_ptr<ObjectReader>(std::make_unique<RadosReader>(this, *std::move(head)));
-  }
-
-  absl::StatusOr<ObjectInfo> Head(std::string_view bucket, std::string_view key) override {
-    absl::StatusOr<HeadRecord> head = Head(bucket, key, nullptr);
-    if (!head.ok()) return head.status();
-    return std::move(head->info);
-  }
-
-  absl::StatusOr<HeadRecord> Head(std::string_view bucket, std::string_view key, void*) {
-    if (absl::Status s = CheckObjectKey(bucket, key); !s.ok()) return s;
-    const std::string ekey = rados_format::EncodeKey(key);
-    return OnIndex<HeadRecord>(bucket, [&](const std::string& index) -> absl::StatusOr<HeadRecord> {
-      absl::StatusOr<HeadLookup> got = ReadHead(index, ekey);
-      if (!got.ok()) return got.status();
-      if (!got->found) return MakeError(ErrorCode::kNoSuchKey, "no such key");
-      return std::move(got->head);
-    });
-  }
-
-  absl::Status Delete(std::string_view bucket, std::string_view key) override {
-    if (absl::Status s = CheckObjectKey(bucket, key); !s.ok()) return s;
-    const std::string ekey = rados_format::EncodeKey(key);
-    absl::StatusOr<bool> done =
-        OnIndex<bool>(bucket, [&](const std::string& index) -> absl::StatusOr<bool> {
-          for (int attempt = 0; attempt < kCasAttempts; ++attempt) {
-            absl::StatusOr<HeadLookup> got = ReadHead(index, ekey);
-            if (!got.ok()) return got.status();
-            if (!got->found) return true;  // S3: deleting a missing key succeeds
-            absl::StatusOr<Uuid> inc = Incarnation(bucket, false);
-            if (!inc.ok()) return inc.status();
-            if (absl::Status s = NoteReplaced(*inc, ekey, got->head); !s.ok()) return s;
-            const int r = OmapSwap(index, ekey, got->raw, nullptr, true);
-            if (r == 0) return true;
-            if (r == -ENOENT) return IndexGone();
-            if (r != -ECANCELED) return RadosError(r, "head removal");
-          }
-          return MakeError(ErrorCode::kStorageError, "delete kept losing races with writers");
-        });
-    return done.status();
-  }
-
-  absl::StatusOr<std::vector<ObjectSummary>> ListObjects(std::string_view bucket,
-                                                         std::string_view prefix,
-                                                         std::string_view start_after,
-                                                         size_t limit) override {
-    if (absl::Status s = CheckBucket(bucket); !s.ok()) return s;
-    const std::string eprefix = rados_format::EncodeKey(prefix);
-    const std::string estart = rados_format::EncodeKey(start_after);
-    return OnIndex<std::vector<ObjectSummary>>(
-        bucket, [&](const std::string& index) -> absl::StatusOr<std::vector<ObjectSummary>> {
-          std::vector<ObjectSummary> out;
-          if (limit == 0) {
-            // Still answers kNoSuchBucket for a bucket that is gone.
-            absl::Status error;
-            if (!ObjectExists(index, &error)) return error.ok() ? IndexGone() : error;
-            return out;
-          }
-          absl::Status s =
-              OmapScan(index, estart, eprefix, limit,
-                       [&](std::string_view k, std::string_view v) -> absl::Status {
-                         absl::StatusOr<std::string> key = rados_format::DecodeKey(k);
-                         if (!key.ok()) return key.status();
-                         absl::StatusOr<HeadRecord> head = rados_format::DecodeHead(v);
-                         if (!head.ok()) return head.status();
-                         out.push_back({*std::move(key), head->info.size,
-                                        std::move(head->info.etag), head->info.last_modified_ms});
-                         return absl::OkStatus();
-                       });
-          if (!s.ok()) return s;
-          return out;
-        });
-  }
-
-  // ---- collector ---------------------------------------------------------------------------
-
-  absl::StatusOr<RadosGcReport> CollectGarbage() override {
-    RadosGcReport report;
-    const int64_t now = NowMs();
-    for (int shard = 0; shard < rados_format::kGcShards; ++shard) {
-      const std::string oid = absl::StrCat("aobj.gc.", shard);
-      std::vector<std::pair<std::string, std::string>> due;
-      absl::Status s = OmapScan(oid, "", "", UINT64_MAX,
-                                [&](std::string_view k, std::string_view v) -> absl::Status {
-                                  absl::StatusOr<GcIntent> intent = rados_format::DecodeGcIntent(v);
-                                  if (intent.ok() && intent->time_ms + options_.gc_grace_ms > now) {
-                                    ++report.entries_waiting;
-                                  } else {
-                                    due.emplace_back(std::string(k), std::string(v));
-                                  }
-                                  return absl::OkStatus();
-                                });
-      if (!s.ok() && !IsIndexGone(s)) return s;
-      for (const auto& [name, value] : due) {
-        ++report.entries_examined;
-        absl::StatusOr<GcIntent> intent = rados_format::DecodeGcIntent(value);
-        bool named = false;
-        if (intent.ok()) {
-          absl::StatusOr<HeadLookup> got =
-              ReadHead(rados_format::IndexObject(intent->incarnation), intent->encoded_key);
-          if (got.ok()) {
-            named = got->found && got->head.uuid == intent->uuid;
-          } else if (!IsIndexGone(got.status())) {
-            return got.status();  // cannot tell: decide later
-          }
-        }
-        // Removing the entry decides: a writer that renewed it meanwhile keeps it, and then its
-        // commit, not this collector, settles what happens to its stripes.
-        if (OmapSwap(oid, name, value, nullptr, true) != 0) continue;
-        if (!intent.ok() || named) {
-          ++report.versions_kept;
-          continue;
-        }
-        if (absl::Status d = DeleteStripes(
-                intent->uuid, rados_format::StripeCount(intent->size, intent->stripe_bytes));
-            !d.ok()) {
-          // Put the entry back so that a later pass retries the deletion.
-          OmapSet(oid, name, value);
-          return d;
-        }
-        ++report.versions_deleted;
-      }
-    }
-    return report;
-  }
-
-  absl::StatusOr<std::string> SharedSecret(const std::string& name) override {
-    if (name.empty()) return MakeError(ErrorCode::kInvalidArgument, "empty secret name");
-    for (int attempt = 0; attempt < kCasAttempts; ++attempt) {
-      absl::StatusOr<std::optional<std::string>> got = OmapGet(rados_format::kSecretsObject, name);
-      if (!got.ok() && !IsIndexGone(got.status())) return got.status();
-      if (got.ok() && got->has_value()) {
-        if ((*got)->size() != 32) {
-          return MakeError(ErrorCode::kStorageError,
-                           absl::StrCat("shared secret '", name, "' is not 32 octets"));
-        }
-        return **got;
-      }
-      const std::string secret = RandomBytes(32);
-      const int r = OmapSwap(rados_format::kSecretsObject, name, "", &secret, false);
-      if (r == 0) return secret;
-      if (r != -ECANCELED) return RadosError(r, "shared secret");
-    }
-    return MakeError(ErrorCode::kStorageError, "shared secret kept losing races");
-  }
-
-  absl::StatusOr<uint64_t> CountObjects(const std::string& prefix) override {
-    rados_list_ctx_t ctx;
-    if (int r = rados_nobjects_list_open(io_, &ctx); r < 0) return RadosError(r, "object listing");
-    uint64_t n = 0;
-    const char* entry = nullptr;
-    size_t entry_size = 0;
-    while (rados_nobjects_list_next2(ctx, &entry, nullptr, nullptr, &entry_size, nullptr,
-                                     nullptr) == 0) {
-      if (absl::StartsWith(absl::string_view(entry, entry_size), prefix)) ++n;
-    }
-    rados_nobjects_list_close(ctx);
-    return n;
-  }
-
- private:
-  static absl::Status CheckBucket(std::string_view bucket) {
-    if (bucket.empty() || bucket.find('\0') != std::string_view::npos) {
-      return MakeError(ErrorCode::kInvalidArgument, "invalid bucket name");
-    }
-    return absl::OkStatus();
-  }
-  static absl::Status CheckObjectKey(std::string_view bucket, std::string_view key) {
-    if (absl::Status s = CheckBucket(bucket); !s.ok()) return s;
-    if (key.empty()) return MakeError(ErrorCode::kInvalidArgument, "empty object key");
-    return absl::OkStatus();
-  }
-
-  void CollectorLoop() {
-    absl::MutexLock lock(&mu_);
-    while (!stopping_) {
-      mu_.AwaitWithTimeout(absl::Condition(&stopping_),
-                           absl::Milliseconds(options_.gc_interval_ms));
-      if (stopping_) break;
-      mu_.Unlock();
-      (void)CollectGarbage();  // a failed pass leaves its entries for the next one
-      mu_.Lock();
-    }
-  }
-
-  const RadosStoreOptions options_;
-  rados_t cluster_;
-  rados_ioctx_t io_;
-  absl::Mutex mu_;
-  absl::flat_hash_map<std::string, Uuid> incarnations_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread collector_;
-};
+namespace aobj::rados_internal {
 
 // ---- writer --------------------------------------------------------------------------------
 
 RadosWriter::RadosWriter(Cluster* store, Uuid incarnation, std::string encoded_key, uint64_t size,
-                         WriteOptions options)
+                         WriteOptions options, std::optional<PartTarget> part)
     : store_(store),
       incarnation_(incarnation),
       encoded_key_(std::move(encoded_key)),
       size_(size),
       options_(std::move(options)),
+      part_(std::move(part)),
       stripe_bytes_(store->options().stripe_bytes) {}
 
 absl::Status RadosWriter::Start() {
-  if (size_ == 0) return absl::OkStatus();  // nothing to collect
-  GcIntent intent{GcKind::kWriting, NowMs(),     uuid_, incarnation_, size_,
-                  stripe_bytes_,    encoded_key_};
-  std::string value = rados_format::EncodeGcIntent(intent);
-  const int r = store_->OmapSet(rados_format::GcObject(uuid_),
-                                rados_format::GcEntryName(uuid_, GcKind::kWriting), value);
-  if (r < 0) return RadosError(r, "garbage entry");
-  intent_ = std::move(value);
+  std::string value;
+  if (absl::Status st = store_->NoteSegment(GcKind::kWriting, incarnation_, encoded_key_, segment(),
+                                            part_ ? &*part_ : nullptr, &value);
+      !st.ok()) {
+    return st;
+  }
+  intent_ = std::move(value);  // empty for an empty object: nothing to collect
   return absl::OkStatus();
 }
 
@@ -834,15 +139,14 @@ absl::StatusOr<ObjectInfo> RadosWriter::Commit(const ObjectInfo& info) {
   }
   if (absl::Status s = Flush(); !s.ok()) return s;
   if (absl::Status s = WaitUntil(0); !s.ok()) return s;
-  const std::string gc_object = rados_format::GcObject(uuid_);
-  const std::string gc_name = rados_format::GcEntryName(uuid_, GcKind::kWriting);
   if (!intent_.empty()) {
     // Renew the entry, or learn that the collector took this write's stripes.
-    GcIntent renewed{GcKind::kWriting, NowMs(),     uuid_, incarnation_, size_,
-                     stripe_bytes_,    encoded_key_};
+    GcIntent renewed = *rados_format::DecodeGcIntent(intent_);
+    renewed.time_ms = std::max(NowMs(), renewed.time_ms + 1);  // a different value to swap in
     std::string value = rados_format::EncodeGcIntent(renewed);
-    if (value == intent_) value.back() ^= 0;  // same millisecond: still a valid swap
-    const int r = store_->OmapSwap(gc_object, gc_name, intent_, &value, true);
+    const int r =
+        store_->OmapSwap(rados_format::GcObject(uuid_),
+                         rados_format::GcEntryName(uuid_, GcKind::kWriting), intent_, &value, true);
     if (r == -ECANCELED || r == -ENOENT) {
       // The collector took the entry and deleted the stripes it found; stripes written since
       // are this writer's to delete.
@@ -857,41 +161,81 @@ absl::StatusOr<ObjectInfo> RadosWriter::Commit(const ObjectInfo& info) {
     if (r < 0) return RadosError(r, "garbage entry renewal");
     intent_ = std::move(value);
   }
+  absl::StatusOr<ObjectInfo> done = part_ ? InstallPart(info) : CommitObject(info);
+  if (done.ok()) {
+    done_ = true;
+    if (!intent_.empty()) {
+      // The commit stands whatever happens here; a leftover entry is settled by the collector.
+      store_->OmapSwap(rados_format::GcObject(uuid_),
+                       rados_format::GcEntryName(uuid_, GcKind::kWriting), intent_, nullptr, true);
+    }
+  }
+  return done;
+}
+
+absl::StatusOr<ObjectInfo> RadosWriter::CommitObject(const ObjectInfo& info) {
   HeadRecord head;
-  head.uuid = uuid_;
-  head.stripe_bytes = stripe_bytes_;
+  if (size_ > 0) head.segments.push_back(segment());
   head.info = info;
   head.info.content_type = options_.content_type;
   head.info.user_metadata = options_.user_metadata;
   head.info.last_modified_ms = NowMs();
+  return store_->CommitHead(incarnation_, encoded_key_, head, options_, nullptr);
+}
+
+// ---- heads -------------------------------------------------------------------------------------
+
+absl::StatusOr<ObjectInfo> Cluster::CommitHead(
+    const Uuid& incarnation, const std::string& encoded_key, const HeadRecord& head,
+    const WriteOptions& options, const std::pair<std::string, std::string>* upload_entry) {
   const std::string value = rados_format::EncodeHead(head);
-  const std::string index = rados_format::IndexObject(incarnation_);
+  const std::string index = rados_format::IndexObject(incarnation);
   for (int attempt = 0; attempt < kCasAttempts; ++attempt) {
-    absl::StatusOr<HeadLookup> current = store_->ReadHead(index, encoded_key_);
+    absl::StatusOr<HeadLookup> current = ReadHead(index, encoded_key);
     if (!current.ok()) {
       return IsIndexGone(current.status()) ? NoSuchBucket() : current.status();
     }
     if (absl::Status s =
-            CheckCommitConditions(options_, current->found ? &current->head.info.etag : nullptr);
+            CheckCommitConditions(options, current->found ? &current->head.info.etag : nullptr);
         !s.ok()) {
       return s;
     }
     if (current->found) {
-      if (absl::Status s = store_->NoteReplaced(incarnation_, encoded_key_, current->head);
-          !s.ok()) {
+      if (absl::Status s = NoteReplaced(incarnation, encoded_key, current->head); !s.ok()) {
         return s;
       }
     }
-    const int r =
-        store_->OmapSwap(index, encoded_key_, current->found ? current->raw : "", &value, true);
-    if (r == -ENOENT) return NoSuchBucket();
-    if (r == -ECANCELED) continue;  // another writer committed between the read and the swap
-    if (r < 0) return RadosError(r, "head update");
-    done_ = true;
-    if (!intent_.empty()) {
-      // The commit stands whatever happens here; a leftover entry is settled by the collector.
-      store_->OmapSwap(gc_object, gc_name, intent_, nullptr, true);
+    WriteOp op;
+    int head_cmp = 0, upload_cmp = 0;
+    rados_write_op_assert_exists(op.op);
+    const std::string& expected = current->found ? current->raw : std::string();
+    rados_write_op_omap_cmp2(op.op, encoded_key.data(), LIBRADOS_CMPXATTR_OP_EQ, expected.data(),
+                             encoded_key.size(), expected.size(), &head_cmp);
+    if (upload_entry != nullptr) {
+      rados_write_op_omap_cmp2(op.op, upload_entry->first.data(), LIBRADOS_CMPXATTR_OP_EQ,
+                               upload_entry->second.data(), upload_entry->first.size(),
+                               upload_entry->second.size(), &upload_cmp);
     }
+    const char* keys[] = {encoded_key.data()};
+    const size_t key_lens[] = {encoded_key.size()};
+    const char* vals[] = {value.data()};
+    const size_t val_lens[] = {value.size()};
+    rados_write_op_omap_set2(op.op, keys, vals, key_lens, val_lens, 1);
+    if (upload_entry != nullptr) {
+      const char* rm[] = {upload_entry->first.data()};
+      const size_t rm_lens[] = {upload_entry->first.size()};
+      rados_write_op_omap_rm_keys2(op.op, rm, rm_lens, 1);
+    }
+    const int r = rados_write_op_operate(op.op, io(), index.c_str(), nullptr, 0);
+    if (r == -ENOENT) return NoSuchBucket();
+    if (r == -ECANCELED) {
+      if (upload_entry != nullptr && upload_cmp != 0) {
+        return MakeError(ErrorCode::kNoSuchUpload,
+                         "the upload was completed or aborted by another request meanwhile");
+      }
+      continue;  // another writer committed between the read and the swap
+    }
+    if (r < 0) return RadosError(r, "head update");
     return head.info;
   }
   return MakeError(ErrorCode::kStorageError, "commit kept losing races with other writers");
@@ -903,7 +247,6 @@ absl::StatusOr<size_t> RadosReader::ReadAt(uint64_t offset, absl::Span<uint8_t> 
   const uint64_t size = head_.info.size;
   if (offset >= size || out.empty()) return 0;
   const size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), size - offset));
-  const uint32_t stripe = head_.stripe_bytes;
   struct Piece {
     std::unique_ptr<Completion> done;
     uint64_t stripe = 0;
@@ -932,15 +275,29 @@ absl::StatusOr<size_t> RadosReader::ReadAt(uint64_t offset, absl::Span<uint8_t> 
     }
     pending.pop_front();
   };
+  // The segment holding `offset`: the first whose end lies past it.
+  size_t seg = 0;
+  uint64_t seg_start = 0;
+  while (seg < head_.segments.size() && seg_start + head_.segments[seg].size <= offset) {
+    seg_start += head_.segments[seg].size;
+    ++seg;
+  }
   size_t done = 0;
-  while (done < n) {
-    const uint64_t at = offset + done;
-    const uint64_t index = at / stripe;
-    const uint64_t within = at % stripe;
-    const size_t want = static_cast<size_t>(std::min<uint64_t>(stripe - within, n - done));
+  while (done < n && seg < head_.segments.size()) {
+    const rados_format::Segment& s = head_.segments[seg];
+    const uint64_t at = offset + done - seg_start;  // within the segment
+    if (at >= s.size) {
+      seg_start += s.size;
+      ++seg;
+      continue;
+    }
+    const uint64_t index = at / s.stripe_bytes;
+    const uint64_t within = at % s.stripe_bytes;
+    const size_t want =
+        static_cast<size_t>(std::min<uint64_t>({s.stripe_bytes - within, s.size - at, n - done}));
     Piece p{std::make_unique<Completion>(), index, want};
     const int r =
-        rados_aio_read(store_->io(), rados_format::DataObject(head_.uuid, index).c_str(), p.done->c,
+        rados_aio_read(store_->io(), rados_format::DataObject(s.uuid, index).c_str(), p.done->c,
                        reinterpret_cast<char*>(out.data() + done), want, within);
     if (r < 0) {
       result = RadosError(r, absl::StrCat("read of stripe ", index));
@@ -955,7 +312,131 @@ absl::StatusOr<size_t> RadosReader::ReadAt(uint64_t offset, absl::Span<uint8_t> 
   return n;
 }
 
-}  // namespace
+// ---- collector -----------------------------------------------------------------------------
+
+absl::StatusOr<bool> Cluster::Named(const GcIntent& intent) {
+  absl::StatusOr<HeadLookup> got =
+      ReadHead(rados_format::IndexObject(intent.incarnation), intent.encoded_key);
+  if (!got.ok() && !IsIndexGone(got.status())) return got.status();
+  if (got.ok() && got->found) {
+    for (const rados_format::Segment& s : got->head.segments) {
+      if (s.uuid == intent.uuid) return true;
+    }
+  }
+  if (intent.upload_id.empty()) return false;
+  absl::StatusOr<std::optional<std::string>> part = OmapGet(
+      rados_format::UploadObject(intent.upload_id), rados_format::PartEntry(intent.part_number));
+  if (!part.ok()) return IsIndexGone(part.status()) ? absl::StatusOr<bool>(false) : part.status();
+  if (!part->has_value()) return false;
+  absl::StatusOr<rados_format::PartRecord> record = rados_format::DecodePart(**part);
+  return record.ok() && record->segment.uuid == intent.uuid;
+}
+
+absl::Status Cluster::SettleUpload(const std::string& gc_object, const std::string& name,
+                                   const std::string& value, const GcIntent& intent, int64_t now,
+                                   RadosGcReport* report) {
+  const std::string index = rados_format::IndexObject(intent.incarnation);
+  absl::StatusOr<std::optional<std::string>> entry =
+      OmapGet(index, rados_format::UploadEntry(intent.encoded_key, intent.upload_id));
+  if (!entry.ok() && !IsIndexGone(entry.status())) return entry.status();
+  if (entry.ok() && entry->has_value()) {
+    // In progress: look again after another grace.
+    GcIntent later = intent;
+    later.time_ms = now;
+    const std::string renewed = rados_format::EncodeGcIntent(later);
+    OmapSwap(gc_object, name, value, &renewed, true);
+    ++report->entries_waiting;
+    return absl::OkStatus();
+  }
+  // Completed or aborted (or its creation stopped half-way): the parts no head names go, then
+  // the upload object, then the entry. A pass that stops midway is repeated by the next.
+  const std::string upload = rados_format::UploadObject(intent.upload_id);
+  std::vector<rados_format::PartRecord> parts;
+  absl::Status scan = OmapScan(upload, rados_format::kPartPrefix, rados_format::kPartPrefix,
+                               UINT64_MAX, [&](std::string_view, std::string_view v) {
+                                 absl::StatusOr<rados_format::PartRecord> p =
+                                     rados_format::DecodePart(v);
+                                 if (p.ok()) parts.push_back(*std::move(p));
+                                 return absl::OkStatus();
+                               });
+  if (!scan.ok() && !IsIndexGone(scan)) return scan;
+  absl::StatusOr<HeadLookup> head = ReadHead(index, intent.encoded_key);
+  if (!head.ok() && !IsIndexGone(head.status())) return head.status();
+  for (const rados_format::PartRecord& p : parts) {
+    bool named = false;
+    if (head.ok() && head->found) {
+      for (const rados_format::Segment& s : head->head.segments) named |= s.uuid == p.segment.uuid;
+    }
+    if (named) continue;
+    if (absl::Status d = DeleteStripes(
+            p.segment.uuid, rados_format::StripeCount(p.segment.size, p.segment.stripe_bytes));
+        !d.ok()) {
+      return d;
+    }
+    ++report->versions_deleted;
+  }
+  if (const int r = rados_remove(io(), upload.c_str()); r < 0 && r != -ENOENT) {
+    return RadosError(r, absl::StrCat("removal of ", upload));
+  }
+  OmapSwap(gc_object, name, value, nullptr, true);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RadosGcReport> Cluster::CollectGarbage() {
+  RadosGcReport report;
+  const int64_t now = NowMs();
+  for (int shard = 0; shard < rados_format::kGcShards; ++shard) {
+    const std::string oid = absl::StrCat("aobj.gc.", shard);
+    std::vector<std::pair<std::string, std::string>> due;
+    absl::Status s = OmapScan(oid, "", "", UINT64_MAX, [&](std::string_view k, std::string_view v) {
+      absl::StatusOr<GcIntent> intent = rados_format::DecodeGcIntent(v);
+      if (intent.ok() && intent->time_ms + options().gc_grace_ms > now) {
+        ++report.entries_waiting;
+      } else {
+        due.emplace_back(std::string(k), std::string(v));
+      }
+      return absl::OkStatus();
+    });
+    if (!s.ok() && !IsIndexGone(s)) return s;
+    for (const auto& [name, value] : due) {
+      ++report.entries_examined;
+      absl::StatusOr<GcIntent> intent = rados_format::DecodeGcIntent(value);
+      if (intent.ok() && intent->kind == GcKind::kUpload) {
+        if (absl::Status u = SettleUpload(oid, name, value, *intent, now, &report); !u.ok()) {
+          return u;
+        }
+        continue;
+      }
+      bool named = false;
+      if (intent.ok()) {
+        absl::StatusOr<bool> n = Named(*intent);
+        if (!n.ok()) return n.status();  // cannot tell: decide on a later pass
+        named = *n;
+      }
+      // Removing the entry decides: a writer that renewed it meanwhile keeps it, and then its
+      // commit, not this collector, settles what happens to its stripes.
+      if (OmapSwap(oid, name, value, nullptr, true) != 0) continue;
+      if (!intent.ok() || named) {
+        ++report.versions_kept;
+        continue;
+      }
+      if (absl::Status d = DeleteStripes(
+              intent->uuid, rados_format::StripeCount(intent->size, intent->stripe_bytes));
+          !d.ok()) {
+        OmapSet(oid, name, value);  // put it back: a later pass retries the deletion
+        return d;
+      }
+      ++report.versions_deleted;
+    }
+  }
+  return report;
+}
+
+}  // namespace aobj::rados_internal
+
+namespace aobj {
+
+using namespace rados_internal;
 
 absl::StatusOr<std::unique_ptr<RadosStore>> OpenRadosStore(const RadosStoreOptions& options) {
   if (options.stripe_bytes < rados_format::kMinStripeBytes ||

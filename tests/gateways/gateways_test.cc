@@ -217,6 +217,129 @@ TEST_F(GatewaysTest, AGatewayKilledDuringPutsLeavesNoTornObjectAndNoLeakedData) 
   EXPECT_EQ(report->entries_examined, 0u);
 }
 
+// The client spreads one upload's parts over three gateways and completes it through a fourth.
+TEST_F(GatewaysTest, MultipartPartsThroughThreeGatewaysCompletedThroughAFourth) {
+  std::vector<std::unique_ptr<ServerProcess>> gws;
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < 4; ++i) {
+    gws.push_back(StartGateway(absl::StrCat("g", i)));
+    clients.push_back(ConnectTo(*gws.back()));
+    ASSERT_NE(clients.back(), nullptr);
+  }
+  absl::StatusOr<UploadInfo> u = clients[0]->CreateMultipartUpload("test-bucket", "mp");
+  ASSERT_TRUE(u.ok()) << u.status();
+  const size_t part_bytes = 5 << 20;  // S3's smallest part
+  const std::string whole = Pattern(21, 3 * part_bytes - 12345);
+  std::vector<CompletedPart> list(3);
+  std::vector<std::thread> senders;
+  std::vector<absl::Status> sent(3);
+  for (uint32_t i = 0; i < 3; ++i) {
+    senders.emplace_back([&, i] {
+      const size_t at = i * part_bytes, n = std::min(part_bytes, whole.size() - at);
+      absl::StatusOr<std::unique_ptr<Buffer>> buf = clients[i]->AllocateBuffer(n);
+      if (!buf.ok()) {
+        sent[i] = buf.status();
+        return;
+      }
+      std::memcpy((*buf)->data(), whole.data() + at, n);
+      absl::StatusOr<UploadPartResult> r =
+          clients[i]->UploadPart("test-bucket", "mp", u->upload_id, i + 1, **buf, 0, n);
+      sent[i] = r.status();
+      if (r.ok()) list[i] = {i + 1, r->etag};
+    });
+  }
+  for (auto& t : senders) t.join();
+  for (const absl::Status& s : sent) ASSERT_TRUE(s.ok()) << s;
+  absl::StatusOr<ObjectInfo> done =
+      clients[3]->CompleteMultipartUpload("test-bucket", "mp", u->upload_id, list);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->size, whole.size());
+  EXPECT_NE(done->etag.find("-3\""), std::string::npos) << done->etag;
+  absl::StatusOr<std::string> got = GetBytes(*clients[1], "mp");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(*got == whole);
+  EXPECT_EQ(ErrorCodeOf(clients[2]->AbortMultipartUpload("test-bucket", "mp", u->upload_id)),
+            ErrorCode::kNoSuchUpload);
+}
+
+// A gateway SIGKILLed while it completes uploads leaves each key old or whole-new, each upload
+// either in progress (and completable elsewhere) or gone, and nothing after the collector.
+TEST_F(GatewaysTest, AGatewayKilledDuringCompleteLeavesNoTornObjectAndNoLeakedData) {
+  auto a = StartGateway("a");
+  auto b = StartGateway("b");
+  auto cb = ConnectTo(*b);
+  ASSERT_NE(cb, nullptr);
+  const size_t part_bytes = 5 << 20;
+  const int kUploads = 6;
+  std::vector<std::string> ids;
+  std::vector<std::vector<CompletedPart>> lists(kUploads);
+  std::vector<std::string> wholes;
+  for (int k = 0; k < kUploads; ++k) {
+    const std::string key = absl::StrCat("c", k);
+    ASSERT_TRUE(PutBytes(*cb, key, "before").ok());
+    absl::StatusOr<UploadInfo> u = cb->CreateMultipartUpload("test-bucket", key);
+    ASSERT_TRUE(u.ok()) << u.status();
+    ids.push_back(u->upload_id);
+    wholes.push_back(Pattern(300 + k, 2 * part_bytes));
+    absl::StatusOr<std::unique_ptr<Buffer>> buf = cb->AllocateBuffer(wholes.back().size());
+    ASSERT_TRUE(buf.ok());
+    std::memcpy((*buf)->data(), wholes.back().data(), wholes.back().size());
+    for (uint32_t n = 1; n <= 2; ++n) {
+      absl::StatusOr<UploadPartResult> r = cb->UploadPart("test-bucket", key, u->upload_id, n,
+                                                          **buf, (n - 1) * part_bytes, part_bytes);
+      ASSERT_TRUE(r.ok()) << r.status();
+      lists[k].push_back({n, r->etag});
+    }
+  }
+  {
+    auto ca = ConnectTo(*a);
+    ASSERT_NE(ca, nullptr);
+    std::vector<std::thread> completers;
+    for (int k = 0; k < kUploads; ++k) {
+      completers.emplace_back([&, k] {
+        (void)ca->CompleteMultipartUpload("test-bucket", absl::StrCat("c", k), ids[k], lists[k]);
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    a->Kill(SIGKILL);
+    for (auto& t : completers) t.join();
+  }
+  int completed = 0;
+  for (int k = 0; k < kUploads; ++k) {
+    SCOPED_TRACE(k);
+    const std::string key = absl::StrCat("c", k);
+    absl::StatusOr<std::string> got = GetBytes(*cb, key);
+    ASSERT_TRUE(got.ok()) << got.status();
+    const bool is_new = *got == wholes[k];
+    EXPECT_TRUE(is_new || *got == "before") << "torn object of " << got->size() << " bytes";
+    // What the dead gateway did not finish, another finishes.
+    if (!is_new) {
+      absl::StatusOr<ObjectInfo> done =
+          cb->CompleteMultipartUpload("test-bucket", key, ids[k], lists[k]);
+      ASSERT_TRUE(done.ok()) << done.status();
+      got = GetBytes(*cb, key);
+      ASSERT_TRUE(got.ok());
+      EXPECT_TRUE(*got == wholes[k]);
+    } else {
+      ++completed;
+      EXPECT_EQ(ErrorCodeOf(cb->AbortMultipartUpload("test-bucket", key, ids[k])),
+                ErrorCode::kNoSuchUpload);
+    }
+  }
+  std::fprintf(stderr, "%d of %d completes finished before the gateway died\n", completed,
+               kUploads);
+  std::unique_ptr<RadosStore> collector = OpenStore(0);
+  ASSERT_NE(collector, nullptr);
+  absl::StatusOr<RadosGcReport> report = collector->CollectGarbage();
+  ASSERT_TRUE(report.ok()) << report.status();
+  // Each key names its two 5 MiB parts: a 4 MiB stripe and a 1 MiB one each; the "before"
+  // versions, the uploads' objects and their records are gone.
+  absl::StatusOr<uint64_t> stripes = collector->CountObjects("aobj.data.");
+  ASSERT_TRUE(stripes.ok());
+  EXPECT_EQ(*stripes, 4u * kUploads);
+  EXPECT_EQ(*collector->CountObjects("aobj.upload."), 0u);
+}
+
 TEST_F(GatewaysTest, OwnerAuthorizationIsRefusedUntilOwnersLiveInTheCluster) {
   ServerProcess gw(dir_ + "/owner", "rados",
                    {"--rados-conf", conf_, "--rados-namespace", ns_, "--authorization", "owner"});

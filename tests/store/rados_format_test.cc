@@ -21,6 +21,14 @@ TEST(RadosFormatTest, KeyEscapeRoundTripsEveryOctetAndHasNoNul) {
   for (int c = 0; c < 256; ++c) all.push_back(static_cast<char>(c));
   const std::vector<std::string> keys = {"a", std::string("\0", 1), std::string("\x01\x01", 2),
                                          std::string("a\0b\x01", 4), all};
+  // No encoded key holds the upload mark, and every one sorts at or after kFirstObjectEntry.
+  for (const std::string& key : keys) {
+    EXPECT_EQ(EncodeKey(key).find(kMark), std::string::npos);
+    EXPECT_GE(EncodeKey(key), std::string(kFirstObjectEntry));
+    EXPECT_LT(UploadEntry(EncodeKey(key), "ffffffffffffffffffffffffffffffff"),
+              AfterUploadEntries());
+    EXPECT_LT(AfterUploadEntries(), EncodeKey(key));
+  }
   for (const std::string& key : keys) {
     const std::string e = EncodeKey(key);
     EXPECT_EQ(e.find('\0'), std::string::npos);
@@ -53,16 +61,15 @@ TEST(RadosFormatTest, KeyEscapeKeepsByteOrderAndPrefixes) {
 }
 
 TEST(RadosFormatTest, DamagedKeysAreStorageErrors) {
-  for (const std::string& bad :
-       {std::string("\x01", 1), std::string("a\x01\x03", 3), std::string("a\0", 2)}) {
+  for (const std::string& bad : {std::string("\x01", 1), std::string("a\x01\x04", 3),
+                                 std::string("a\x01\x01", 3), std::string("a\0", 2)}) {
     EXPECT_EQ(ErrorCodeOf(DecodeKey(bad).status()), ErrorCode::kStorageError);
   }
 }
 
 TEST(RadosFormatTest, HeadRoundTripsAndRejectsEveryTruncation) {
   HeadRecord h;
-  h.uuid = U(7);
-  h.stripe_bytes = 4 << 20;
+  h.segments = {{U(7), 12000, 4 << 20}, {U(8), 345, 64 << 10}};
   h.info.size = 12345;
   h.info.etag = "\"0123456789abcdef0123456789abcdef\"";
   h.info.last_modified_ms = 1764000000123;
@@ -72,8 +79,10 @@ TEST(RadosFormatTest, HeadRoundTripsAndRejectsEveryTruncation) {
   const std::string e = EncodeHead(h);
   absl::StatusOr<HeadRecord> d = DecodeHead(e);
   ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(d->uuid, h.uuid);
-  EXPECT_EQ(d->stripe_bytes, h.stripe_bytes);
+  ASSERT_EQ(d->segments.size(), 2u);
+  EXPECT_EQ(d->segments[0].uuid, h.segments[0].uuid);
+  EXPECT_EQ(d->segments[1].size, h.segments[1].size);
+  EXPECT_EQ(d->segments[1].stripe_bytes, h.segments[1].stripe_bytes);
   EXPECT_EQ(d->info.size, h.info.size);
   EXPECT_EQ(d->info.etag, h.info.etag);
   EXPECT_EQ(d->info.last_modified_ms, h.info.last_modified_ms);
@@ -88,8 +97,11 @@ TEST(RadosFormatTest, HeadRoundTripsAndRejectsEveryTruncation) {
   wrong_format[0] = 2;
   EXPECT_FALSE(DecodeHead(wrong_format).ok());
   HeadRecord tiny_stripes = h;
-  tiny_stripes.stripe_bytes = 1;  // would make a reader issue one RADOS read per byte
+  tiny_stripes.segments[0].stripe_bytes = 1;  // would make a reader issue a read per byte
   EXPECT_FALSE(DecodeHead(EncodeHead(tiny_stripes)).ok());
+  HeadRecord wrong_sum = h;
+  wrong_sum.info.size += 1;  // segments that do not add up: a reader would read past them
+  EXPECT_FALSE(DecodeHead(EncodeHead(wrong_sum)).ok());
 }
 
 TEST(RadosFormatTest, BucketAndGcRecordsRoundTrip) {
@@ -100,7 +112,15 @@ TEST(RadosFormatTest, BucketAndGcRecordsRoundTrip) {
   EXPECT_EQ(bd->incarnation, b.incarnation);
   EXPECT_FALSE(DecodeBucket(EncodeBucket(b).substr(1)).ok());
 
-  GcIntent g{GcKind::kReplaced, 42, U(9), U(11), 5 << 20, 1 << 20, EncodeKey("k\0ey")};
+  GcIntent g{GcKind::kReplaced,
+             42,
+             U(9),
+             U(11),
+             5 << 20,
+             1 << 20,
+             EncodeKey("k\0ey"),
+             "0123456789abcdef0123456789abcdef",
+             17};
   const std::string ge = EncodeGcIntent(g);
   absl::StatusOr<GcIntent> gd = DecodeGcIntent(ge);
   ASSERT_TRUE(gd.ok()) << gd.status();
@@ -111,10 +131,50 @@ TEST(RadosFormatTest, BucketAndGcRecordsRoundTrip) {
   EXPECT_EQ(gd->size, g.size);
   EXPECT_EQ(gd->stripe_bytes, g.stripe_bytes);
   EXPECT_EQ(gd->encoded_key, g.encoded_key);
+  EXPECT_EQ(gd->upload_id, g.upload_id);
+  EXPECT_EQ(gd->part_number, g.part_number);
   std::string bad_kind = ge;
   bad_kind[1] = 9;
   EXPECT_FALSE(DecodeGcIntent(bad_kind).ok());
   for (size_t n = 0; n < ge.size(); ++n) EXPECT_FALSE(DecodeGcIntent(ge.substr(0, n)).ok()) << n;
+}
+
+TEST(RadosFormatTest, UploadPartAndStateRecordsRoundTrip) {
+  UploadRecord u{"0123456789abcdef0123456789abcdef",
+                 std::string("k\0", 2),
+                 99,
+                 "AKID",
+                 "text/x",
+                 {{"m", "v"}}};
+  absl::StatusOr<UploadRecord> ud = DecodeUpload(EncodeUpload(u));
+  ASSERT_TRUE(ud.ok()) << ud.status();
+  EXPECT_EQ(ud->upload_id, u.upload_id);
+  EXPECT_EQ(ud->key, u.key);
+  EXPECT_EQ(ud->initiated_ms, 99);
+  EXPECT_EQ(ud->initiator, "AKID");
+  EXPECT_EQ(ud->user_metadata, u.user_metadata);
+  PartRecord p{7, {U(1), 5 << 20, 1 << 20}, "\"abc\"", 0x1234, 77};
+  const std::string pe = EncodePart(p);
+  absl::StatusOr<PartRecord> pd = DecodePart(pe);
+  ASSERT_TRUE(pd.ok()) << pd.status();
+  EXPECT_EQ(pd->part_number, 7u);
+  EXPECT_EQ(pd->segment.uuid, p.segment.uuid);
+  EXPECT_EQ(pd->etag, p.etag);
+  EXPECT_EQ(pd->crc32c, 0x1234u);
+  for (size_t n = 0; n < pe.size(); ++n) EXPECT_FALSE(DecodePart(pe.substr(0, n)).ok()) << n;
+  UploadStateRecord st{UploadState::kClosing, 5, "12345678"};
+  absl::StatusOr<UploadStateRecord> sd = DecodeUploadState(EncodeUploadState(st));
+  ASSERT_TRUE(sd.ok());
+  EXPECT_EQ(sd->state, UploadState::kClosing);
+  EXPECT_EQ(sd->nonce, "12345678");
+  std::string bad_state = EncodeUploadState(st);
+  bad_state[1] = 3;
+  EXPECT_FALSE(DecodeUploadState(bad_state).ok());
+  // Part entries sort by number, upload entries by key then ID.
+  EXPECT_LT(PartEntry(9), PartEntry(10));
+  EXPECT_EQ(PartEntry(10000), "p10000");
+  EXPECT_LT(UploadEntry(EncodeKey("a"), "ffff"), UploadEntry(EncodeKey("a\x01"), "0000"));
+  EXPECT_LT(UploadEntry(EncodeKey("a"), "ffff"), UploadEntry(EncodeKey("ab"), "0000"));
 }
 
 TEST(RadosFormatTest, NamesAndStripeCounts) {

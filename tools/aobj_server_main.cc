@@ -107,7 +107,8 @@ Requests and tenants (spec section 14.6; one tenant cannot starve another):
 Authorization (spec section 14.8):
   --authorization open|owner  open: every principal may do everything (default); owner: a
                             bucket belongs to the principal that created it (kept in
-                            ROOT/.aobj-owners with the fs store), others need a grant
+                            ROOT/.aobj-owners with the fs store, in the bucket's record in
+                            the cluster with rados), others need a grant
   --grant P:BUCKET:ACCESS   give principal P read, write or owner access to BUCKET (repeatable);
                             buckets made with --create-bucket have no owner until granted
 
@@ -427,14 +428,6 @@ int main(int argc, char** argv) {
     ro.user = args.Get("rados-user", "admin");
     if (!(st = args.GetInt("rados-gc-grace-ms", ro.gc_grace_ms, &ro.gc_grace_ms)).ok()) {
       return fail(std::string(st.message()));
-    }
-    // Bucket owners are not in RADOS yet (issue 20): refuse what would make gateways disagree
-    // about who owns a bucket.
-    if (options.authorization == aobj::AuthorizationPolicy::kOwner) {
-      return fail(
-          "--authorization owner is not available with --store rados yet: bucket "
-          "owners are kept per gateway, and gateways would disagree; use --authorization "
-          "open (with TLS and one credentials file per tenant's gateways)");
     }
     auto rados = aobj::OpenRadosStore(ro);
     if (!rados.ok()) return fail(aobj::tools::DescribeError(rados.status()));

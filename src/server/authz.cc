@@ -48,7 +48,8 @@ BucketAccess AccessOf(Method m) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BucketAuthorizer>> BucketAuthorizer::Create(
-    AuthorizationPolicy policy, std::vector<BucketGrant> grants, std::string state_file) {
+    AuthorizationPolicy policy, std::vector<BucketGrant> grants, std::string state_file,
+    BucketOwnerStore* owner_store) {
   for (const BucketGrant& g : grants) {
     if (g.principal.empty() || !ValidateBucketName(g.bucket).ok()) {
       return MakeError(ErrorCode::kInvalidArgument,
@@ -57,8 +58,8 @@ absl::StatusOr<std::unique_ptr<BucketAuthorizer>> BucketAuthorizer::Create(
     }
   }
   std::unique_ptr<BucketAuthorizer> a(
-      new BucketAuthorizer(policy, std::move(grants), std::move(state_file)));
-  if (!a->state_file_.empty()) {
+      new BucketAuthorizer(policy, std::move(grants), std::move(state_file), owner_store));
+  if (a->owner_store_ == nullptr && !a->state_file_.empty()) {
     std::ifstream in(a->state_file_);
     std::string line;
     int n = 0;
@@ -118,7 +119,13 @@ std::vector<std::pair<std::string, BucketAccess>> BucketAuthorizer::Needs(Method
 absl::Status BucketAuthorizer::Check(absl::string_view principal, absl::string_view bucket,
                                      BucketAccess access) {
   if (open()) return absl::OkStatus();
-  {
+  if (owner_store_ != nullptr) {
+    // Read where every server reads it, each time: another server may have deleted the bucket
+    // and another principal created the name since (an error reads as no owner).
+    absl::StatusOr<std::string> owner =
+        owner_store_->OwnerOf(std::string_view(bucket.data(), bucket.size()));
+    if (owner.ok() && !owner->empty() && *owner == principal) return absl::OkStatus();
+  } else {
     absl::MutexLock l(&mu_);
     auto it = owners_.find(std::string(bucket));
     if (it != owners_.end() && it->second == principal) return absl::OkStatus();
@@ -137,6 +144,11 @@ absl::Status BucketAuthorizer::Check(absl::string_view principal, absl::string_v
 
 absl::Status BucketAuthorizer::RecordOwner(absl::string_view bucket, absl::string_view principal) {
   if (open()) return absl::OkStatus();
+  if (owner_store_ != nullptr) {  // recorded by the CreateBucket that follows, atomically
+    owner_store_->SetCreator(std::string_view(bucket.data(), bucket.size()),
+                             std::string_view(principal.data(), principal.size()));
+    return absl::OkStatus();
+  }
   absl::MutexLock l(&mu_);
   std::string& owner = owners_[std::string(bucket)];
   const std::string previous = std::move(owner);
@@ -155,7 +167,7 @@ absl::Status BucketAuthorizer::RecordOwner(absl::string_view bucket, absl::strin
 
 absl::Status BucketAuthorizer::ForgetMissing(
     const std::function<bool(const std::string&)>& exists) {
-  if (open()) return absl::OkStatus();
+  if (open() || owner_store_ != nullptr) return absl::OkStatus();
   absl::MutexLock l(&mu_);
   size_t dropped = 0;
   for (auto it = owners_.begin(); it != owners_.end();) {
@@ -171,6 +183,10 @@ absl::Status BucketAuthorizer::ForgetMissing(
 
 absl::Status BucketAuthorizer::ForgetOwner(absl::string_view bucket) {
   if (open()) return absl::OkStatus();
+  if (owner_store_ != nullptr) {  // a deleted bucket's owner went with its record
+    owner_store_->ClearCreator(std::string_view(bucket.data(), bucket.size()));
+    return absl::OkStatus();
+  }
   absl::MutexLock l(&mu_);
   owners_.erase(std::string(bucket));
   return Save();

@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "aobj/server.h"
 #include "control/rpc.h"
+#include "store/bucket_owners.h"
 
 namespace aobj {
 
@@ -32,9 +33,11 @@ enum class BucketAccess { kRead, kWrite, kOwner };
 
 class BucketAuthorizer {
  public:
-  // `state_file` empty: owners live in memory only.
+  // `state_file` empty: owners live in memory only. `owner_store` (borrowed; may be null): a
+  // store that records owners with its buckets, used instead of the map and the file.
   static absl::StatusOr<std::unique_ptr<BucketAuthorizer>> Create(
-      AuthorizationPolicy policy, std::vector<BucketGrant> grants, std::string state_file);
+      AuthorizationPolicy policy, std::vector<BucketGrant> grants, std::string state_file,
+      BucketOwnerStore* owner_store = nullptr);
 
   bool open() const { return policy_ == AuthorizationPolicy::kOpen; }
 
@@ -58,13 +61,17 @@ class BucketAuthorizer {
 
  private:
   BucketAuthorizer(AuthorizationPolicy policy, std::vector<BucketGrant> grants,
-                   std::string state_file)
-      : policy_(policy), grants_(std::move(grants)), state_file_(std::move(state_file)) {}
+                   std::string state_file, BucketOwnerStore* owner_store)
+      : policy_(policy),
+        grants_(std::move(grants)),
+        state_file_(std::move(state_file)),
+        owner_store_(owner_store) {}
   absl::Status Save() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const AuthorizationPolicy policy_;
   const std::vector<BucketGrant> grants_;
   const std::string state_file_;
+  BucketOwnerStore* const owner_store_;  // borrowed; null: owners_ and state_file_
   absl::Mutex mu_;
   std::map<std::string, std::string> owners_ ABSL_GUARDED_BY(mu_);
 };

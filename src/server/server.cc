@@ -33,6 +33,7 @@
 #include "server/scheduler.h"
 #include "session/authenticator.h"
 #include "session/session_table.h"
+#include "store/bucket_owners.h"
 #include "store/multipart.h"
 #include "transport/peer_rma_guard.h"
 #include "transport/ucx_context.h"
@@ -603,8 +604,9 @@ class ServerImpl final : public Server {
     // Without an explicit choice the server leaves out UCX's posix shared-memory transport:
     // unpacking a posix rkey opens a path the client names and can fail in ways that cannot be
     // checked beforehand, and a failed unpack crashes UCX 1.13.1 (see SysvSegmentPins).
-    auto authz = BucketAuthorizer::Create(options_.authorization, options_.grants,
-                                          options_.owners_file);
+    auto authz =
+        BucketAuthorizer::Create(options_.authorization, options_.grants, options_.owners_file,
+                                 dynamic_cast<BucketOwnerStore*>(store_.get()));
     if (!authz.ok()) return authz.status();
     authz_ = std::move(*authz);
     // AOBJ-SEC-016: an owner recorded for a bucket that was never created (or whose deletion

@@ -33,6 +33,7 @@
 #include "aobj/rados_store.h"
 #include "aobj/status.h"
 #include "rados/librados.h"
+#include "store/bucket_owners.h"
 #include "store/multipart.h"
 #include "store/store_rules.h"
 #include "store_rados/rados_format.h"
@@ -171,7 +172,7 @@ class RadosReader final : public ObjectReader {
   const HeadRecord head_;
 };
 
-class Cluster final : public RadosStore, public MultipartProvider {
+class Cluster final : public RadosStore, public MultipartProvider, public BucketOwnerStore {
  public:
   Cluster(RadosStoreOptions options, rados_t cluster, rados_ioctx_t io)
       : options_(std::move(options)), cluster_(cluster), io_(io) {
@@ -355,7 +356,7 @@ class Cluster final : public RadosStore, public MultipartProvider {
         if (!error.ok()) return error;
         expected = **entry;  // a deletion that stopped half-way: take the name over
       }
-      BucketRecord record{NowMs(), NewUuid()};
+      BucketRecord record{NowMs(), NewUuid(), Creator(bucket)};
       const std::string index = rados_format::IndexObject(record.incarnation);
       {
         WriteOp op;
@@ -443,6 +444,30 @@ class Cluster final : public RadosStore, public MultipartProvider {
     if (r != 0 && r != -ECANCELED) return RadosError(r, "bucket deregistration");
     Forget(bucket);
     return absl::OkStatus();
+  }
+
+  // ---- owners (BucketOwnerStore) -----------------------------------------------------------
+
+  void SetCreator(std::string_view bucket, std::string_view principal) override {
+    absl::MutexLock lock(&mu_);
+    creators_[std::string(bucket)] = std::string(principal);
+  }
+  void ClearCreator(std::string_view bucket) override {
+    absl::MutexLock lock(&mu_);
+    creators_.erase(std::string(bucket));
+  }
+  std::string Creator(std::string_view bucket) {
+    absl::MutexLock lock(&mu_);
+    auto it = creators_.find(std::string(bucket));
+    return it == creators_.end() ? std::string() : it->second;
+  }
+  absl::StatusOr<std::string> OwnerOf(std::string_view bucket) override {
+    absl::StatusOr<std::optional<std::string>> entry = BucketEntry(bucket);
+    if (!entry.ok()) return entry.status();
+    if (!entry->has_value()) return NoSuchBucket();
+    absl::StatusOr<BucketRecord> record = rados_format::DecodeBucket(**entry);
+    if (!record.ok()) return record.status();
+    return record->owner;
   }
 
   absl::Status HeadBucket(std::string_view bucket) override {
@@ -721,6 +746,8 @@ class Cluster final : public RadosStore, public MultipartProvider {
   rados_ioctx_t io_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, Uuid> incarnations_ ABSL_GUARDED_BY(mu_);
+  // Who this process's next CreateBucket of a name records as its owner (SetCreator).
+  absl::flat_hash_map<std::string, std::string> creators_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread collector_;
 };

@@ -166,6 +166,7 @@ std::string EncodeBucket(const BucketRecord& record) {
   w.U8(kRecordFormat);
   w.U64(static_cast<uint64_t>(record.creation_time_ms));
   PutUuid(w, record.incarnation);
+  PutString(w, record.owner);
   return out;
 }
 
@@ -173,7 +174,8 @@ absl::StatusOr<BucketRecord> DecodeBucket(std::string_view octets) {
   LeReader r(octets);
   BucketRecord record;
   uint64_t t;
-  if (!GetFormat(r) || !r.U64(&t) || !GetUuid(r, &record.incarnation) || r.remaining() != 0) {
+  if (!GetFormat(r) || !r.U64(&t) || !GetUuid(r, &record.incarnation) ||
+      !GetString(r, &record.owner) || r.remaining() != 0) {
     return Corrupt("bucket record");
   }
   record.creation_time_ms = static_cast<int64_t>(t);

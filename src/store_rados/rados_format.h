@@ -83,6 +83,7 @@ inline constexpr char kStateEntry[] = "~state";
 struct BucketRecord {
   int64_t creation_time_ms = 0;
   Uuid incarnation{};
+  std::string owner;  // the principal that created it (AOBJ-SEC-009); empty: none
 };
 std::string EncodeBucket(const BucketRecord& record);
 absl::StatusOr<BucketRecord> DecodeBucket(std::string_view octets);

@@ -340,13 +340,49 @@ TEST_F(GatewaysTest, AGatewayKilledDuringCompleteLeavesNoTornObjectAndNoLeakedDa
   EXPECT_EQ(*collector->CountObjects("aobj.upload."), 0u);
 }
 
-TEST_F(GatewaysTest, OwnerAuthorizationIsRefusedUntilOwnersLiveInTheCluster) {
-  ServerProcess gw(dir_ + "/owner", "rados",
-                   {"--rados-conf", conf_, "--rados-namespace", ns_, "--authorization", "owner"});
-  EXPECT_FALSE(gw.Start());
-  EXPECT_NE(gw.log().find("--authorization owner is not available with --store rados"),
-            std::string::npos)
-      << gw.log();
+// Bucket owners live with the buckets in the cluster: every gateway agrees on who owns what,
+// including after the name was deleted through one gateway and re-created through another.
+TEST_F(GatewaysTest, OwnersAreTheSameOnEveryGateway) {
+  std::unique_ptr<ServerProcess> gw[2];
+  for (int i = 0; i < 2; ++i) {
+    gw[i] = std::make_unique<ServerProcess>(
+        dir_ + "/owner" + std::to_string(i), "rados",
+        std::vector<std::string>{"--rados-conf", conf_, "--rados-namespace", ns_,
+                                 "--data-isolation", "none", "--authorization", "owner"});
+    ASSERT_TRUE(gw[i]->Start()) << gw[i]->log();
+  }
+  auto connect = [&](int g, const char* key, const char* secret) {
+    ClientOptions o;
+    o.endpoint = gw[g]->endpoint();
+    o.access_key_id = key;
+    o.secret = secret;
+    absl::StatusOr<std::unique_ptr<Client>> c = Client::Connect(o);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *std::move(c) : nullptr;
+  };
+  auto one_a = connect(0, testing::kAccessKey, testing::kSecret);
+  auto one_b = connect(1, testing::kAccessKey, testing::kSecret);
+  auto two_a = connect(0, "AKTESTSECOND", "second-secret-for-tests");
+  auto two_b = connect(1, "AKTESTSECOND", "second-secret-for-tests");
+  ASSERT_TRUE(one_a && one_b && two_a && two_b);
+  auto put = [&](Client& c, const std::string& bucket) {
+    absl::StatusOr<std::unique_ptr<Buffer>> buf = c.AllocateBuffer(4);
+    if (!buf.ok()) return buf.status();
+    std::memcpy((*buf)->data(), "data", 4);
+    return c.Put(bucket, "k", **buf, 4).status();
+  };
+  ASSERT_TRUE(one_a->CreateBucket("owned").ok());
+  EXPECT_TRUE(put(*one_b, "owned").ok());
+  EXPECT_EQ(ErrorCodeOf(put(*two_b, "owned")), ErrorCode::kAccessDenied);
+  EXPECT_EQ(ErrorCodeOf(two_a->Head("owned", "k").status()), ErrorCode::kAccessDenied);
+  EXPECT_EQ(ErrorCodeOf(two_b->CreateBucket("owned")), ErrorCode::kBucketAlreadyExists);
+  // One deletes it through B; two takes the name through A and owns it everywhere.
+  ASSERT_TRUE(one_b->Delete("owned", "k").ok());
+  ASSERT_TRUE(one_b->DeleteBucket("owned").ok());
+  ASSERT_TRUE(two_a->CreateBucket("owned").ok());
+  EXPECT_TRUE(put(*two_b, "owned").ok());
+  EXPECT_EQ(ErrorCodeOf(put(*one_a, "owned")), ErrorCode::kAccessDenied);
+  EXPECT_EQ(ErrorCodeOf(one_b->DeleteBucket("owned")), ErrorCode::kAccessDenied);
 }
 
 }  // namespace

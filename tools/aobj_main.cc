@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "aobj/client.h"
@@ -62,7 +63,11 @@ Commands (in the habits of `aws s3`; remote locations are aobj://BUCKET/KEY):
   (ls, rm, mb, rb and stat also take BUCKET/KEY without the aobj:// scheme)
 
 Flags:
-  --endpoint HOST:PORT    server control channel (default: AOBJ_ENDPOINT, else 127.0.0.1:7878)
+  --endpoint HOST:PORT[,HOST:PORT...]  server control channel (default: AOBJ_ENDPOINT, else
+                          127.0.0.1:7878); several gateways of one store: cp, mv and sync
+                          spread their transfers over them and over the gateways the first
+                          one lists, and move a lost gateway's transfers to another (said on
+                          stderr); other commands use the first that answers
   --tls-ca FILE           use TLS, trusting the server certificate signed by this CA
                           (default: AOBJ_TLS_CA; without it the channel is plaintext)
   --tls-cert FILE         client certificate for mutual TLS (with --tls-key)
@@ -415,8 +420,18 @@ std::string CapabilityName(uint32_t cap) {
   return cap > 0 && cap < std::size(kNames) ? kNames[cap] : std::to_string(cap);
 }
 
-// --endpoint and AOBJ_ENDPOINT take HOST:PORT; say what is wrong with anything else.
-std::string CheckEndpoint(const std::string& endpoint) {
+std::string CheckOneEndpoint(const std::string& endpoint);
+
+// --endpoint and AOBJ_ENDPOINT take HOST:PORT, or several separated by commas (gateways of one
+// store); say what is wrong with anything else.
+std::string CheckEndpoint(const std::string& endpoints) {
+  for (absl::string_view e : absl::StrSplit(endpoints, ',')) {
+    if (std::string bad = CheckOneEndpoint(std::string(e)); !bad.empty()) return bad;
+  }
+  return "";
+}
+
+std::string CheckOneEndpoint(const std::string& endpoint) {
   const size_t scheme = endpoint.find("://");
   if (scheme != std::string::npos) {
     std::string rest = endpoint.substr(scheme + 3);
@@ -756,7 +771,17 @@ int main(int argc, char** argv) {
     return Usage("unknown command '" + cmd + "'");
   }
 
-  auto client = aobj::Client::Connect(options);
+  // Several gateways: the first that answers opens the command's first session.
+  const std::vector<std::string> configured = absl::StrSplit(options.endpoint, ',');
+  absl::StatusOr<std::unique_ptr<aobj::Client>> client = absl::UnknownError("no endpoint");
+  for (size_t i = 0; i < configured.size(); ++i) {
+    options.endpoint = configured[i];
+    client = aobj::Client::Connect(options);
+    if (client.ok() || i + 1 == configured.size()) break;
+    std::cerr << "aobj: gateway " << configured[i]
+              << " cannot be reached: " << client.status().message().substr(0, 200) << "; trying "
+              << configured[i + 1] << "\n";
+  }
   if (!client.ok()) {
     if (std::string why = aobj::ControlChannelFailure(client.status()); !why.empty()) {
       std::cerr << "aobj: cannot reach " << options.endpoint << ": " << why
@@ -771,8 +796,14 @@ int main(int argc, char** argv) {
     }
     return Fail(absl::StrCat("cannot open a session with ", options.endpoint), client.status());
   }
-  // cp, mv and sync replace a lost session (a server restart) as their retries need.
-  aobj::cli::Sessions sessions(options, std::move(*client));
+  // cp, mv and sync replace a lost session (a server restart) as their retries need, and spread
+  // over the gateways: those configured, then those the server lists (spec 5.11).
+  std::vector<std::string> gateway_list = {options.endpoint};
+  for (const std::string& g : configured) gateway_list.push_back(g);
+  gateway_list = aobj::cli::GatewayList(gateway_list, (*client)->session().gateways, 64);
+  aobj::cli::Sessions sessions(
+      options, std::move(*client), gateway_list,
+      [](const std::string& line) { std::cerr << "aobj: " << line << "\n"; });
   settings.sessions = &sessions;
   aobj::Client& c = sessions.Current(nullptr);
 
@@ -797,6 +828,7 @@ int main(int argc, char** argv) {
                                                       ? "hardware"
                                                       : "emulated")
                        .Texts("capabilities", caps)
+                       .Texts("gateways", s.gateways)
                        .Record("limits",
                                aobj::cli::JsonRecord()
                                    .Number("max_transfer_bytes",
@@ -829,6 +861,9 @@ int main(int argc, char** argv) {
               << " max_descriptors=" << s.limits.max_descriptors;
     if (s.limits.min_part_size != 0) std::cout << " min_part_size=" << s.limits.min_part_size;
     std::cout << "\n";
+    if (!s.gateways.empty()) {
+      std::cout << "other gateways:    " << absl::StrJoin(s.gateways, " ") << "\n";
+    }
     return c.Close().ok() ? 0 : 1;
   }
   if (cmd == "put") {

@@ -4,15 +4,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "aobj/rados_store.h"
@@ -48,6 +52,12 @@ Storage:
                             (default: 5242880, S3's 5 MiB; smaller only for tests). Uploads in
                             progress live in ROOT/.multipart (fs), in memory (memory) or
                             in the cluster (rados)
+
+Gateways (several servers over one store; docs/deploy-cluster.md, spec 5.11):
+  --advertise HOST:PORT     the address clients reach this gateway at; with --store rados it
+                            is registered in the cluster (again every 10 s) and listed to the
+                            clients of every other gateway (port 0: the port bound)
+  --gateway HOST:PORT       another gateway to list to clients in OpenSession (repeatable)
 
 Control channel (gRPC):
   --listen HOST:PORT        address to listen on (default: 127.0.0.1:7878; port 0 picks one)
@@ -172,6 +182,8 @@ int main(int argc, char** argv) {
                             "rados-namespace",
                             "rados-user",
                             "rados-gc-grace-ms",
+                            "advertise",
+                            "gateway",
                             "create-bucket",
                             "listen",
                             "port-file",
@@ -213,7 +225,7 @@ int main(int argc, char** argv) {
                             "authorization",
                             "grant"};
   config_keys.bool_keys = {"quiet", "plaintext", "metrics-allow-remote"};
-  config_keys.repeatable_keys = {"create-bucket", "grant"};
+  config_keys.repeatable_keys = {"create-bucket", "grant", "gateway"};
   std::vector<std::string> flag_names = config_keys.value_keys;
   flag_names.push_back("config");
   absl::Status st = aobj::tools::ParseArgs(argc, argv, 1, flag_names, config_keys.bool_keys,
@@ -405,6 +417,47 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Gateways of the same store that OpenSession lists (spec 5.11): the configured ones, and with
+  // --store rados those registered in the cluster in the last 30 s, this one left out.
+  struct GatewayList {
+    absl::Mutex mu;
+    std::vector<std::string> configured;
+    std::string self;
+    aobj::RadosStore* rados = nullptr;  // owned by the server
+    std::vector<std::string> live;
+    absl::Time read_at = absl::InfinitePast();
+  };
+  auto gateways = std::make_shared<GatewayList>();
+  if (args.Has("gateway")) {
+    for (const std::string& g : args.flags.at("gateway")) {
+      if (g.empty() || g.size() > 255 || g.find(':') == std::string::npos) {
+        return fail("--gateway " + g + ": expected HOST:PORT of at most 255 characters");
+      }
+      gateways->configured.push_back(g);
+    }
+  }
+  const std::string advertise = args.Get("advertise");
+  if (!advertise.empty() && (advertise.size() > 255 || advertise.rfind(':') == std::string::npos)) {
+    return fail("--advertise " + advertise + ": expected HOST:PORT of at most 255 characters");
+  }
+  options.gateways = [gateways]() {
+    absl::MutexLock l(&gateways->mu);
+    std::vector<std::string> out = gateways->configured;
+    if (gateways->rados != nullptr) {
+      if (absl::Now() - gateways->read_at > absl::Seconds(2)) {
+        absl::StatusOr<std::vector<std::string>> live = gateways->rados->Gateways(30000);
+        if (live.ok()) gateways->live = *std::move(live);
+        gateways->read_at = absl::Now();
+      }
+      for (const std::string& g : gateways->live) {
+        if (g != gateways->self && std::find(out.begin(), out.end(), g) == out.end()) {
+          out.push_back(g);
+        }
+      }
+    }
+    return out;
+  };
+
   // Store.
   const std::string kind = args.Get("store", "fs");
   std::unique_ptr<aobj::ObjectStore> store;
@@ -435,6 +488,7 @@ int main(int argc, char** argv) {
     auto token_key = (*rados)->SharedSecret("list-token-key");
     if (!token_key.ok()) return fail(aobj::tools::DescribeError(token_key.status()));
     options.list_token_key = *std::move(token_key);
+    gateways->rados = rados->get();
     store = std::move(*rados);
     store_desc = absl::StrCat("rados:", ro.pool, ro.ns.empty() ? "" : "/", ro.ns);
     options.log(
@@ -500,9 +554,37 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Registration in the cluster, renewed every 10 s until the server stops.
+  std::thread heartbeat;
+  absl::Notification stop_heartbeat;
+  if (gateways->rados != nullptr && !advertise.empty()) {
+    std::string self = advertise;
+    if (absl::EndsWith(self, ":0")) {
+      self = absl::StrCat(self.substr(0, self.size() - 1), (*server)->port());
+    }
+    {
+      absl::MutexLock l(&gateways->mu);
+      gateways->self = self;
+    }
+    heartbeat = std::thread([&options, &stop_heartbeat, gateways, self] {
+      do {
+        if (absl::Status r = gateways->rados->RegisterGateway(self); !r.ok()) {
+          options.log(
+              absl::StrCat("event=warning message=\"gateway registration: ", r.message(), "\""));
+        }
+      } while (!stop_heartbeat.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    });
+    options.log(absl::StrCat("event=gateway_registered address=", self));
+  }
+
   int sig = 0;
   sigwait(&sigs, &sig);
   options.log(absl::StrCat("event=stopping signal=", sig));
+  if (heartbeat.joinable()) {
+    stop_heartbeat.Notify();
+    heartbeat.join();
+    gateways->rados->DeregisterGateway(gateways->self).IgnoreError();
+  }
   (*server)->Shutdown();
   const aobj::ServerStats s = (*server)->stats();
   options.log(absl::StrCat("event=stopped requests=", s.requests, " errors=", s.errors,

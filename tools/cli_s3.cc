@@ -970,7 +970,7 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
   auto session = [&](size_t w, uint64_t* generation) -> Client& {
     Client* c = &client;
     *generation = 0;
-    if (settings.sessions != nullptr) c = &settings.sessions->Current(generation);
+    if (settings.sessions != nullptr) c = &settings.sessions->ForLane(w, generation);
     if (state[w].scratch == nullptr || state[w].generation != *generation) {
       state[w].scratch = std::make_unique<Scratch>(*c);
       state[w].generation = *generation;
@@ -1002,6 +1002,7 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
       } else {
         st = fn(c, *state[w].scratch);
       }
+      if (st.ok() && settings.sessions != nullptr) settings.sessions->Served(generation);
       if (st.ok() || attempt >= settings.retry.max_attempts || !Retryable(st)) return st;
       if (!unknown.has_value() && UnknownOutcome(st)) {
         if (!learn) return st;
@@ -1150,6 +1151,18 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
       },
       one);
   progress.Finish();
+  if (settings.sessions != nullptr && !settings.quiet) {
+    // Which gateway served what, when there were several (spec 5.11).
+    const auto served = settings.sessions->ServedByGateway();
+    if (served.size() > 1) {
+      std::string line = "gateways:";
+      for (const auto& [gateway, n] : served) {
+        absl::StrAppend(&line, " ", gateway, " ", n, n == 1 ? " file" : " files", ",");
+      }
+      line.pop_back();
+      std::cerr << line << "\n";
+    }
+  }
 
   // sync --delete, after the copies, and only when every one of them succeeded (as rclone
   // does): a failed run must not leave the destination with less than before.

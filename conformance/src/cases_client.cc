@@ -667,6 +667,18 @@ void RegisterClientCases(Registry& r) {
                           "the object the server stored is the file", "equal content",
                           stored ? "differs" : "not stored");
             });
+  AddClient(r, "cli/5.11/1",
+            "listed gateways are a hint: the client keeps working when they cannot be reached",
+            {"AOBJ-SES-033"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              // Port 1 on loopback: nothing listens there (a connection is refused at once).
+              script.gateways = {"127.0.0.1:1", "127.0.0.1:1"};
+              auto server = Serve(ctx, script);
+              const std::string content = Content(70000, 52);
+              PutOk(ctx, *server, "via-listed", content, "put with unreachable listed gateways");
+              server->AddObject(kBucket, "seed", content);
+              GetOk(ctx, *server, "seed", content, "get with unreachable listed gateways");
+            });
   AddClient(r, "cli/5.1/2", "requests stay inside the session's effective limits",
             {"AOBJ-SES-016"}, false, [](CaseContext& ctx) {
               FakeScript script;

@@ -829,6 +829,23 @@ void RegisterSessionCases(Registry& r) {
         }
         ctx.RequireStillServes();
       });
+  Add(r, "ses/5.11/1", "listed gateways: at most 64, each 1 to 255 octets of HOST:PORT", "core",
+      {"AOBJ-SES-032"}, false, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        const auto& gateways = p->session().gateways();
+        ctx.Require(gateways.size() <= 64, "at most 64 gateways listed", "<= 64",
+                    absl::StrCat(gateways.size()));
+        for (const std::string& g : gateways) {
+          const size_t colon = g.rfind(':');
+          const bool port_ok = colon != std::string::npos && colon + 1 < g.size() &&
+                               g.size() - colon - 1 <= 5 &&
+                               g.find_first_not_of("0123456789", colon + 1) == std::string::npos &&
+                               std::stoul(g.substr(colon + 1)) <= 65535;
+          ctx.Require(!g.empty() && g.size() <= 255 && colon > 0 && port_ok,
+                      "a listed gateway is HOST:PORT of 1 to 255 octets", "HOST:PORT",
+                      g.substr(0, 300));
+        }
+      });
   Add(r, "ses/5.9/3", "a session ID the server never issued: NO_SUCH_SESSION", "core",
       {"AOBJ-SES-010"}, true, [](CaseContext& ctx) {
         auto p = ctx.Open();

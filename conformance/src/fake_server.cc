@@ -675,6 +675,7 @@ FakeServer::Answer FakeServer::OpenSession(ReceivedRequest& rec) {
   *resp.mutable_limits() = s.limits;
   resp.set_memory_protection(pb::MEMORY_PROTECTION_EMULATED);
   resp.set_server_name("aobj-conformance fake server");
+  for (const std::string& g : script_.gateways) resp.add_gateways(g);
   *resp.mutable_supported_versions() = script_.supported_versions;
   {
     absl::MutexLock l(&mu_);

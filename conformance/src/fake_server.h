@@ -130,6 +130,7 @@ struct FakeScript {
   bool list_all_capabilities = false;     // answer `capabilities` whatever the client offered
   pb::Limits limits;                      // defaults filled in by the constructor
   uint64_t lease_ms = 30000;
+  std::vector<std::string> gateways;  // listed in OpenSession (spec 5.11)
   // Listing: at most this many entries per page, whatever max_keys says.
   uint32_t list_page = 1000;
   // PUT: read the windows again after this delay and check they still hold the body

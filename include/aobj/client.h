@@ -108,6 +108,9 @@ struct SessionInfo {
   MemoryProtection protection = MemoryProtection::kUnspecified;
   int64_t lease_ms = 0;
   std::string server_name;
+  // Other gateways of the same buckets that the server listed (host:port; spec 5.11): a hint,
+  // to be reached with the same credentials and TLS checks as the server itself.
+  std::vector<std::string> gateways;
 };
 
 // Memory registered with the data channel. Move-only; the Client must outlive it.

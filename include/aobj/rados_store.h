@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "aobj/store.h"
@@ -64,6 +65,12 @@ class RadosStore : public ObjectStore {
   // made by the first to ask, read by the others. aobj-server takes the key of its listing
   // continuation tokens from here, so that a token one gateway issued works on every other.
   virtual absl::StatusOr<std::string> SharedSecret(const std::string& name) = 0;
+  // Gateways of the store (spec 5.11): each registers the address its clients reach it at, again
+  // at least every max_age_ms / 3 while it serves, and deregisters when it stops; Gateways()
+  // lists those registered within the last `max_age_ms`, in address order.
+  virtual absl::Status RegisterGateway(const std::string& address) = 0;
+  virtual absl::Status DeregisterGateway(const std::string& address) = 0;
+  virtual absl::StatusOr<std::vector<std::string>> Gateways(int64_t max_age_ms) = 0;
   // RADOS objects of the store's namespace whose names start with `prefix` (tests, tools).
   virtual absl::StatusOr<uint64_t> CountObjects(const std::string& prefix) = 0;
 };

@@ -129,6 +129,9 @@ struct ServerOptions {
   // Gateways that serve one store share it, so that a token one issued works on every other and
   // across restarts; empty: random per process (tokens do not outlive it, AOBJ-OBJ-113).
   std::string list_token_key;
+  // Other gateways of the same buckets (host:port) that OpenSession lists for clients, a hint
+  // (spec 5.11); called for each OpenSession, from any thread; empty function: none.
+  std::function<std::vector<std::string>()> gateways;
   // Structured log lines ("event=... session=..."); empty = no logging.
   std::function<void(const std::string&)> log;
   // Local HTTP endpoint for observation (docs/observability.md): GET /metrics (Prometheus text

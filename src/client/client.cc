@@ -181,6 +181,13 @@ class ClientImpl final : public Client, public CancelSender {
     info_.protection = static_cast<MemoryProtection>(resp.memory_protection());
     info_.lease_ms = static_cast<int64_t>(resp.lease_ms());
     info_.server_name = resp.server_name();
+    // AOBJ-SES-033: a hint; entries out of bounds are dropped, not followed.
+    for (const std::string& g : resp.gateways()) {
+      if (!g.empty() && g.size() <= kMaxGatewayAddressBytes &&
+          info_.gateways.size() < kMaxGateways) {
+        info_.gateways.push_back(g);
+      }
+    }
     // AOBJ-SES-026: prove that this worker is the session's, over the challenges the server sent
     // it; until then the server moves no byte by RMA (AOBJ-SES-027). A server that sends none
     // predates endpoint binding.

@@ -464,6 +464,12 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
                                  ? aobj::v1::MEMORY_PROTECTION_HARDWARE
                                  : aobj::v1::MEMORY_PROTECTION_EMULATED);  // AOBJ-SES-013
   resp.set_server_name(config_.server_name);
+  if (config_.gateways) {
+    for (const std::string& g : config_.gateways()) {  // AOBJ-SES-032
+      if (resp.gateways_size() == static_cast<int>(kMaxGateways)) break;
+      if (!g.empty() && g.size() <= kMaxGatewayAddressBytes) resp.add_gateways(g);
+    }
+  }
   resp.mutable_supported_versions()->set_min(config_.min_version);
   resp.mutable_supported_versions()->set_max(config_.max_version);
   resp.set_lease_ms(absl::ToInt64Milliseconds(sessions_->lease()));

@@ -57,6 +57,7 @@ struct HandlerConfig {
   long session_reserve_fds = 0;
   std::string server_name;
   std::string list_token_key;  // ServerOptions::list_token_key; empty: random
+  std::function<std::vector<std::string>()> gateways;  // ServerOptions::gateways
   std::function<void(const std::string&)> log;
 };
 

@@ -668,6 +668,7 @@ class ServerImpl final : public Server {
                        kCapOpaqueEtag, kCapCancel};
     hc.server_name = options_.server_name;
     hc.list_token_key = options_.list_token_key;
+    hc.gateways = options_.gateways;
     hc.max_sessions = options_.max_sessions;
     hc.max_sessions_per_principal = options_.max_sessions_per_principal;
     // Fifth hostile probe of issue 16, C: each session's endpoint holds a descriptor, so under a

@@ -38,6 +38,7 @@
 #include "store/store_rules.h"
 #include "store_rados/rados_format.h"
 #include "wire/crypto.h"
+#include "wire/le_codec.h"
 
 namespace aobj::rados_internal {
 
@@ -697,6 +698,48 @@ class Cluster final : public RadosStore, public MultipartProvider, public Bucket
       if (r != -ECANCELED) return RadosError(r, "shared secret");
     }
     return MakeError(ErrorCode::kStorageError, "shared secret kept losing races");
+  }
+
+  absl::Status RegisterGateway(const std::string& address) override {
+    if (address.empty() || address.size() > 255) {
+      return MakeError(ErrorCode::kInvalidArgument, "a gateway address is 1 to 255 octets");
+    }
+    std::string when;
+    LeWriter(&when).U64(static_cast<uint64_t>(NowMs()));
+    WriteOp op;
+    rados_write_op_create(op.op, LIBRADOS_CREATE_IDEMPOTENT, nullptr);
+    const char* keys[] = {address.data()};
+    const size_t key_lens[] = {address.size()};
+    const char* vals[] = {when.data()};
+    const size_t val_lens[] = {when.size()};
+    rados_write_op_omap_set2(op.op, keys, vals, key_lens, val_lens, 1);
+    const int r = rados_write_op_operate(op.op, io_, rados_format::kGatewaysObject, nullptr, 0);
+    return r < 0 ? RadosError(r, "gateway registration") : absl::OkStatus();
+  }
+
+  absl::Status DeregisterGateway(const std::string& address) override {
+    WriteOp op;
+    const char* keys[] = {address.data()};
+    const size_t key_lens[] = {address.size()};
+    rados_write_op_omap_rm_keys2(op.op, keys, key_lens, 1);
+    const int r = rados_write_op_operate(op.op, io_, rados_format::kGatewaysObject, nullptr, 0);
+    return r < 0 && r != -ENOENT ? RadosError(r, "gateway deregistration") : absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<std::string>> Gateways(int64_t max_age_ms) override {
+    std::vector<std::string> out;
+    const int64_t now = NowMs();
+    absl::Status s =
+        OmapScan(rados_format::kGatewaysObject, "", "", 1024,
+                 [&](std::string_view k, std::string_view v) -> absl::Status {
+                   uint64_t when = 0;
+                   if (LeReader(v).U64(&when) && now - static_cast<int64_t>(when) <= max_age_ms) {
+                     out.emplace_back(k);
+                   }
+                   return absl::OkStatus();
+                 });
+    if (!s.ok() && !IsIndexGone(s)) return s;
+    return out;
   }
 
   absl::StatusOr<uint64_t> CountObjects(const std::string& prefix) override {

@@ -6,6 +6,7 @@
 //
 //   aobj.buckets            omap: bucket name -> BucketRecord
 //   aobj.secrets            omap: name -> 32 random octets (SharedSecret)
+//   aobj.gateways           omap: host:port -> when that gateway last registered
 //   aobj.index.<inc>        one per bucket incarnation (32 hex digits; a new one each time a
 //                           name is created): omap: EncodeKey(object key) -> HeadRecord, and
 //                           UploadEntry(key, upload id) -> UploadRecord for each multipart
@@ -46,6 +47,8 @@ using Uuid = std::array<uint8_t, 16>;
 inline constexpr char kBucketsObject[] = "aobj.buckets";
 // omap: name -> 32 random octets shared by every gateway of the store (RadosStore::SharedSecret).
 inline constexpr char kSecretsObject[] = "aobj.secrets";
+// omap: gateway address (host:port) -> the time it last registered, 8 octets little-endian ms.
+inline constexpr char kGatewaysObject[] = "aobj.gateways";
 inline constexpr uint8_t kRecordFormat = 1;
 inline constexpr int kGcShards = 8;
 // A stripe is one RADOS object; RADOS refuses objects above osd_max_object_size (128 MiB by

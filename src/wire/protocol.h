@@ -40,6 +40,8 @@ struct SessionLimits {
 
 // Hard bounds of the reference server on what a peer may send.
 inline constexpr size_t kMaxWorkerAddressBytes = 8192;   // AOBJ-SES-011
+inline constexpr size_t kMaxGateways = 64;               // AOBJ-SES-032
+inline constexpr size_t kMaxGatewayAddressBytes = 255;   // AOBJ-SES-032
 inline constexpr uint64_t kMaxInlineThreshold = 1 << 20; // inline bodies never exceed 1 MiB
 inline constexpr size_t kMaxKeyBytes = 1024;             // AOBJ-OBJ-002
 

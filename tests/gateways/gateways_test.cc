@@ -4,11 +4,13 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -40,12 +42,16 @@ class GatewaysTest : public ::testing::Test {
     ASSERT_EQ(mkdir(dir_.c_str(), 0700), 0) << dir_;
   }
 
-  // A gateway on the test's namespace; `name` keeps the gateways' directories apart.
-  std::unique_ptr<ServerProcess> StartGateway(const std::string& name) {
-    auto gw = std::make_unique<ServerProcess>(
-        dir_ + "/" + name, "rados",
-        std::vector<std::string>{"--rados-conf", conf_, "--rados-namespace", ns_,
-                                 "--data-isolation", "none"});
+  // A gateway on the test's namespace; `name` keeps the gateways' directories apart. With
+  // `advertise`, it registers in the cluster, and the others list it (spec 5.11).
+  std::unique_ptr<ServerProcess> StartGateway(const std::string& name, bool advertise = false) {
+    std::vector<std::string> flags = {"--rados-conf",     conf_, "--rados-namespace", ns_,
+                                      "--data-isolation", "none"};
+    if (advertise) {
+      flags.push_back("--advertise");
+      flags.push_back("127.0.0.1:0");
+    }
+    auto gw = std::make_unique<ServerProcess>(dir_ + "/" + name, "rados", flags);
     EXPECT_TRUE(gw->Start()) << gw->log();
     return gw;
   }
@@ -338,6 +344,70 @@ TEST_F(GatewaysTest, AGatewayKilledDuringCompleteLeavesNoTornObjectAndNoLeakedDa
   ASSERT_TRUE(stripes.ok());
   EXPECT_EQ(*stripes, 4u * kUploads);
   EXPECT_EQ(*collector->CountObjects("aobj.upload."), 0u);
+}
+
+// Runs the CLI with the primary principal's credentials; returns its exit code, stdout+stderr.
+int RunCli(const std::vector<std::string>& args, std::string* out, const std::string& log) {
+  std::string cmd =
+      absl::StrCat("AOBJ_ACCESS_KEY_ID=", testing::kAccessKey,
+                   " AOBJ_SECRET_ACCESS_KEY=", testing::kSecret, " ", AOBJ_CLI_BINARY);
+  for (const std::string& a : args) absl::StrAppend(&cmd, " '", a, "'");
+  absl::StrAppend(&cmd, " > '", log, "' 2>&1");
+  const int rc = std::system(cmd.c_str());
+  *out = testing::ReadFile(log);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+// The CLI given one gateway learns the others from it (registered in the cluster), spreads a
+// recursive copy over all three, says which served what, and when one dies mid-copy moves its
+// transfers to another and says so; every file arrives whole.
+TEST_F(GatewaysTest, TheCliSpreadsOverListedGatewaysAndMovesOffALostOne) {
+  auto a = StartGateway("a", true);
+  auto b = StartGateway("b", true);
+  auto c = StartGateway("c", true);
+  auto ca = ConnectTo(*a);
+  ASSERT_NE(ca, nullptr);
+  EXPECT_EQ(ca->session().gateways.size(), 2u) << "A lists B and C, not itself";
+  const std::string src = dir_ + "/src";
+  ASSERT_EQ(mkdir(src.c_str(), 0700), 0);
+  std::vector<std::string> files;
+  for (int i = 0; i < 30; ++i) {
+    files.push_back(Pattern(400 + i, (2 << 20) + i));
+    std::ofstream(absl::StrCat(src, "/f", i), std::ios::binary) << files.back();
+  }
+  std::string out;
+  ASSERT_EQ(
+      RunCli({"--endpoint", a->endpoint(), "cp", "--recursive", src, "aobj://test-bucket/one/"},
+             &out, dir_ + "/cli1.log"),
+      0)
+      << out;
+  EXPECT_NE(out.find("gateways: "), std::string::npos) << out;
+  for (const ServerProcess* g : {a.get(), b.get(), c.get()}) {
+    EXPECT_NE(out.find(g->endpoint()), std::string::npos)
+        << g->endpoint() << " served nothing: " << out;
+  }
+  // B dies while the next copy runs.
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    b->Kill(SIGKILL);
+  });
+  const int rc =
+      RunCli({"--endpoint", a->endpoint(), "cp", "--recursive", src, "aobj://test-bucket/two/"},
+             &out, dir_ + "/cli2.log");
+  killer.join();
+  ASSERT_EQ(rc, 0) << out;
+  for (int i = 0; i < 30; ++i) {
+    absl::StatusOr<std::string> got = GetBytes(*ca, absl::StrCat("two/f", i));
+    ASSERT_TRUE(got.ok()) << i << ": " << got.status();
+    EXPECT_TRUE(*got == files[i]) << i;
+  }
+  // Either the copy was past B's share when it died, or the CLI said it moved off B.
+  if (out.find("gateway " + b->endpoint()) != std::string::npos) {
+    EXPECT_NE(out.find("continue on"), std::string::npos) << out;
+  }
+  std::fprintf(
+      stderr, "%s\n",
+      out.substr(out.find("gateways:") == std::string::npos ? 0 : out.find("gateways:")).c_str());
 }
 
 // Bucket owners live with the buckets in the cluster: every gateway agrees on who owns what,

@@ -65,5 +65,12 @@ TEST(RetryTest, PausesDoubleWithJitterUpToTheCap) {
   }
 }
 
+TEST(GatewayListTest, ConfiguredFirstThenListedWithoutRepeatsUpToTheLimit) {
+  EXPECT_EQ(GatewayList({"a:1", "b:2"}, {"b:2", "c:3", "", "a:1", "d:4"}, 64),
+            (std::vector<std::string>{"a:1", "b:2", "c:3", "d:4"}));
+  EXPECT_EQ(GatewayList({"a:1"}, {"b:2", "c:3"}, 2), (std::vector<std::string>{"a:1", "b:2"}));
+  EXPECT_EQ(GatewayList({"a:1", "a:1"}, {}, 64), (std::vector<std::string>{"a:1"}));
+}
+
 }  // namespace
 }  // namespace aobj::cli

@@ -73,6 +73,8 @@ bool GetMetadata(LeReader& r, std::map<std::string, std::string>* m) {
   for (uint32_t i = 0; i < pairs; ++i) {
     std::string name, value;
     if (!GetString(r, &name) || !GetString(r, &value)) return false;
+    // Names strictly ascending, as every encoder writes them: one encoding per record.
+    if (!m->empty() && !(m->rbegin()->first < name)) return false;
     m->emplace(std::move(name), std::move(value));
   }
   return true;

@@ -66,17 +66,20 @@ absl::StatusOr<std::unique_ptr<AobjWorkers>> AobjWorkers::Start(const AobjVarian
   std::unique_ptr<AobjWorkers> w(new AobjWorkers(v));
   for (int i = 0; i < std::max(1, v.processes); ++i) {
     ChildProcess::Options c;
-    c.argv = {SelfExe(),       "--internal-worker",
-              "--endpoint",    v.endpoint,
-              "--credentials", v.credentials_file,
-              "--bucket",      v.bucket,
-              "--buffers",     v.caller_buffers ? "caller" : "library",
-              "--threads",     absl::StrCat(v.threads),
-              "--max-size",    absl::StrCat(v.max_size),
-              "--proc-index",  absl::StrCat(i),
-              "--checksum",    v.checksum,
-              "--transports",  v.transports.empty() ? "default" : v.transports,
-              "--inline",      v.allow_inline ? "1" : "0",
+    // Several gateways of one store (HOST:PORT,HOST:PORT...): worker process i uses gateway
+    // i % count, so that the processes spread over them (docs/deploy-cluster.md).
+    const std::vector<std::string> gateways = absl::StrSplit(v.endpoint, ',');
+    c.argv = {SelfExe(),        "--internal-worker",
+              "--endpoint",     gateways[static_cast<size_t>(i) % gateways.size()],
+              "--credentials",  v.credentials_file,
+              "--bucket",       v.bucket,
+              "--buffers",      v.caller_buffers ? "caller" : "library",
+              "--threads",      absl::StrCat(v.threads),
+              "--max-size",     absl::StrCat(v.max_size),
+              "--proc-index",   absl::StrCat(i),
+              "--checksum",     v.checksum,
+              "--transports",   v.transports.empty() ? "default" : v.transports,
+              "--inline",       v.allow_inline ? "1" : "0",
               "--opaque-etags", v.opaque_etags ? "1" : "0"};
     c.pipe_stdio = true;
     auto p = ChildProcess::Start(c);

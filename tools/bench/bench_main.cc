@@ -68,8 +68,10 @@ Workload:
 
 Server:
   --store LIST            memory and/or fs (default memory); fs uses a temp dir on /tmp
-  --endpoint HOST:PORT    bench an already running server instead (needs --credentials and a
-                          bucket --bucket; its CPU and memory only with --server-pid)
+  --endpoint HOST:PORT[,HOST:PORT...]  bench an already running server instead (needs
+                          --credentials and a bucket --bucket; its CPU and memory only with
+                          --server-pid); several gateways of one store: client process i uses
+                          gateway i % count (scripts/bench-gateways.sh)
   --credentials FILE      "ACCESS_KEY_ID SECRET" for --endpoint
   --server-pid PID        the running server's pid, for CPU and memory figures
   --bucket NAME           bucket to use (default bench)

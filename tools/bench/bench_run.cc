@@ -200,7 +200,7 @@ absl::Status Bench::StartStores() {
   if (!creds.ok() || creds->empty()) return absl::InvalidArgumentError("no credentials");
   for (auto& s : stores_) {
     ClientOptions o;
-    o.endpoint = s->endpoint;
+    o.endpoint = s->endpoint.substr(0, s->endpoint.find(','));  // the first gateway
     o.access_key_id = creds->begin()->first;
     o.secret = creds->begin()->second;
     o.client_name = "aobj-bench-coordinator/0.1";

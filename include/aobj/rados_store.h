@@ -54,7 +54,9 @@ struct RadosGcReport {
   uint64_t entries_examined = 0;  // entries old enough to decide on
   uint64_t versions_deleted = 0;  // data no key named, deleted
   uint64_t versions_kept = 0;     // entries whose data a key still names: the entry went
-  uint64_t entries_waiting = 0;   // entries younger than the grace
+  // Entries found younger than the grace (a shard's scan stops at its first young entry, so
+  // this is at most one per shard plus those renewed since they were written).
+  uint64_t entries_waiting = 0;
 };
 
 class RadosStore : public ObjectStore {

@@ -159,6 +159,7 @@ class RadosWriter final : public ObjectWriter {
   std::deque<InFlight> in_flight_;
   absl::Status failed_;
   std::string intent_;  // the garbage entry's current value; empty: none written
+  std::string intent_name_;
   bool done_ = false;
 };
 
@@ -526,7 +527,7 @@ class Cluster final : public RadosStore, public MultipartProvider, public Bucket
   // that may name it besides the key's head.
   absl::Status NoteSegment(GcKind kind, const Uuid& incarnation, const std::string& encoded_key,
                            const rados_format::Segment& s, const PartTarget* part,
-                           std::string* value_out = nullptr) {
+                           std::string* value_out = nullptr, std::string* name_out = nullptr) {
     if (s.size == 0) return absl::OkStatus();  // no stripes
     GcIntent intent{kind, NowMs(), s.uuid, incarnation, s.size, s.stripe_bytes, encoded_key};
     if (part != nullptr) {
@@ -534,10 +535,11 @@ class Cluster final : public RadosStore, public MultipartProvider, public Bucket
       intent.part_number = part->part_number;
     }
     std::string value = rados_format::EncodeGcIntent(intent);
-    const int r =
-        OmapSet(rados_format::GcObject(s.uuid), rados_format::GcEntryName(s.uuid, kind), value);
+    std::string name = rados_format::GcEntryName(intent.time_ms, s.uuid, kind);
+    const int r = OmapSet(rados_format::GcObject(s.uuid), name, value);
     if (r < 0) return RadosError(r, "garbage entry");
     if (value_out != nullptr) *value_out = std::move(value);
+    if (name_out != nullptr) *name_out = std::move(name);
     return absl::OkStatus();
   }
 

@@ -1,5 +1,6 @@
 #include "store_rados/rados_format.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -227,12 +228,35 @@ absl::StatusOr<HeadRecord> DecodeHead(std::string_view octets) {
   return record;
 }
 
-std::string GcEntryName(const Uuid& uuid, GcKind kind) {
-  return absl::StrCat(HexEncode(uuid), kind == GcKind::kWriting ? ".w" : ".r");
+namespace {
+std::string TimeHex(int64_t time_ms) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(16, '0');
+  const uint64_t t = static_cast<uint64_t>(std::max<int64_t>(time_ms, 0));
+  for (int i = 0; i < 16; ++i) out[15 - i] = kHex[(t >> (4 * i)) & 0xf];
+  return out;
+}
+}  // namespace
+
+std::string GcEntryName(int64_t time_ms, const Uuid& uuid, GcKind kind) {
+  return absl::StrCat(TimeHex(time_ms), ".", HexEncode(uuid),
+                      kind == GcKind::kWriting ? ".w" : ".r");
 }
 
-std::string GcUploadEntryName(std::string_view upload_id) {
-  return absl::StrCat(AV(upload_id), ".u");
+std::string GcUploadEntryName(int64_t time_ms, std::string_view upload_id) {
+  return absl::StrCat(TimeHex(time_ms), ".", AV(upload_id), ".u");
+}
+
+int64_t GcEntryTime(std::string_view name) {
+  if (name.size() < 17 || name[16] != '.') return -1;
+  uint64_t t = 0;
+  for (int i = 0; i < 16; ++i) {
+    const char c = name[i];
+    const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (v < 0) return -1;
+    t = t << 4 | static_cast<uint64_t>(v);
+  }
+  return t > static_cast<uint64_t>(INT64_MAX) ? -1 : static_cast<int64_t>(t);
 }
 
 std::string GcUploadObject(std::string_view upload_id) {

@@ -19,7 +19,7 @@
 //                           for a PUT; its parts, in order, for a completed multipart upload)
 //   aobj.upload.<id>        one per multipart upload: omap: "~state" -> UploadState,
 //                           PartEntry(n) -> PartRecord
-//   aobj.gc.<shard>         omap: GcEntryName -> GcIntent; shard = first uuid octet % 8
+//   aobj.gc.<shard>         omap: GcEntryName (time first) -> GcIntent; shard = uuid octet 0 % 8
 //
 // Commits are compare-and-swap operations on one omap entry (`omap_cmp` against the value read,
 // the empty value for an absent key, then `omap_set` in the same RADOS write operation), so a
@@ -130,8 +130,13 @@ struct GcIntent {
   std::string upload_id;    // a part's upload, or the kUpload's; empty otherwise
   uint32_t part_number = 0;
 };
-std::string GcEntryName(const Uuid& uuid, GcKind kind);
-std::string GcUploadEntryName(std::string_view upload_id);
+// Entry names begin with the time the entry was first written (16 hex digits of milliseconds),
+// so that a collector reads a shard in age order and stops at the first entry younger than the
+// grace; a renewal changes the value's time, never the name.
+std::string GcEntryName(int64_t time_ms, const Uuid& uuid, GcKind kind);
+std::string GcUploadEntryName(int64_t time_ms, std::string_view upload_id);
+// The time at the start of an entry name; -1 when it has none.
+int64_t GcEntryTime(std::string_view name);
 std::string GcUploadObject(std::string_view upload_id);
 std::string EncodeGcIntent(const GcIntent& intent);
 absl::StatusOr<GcIntent> DecodeGcIntent(std::string_view octets);

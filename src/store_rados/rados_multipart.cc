@@ -123,7 +123,7 @@ class RadosMultipart final : public MultipartManager {
       GcIntent gc{
           GcKind::kUpload, record.initiated_ms, Uuid{}, *inc, 0, 0, ekey, record.upload_id, 0};
       if (int r = store_->OmapSet(rados_format::GcUploadObject(record.upload_id),
-                                  rados_format::GcUploadEntryName(record.upload_id),
+                                  rados_format::GcUploadEntryName(gc.time_ms, record.upload_id),
                                   rados_format::EncodeGcIntent(gc));
           r < 0) {
         return RadosError(r, "garbage entry");

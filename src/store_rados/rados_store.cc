@@ -44,7 +44,7 @@ RadosWriter::RadosWriter(Cluster* store, Uuid incarnation, std::string encoded_k
 absl::Status RadosWriter::Start() {
   std::string value;
   if (absl::Status st = store_->NoteSegment(GcKind::kWriting, incarnation_, encoded_key_, segment(),
-                                            part_ ? &*part_ : nullptr, &value);
+                                            part_ ? &*part_ : nullptr, &value, &intent_name_);
       !st.ok()) {
     return st;
   }
@@ -62,8 +62,7 @@ void RadosWriter::Abandon() {
   if (intent_.empty()) return;
   // Best effort: what stays behind (a gateway that dies here) is the collector's.
   if (store_->DeleteStripes(uuid_, rados_format::StripeCount(size_, stripe_bytes_)).ok()) {
-    store_->OmapSwap(rados_format::GcObject(uuid_),
-                     rados_format::GcEntryName(uuid_, GcKind::kWriting), intent_, nullptr, true);
+    store_->OmapSwap(rados_format::GcObject(uuid_), intent_name_, intent_, nullptr, true);
   }
 }
 
@@ -145,8 +144,7 @@ absl::StatusOr<ObjectInfo> RadosWriter::Commit(const ObjectInfo& info) {
     renewed.time_ms = std::max(NowMs(), renewed.time_ms + 1);  // a different value to swap in
     std::string value = rados_format::EncodeGcIntent(renewed);
     const int r =
-        store_->OmapSwap(rados_format::GcObject(uuid_),
-                         rados_format::GcEntryName(uuid_, GcKind::kWriting), intent_, &value, true);
+        store_->OmapSwap(rados_format::GcObject(uuid_), intent_name_, intent_, &value, true);
     if (r == -ECANCELED || r == -ENOENT) {
       // The collector took the entry and deleted the stripes it found; stripes written since
       // are this writer's to delete.
@@ -166,8 +164,7 @@ absl::StatusOr<ObjectInfo> RadosWriter::Commit(const ObjectInfo& info) {
     done_ = true;
     if (!intent_.empty()) {
       // The commit stands whatever happens here; a leftover entry is settled by the collector.
-      store_->OmapSwap(rados_format::GcObject(uuid_),
-                       rados_format::GcEntryName(uuid_, GcKind::kWriting), intent_, nullptr, true);
+      store_->OmapSwap(rados_format::GcObject(uuid_), intent_name_, intent_, nullptr, true);
     }
   }
   return done;
@@ -388,10 +385,17 @@ absl::StatusOr<RadosGcReport> Cluster::CollectGarbage() {
   for (int shard = 0; shard < rados_format::kGcShards; ++shard) {
     const std::string oid = absl::StrCat("aobj.gc.", shard);
     std::vector<std::pair<std::string, std::string>> due;
+    // Names sort by the time each entry was first written: the scan stops at the first one
+    // younger than the grace, so a pass reads what is due, not every entry of the shard.
     absl::Status s = OmapScan(oid, "", "", UINT64_MAX, [&](std::string_view k, std::string_view v) {
+      const int64_t first = rados_format::GcEntryTime(k);
+      if (first >= 0 && first + options().gc_grace_ms > now) {
+        ++report.entries_waiting;
+        return absl::CancelledError();  // stop: every later name is younger
+      }
       absl::StatusOr<GcIntent> intent = rados_format::DecodeGcIntent(v);
       if (intent.ok() && intent->time_ms + options().gc_grace_ms > now) {
-        ++report.entries_waiting;
+        ++report.entries_waiting;  // renewed since (a writer, an upload in progress)
       } else {
         due.emplace_back(std::string(k), std::string(v));
       }

@@ -181,7 +181,12 @@ TEST(RadosFormatTest, NamesAndStripeCounts) {
   EXPECT_EQ(IndexObject(U(0)), "aobj.index.000102030405060708090a0b0c0d0e0f");
   EXPECT_EQ(DataObject(U(0), 12), "aobj.data.000102030405060708090a0b0c0d0e0f.12");
   EXPECT_EQ(GcObject(U(13)), "aobj.gc.5");
-  EXPECT_EQ(GcEntryName(U(0), GcKind::kWriting), "000102030405060708090a0b0c0d0e0f.w");
+  EXPECT_EQ(GcEntryName(0x1234, U(0), GcKind::kWriting),
+            "0000000000001234.000102030405060708090a0b0c0d0e0f.w");
+  EXPECT_EQ(GcEntryTime(GcEntryName(1764000000123, U(1), GcKind::kReplaced)), 1764000000123);
+  EXPECT_LT(GcEntryName(999, U(9), GcKind::kReplaced), GcEntryName(1000, U(0), GcKind::kWriting));
+  EXPECT_EQ(GcEntryTime("nonsense"), -1);
+  EXPECT_EQ(GcEntryTime(GcUploadEntryName(77, "ab")), 77);
   EXPECT_EQ(StripeCount(0, 4096), 0u);
   EXPECT_EQ(StripeCount(1, 4096), 1u);
   EXPECT_EQ(StripeCount(4096, 4096), 1u);

@@ -7,6 +7,8 @@
 #   scripts/bench-gateways.sh [OUT_DIR]        (default /tmp/aobj-bench-gateways)
 #   environment: SIZES (default 4K,64M), PROCS (client processes, default 8), OSDS (default 1),
 #                DURATION (seconds per cell, default 1)
+# The gateways collect replaced versions after 5 s (--rados-gc-grace-ms): every PUT cell
+# overwrites its keys, and the memstore OSD holds what is not collected.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-/tmp/aobj-bench-gateways}"
@@ -31,7 +33,7 @@ endpoints=()
 for i in 1 2 3; do
   build/aobj-server --plaintext --listen 127.0.0.1:0 --port-file "$dir/port$i" \
     --credentials "$creds" --store rados --rados-conf "$conf" --create-bucket bench \
-    --data-isolation none --quiet > "$dir/gateway$i.log" 2>&1 &
+    --data-isolation none --rados-gc-grace-ms 5000 --quiet > "$dir/gateway$i.log" 2>&1 &
   pids+=("$!")
 done
 for i in 1 2 3; do

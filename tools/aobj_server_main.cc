@@ -46,7 +46,9 @@ Storage:
   --rados-user NAME         rados: Ceph user, as `ceph --id` (default: admin)
   --rados-gc-grace-ms N     rados: data no key names is deleted after this long, which is
                             also the longest a PUT may run and a reader may read a replaced
-                            version (default: 900000, 15 minutes)
+                            version; replaced data holds pool space this long (default:
+                            900000, 15 minutes; the collector runs every half grace, at most
+                            every minute)
   --create-bucket NAME      create bucket NAME at start if missing (repeatable)
   --min-part-size N         multipart: smallest size of every part but the last
                             (default: 5242880, S3's 5 MiB; smaller only for tests). Uploads in
@@ -482,6 +484,10 @@ int main(int argc, char** argv) {
     if (!(st = args.GetInt("rados-gc-grace-ms", ro.gc_grace_ms, &ro.gc_grace_ms)).ok()) {
       return fail(std::string(st.message()));
     }
+    if (ro.gc_grace_ms < 1000) return fail("--rados-gc-grace-ms must be at least 1000");
+    // The collector looks twice per grace (at most once a minute), so garbage lives at most
+    // about one and a half graces.
+    ro.gc_interval_ms = std::clamp<int64_t>(ro.gc_grace_ms / 2, 500, 60000);
     auto rados = aobj::OpenRadosStore(ro);
     if (!rados.ok()) return fail(aobj::tools::DescribeError(rados.status()));
     // One key for every gateway of the store: a listing continues on any of them.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # aobj-bench against one and against three aobj-server gateways over the same single-host Ceph
-# cluster (issue 20; docs/benchmarks.md, "Gateways over a Ceph cluster"). Starts the cluster with
-# scripts/ceph-cluster.sh, three gateways with --store rados, runs aobj-bench twice (client
-# process i uses gateway i % count), prints both tables and stops everything.
+# cluster (issue 20; docs/benchmarks.md, "Gateways over a Ceph cluster"), and one gateway against
+# Ceph's own S3 gateway (radosgw) on the same cluster. Starts the cluster with
+# scripts/ceph-cluster.sh, three gateways with --store rados and radosgw, runs aobj-bench three
+# times (client process i uses gateway i % count), prints the tables and stops everything.
 #
 #   scripts/bench-gateways.sh [OUT_DIR]        (default /tmp/aobj-bench-gateways)
 #   environment: SIZES (default 4K,64M), PROCS (client processes, default 8), OSDS (default 1),
@@ -18,6 +19,7 @@ export UCX_NET_DEVICES=lo UCX_WARN_UNUSED_ENV_VARS=n
 dir="$(mktemp -d /tmp/aobj-gwbench-XXXXXX)"
 pids=()
 cleanup() {
+  [ -f "$dir/rgw.pid" ] && kill "$(cat "$dir/rgw.pid")" 2>/dev/null || true
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   bash scripts/ceph-cluster.sh stop "$dir/ceph" >/dev/null 2>&1 || true
@@ -49,4 +51,30 @@ build/aobj-bench --endpoint "${endpoints[0]}" "${common[@]}" --json "$out/one-ga
 all="$(IFS=,; echo "${endpoints[*]}")"
 echo "== three gateways ($all), ${PROCS:-8} client processes"
 build/aobj-bench --endpoint "$all" "${common[@]}" --json "$out/three-gateways.json"
-echo "JSON reports: $out/one-gateway.json $out/three-gateways.json"
+
+# radosgw on the same pool's cluster, with the keys aobj-bench's S3 client signs with. Its
+# messenger must not ask for "secure" mode, which needs cephx (the test cluster has none).
+if command -v radosgw >/dev/null; then
+  export CEPH_CONF="$conf"
+  timeout 60 radosgw-admin user create --uid bench --display-name bench \
+    --access-key benchkey --secret benchsecret > "$dir/rgw-user.log" 2>&1
+  rgw_port="$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  mkdir -p "$dir/rgw"
+  radosgw -n client.admin -c "$conf" --setuser root --setgroup root \
+    --ms-mon-client-mode crc --ms-client-mode crc --ms-service-mode crc \
+    --ms-mon-service-mode crc --rgw-frontends "beast endpoint=127.0.0.1:$rgw_port" \
+    --rgw-data "$dir/rgw" --pid-file "$dir/rgw.pid" --log-file "$dir/rgw/rgw.log" \
+    --admin-socket "$dir/rgw/rgw.asok"
+  for _ in $(seq 300); do
+    curl -s -o /dev/null "http://127.0.0.1:$rgw_port/" && break
+    sleep 0.1
+  done
+  echo "== one gateway against radosgw (127.0.0.1:$rgw_port), one process, ${PROCS:-8} in flight"
+  build/aobj-bench --endpoint "${endpoints[0]}" --credentials "$creds" --bucket bench \
+    --sizes "${SIZES:-4K,64M}" --ops get,put --processes 1 --threads "${PROCS:-8}" \
+    --duration "${DURATION:-1}" --compare moto --s3-endpoint "127.0.0.1:$rgw_port" \
+    --s3-name radosgw --small-duration 0 --idle-seconds 0 --json "$out/radosgw.json"
+else
+  echo "radosgw not installed (apt-get install radosgw): no comparison with Ceph's S3 gateway"
+fi
+echo "JSON reports in $out"

@@ -14,7 +14,7 @@ PACKAGES=(
   libcurl4-openssl-dev nginx-light wrk
   libmicrohttpd-dev
   doxygen groff-base
-  librados-dev ceph-mon ceph-osd ceph-common
+  librados-dev ceph-mon ceph-osd ceph-common radosgw
 )
 
 missing=()

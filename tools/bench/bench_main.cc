@@ -91,6 +91,10 @@ Comparisons (same sizes, ops and concurrency):
   --moto-max-size SIZE    skip larger sizes for moto (default 64M; it is slow)
   --nginx PATH            (default: nginx on PATH or /usr/sbin/nginx)
   --moto PATH             (default: moto_server on PATH or /root/.pyenv/shims/moto_server)
+  --s3-endpoint HOST:PORT compare with this running S3 server instead of starting moto (with
+                          --compare moto): SigV4 with access key benchkey, secret benchsecret
+                          (scripts/bench-gateways.sh starts radosgw so)
+  --s3-name NAME          the name of its rows (default s3)
   --wrk PATH              (default: wrk on PATH; gives nginx's small-request figures)
 
 Small requests, idle, output:
@@ -119,34 +123,37 @@ std::vector<std::string> List(const std::string& s) {
 
 absl::Status ParseFlags(int argc, char** argv, Flags* f) {
   tools::ParsedArgs a;
-  absl::Status st = tools::ParseArgs(argc, argv, 1, {"sizes",
-                                                     "ops",
-                                                     "threads",
-                                                     "processes",
-                                                     "count",
-                                                     "duration",
-                                                     "min-ops",
-                                                     "warmup",
-                                                     "buffers",
-                                                     "checksum",
-                                                     "etags",
-                                                     "transports",
-                                                     "store",
-                                                     "endpoint",
-                                                     "credentials",
-                                                     "server-pid",
-                                                     "bucket",
-                                                     "server-binary",
-                                                     "compare",
-                                                     "moto-max-size",
-                                                     "nginx",
-                                                     "moto",
-                                                     "wrk",
-                                                     "small-duration",
-                                                     "small-inflight",
-                                                     "idle-seconds",
-                                                     "json",
-                                                     "svg"},
+  absl::Status st = tools::ParseArgs(argc, argv, 1,
+                                     {"sizes",
+                                      "ops",
+                                      "threads",
+                                      "processes",
+                                      "count",
+                                      "duration",
+                                      "min-ops",
+                                      "warmup",
+                                      "buffers",
+                                      "checksum",
+                                      "etags",
+                                      "transports",
+                                      "store",
+                                      "endpoint",
+                                      "credentials",
+                                      "server-pid",
+                                      "bucket",
+                                      "server-binary",
+                                      "compare",
+                                      "moto-max-size",
+                                      "nginx",
+                                      "moto",
+                                      "s3-endpoint",
+                                      "s3-name",
+                                      "wrk",
+                                      "small-duration",
+                                      "small-inflight",
+                                      "idle-seconds",
+                                      "json",
+                                      "svg"},
                                      {"no-inline", "ucx-rkey-per-op"}, &a);
   if (!st.ok()) return st;
   f->no_inline = a.Has("no-inline");
@@ -232,6 +239,8 @@ absl::Status ParseFlags(int argc, char** argv, Flags* f) {
   }
   f->nginx = a.Get("nginx", "nginx");
   f->moto = a.Get("moto", "moto_server");
+  f->s3_endpoint = a.Get("s3-endpoint");
+  f->s3_name = a.Get("s3-name", "s3");
   f->wrk = a.Get("wrk", "wrk");
   if (a.Has("small-duration") && !absl::SimpleAtod(a.Get("small-duration"), &f->small_duration)) {
     return absl::InvalidArgumentError("--small-duration takes seconds");

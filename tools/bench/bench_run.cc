@@ -166,6 +166,7 @@ class Bench {
   std::vector<std::pair<std::string, std::unique_ptr<RawUcx>>> ucx_;  // (transport, runner)
   std::unique_ptr<NginxServer> nginx_;
   std::unique_ptr<MotoServer> moto_;
+  std::string s3_label_ = "moto";  // the rows' name of moto_ (--s3-name with --s3-endpoint)
   std::string wrk_;
   BufferPool pool_;  // curl buffers and raw-UCX local buffers (never used at once)
 };
@@ -417,7 +418,7 @@ void Bench::RunSweep() {
         RunCurlCellFor("nginx", "sweep", op, size, f_.threads, false);
       }
       if (moto_ != nullptr && size <= f_.moto_max) {
-        RunCurlCellFor("moto", "sweep", op, size, f_.threads, false);
+        RunCurlCellFor(s3_label_, "sweep", op, size, f_.threads, false);
       }
     }
     for (auto& s : stores_) DeleteObjects(*s, size, max_procs, f_.threads);
@@ -520,7 +521,7 @@ void Bench::RunSmall() {
         }
         Record(std::move(c));
       }
-      if (moto_ != nullptr) RunCurlCellFor("moto", "small", op, kSize, inflight, true);
+      if (moto_ != nullptr) RunCurlCellFor(s3_label_, "small", op, kSize, inflight, true);
     }
   }
   for (auto& s : stores_) DeleteObjects(*s, kSize, 1, f_.small_inflight);
@@ -555,7 +556,17 @@ int Bench::Run(const std::string& command) {
   // Peers. moto takes seconds to start: it starts while the idle window runs.
   std::optional<absl::StatusOr<std::unique_ptr<MotoServer>>> moto;
   std::thread moto_starter;
-  if (Wants(f_, "moto")) {
+  if (Wants(f_, "moto") && !f_.s3_endpoint.empty()) {
+    // A running S3 server (radosgw) in moto's place, under its own name.
+    int port = 0;
+    const size_t colon = f_.s3_endpoint.rfind(':');
+    if (colon == std::string::npos || !absl::SimpleAtoi(f_.s3_endpoint.substr(colon + 1), &port)) {
+      report_.notes.push_back("--s3-endpoint takes HOST:PORT: no S3 comparison");
+    } else {
+      moto = MotoServer::Attach(port, f_.bucket);
+      s3_label_ = f_.s3_name;
+    }
+  } else if (Wants(f_, "moto")) {
     std::string bin = FindProgram(f_.moto);
     if (bin.empty() && f_.moto == "moto_server")
       bin = FindProgram("/root/.pyenv/shims/moto_server");
@@ -613,11 +624,14 @@ int Bench::Run(const std::string& command) {
   if (moto.has_value()) {
     if (moto->ok()) {
       moto_ = std::move(**moto);
-      report_.notes.push_back(absl::StrCat("moto: sizes above ", SizeLabel(f_.moto_max),
-                                           " skipped; PUT sends x-amz-content-sha256: "
-                                           "UNSIGNED-PAYLOAD"));
+      report_.notes.push_back(absl::StrCat(
+          s3_label_, ": sizes above ", SizeLabel(f_.moto_max),
+          " skipped; requests send x-amz-content-sha256: "
+          "UNSIGNED-PAYLOAD",
+          f_.s3_endpoint.empty() ? "" : absl::StrCat("; the server at ", f_.s3_endpoint)));
     } else {
-      report_.notes.push_back(absl::StrCat("moto failed to start: ", moto->status().message()));
+      report_.notes.push_back(
+          absl::StrCat(s3_label_, " failed to start: ", moto->status().message()));
     }
   }
   std::map<std::string, MemoryFigures> memory;

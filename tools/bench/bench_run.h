@@ -32,6 +32,9 @@ struct Flags {
   pid_t server_pid = -1;
   uint64_t moto_max = 64ull << 20;
   std::string nginx, moto, wrk;
+  // A running S3 server to compare with in place of moto (radosgw on the same cluster): its
+  // HOST:PORT, and the name its rows carry. It must accept moto's keys (benchkey/benchsecret).
+  std::string s3_endpoint, s3_name = "s3";
   double small_duration = 0.5;
   int small_inflight = 16;
   double idle_seconds = 5;

@@ -64,13 +64,19 @@ class CurlOp {
     curl_easy_setopt(h_, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(h_, CURLOPT_BUFFERSIZE, static_cast<long>(CURL_MAX_READ_SIZE));
     curl_easy_setopt(h_, CURLOPT_PROXY, "");
-    headers_ = curl_slist_append(headers_, "Expect:");  // no 100-continue round trip
+    if (!sigv4) {
+      headers_ = curl_slist_append(headers_, "Expect:");  // no 100-continue round trip
+    } else {
+      // curl would sign an empty "Expect:" and then not send it (radosgw then refuses the
+      // signature): let curl send its 100-continue, without waiting for the answer.
+      curl_easy_setopt(h_, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
+    }
     if (sigv4) {
       curl_easy_setopt(h_, CURLOPT_AWS_SIGV4, "aws:amz:us-east-1:s3");
       curl_easy_setopt(h_, CURLOPT_USERPWD, absl::StrCat(kMotoAccessKey, ":", kMotoSecret).c_str());
-      if (op == Op::kPut) {
-        headers_ = curl_slist_append(headers_, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-      }
+      // Also on GETs: curl does not send the header itself, and radosgw then signs with
+      // UNSIGNED-PAYLOAD where curl signed the empty body's hash.
+      headers_ = curl_slist_append(headers_, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
     }
     curl_easy_setopt(h_, CURLOPT_HTTPHEADER, headers_);
     if (op == Op::kGet) {
@@ -251,24 +257,41 @@ absl::StatusOr<std::unique_ptr<MotoServer>> MotoServer::Start(const std::string&
     return absl::InternalError(
         absl::StrCat("moto_server did not start: ", ReadSmallFile(c.log_path)));
   }
-  // Create the bucket (PUT /bucket).
+  if (absl::Status st = m->CreateBucket(); !st.ok()) return st;
+  return m;
+}
+
+absl::StatusOr<std::unique_ptr<MotoServer>> MotoServer::Attach(int port,
+                                                               const std::string& bucket) {
+  std::unique_ptr<MotoServer> m(new MotoServer());
+  m->port_ = port;
+  m->bucket_ = bucket;
+  if (absl::Status st = m->CreateBucket(); !st.ok()) return st;
+  return m;
+}
+
+// PUT /bucket; an existing bucket of ours is fine (S3: 409 BucketAlreadyOwnedByYou).
+absl::Status MotoServer::CreateBucket() {
   CURL* h = curl_easy_init();
-  const std::string url = absl::StrCat("http://127.0.0.1:", m->port_, "/", bucket);
+  struct curl_slist* headers = curl_slist_append(nullptr, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+  const std::string url = absl::StrCat("http://127.0.0.1:", port_, "/", bucket_);
   curl_easy_setopt(h, CURLOPT_URL, url.c_str());
   curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
   curl_easy_setopt(h, CURLOPT_PROXY, "");
   curl_easy_setopt(h, CURLOPT_AWS_SIGV4, "aws:amz:us-east-1:s3");
   curl_easy_setopt(h, CURLOPT_USERPWD, absl::StrCat(kMotoAccessKey, ":", kMotoSecret).c_str());
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &DiscardBody);
   const CURLcode rc = curl_easy_perform(h);
   long code = 0;
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
   curl_easy_cleanup(h);
-  if (rc != CURLE_OK || code != 200) {
+  curl_slist_free_all(headers);
+  if (rc != CURLE_OK || (code != 200 && code != 409)) {
     return absl::InternalError(
-        absl::StrCat("moto: create bucket: ", curl_easy_strerror(rc), " HTTP ", code));
+        absl::StrCat("S3 peer: create bucket: ", curl_easy_strerror(rc), " HTTP ", code));
   }
-  return m;
+  return absl::OkStatus();
 }
 
 std::string MotoServer::Url(const std::string& key) const {

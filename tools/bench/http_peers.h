@@ -52,12 +52,16 @@ class MotoServer {
   static absl::StatusOr<std::unique_ptr<MotoServer>> Start(const std::string& binary,
                                                            const std::string& dir,
                                                            const std::string& bucket);
-  pid_t pid() const { return process_->pid(); }
+  // An S3 server already running at 127.0.0.1:`port` (radosgw), with moto's keys; creates the
+  // bucket if it is missing.
+  static absl::StatusOr<std::unique_ptr<MotoServer>> Attach(int port, const std::string& bucket);
+  pid_t pid() const { return process_ != nullptr ? process_->pid() : -1; }
   std::string Url(const std::string& key) const;
   absl::Status PutObject(const std::string& key, const uint8_t* data, uint64_t size);
 
  private:
   MotoServer() = default;
+  absl::Status CreateBucket();
   std::unique_ptr<ChildProcess> process_;
   int port_ = 0;
   std::string bucket_;

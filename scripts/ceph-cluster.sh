@@ -99,6 +99,7 @@ cat > "$conf" <<EOF
 fsid = $fsid
 mon host = v2:127.0.0.1:$port
 public addr = 127.0.0.1
+cluster addr = 127.0.0.1
 ms bind ipv6 = false
 ms bind msgr1 = false
 auth cluster required = none

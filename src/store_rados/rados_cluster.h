@@ -93,7 +93,7 @@ struct Completion {
   rados_completion_t c = nullptr;
   Completion() { rados_aio_create_completion2(nullptr, nullptr, &c); }
   ~Completion() {
-    if (c != nullptr) rados_release(c);
+    if (c != nullptr) rados_aio_release(c);
   }
   Completion(const Completion&) = delete;
   Completion& operator=(const Completion&) = delete;
@@ -101,7 +101,6 @@ struct Completion {
     rados_aio_wait_for_complete(c);
     return rados_aio_get_return_value(c);
   }
-  static void rados_release(rados_completion_t c) { rados_aio_release(c); }
 };
 
 // One key's head as read from an index: absent, or its exact octets (what a compare-and-swap
@@ -597,18 +596,19 @@ class Cluster final : public RadosStore, public MultipartProvider, public Bucket
 
   absl::StatusOr<std::unique_ptr<ObjectReader>> OpenRead(std::string_view bucket,
                                                          std::string_view key) override {
-    absl::StatusOr<HeadRecord> head = Head(bucket, key, nullptr);
+    absl::StatusOr<HeadRecord> head = HeadRecordOf(bucket, key);
     if (!head.ok()) return head.status();
     return std::unique_ptr<ObjectReader>(std::make_unique<RadosReader>(this, *std::move(head)));
   }
 
   absl::StatusOr<ObjectInfo> Head(std::string_view bucket, std::string_view key) override {
-    absl::StatusOr<HeadRecord> head = Head(bucket, key, nullptr);
+    absl::StatusOr<HeadRecord> head = HeadRecordOf(bucket, key);
     if (!head.ok()) return head.status();
     return std::move(head->info);
   }
 
-  absl::StatusOr<HeadRecord> Head(std::string_view bucket, std::string_view key, void*) {
+  // The key's current head record: kNoSuchBucket, kNoSuchKey.
+  absl::StatusOr<HeadRecord> HeadRecordOf(std::string_view bucket, std::string_view key) {
     if (absl::Status s = CheckObjectKey(bucket, key); !s.ok()) return s;
     const std::string ekey = rados_format::EncodeKey(key);
     return OnIndex<HeadRecord>(bucket, [&](const std::string& index) -> absl::StatusOr<HeadRecord> {

@@ -5,16 +5,21 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "aobj/rados_store.h"
 #include "aobj/status.h"
 #include "gtest/gtest.h"
+#include "rados/librados.h"
 #include "store/multipart.h"
+#include "store_rados/rados_format.h"
 #include "wire/checksum.h"
 #include "wire/crypto.h"
 #include "wire/etag.h"
@@ -315,6 +320,48 @@ TEST_F(RadosMultipartTest, ListingsPaginateInKeyThenInitiationOrder) {
   EXPECT_FALSE(rest->truncated);
   EXPECT_EQ(rest->parts[0].part_number, 3u);
   EXPECT_EQ(rest->parts[1].part_number, 10u);
+}
+
+// A Complete whose gateway died after closing the upload leaves its state closing. A part that
+// arrives then waits (bounded) for a decision that never comes, then reopens the upload and
+// goes in; a later Complete takes the state over.
+TEST_F(RadosMultipartTest, APartOutwaitsADeadGatewaysClosingStateAndGoesIn) {
+  absl::StatusOr<UploadInfo> u = gw_[0].uploads->Create(kBucket, "k", WriteOptions{}, "");
+  ASSERT_TRUE(u.ok()) << u.status();
+  // What the dead gateway left: the state swapped to closing four seconds ago.
+  rados_t cluster;
+  ASSERT_EQ(rados_create2(&cluster, "ceph", "client.admin", 0), 0);
+  ASSERT_EQ(rados_conf_read_file(cluster, options_.conf_file.c_str()), 0);
+  ASSERT_EQ(rados_connect(cluster), 0);
+  rados_ioctx_t io;
+  ASSERT_EQ(rados_ioctx_create(cluster, options_.pool.c_str(), &io), 0);
+  rados_ioctx_set_namespace(io, options_.ns.c_str());
+  const std::string state = rados_format::EncodeUploadState(
+      {rados_format::UploadState::kClosing, absl::ToUnixMillis(absl::Now()) - 4000, "deadgw01"});
+  rados_write_op_t op = rados_create_write_op();
+  const char* keys[] = {rados_format::kStateEntry};
+  const size_t key_lens[] = {strlen(rados_format::kStateEntry)};
+  const char* vals[] = {state.data()};
+  const size_t val_lens[] = {state.size()};
+  rados_write_op_omap_set2(op, keys, vals, key_lens, val_lens, 1);
+  ASSERT_EQ(
+      rados_write_op_operate(op, io, rados_format::UploadObject(u->upload_id).c_str(), nullptr, 0),
+      0);
+  rados_release_write_op(op);
+  rados_ioctx_destroy(io);
+  rados_shutdown(cluster);
+
+  const absl::Time start = absl::Now();
+  const std::string bytes = Bytes(31, 1000);
+  absl::StatusOr<ObjectInfo> p = UploadPart(*gw_[1].uploads, "k", u->upload_id, 1, bytes);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30)) << "the wait on a dead gateway is bounded";
+  absl::StatusOr<ObjectInfo> done =
+      gw_[2].uploads->Complete(kBucket, "k", u->upload_id, {{1, p->etag}});
+  ASSERT_TRUE(done.ok()) << done.status();
+  absl::StatusOr<std::string> got = Read(*gw_[3].store, "k");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got, bytes);
 }
 
 TEST_F(RadosMultipartTest, UploadsOfADeletedBucketAreGoneAndUnknownIdsAreRefused) {

@@ -136,6 +136,9 @@ Data channel (UCX):
                             can harm only its own (default); none: in this process (one copy
                             fewer per transfer; only for clients whose UCX you trust)
   --data-worker PATH        the aobj-data-worker to run (default: beside aobj-server)
+  --fast-path on|off        offer FAST_PATH (spec 8.9): clients that agree send requests on one
+                            object or bucket as UCX active messages on their data channel
+                            instead of gRPC calls (default: on)
 
 Observability (docs/observability.md):
   --metrics-listen HOST:PORT  serve GET /metrics (Prometheus) and GET /sessions (JSON) over
@@ -218,6 +221,7 @@ int main(int argc, char** argv) {
                             "transports",
                             "data-isolation",
                             "data-worker",
+                            "fast-path",
                             "tls-cert",
                             "tls-key",
                             "tls-client-ca",
@@ -366,6 +370,11 @@ int main(int argc, char** argv) {
                 "'");
   }
   options.data_worker_path = args.Get("data-worker", "");
+  if (const std::string fast = args.Get("fast-path", "on"); fast == "on" || fast == "off") {
+    options.fast_path = fast == "on";
+  } else {
+    return fail("--fast-path must be on or off, not '" + aobj::tools::Printable(fast) + "'");
+  }
   options.metrics_listen = args.Get("metrics-listen");
   options.metrics_allow_remote = args.Has("metrics-allow-remote");
 

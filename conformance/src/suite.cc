@@ -324,6 +324,7 @@ const Registry& AllCases() {
     RegisterAuthCases(*r);
     RegisterMemoryCases(*r);
     RegisterDataCases(*r);
+    RegisterFastPathCases(*r);
     RegisterObjectCases(*r);
     RegisterListCases(*r);
     RegisterMultipartCases(*r);

@@ -178,6 +178,7 @@ void RegisterSessionCases(Registry& r);
 void RegisterAuthCases(Registry& r);
 void RegisterMemoryCases(Registry& r);
 void RegisterDataCases(Registry& r);
+void RegisterFastPathCases(Registry& r);  // section 8.9
 void RegisterObjectCases(Registry& r);
 void RegisterListCases(Registry& r);
 void RegisterMultipartCases(Registry& r);

@@ -55,6 +55,11 @@ struct ClientOptions {
   // off where something compares ETags with MD5 digests of local files.
   bool opaque_etags = false;
   bool require_hardware_protection = false;  // AOBJ-SES-014
+  // Offer FAST_PATH (spec section 8.9): with a server that agrees, requests on one object or
+  // bucket (GET, PUT, HEAD, DELETE, copy, multipart steps) travel as UCX active messages on the
+  // data channel instead of gRPC calls, which removes the control channel's per-request cost.
+  // Listings and session management stay on gRPC.
+  bool fast_path = true;
   Limits requested_limits;                   // zero fields: the server's
   DataChannelOptions data_channel;
   // Deadline of every call (spec section 3.7, AOBJ-CTL-010), counted from the moment the call
@@ -111,6 +116,9 @@ struct SessionInfo {
   // Other gateways of the same buckets that the server listed (host:port; spec 5.11): a hint,
   // to be reached with the same credentials and TLS checks as the server itself.
   std::vector<std::string> gateways;
+  // With FAST_PATH (spec 8.9): the server worker this client sends its fast requests to (a packed
+  // UCX address); empty when every request goes by gRPC.
+  std::string fast_path_address;
 };
 
 // Memory registered with the data channel. Move-only; the Client must outlive it.

@@ -105,6 +105,10 @@ struct ServerOptions {
   // trusted: only for clients whose UCX the operator trusts.
   enum class DataIsolation { kInProcess, kProcessPerPrincipal };
   DataIsolation data_isolation = DataIsolation::kProcessPerPrincipal;
+  // The fast request path (spec section 8.9, capability FAST_PATH): clients that negotiate it
+  // send small object requests as UCX active messages on their data endpoint instead of gRPC
+  // calls, with the same signatures, checks and errors.
+  bool fast_path = true;
   // The aobj-data-worker executable; empty: $AOBJ_DATA_WORKER, beside the running executable,
   // the build tree's, the installed one.
   std::string data_worker_path;
@@ -153,6 +157,10 @@ struct ServerStats {
   // Put, get and atomic requests that data-channel peers sent to the server's UCP workers and
   // the server dropped (AOBJ-SEC-020); in this process, since it started.
   uint64_t peer_rma_refused = 0;
+  // Fast requests (spec 8.9) received, and those dropped unanswered: not a frame, or naming no
+  // session of the key it claims (AOBJ-DAT-168).
+  uint64_t fast_requests = 0;
+  uint64_t fast_dropped = 0;
 };
 
 class Server {

@@ -9,13 +9,15 @@
 #include <system_error>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "aobj/device.h"
 #include "aobj/status.h"
 #include "client/async.h"
-#include "control/raw_call.h"
 #include "client/range_spec.h"
+#include "control/raw_call.h"
 #include "control/rpc.h"
 #include "control/tls.h"
 #include "session/signer.h"
@@ -25,6 +27,7 @@
 #include "wire/checksum.h"
 #include "wire/crypto.h"
 #include "wire/etag.h"
+#include "wire/fast_frame.h"
 #include "wire/protocol.h"
 #include "wire/range.h"
 
@@ -143,6 +146,7 @@ class ClientImpl final : public Client, public CancelSender {
 
     auto channel = MakeChannel(options_.endpoint, options_.tls);
     if (!channel.ok()) return channel.status();
+    control_ = *channel;
     rpc_ = std::make_unique<RawChannel>(std::move(*channel));
 
     pb::OpenSessionRequest req;
@@ -154,6 +158,7 @@ class ClientImpl final : public Client, public CancelSender {
       req.add_capabilities(c);
     }
     if (options_.opaque_etags) req.add_capabilities(kCapOpaqueEtag);
+    if (options_.fast_path) req.add_capabilities(kCapFastPath);
     if (options_.grease) req.add_capabilities(0x1A2A3A4A);  // AOBJ-EXT-002
     req.set_worker_address(worker_->address());
     auto* l = req.mutable_requested_limits();
@@ -206,6 +211,28 @@ class ClientImpl final : public Client, public CancelSender {
         pb::CloseSessionResponse closed;
         Call(Method::kCloseSession, pb::CloseSessionRequest(), &closed).IgnoreError();
         return s;
+      }
+    }
+    // AOBJ-DAT-163, AOBJ-DAT-164: fast requests only after the endpoint is confirmed, to the
+    // address the server gave; without one (or when it cannot be reached) everything stays on
+    // gRPC.
+    if (HasCapability(kCapFastPath) && !resp.fast_path_address().empty() &&
+        resp.fast_path_address().size() <= kMaxWorkerAddressBytes) {
+      absl::Status s = worker_->SetMessageHandler(kFastReplyAmId,
+                                                  [this](absl::string_view m) { OnFastReply(m); });
+      if (s.ok()) {
+        // A server side that goes away fails the endpoint: the requests waiting for a reply
+        // end at once, and later ones go by gRPC.
+        auto ep =
+            worker_->ConnectForMessages(resp.fast_path_address(), [this](const absl::Status& why) {
+              fast_closed_.store(true);
+              FailFastWaiters();
+              (void)why;
+            });
+        if (ep.ok()) {
+          fast_ep_ = *ep;
+          info_.fast_path_address = resp.fast_path_address();
+        }
       }
     }
     {
@@ -897,10 +924,18 @@ class ClientImpl final : public Client, public CancelSender {
       open_ = false;
     }
     StopRenewer();
-    if (session_gone_.load() != 0) return absl::OkStatus();  // AOBJ-SES-022: nothing to close
-    pb::CloseSessionRequest req;
-    pb::CloseSessionResponse resp;
-    return Call(Method::kCloseSession, req, &resp);
+    absl::Status closed = absl::OkStatus();
+    if (session_gone_.load() == 0) {  // AOBJ-SES-022: otherwise nothing to close
+      pb::CloseSessionRequest req;
+      pb::CloseSessionResponse resp;
+      closed = Call(Method::kCloseSession, req, &resp);
+    }
+    // Spec 8.9: the server forgets the session's endpoint once its transfers end, and drops fast
+    // requests for it after that; from now on every request goes by gRPC (and learns that the
+    // session is gone), and those still waiting for a fast reply end now.
+    fast_closed_.store(true);
+    FailFastWaiters();
+    return closed;
   }
 
  private:
@@ -1119,6 +1154,7 @@ class ClientImpl final : public Client, public CancelSender {
         doomed = std::move(worker_);
       }
       doomed.reset();
+      FailFastWaiters();
     }
     return s;
   }
@@ -1180,9 +1216,12 @@ class ClientImpl final : public Client, public CancelSender {
       if (tls_op != nullptr && !tls_op->Sending(auth.nonce_hex)) {
         return MakeError(ErrorCode::kCancelled, "cancelled before it was sent");
       }
-      std::vector<std::pair<std::string, std::string>> md = AuthMetadata(auth);
-      for (const auto& entry : extra_md) md.push_back(entry);
-      reply = rpc_->Call(MethodPath(method), body, md, deadline - sent);
+      // Spec 8.9: on the fast path when it carries the method and the message fits a frame.
+      if (!FastCall(method, body, auth, extra_md.empty(), deadline - sent, &reply)) {
+        std::vector<std::pair<std::string, std::string>> md = AuthMetadata(auth);
+        for (const auto& entry : extra_md) md.push_back(entry);
+        reply = rpc_->Call(MethodPath(method), body, md, deadline - sent);
+      }
       const ErrorCode code = ErrorCodeOf(reply.status);
       // A connection the server's transport refused or closed (GOAWAY under memory pressure:
       // UNAVAILABLE, no AOBJ error) leaves the outcome unknown; only a request that changes
@@ -1231,12 +1270,138 @@ class ClientImpl final : public Client, public CancelSender {
     return absl::OkStatus();
   }
 
+  // One fast request waiting for its reply (spec 8.9), by nonce.
+  struct FastWaiter {
+    absl::Notification done;
+    bool lost = false;  // the data channel went before the reply came
+    FastReply reply;
+  };
+
+  // Sends the signed request on the fast path and waits up to `timeout` for its reply, filling
+  // `*reply` as rpc_->Call would. False (nothing sent) when the path does not carry it: not
+  // negotiated, not a method it carries (AOBJ-DAT-167), extra metadata, too large for a frame
+  // (AOBJ-DAT-171), or the data channel is gone.
+  bool FastCall(Method method, const std::string& body, const RequestAuth& auth, bool plain,
+                absl::Duration timeout, RawReply* reply) {
+    if (fast_ep_ == 0 || fast_closed_.load() || !plain || !FastPathCarries(method)) return false;
+    // A control connection that is not up (the server went away, or the channel idled) is what
+    // tells this client that the server may have restarted and forgotten the session: such a
+    // call goes by gRPC, which connects and gets the server's answer.
+    if (control_->GetState(false) != GRPC_CHANNEL_READY) return false;
+    FastRequest req;
+    // The call's deadline, as gRPC would send it (section 3.7); at least a millisecond.
+    req.timeout_ms = static_cast<uint32_t>(
+        std::clamp<int64_t>(absl::ToInt64Milliseconds(timeout), 1, UINT32_MAX));
+    req.method = MethodName(method);
+    req.auth = auth;
+    req.body = body;
+    auto frame = EncodeFastRequest(req);
+    if (!frame.ok()) return false;
+    auto waiter = std::make_shared<FastWaiter>();
+    {
+      absl::MutexLock l(&fast_mu_);
+      fast_waiters_[auth.nonce_hex] = waiter;
+    }
+    absl::Status sent = MakeError(ErrorCode::kDataChannelUnavailable, "no data channel");
+    {
+      absl::MutexLock l(&mu_);
+      if (worker_ != nullptr && !data_channel_lost_) {
+        sent = worker_->SendMessage(fast_ep_, kFastRequestAmId, std::move(*frame));
+      }
+    }
+    if (!sent.ok()) {
+      absl::MutexLock l(&fast_mu_);
+      fast_waiters_.erase(auth.nonce_hex);
+      return false;  // nothing left: gRPC carries it
+    }
+    // The data channel says nothing about a server that died (an endpoint in error mode NONE),
+    // so the wait also watches the control connection: when it drops, the reply will not come.
+    const absl::Time until = absl::Now() + timeout;
+    bool answered = false;
+    bool connection_lost = false;
+    while (!(answered = waiter->done.WaitForNotificationWithTimeout(
+                 std::min(until - absl::Now(), kFastWatchInterval)))) {
+      if (absl::Now() >= until) break;
+      if (control_->GetState(false) != GRPC_CHANNEL_READY) {
+        connection_lost = true;
+        break;
+      }
+    }
+    {
+      absl::MutexLock l(&fast_mu_);
+      fast_waiters_.erase(auth.nonce_hex);
+    }
+    *reply = RawReply();
+    if (!answered || waiter->lost) {
+      // AOBJ-DAT-169: no reply is an unknown outcome, as a gRPC call that ends without one.
+      reply->grpc_status =
+          waiter->lost ? grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                      "the data channel failed before the fast-path reply (the "
+                                      "server's worker went away, or the session was closed)")
+          : connection_lost
+              ? grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                             "the connection to the server dropped before the fast-path reply")
+              : grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                             "no fast-path reply before the deadline");
+      reply->status =
+          MakeError(waiter->lost ? ErrorCode::kDataChannelUnavailable : ErrorCode::kInternal,
+                    absl::StrCat(reply->grpc_status.error_message(), "; the outcome is unknown"));
+      return true;
+    }
+    FastReply& r = waiter->reply;
+    if (!r.error) {
+      reply->body = std::move(r.body);
+      return true;
+    }
+    aobj::v1::Error error;
+    if (!error.ParseFromString(r.body) || error.code() == aobj::v1::ERROR_CODE_UNSPECIFIED) {
+      reply->grpc_status = grpc::Status(grpc::StatusCode::INTERNAL, "malformed fast-path error");
+      reply->status = MakeError(ErrorCode::kInternal, "the server sent a malformed error reply");
+      return true;
+    }
+    reply->grpc_status = grpc::Status(grpc::StatusCode::UNKNOWN, error.message());
+    reply->status = MakeError(static_cast<ErrorCode>(error.code()), error.message());
+    reply->error = std::move(error);
+    reply->error_trailers = 1;
+    reply->error_trailer = r.body;
+    return true;
+  }
+
+  // On the progress thread (UcxWorker::SetMessageHandler): a reply goes to the request waiting
+  // for its nonce; anything else (malformed, unknown or late) is dropped (AOBJ-DAT-169).
+  void OnFastReply(absl::string_view message) {
+    auto parsed = ParseFastReply(message);
+    if (!parsed.ok()) return;
+    absl::MutexLock l(&fast_mu_);
+    auto it = fast_waiters_.find(parsed->nonce_hex);
+    if (it == fast_waiters_.end() || it->second->done.HasBeenNotified()) return;
+    it->second->reply = std::move(*parsed);
+    it->second->done.Notify();
+  }
+
+  void FailFastWaiters() {
+    absl::MutexLock l(&fast_mu_);
+    for (auto& [nonce, w] : fast_waiters_) {
+      if (w->done.HasBeenNotified()) continue;
+      w->lost = true;
+      w->done.Notify();
+    }
+  }
+
   ClientOptions options_;
   SessionInfo info_;
   std::unique_ptr<RequestSigner> signer_;
   std::unique_ptr<UcxContext> context_;
   std::unique_ptr<UcxWorker> worker_;
+  std::shared_ptr<grpc::Channel> control_;  // rpc_'s, for its connection state
   std::unique_ptr<RawChannel> rpc_;
+  // How often a fast request's wait looks at the control connection.
+  static constexpr absl::Duration kFastWatchInterval = absl::Milliseconds(50);
+  uint64_t fast_ep_ = 0;  // the worker's endpoint to the server for fast requests; 0: none
+  std::atomic<bool> fast_closed_{false};  // Close() ran: no more fast requests
+  absl::Mutex fast_mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<FastWaiter>> fast_waiters_
+      ABSL_GUARDED_BY(fast_mu_);
   absl::Mutex mu_;
   bool open_ ABSL_GUARDED_BY(mu_) = false;
   bool data_channel_lost_ ABSL_GUARDED_BY(mu_) = false;

@@ -48,6 +48,26 @@ Method MethodFromName(const std::string& name) {
   return Method::kCount;
 }
 
+bool FastPathCarries(Method method) {
+  switch (method) {
+    case Method::kCreateBucket:
+    case Method::kDeleteBucket:
+    case Method::kHeadBucket:
+    case Method::kPutObject:
+    case Method::kGetObject:
+    case Method::kHeadObject:
+    case Method::kDeleteObject:
+    case Method::kCopyObject:
+    case Method::kCreateMultipartUpload:
+    case Method::kUploadPart:
+    case Method::kCompleteMultipartUpload:
+    case Method::kAbortMultipartUpload:
+      return true;
+    default:
+      return false;
+  }
+}
+
 grpc::Status ToGrpcStatus(const absl::Status& status, std::string* trailer_value,
                           const aobj::v1::VersionRange* supported) {
   trailer_value->clear();

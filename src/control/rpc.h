@@ -51,6 +51,12 @@ const char* MethodName(Method method);
 // The Method named `name` ("PutObject"), or Method::kCount for a name this build does not know.
 Method MethodFromName(const std::string& name);
 
+// Whether a request of `method` may travel on the fast path (AOBJ-DAT-167): the operations on
+// one object or bucket, whose replies are small (an inline body at most). Not the session's own
+// lifecycle (OpenSession, ConfirmEndpoint, RenewSession, CloseSession), and not listings or
+// DeleteObjects, whose replies grow with the page; those stay on gRPC.
+bool FastPathCarries(Method method);
+
 inline constexpr char kErrorTrailer[] = "aobj-error-bin";
 // RenewSession metadata naming a running data request of the session to stop, by its
 // `aobj-nonce` (32 lower-case hex characters; AOBJ-DAT-156). Outside the signature.

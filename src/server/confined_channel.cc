@@ -28,6 +28,8 @@
 #include "aobj/status.h"
 #include "server/handler_util.h"
 #include "transport/confined_ipc.h"
+#include "wire/fast_frame.h"
+#include "wire/protocol.h"
 
 extern char** environ;
 
@@ -39,7 +41,7 @@ using confined::FrameWriter;
 using confined::Op;
 
 // A reply frame from a process is at most this large (a challenge set or counters).
-constexpr size_t kMaxReplyFrame = 64 << 10;
+constexpr size_t kMaxReplyFrame = kMaxFastFrame + 1024;  // a forwarded fast request is the largest
 // How long a process may take to start (make its UCX contexts) and say hello.
 constexpr absl::Duration kStartBound = absl::Seconds(10);
 // Beyond its own bound a batch's process gets this long before it is killed.
@@ -144,6 +146,10 @@ class WorkerProcess {
   }
   pid_t pid() const { return pid_; }
   const std::string& refusal() const { return refusal_; }
+  // The worker address its clients send fast requests to ("": it offers none).
+  const std::string& fast_address() const { return fast_address_; }
+  // Where the fast requests it forwards go (null: dropped); must outlive the process.
+  void set_fast_sink(const DataChannel::FastRequestSink* sink) { fast_sink_.store(sink); }
 
   // A buffer of at least `bytes`, mapped in the process; back with GiveBuffer.
   absl::StatusOr<Buffer> TakeBuffer(uint64_t bytes);
@@ -165,8 +171,13 @@ class WorkerProcess {
   absl::Time idle_since = absl::InfinitePast();  // when `endpoints` last fell to 0
 
  private:
-  WorkerProcess(pid_t pid, int fd, std::string refusal, std::function<void(const std::string&)> log)
-      : pid_(pid), fd_(fd), refusal_(std::move(refusal)), log_(std::move(log)) {
+  WorkerProcess(pid_t pid, int fd, std::string refusal, std::string fast_address,
+                std::function<void(const std::string&)> log)
+      : pid_(pid),
+        fd_(fd),
+        refusal_(std::move(refusal)),
+        fast_address_(std::move(fast_address)),
+        log_(std::move(log)) {
     pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
   }
   void ReadReplies();
@@ -184,6 +195,8 @@ class WorkerProcess {
   const pid_t pid_;
   const int fd_;
   const std::string refusal_;
+  const std::string fast_address_;
+  std::atomic<const DataChannel::FastRequestSink*> fast_sink_{nullptr};
   const std::function<void(const std::string&)> log_;
   std::thread reader_;
   absl::Notification gone_;  // reaped
@@ -299,11 +312,13 @@ absl::StatusOr<std::shared_ptr<WorkerProcess>> WorkerProcess::Spawn(
   if (static_cast<Op>(op) == Op::kReply && r.U32(&code) && r.Bytes(&text, 4096)) {
     return fail(Printable(text));
   }
+  std::string fast_address;
   if (static_cast<Op>(op) != Op::kHello || !r.U64(&child_pid) || !r.Bytes(&text, 4096) ||
-      static_cast<pid_t>(child_pid) != pid) {
+      !r.Bytes(&fast_address, kMaxWorkerAddressBytes) || static_cast<pid_t>(child_pid) != pid) {
     return fail("a malformed hello");
   }
-  std::shared_ptr<WorkerProcess> proc(new WorkerProcess(pid, fd, Printable(text), log));
+  std::shared_ptr<WorkerProcess> proc(
+      new WorkerProcess(pid, fd, Printable(text), std::move(fast_address), log));
   proc->reader_ = std::thread([raw = proc.get()] { raw->ReadReplies(); });
   return proc;
 }
@@ -327,6 +342,20 @@ void WorkerProcess::ReadReplies() {
     auto frame = confined::ReadFrame(fd_, kMaxReplyFrame, &passed);
     if (passed >= 0) close(passed);  // a process passes nothing
     if (!frame.ok()) break;
+    // A fast request a peer sent the process (spec 8.9): passed on as peer input.
+    FrameReader r(*frame);
+    uint32_t op = 0;
+    if (r.U32(&op) && static_cast<Op>(op) == Op::kFastRequest) {
+      uint64_t id = 0;
+      std::string fast;
+      if (!r.U64(&id) || !r.Bytes(&fast, kMaxFastFrame) || !r.done()) {
+        why = "it sent a malformed fast request";
+        Kill();
+        break;
+      }
+      if (const DataChannel::FastRequestSink* sink = fast_sink_.load()) (*sink)(fast, principal());
+      continue;
+    }
     auto reply = confined::ParseReply(*frame);
     if (!reply.ok()) {
       // Not what a process of ours sends: it is no longer trusted with anything.
@@ -714,6 +743,41 @@ class ConfinedChannel final : public DataChannel {
     for (auto& p : Processes()) p->Post(Op::kShutdown, f);
   }
 
+  absl::Status StartFastPath(FastRequestSink sink) override {
+    {
+      absl::MutexLock l(&mu_);
+      if (fast_sink_ != nullptr) return absl::FailedPreconditionError("started already");
+      fast_sink_ = std::make_unique<FastRequestSink>(std::move(sink));
+    }
+    for (auto& p : Processes()) p->set_fast_sink(fast_sink_.get());
+    return absl::OkStatus();
+  }
+
+  std::string FastPathAddress(uint64_t endpoint) override {
+    std::shared_ptr<WorkerProcess> proc;
+    uint64_t child_ep = 0;
+    {
+      absl::MutexLock l(&mu_);
+      if (fast_sink_ == nullptr) return "";
+    }
+    if (!Lookup(endpoint, &proc, &child_ep)) return "";
+    return proc->fast_address();
+  }
+
+  void SendFastReply(uint64_t endpoint, std::string frame) override {
+    std::shared_ptr<WorkerProcess> proc;
+    uint64_t child_ep = 0;
+    if (!Lookup(endpoint, &proc, &child_ep) || !proc->alive()) {
+      fast_dropped_.fetch_add(1);
+      return;
+    }
+    FrameWriter f;
+    f.U64(child_ep);
+    f.Bytes(frame);
+    proc->Post(Op::kFastReply, f);
+  }
+  uint64_t fast_messages_dropped() override { return fast_dropped_.load(); }
+
  private:
   struct Endpoint {
     std::shared_ptr<WorkerProcess> proc;
@@ -857,6 +921,7 @@ class ConfinedChannel final : public DataChannel {
     auto proc = WorkerProcess::Spawn(path_, options_.transport, options_.log);
     if (!proc.ok()) return proc.status();
     absl::MutexLock l(&mu_);
+    (*proc)->set_fast_sink(fast_sink_.get());
     auto it = processes_.find(principal);
     if (it != processes_.end() && it->second->alive()) {
       // Another session of the principal started one meanwhile; this one goes.
@@ -875,6 +940,10 @@ class ConfinedChannel final : public DataChannel {
 
   const ConfinedChannelOptions options_;
   const std::string path_;
+  // StartFastPath's sink; declared before the processes, whose readers call it, so that it
+  // outlives them.
+  std::unique_ptr<FastRequestSink> fast_sink_;  // set once, under mu_
+  std::atomic<uint64_t> fast_dropped_{0};
   absl::Mutex mu_;
   std::shared_ptr<WorkerProcess> spare_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<WorkerProcess>> processes_ ABSL_GUARDED_BY(mu_);

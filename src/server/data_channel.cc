@@ -1,6 +1,9 @@
 #include "server/data_channel.h"
 
 #include <algorithm>
+#include <atomic>
+
+#include "wire/fast_frame.h"
 
 namespace aobj {
 namespace {
@@ -32,10 +35,27 @@ class UcxDataChannel final : public DataChannel {
   void BeginShutdown(absl::Duration grace) override { worker_->BeginShutdown(grace); }
   uint64_t rkeys_outstanding() override { return worker_->rkeys_outstanding(); }
 
+  absl::Status StartFastPath(FastRequestSink sink) override {
+    auto address = worker_->StartMessageWorker(
+        kFastRequestAmId, [sink = std::move(sink)](absl::string_view m) { sink(m, ""); });
+    if (!address.ok()) return address.status();
+    fast_address_ = std::move(*address);  // before any session can ask for it
+    return absl::OkStatus();
+  }
+  std::string FastPathAddress(uint64_t endpoint) override {
+    (void)endpoint;  // one worker serves every session
+    return fast_address_;
+  }
+  void SendFastReply(uint64_t endpoint, std::string frame) override {
+    worker_->SendMessage(endpoint, kFastReplyAmId, std::move(frame)).IgnoreError();
+  }
+  uint64_t fast_messages_dropped() override { return worker_->messages_dropped(); }
+
  private:
   absl::Duration Bound(const RmaBatch& batch) const { return BatchWaitBound(wait_bound_, batch); }
   UcxWorker* worker_;
   const absl::Duration wait_bound_;
+  std::string fast_address_;  // StartFastPath's, set before sessions open
 };
 
 }  // namespace

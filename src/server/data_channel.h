@@ -55,6 +55,31 @@ class DataChannel {
   virtual PeerRmaRefusals peer_rma_refused() { return PeerRmaRefused(); }
   // Shutting down (AOBJ-OPS-009): batches end within `grace` (UcxWorker::BeginShutdown).
   virtual void BeginShutdown(absl::Duration grace) { (void)grace; }
+
+  // The fast request path (spec section 8.9). Where fast requests go: the frame (borrowed for
+  // the call) and the access key whose data-channel process delivered it ("" when any
+  // principal's endpoint may, in process). Called on a transport thread; must not block.
+  using FastRequestSink = std::function<void(absl::string_view frame, absl::string_view principal)>;
+  // Starts the path: from now on fast requests that reach the channel go to `sink`. Once, before
+  // sessions open. UNIMPLEMENTED when this channel has no such path.
+  virtual absl::Status StartFastPath(FastRequestSink sink) {
+    (void)sink;
+    return absl::UnimplementedError("this data channel has no fast request path");
+  }
+  // The worker address a session's client sends its fast requests to: the worker that holds
+  // `endpoint` (its shared-memory lane's when it has one). Empty when the path is not started.
+  virtual std::string FastPathAddress(uint64_t endpoint) {
+    (void)endpoint;
+    return "";
+  }
+  // Queues a reply frame on the session's endpoint without waiting; it is dropped when the
+  // endpoint is gone, failed or not confirmed (AOBJ-DAT-168).
+  virtual void SendFastReply(uint64_t endpoint, std::string frame) {
+    (void)endpoint;
+    (void)frame;
+  }
+  // Fast-path messages the channel dropped rather than deliver (see SendFastReply).
+  virtual uint64_t fast_messages_dropped() { return 0; }
 };
 
 // How long one batch may wait: `wait_bound` plus its octets at 50 MB/s, the slowest rate a

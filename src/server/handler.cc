@@ -447,8 +447,18 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   }
   state.endpoint_proof =
       EndpointProof(DeriveEndpointKey(*signing_key, raw_id), raw_id, *challenges);
+  // AOBJ-DAT-163: FAST_PATH stays negotiated only with an address to send fast requests to.
+  std::string fast_address;
+  if (state.HasCapability(kCapFastPath)) {
+    fast_address = channel_->FastPathAddress(*ep);
+    if (fast_address.empty() || fast_address.size() > kMaxWorkerAddressBytes) {
+      fast_address.clear();
+      std::erase(state.capabilities, static_cast<uint32_t>(kCapFastPath));
+    }
+  }
   // AOBJ-SES-015: version, capabilities, session id, lease, limits, protection, version range.
   aobj::v1::OpenSessionResponse resp;
+  resp.set_fast_path_address(fast_address);
   resp.set_version(state.version);
   for (uint32_t c : state.capabilities) resp.add_capabilities(c);
   auto* l = resp.mutable_limits();

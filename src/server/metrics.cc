@@ -193,6 +193,13 @@ std::string RenderPrometheus(const MetricsView& view) {
          "Put, get and atomic requests that data-channel peers sent to the server's workers, "
          "dropped (AOBJ-SEC-020).");
   absl::StrAppend(&out, "aobj_peer_rma_refused_total ", s.peer_rma_refused, "\n");
+  Family(&out, "aobj_fast_requests_total", "counter",
+         "Requests that arrived on the fast path (active messages on the data channel, spec 8.9).");
+  absl::StrAppend(&out, "aobj_fast_requests_total ", s.fast_requests, "\n");
+  Family(&out, "aobj_fast_dropped_total", "counter",
+         "Fast-path messages dropped unanswered: not a frame, naming no session of the key it "
+         "claims, or for an endpoint gone or not confirmed (AOBJ-DAT-168, AOBJ-DAT-168).");
+  absl::StrAppend(&out, "aobj_fast_dropped_total ", s.fast_dropped, "\n");
   Family(&out, "aobj_transfers_in_flight", "gauge", "Admitted data requests in progress.");
   absl::StrAppend(&out, "aobj_transfers_in_flight ", view.transfers_in_flight, "\n");
   const SchedulerStats& q = view.scheduler;

@@ -26,6 +26,7 @@
 #include "google/protobuf/descriptor.h"
 #include "server/confined_channel.h"
 #include "server/data_channel.h"
+#include "server/fast_path.h"
 #include "server/handler.h"
 #include "server/listener.h"
 #include "server/metrics.h"
@@ -650,6 +651,18 @@ class ServerImpl final : public Server {
       }
       channel_ = NewUcxDataChannel(worker_.get(), wait_bound);
     }
+    // Spec 8.9: the fast request path, offered (FAST_PATH) only when the channel starts it.
+    if (options_.fast_path) {
+      fast_path_ = std::make_unique<FastPathServer>();
+      if (!channel_
+               ->StartFastPath(
+                   [fp = fast_path_.get()](absl::string_view frame, absl::string_view principal) {
+                     fp->OnFrame(frame, principal);
+                   })
+               .ok()) {
+        fast_path_.reset();
+      }
+    }
     auth_ = std::make_unique<Authenticator>(options_.credentials,
                                             absl::Milliseconds(options_.clock_skew_ms));
     sessions_ = std::make_unique<SessionTable>(absl::Milliseconds(options_.lease_ms),
@@ -666,6 +679,7 @@ class ServerImpl final : public Server {
     // AOBJ-DAT-022: CRC32C is always supported.
     hc.capabilities = {kCapInline, kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor,
                        kCapOpaqueEtag, kCapCancel};
+    if (fast_path_ != nullptr) hc.capabilities.push_back(kCapFastPath);
     hc.server_name = options_.server_name;
     hc.list_token_key = options_.list_token_key;
     hc.gateways = options_.gateways;
@@ -721,6 +735,10 @@ class ServerImpl final : public Server {
         4, std::max<uint64_t>(options_.control_memory_bytes, 16 << 20) / (16 << 20));
     service_ = std::make_unique<Service>(handler_.get(), auth_.get(), scheduler_.get(),
                                          read_bounds);
+    if (fast_path_ != nullptr) {
+      fast_path_->Attach(handler_.get(), auth_.get(), scheduler_.get(), sessions_.get(),
+                         channel_.get());
+    }
 
     auto creds = MakeServerCredentials(options_.tls, options_.allow_plaintext);
     if (!creds.ok()) return creds.status();
@@ -788,6 +806,7 @@ class ServerImpl final : public Server {
                       std::chrono::milliseconds(grace_ms + 1000));
     }
     if (scheduler_) scheduler_->Stop();
+    if (fast_path_) fast_path_->Stop();  // no fast request reaches the channel from here on
     if (reaper_.joinable()) reaper_.join();
     // Endpoints still open at shutdown (sessions that never closed) are counted, then closed with
     // the worker; stats() after Shutdown() reports this final picture.
@@ -816,6 +835,11 @@ class ServerImpl final : public Server {
     s.bytes_out = handler_->counters().bytes_out.load();
     const PeerRmaRefusals refused = channel_->peer_rma_refused();
     s.peer_rma_refused = refused.puts + refused.gets + refused.atomics;
+    if (fast_path_ != nullptr) {
+      const FastPathStats f = fast_path_->stats();
+      s.fast_requests = f.received;
+      s.fast_dropped = f.malformed + f.unroutable + channel_->fast_messages_dropped();
+    }
     return s;
   }
 
@@ -878,6 +902,7 @@ class ServerImpl final : public Server {
   std::unique_ptr<UcxContext> shm_context_;  // null without a shared-memory lane
   std::unique_ptr<UcxWorker> worker_;
   std::unique_ptr<DataChannel> channel_;
+  std::unique_ptr<FastPathServer> fast_path_;  // null: not offered
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<SessionTable> sessions_;
   std::unique_ptr<RequestHandler> handler_;

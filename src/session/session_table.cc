@@ -62,6 +62,13 @@ absl::StatusOr<std::shared_ptr<const SessionState>> SessionTable::Use(
   return e.state;
 }
 
+std::shared_ptr<const SessionState> SessionTable::Peek(absl::string_view id_hex) {
+  absl::MutexLock l(&mu_);
+  auto it = sessions_.find(id_hex);
+  if (it == sessions_.end() || it->second.released) return nullptr;
+  return it->second.state;
+}
+
 absl::StatusOr<std::unique_ptr<TransferSlot>> SessionTable::Admit(absl::string_view id_hex) {
   absl::MutexLock l(&mu_);
   auto it = sessions_.find(id_hex);

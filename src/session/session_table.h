@@ -67,6 +67,11 @@ class SessionTable {
                                                           absl::string_view access_key_id,
                                                           absl::Time now);
 
+  // The session `id_hex` while its endpoint is held (open, expired or closed, not yet
+  // released), without authentication and without renewing it; null otherwise. For routing a
+  // reply (spec 8.9), which then says why the session cannot be used.
+  std::shared_ptr<const SessionState> Peek(absl::string_view id_hex);
+
   // Admits one data request (AOBJ-SES-012): TOO_MANY_TRANSFERS past max_in_flight.
   absl::StatusOr<std::unique_ptr<TransferSlot>> Admit(absl::string_view id_hex);
 

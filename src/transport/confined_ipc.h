@@ -31,7 +31,9 @@
 namespace aobj::confined {
 
 enum class Op : uint32_t {
-  kHello = 1,       // process -> server, request id 0: u64 pid, string peer-RMA refusal ("" = ok)
+  // process -> server, request id 0: u64 pid, string peer-RMA refusal ("" = ok), string the
+  // worker address fast requests are sent to (spec 8.9)
+  kHello = 1,
   kAddBuffer = 2,   // u64 buffer id, u64 size; the memfd travels with the frame (SCM_RIGHTS)
   kDropBuffer = 3,  // u64 buffer id
   kConnect = 4,     // string peer address -> u64 endpoint
@@ -47,7 +49,11 @@ enum class Op : uint32_t {
   kStats = 11,     // -> u64 endpoints, u64 rkeys, u64 endpoints failed, u64 refused puts,
                    //    u64 refused gets, u64 refused atomics
   kShutdown = 12,  // i64 grace ns (UcxWorker::BeginShutdown); no reply
-  kReply = 100,    // u64 request id, u32 code, string message, results
+  // process -> server, request id 0, unsolicited: string a fast request frame as a peer sent it
+  // (peer input, at most kMaxFastFrame octets)
+  kFastRequest = 13,
+  kFastReply = 14,  // u64 endpoint, string a fast reply frame to send there; no reply
+  kReply = 100,     // u64 request id, u32 code, string message, results
 };
 
 // Largest frame either side accepts. Requests carry at most max_descriptors rkeys of

@@ -26,6 +26,7 @@
 #include "transport/peer_rma_guard.h"
 #include "transport/ucx_context.h"
 #include "transport/ucx_worker.h"
+#include "wire/fast_frame.h"
 
 namespace aobj {
 namespace {
@@ -52,6 +53,16 @@ class Worker {
     hello.U64(0);
     hello.U64(static_cast<uint64_t>(getpid()));
     hello.Bytes(worker_->peer_rma_refusal().ok() ? "" : worker_->peer_rma_refusal().message());
+    // Fast requests (spec 8.9) are passed to the server as they came, for it to parse.
+    auto fast = worker_->StartMessageWorker(kFastRequestAmId, [this](absl::string_view m) {
+      if (m.size() > kMaxFastFrame) return;
+      FrameWriter w;
+      w.U32(static_cast<uint32_t>(Op::kFastRequest));
+      w.U64(0);
+      w.Bytes(m);
+      Send(w.body()).IgnoreError();
+    });
+    hello.Bytes(fast.ok() ? *fast : "");
     if (!Send(hello.body()).ok()) return 1;
     for (;;) {
       int passed = -1;
@@ -123,6 +134,14 @@ class Worker {
         absl::MutexLock l(&mu_);
         auto it = abandoned_.find(target);
         if (it != abandoned_.end()) it->second->store(true);
+        return;
+      }
+      case Op::kFastReply: {
+        uint64_t ep = 0;
+        std::string frame;
+        if (r.U64(&ep) && r.Bytes(&frame, kMaxFastFrame)) {
+          worker_->SendMessage(ep, kFastReplyAmId, std::move(frame)).IgnoreError();
+        }
         return;
       }
       case Op::kShutdown: {

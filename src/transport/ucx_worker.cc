@@ -25,7 +25,18 @@
 namespace aobj {
 
 struct UcxWorker::Command {
-  enum Kind { kConnect, kDisconnect, kExecute, kProtection, kChallenge, kBind } kind;
+  enum Kind {
+    kConnect,
+    kDisconnect,
+    kExecute,
+    kProtection,
+    kChallenge,
+    kBind,
+    kConnectOut,
+    kSetHandler,
+    kSend,
+    kMessageWorker
+  } kind;
   // Inputs.
   absl::string_view peer_address;
   absl::string_view session_id;  // kChallenge
@@ -40,6 +51,10 @@ struct UcxWorker::Command {
   uint64_t new_endpoint = 0;
   Protection protection = Protection::kEmulated;
   std::string challenges;  // kChallenge
+  uint16_t am_id = 0;      // kSetHandler, kSend
+  std::string payload;     // kSend
+  MessageHandler handler;  // kSetHandler, kMessageWorker
+  FailureHandler on_failure;  // kConnectOut
   absl::Notification done;
 };
 
@@ -162,6 +177,7 @@ absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(const UcxContext& c
                                              std::move(name), std::move(address),
                                              std::move(shm_address)));
   am.arg = w.get();
+  w->context_ = &context;
   w->peer_rma_refusal_ = std::move(refusal);
   const ucs_status_t am_status = ucp_worker_set_am_recv_handler(worker, &am);
   // The thread starts either way: stopping it is what destroys the workers.
@@ -340,6 +356,156 @@ ucs_status_t UcxWorker::OnChallenge(void* arg, const void* header, size_t header
   if (it->challenges.size() <= index) it->challenges.resize(index + 1);
   it->challenges[index] = std::string(c.challenge);
   return UCS_OK;
+}
+
+absl::Status UcxWorker::SetMessageHandler(uint16_t am_id, MessageHandler on_message) {
+  if (am_id == kEndpointChallengeAmId) {
+    return MakeError(ErrorCode::kInternal, "the endpoint challenge's ID is taken");
+  }
+  auto cmd = std::make_shared<Command>();
+  cmd->kind = Command::kSetHandler;
+  cmd->am_id = am_id;
+  cmd->handler = std::move(on_message);
+  Post(cmd);
+  return cmd->status;
+}
+
+absl::StatusOr<std::string> UcxWorker::StartMessageWorker(uint16_t am_id,
+                                                          MessageHandler on_message) {
+  auto cmd = std::make_shared<Command>();
+  cmd->kind = Command::kMessageWorker;
+  cmd->am_id = am_id;
+  cmd->handler = std::move(on_message);
+  Post(cmd);
+  if (!cmd->status.ok()) return cmd->status;
+  return std::move(cmd->challenges);  // the new worker's address
+}
+
+void UcxWorker::DoMessageWorker(Command& cmd) {
+  if (msg_worker_ != nullptr) {
+    cmd.status = MakeError(ErrorCode::kInternal, "the message worker is started already");
+    cmd.done.Notify();
+    return;
+  }
+  absl::Status refusal = absl::OkStatus();
+  int fd = -1;
+  ucp_worker_h w = nullptr;
+  std::string address;
+  cmd.status = MakeWorker(*context_, &w, &address, &fd, &refusal);
+  if (cmd.status.ok()) {
+    msg_worker_slot_ = std::make_unique<MessageSlot>(MessageSlot{std::move(cmd.handler)});
+    ucp_am_handler_param_t am{};
+    am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    am.id = cmd.am_id;
+    am.cb = &UcxWorker::OnMessage;
+    am.arg = msg_worker_slot_.get();
+    const ucs_status_t st = ucp_worker_set_am_recv_handler(w, &am);
+    if (st != UCS_OK) {
+      DestroyWorker(w);
+      cmd.status = MakeError(ErrorCode::kDataChannelUnavailable,
+                             absl::StrCat("ucp_worker_set_am_recv_handler: ", UcxStatusString(st)));
+    } else {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.fd = fd;
+      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+      msg_worker_ = w;
+      cmd.challenges = std::move(address);
+    }
+  }
+  cmd.done.Notify();
+}
+
+absl::StatusOr<uint64_t> UcxWorker::ConnectForMessages(absl::string_view peer_address,
+                                                       FailureHandler on_failure) {
+  if (absl::Status s = CheckWorkerAddress(peer_address, address_); !s.ok()) return s;
+  auto cmd = std::make_shared<Command>();
+  cmd->kind = Command::kConnectOut;
+  cmd->peer_address = peer_address;
+  cmd->on_failure = std::move(on_failure);
+  Post(cmd);
+  if (!cmd->status.ok()) return cmd->status;
+  return cmd->new_endpoint;
+}
+
+absl::Status UcxWorker::SendMessage(uint64_t endpoint, uint16_t am_id, std::string payload) {
+  auto cmd = std::make_shared<Command>();
+  cmd->kind = Command::kSend;
+  cmd->endpoint = endpoint;
+  cmd->am_id = am_id;
+  cmd->payload = std::move(payload);
+  {
+    absl::MutexLock l(&mu_);
+    if (stopping_) {
+      return MakeError(ErrorCode::kDataChannelUnavailable, "data channel is shutting down");
+    }
+    queue_.push_back(std::move(cmd));
+  }
+  Wake();
+  return absl::OkStatus();
+}
+
+ucs_status_t UcxWorker::OnMessage(void* arg, const void* header, size_t header_length, void* data,
+                                  size_t length, const ucp_am_recv_param_t* param) {
+  (void)header;
+  (void)header_length;
+  // Peer input: only eagerly delivered data is taken (the sender's flag says so, AOBJ-DAT-164).
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 || data == nullptr) return UCS_OK;
+  static_cast<MessageSlot*>(arg)->on_message(
+      absl::string_view(static_cast<const char*>(data), length));
+  return UCS_OK;
+}
+
+void UcxWorker::DoSetHandler(Command& cmd) {
+  auto& slot = message_handlers_[cmd.am_id];
+  if (slot != nullptr) {
+    cmd.status = MakeError(ErrorCode::kInternal, "a handler for this ID is set already");
+    cmd.done.Notify();
+    return;
+  }
+  slot = std::make_unique<MessageSlot>(MessageSlot{std::move(cmd.handler)});
+  ucp_am_handler_param_t am{};
+  am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                  UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  am.id = cmd.am_id;
+  am.cb = &UcxWorker::OnMessage;
+  am.arg = slot.get();
+  for (ucp_worker_h w : {worker_, shm_worker_}) {
+    if (w == nullptr) continue;
+    const ucs_status_t st = ucp_worker_set_am_recv_handler(w, &am);
+    if (st != UCS_OK) {
+      cmd.status = MakeError(ErrorCode::kDataChannelUnavailable,
+                             absl::StrCat("ucp_worker_set_am_recv_handler: ", UcxStatusString(st)));
+    }
+  }
+  cmd.done.Notify();
+}
+
+void UcxWorker::DoSend(Command& cmd) {
+  auto it = endpoints_.find(cmd.endpoint);
+  // AOBJ-DAT-168: nothing goes to an endpoint whose process has not proven the session's key.
+  if (it == endpoints_.end() || !it->second.failed.ok() ||
+      !(it->second.bound || it->second.outgoing)) {
+    messages_dropped_.fetch_add(1);
+    return;
+  }
+  ucp_ep_h ep = it->second.shm_ep != nullptr ? it->second.shm_ep : it->second.net_ep;
+  if (ep == nullptr) {
+    messages_dropped_.fetch_add(1);
+    return;
+  }
+  auto payload = std::make_unique<std::string>(std::move(cmd.payload));
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_AM_SEND_FLAG_EAGER;
+  ucs_status_ptr_t req =
+      ucp_am_send_nbx(ep, cmd.am_id, nullptr, 0, payload->data(), payload->size(), &param);
+  if (UCS_PTR_IS_ERR(req)) {
+    messages_dropped_.fetch_add(1);
+    return;
+  }
+  if (req != nullptr) challenge_sends_.push_back({req, std::move(payload)});
 }
 
 void UcxWorker::Disconnect(uint64_t endpoint) {
@@ -715,6 +881,7 @@ void UcxWorker::FailEndpoint(uint64_t id, EndpointState& state, absl::string_vie
       absl::StrCat("the session's data channel failed: ", why,
                    "; open a new session (AOBJ-DAT-158)"));
   endpoints_failed_.fetch_add(1);
+  if (state.on_failure) std::exchange(state.on_failure, nullptr)(state.failed);
   // Force: UCX completes every operation still outstanding on it with UCS_ERR_CANCELED, now.
   if (state.net_ep != nullptr) CloseEp(std::exchange(state.net_ep, nullptr), /*force=*/true);
   // Mode NONE cannot be forced (UCX 1.13.1 refuses), and needs not be: its operations are
@@ -872,6 +1039,35 @@ void UcxWorker::DoConnect(Command& cmd) {
   cmd.done.Notify();
 }
 
+void UcxWorker::DoConnectOut(Command& cmd) {
+  EndpointState state;
+  // Mode PEER: a server side that goes away fails the endpoint (keepalive, a reset connection)
+  // rather than leaving requests unanswered until their deadlines. UCX 1.13.1 then uses no
+  // shared-memory lane for it; replies still come on the server's own endpoint, which may.
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_USER_DATA;
+  params.address = reinterpret_cast<const ucp_address_t*>(cmd.peer_address.data());
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = &UcxWorker::OnPeerError;
+  params.err_handler.arg = nullptr;
+  params.user_data = this;
+  ucs_status_t st = ucp_ep_create(worker_, &params, &state.net_ep);
+  if (st != UCS_OK) {
+    cmd.status =
+        MakeError(ErrorCode::kDataChannelUnavailable,
+                  absl::StrCat("cannot reach the server's UCX worker: ", UcxStatusString(st)));
+  } else {
+    state.outgoing = true;
+    state.on_failure = std::move(cmd.on_failure);
+    state.peer_address = std::string(cmd.peer_address);
+    cmd.new_endpoint = next_endpoint_++;
+    endpoints_.emplace(cmd.new_endpoint, std::move(state));
+    endpoint_count_.fetch_add(1);
+  }
+  cmd.done.Notify();
+}
+
 void UcxWorker::DoChallenge(Command& cmd) {
   auto it = endpoints_.find(cmd.endpoint);
   if (it == endpoints_.end() || !it->second.failed.ok()) {
@@ -979,7 +1175,7 @@ void UcxWorker::Sleep(int timeout_ms) {
   // after a peer's endpoint failed: a keepalive timer fd that stays readable).
   int fds = spurious_wakeups_ >= 3 ? 0 : 1;
   if (fds != 0) {
-    for (ucp_worker_h w : {worker_, shm_worker_}) {
+    for (ucp_worker_h w : {worker_, shm_worker_, msg_worker_}) {
       if (w != nullptr && ucp_worker_arm(w) == UCS_ERR_BUSY) {
         awaiting_progress_ = true;
         return;
@@ -1046,6 +1242,18 @@ void UcxWorker::Loop() {
         case Command::kBind:
           DoBind(*cmd);
           break;
+        case Command::kConnectOut:
+          DoConnectOut(*cmd);
+          break;
+        case Command::kSetHandler:
+          DoSetHandler(*cmd);
+          break;
+        case Command::kSend:
+          DoSend(*cmd);
+          break;
+        case Command::kMessageWorker:
+          DoMessageWorker(*cmd);
+          break;
       }
     }
     if (stopping) {
@@ -1065,6 +1273,7 @@ void UcxWorker::Loop() {
 
     unsigned progressed = ucp_worker_progress(worker_);
     if (shm_worker_ != nullptr) progressed += ucp_worker_progress(shm_worker_);
+    if (msg_worker_ != nullptr) progressed += ucp_worker_progress(msg_worker_);
     for (ucp_worker_h w : emulation_workers_) progressed += ucp_worker_progress(w);
     for (const PeerError& e : std::exchange(peer_errors_, {})) {
       for (auto& [id, state] : endpoints_) {
@@ -1167,7 +1376,8 @@ void UcxWorker::Loop() {
   }
   DestroyWorker(worker_);
   if (shm_worker_ != nullptr) DestroyWorker(shm_worker_);
-  worker_ = shm_worker_ = nullptr;
+  if (msg_worker_ != nullptr) DestroyWorker(msg_worker_);
+  worker_ = shm_worker_ = msg_worker_ = nullptr;
   challenge_sends_.clear();
   for (auto& job : jobs_) {
     job->cmd->status = MakeError(ErrorCode::kTransferFailed,

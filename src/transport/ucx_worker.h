@@ -112,6 +112,35 @@ class UcxWorker {
   absl::StatusOr<std::string> AwaitChallenges(absl::string_view session_id, size_t count,
                                               absl::Duration timeout);
 
+  // Active messages (the fast request path, spec section 8.9). `on_message` receives every
+  // active message of ID `am_id` that reaches this worker or its shared-memory lane with its
+  // data delivered eagerly (others are dropped), with the octets borrowed for the call. It runs
+  // on the progress thread and must not block. Set once per ID, before peers may send.
+  using MessageHandler = std::function<void(absl::string_view message)>;
+  absl::Status SetMessageHandler(uint16_t am_id, MessageHandler on_message);
+  // Server side: starts a worker of its own (from this worker's main context, progressed by the
+  // same thread) that receives active messages of ID `am_id` from peers that connect to it with
+  // ConnectForMessages, passes them to `on_message` as SetMessageHandler does, and returns its
+  // address. A worker of its own because the server creates no endpoint there: a peer's endpoint
+  // to a worker that already holds one to that peer in another error-handling mode is refused by
+  // UCX ("asymmetric endpoint configuration"). Once.
+  absl::StatusOr<std::string> StartMessageWorker(uint16_t am_id, MessageHandler on_message);
+  // Client side: an endpoint to a server worker for sending active messages, in error mode PEER
+  // so that a server side that goes away (its process died, the server restarted) fails it
+  // instead of swallowing what is sent; `on_failure` (may be null) is then called once, on the
+  // progress thread (it must not block or call back into this worker). The address is checked
+  // like Connect's.
+  using FailureHandler = std::function<void(const absl::Status& why)>;
+  absl::StatusOr<uint64_t> ConnectForMessages(absl::string_view peer_address,
+                                              FailureHandler on_failure = nullptr);
+  // Queues one active message (eager) on `endpoint`, on its shared-memory lane when it has one,
+  // and returns without waiting for it to leave. DATA_CHANNEL_UNAVAILABLE when the worker stops;
+  // a message for an endpoint that is unknown, failed or (server side) not yet bound by the
+  // proof of AOBJ-SES-026 is dropped on the progress thread (AOBJ-DAT-168) and counted in
+  // messages_dropped().
+  absl::Status SendMessage(uint64_t endpoint, uint16_t am_id, std::string payload);
+  uint64_t messages_dropped() const { return messages_dropped_.load(); }
+
   // The protection of an endpoint's lanes, read from UCX's own description of the endpoint.
   absl::StatusOr<Protection> GetProtection(uint64_t endpoint);
   // Closes an endpoint without waiting on the peer: its PEER endpoint by force (nothing is in
@@ -195,6 +224,8 @@ class UcxWorker {
     // window names must be its own (AOBJ-MEM-012), and emu_ep must reach the same FIFO.
     pid_t fifo_creator = 0;
     bool bound = false;         // the proof of AOBJ-SES-026 was accepted (Bind)
+    bool outgoing = false;      // ConnectForMessages: this side's endpoint to a server
+    FailureHandler on_failure;  // ConnectForMessages's, called by FailEndpoint
     absl::Status failed;        // OK while usable; why it failed (AOBJ-DAT-158)
     size_t jobs = 0;            // batches running on it
     bool disconnected = false;  // Disconnect() came while batches ran; erased after them
@@ -228,6 +259,13 @@ class UcxWorker {
   // Active-message handler of endpoint challenges (client side; runs inside progress).
   static ucs_status_t OnChallenge(void* arg, const void* header, size_t header_length, void* data,
                                   size_t length, const ucp_am_recv_param_t* param);
+  // Active-message handler of SetMessageHandler's IDs (runs inside progress).
+  static ucs_status_t OnMessage(void* arg, const void* header, size_t header_length, void* data,
+                                size_t length, const ucp_am_recv_param_t* param);
+  void DoSetHandler(Command& cmd);
+  void DoConnectOut(Command& cmd);
+  void DoMessageWorker(Command& cmd);
+  void DoSend(Command& cmd);
   // Sleeps on the event fds, at most `timeout_ms` (-1: until an event).
   void Sleep(int timeout_ms);
 
@@ -241,6 +279,8 @@ class UcxWorker {
 
   ucp_worker_h worker_;
   ucp_worker_h shm_worker_;  // null without a shared-memory lane
+  ucp_worker_h msg_worker_ = nullptr;    // StartMessageWorker's; progress thread only
+  const UcxContext* context_ = nullptr;  // the main worker's (outlives this)
   absl::Status peer_rma_refusal_;
   ucp_context_h shm_context_;  // the shared-memory lane's context (emulation workers)
   std::vector<ucp_worker_h> emulation_workers_;  // every session's, for progress and arming
@@ -279,7 +319,14 @@ class UcxWorker {
     void* request;
     std::unique_ptr<std::string> payload;
   };
-  std::vector<ChallengeSend> challenge_sends_;
+  std::vector<ChallengeSend> challenge_sends_;  // and SendMessage's
+  // SetMessageHandler's handlers by active-message ID (progress thread only), each UCX's
+  // callback argument.
+  struct MessageSlot {
+    MessageHandler on_message;
+  };
+  absl::flat_hash_map<uint16_t, std::unique_ptr<MessageSlot>> message_handlers_;
+  std::unique_ptr<MessageSlot> msg_worker_slot_;  // msg_worker_'s handler
   // Client side: challenges received, per session ID (at most kMaxChallengeSessions sessions,
   // oldest dropped), indexed by challenge index.
   static constexpr size_t kMaxChallengeSessions = 16;
@@ -296,6 +343,7 @@ class UcxWorker {
   const std::shared_ptr<std::atomic<int>> spin_ = std::make_shared<std::atomic<int>>(0);
   std::atomic<uint64_t> rkeys_outstanding_{0};
   std::atomic<uint64_t> endpoints_failed_{0};
+  std::atomic<uint64_t> messages_dropped_{0};
   std::thread thread_;
 };
 

@@ -21,6 +21,7 @@ enum Capability : uint32_t {
   kCapMultiDescriptor = 4,
   kCapOpaqueEtag = 5,
   kCapCancel = 6,
+  kCapFastPath = 7,  // spec section 8.9
 };
 
 // AOBJ-DAT-161: cancel entries one RenewSession may carry.

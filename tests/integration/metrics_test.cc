@@ -21,57 +21,20 @@
 
 #include "aobj/client.h"
 #include "gtest/gtest.h"
+#include "integration/raw_http.h"
 #include "integration/server_process.h"
 #include "server/metrics_http.h"
 
 namespace aobj {
 namespace {
 
+using testing::ConnectLoopback;
 using testing::kAccessKey;
+using testing::kClientDeadline;
 using testing::kSecret;
+using testing::RawHttp;
+using testing::Sample;
 using testing::ServerProcess;
-
-// Every client socket of these tests gives up after this long, so a server that stops answering
-// fails the test instead of hanging it. Well below kMetricsHttpIdleTimeout.
-constexpr auto kClientDeadline = std::chrono::seconds(5);
-
-// A socket connected to 127.0.0.1:port with kClientDeadline on connect, send and receive, or -1.
-int ConnectLoopback(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  timeval tv{};
-  tv.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(kClientDeadline).count();
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));  // bounds connect() too
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Sends `request` to 127.0.0.1:port and returns everything the server answers before it closes
-// the connection (or before kClientDeadline passes without a byte).
-std::string RawHttp(int port, const std::string& request) {
-  const int fd = ConnectLoopback(port);
-  if (fd < 0) return "";
-  // The server may refuse a long request and close before reading all of it.
-  size_t off = 0;
-  while (off < request.size()) {
-    const ssize_t n = send(fd, request.data() + off, request.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    off += static_cast<size_t>(n);
-  }
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return out;
-}
 
 // The status code of a raw HTTP response, or 0 when there is none.
 int StatusOf(const std::string& resp) {
@@ -87,17 +50,6 @@ int StatusOf(const std::string& resp) {
 std::string BodyOf(const std::string& resp) {
   const size_t end = resp.find("\r\n\r\n");
   return end == std::string::npos ? "" : resp.substr(end + 4);
-}
-
-// The value of the sample line `name` (full name with labels), or -1.
-double Sample(const std::string& text, const std::string& name) {
-  const std::string prefix = name + " ";
-  size_t pos = 0;
-  while ((pos = text.find(prefix, pos)) != std::string::npos) {
-    if (pos == 0 || text[pos - 1] == '\n') return std::stod(text.substr(pos + prefix.size()));
-    pos += prefix.size();
-  }
-  return -1;
 }
 
 TEST(MetricsEndpointTest, ReportsRealFiguresAndSessions) {

@@ -80,6 +80,7 @@ absl::StatusOr<std::unique_ptr<AobjWorkers>> AobjWorkers::Start(const AobjVarian
               "--checksum",     v.checksum,
               "--transports",   v.transports.empty() ? "default" : v.transports,
               "--inline",       v.allow_inline ? "1" : "0",
+              "--fast-path",    v.fast_path ? "1" : "0",
               "--opaque-etags", v.opaque_etags ? "1" : "0"};
     c.pipe_stdio = true;
     auto p = ChildProcess::Start(c);
@@ -190,11 +191,11 @@ bool ReadCommand(std::string* line) { return static_cast<bool>(std::getline(std:
 
 int WorkerMain(int argc, char** argv) {
   tools::ParsedArgs args;
-  absl::Status st = tools::ParseArgs(argc, argv, 2,
-                                     {"endpoint", "credentials", "bucket", "buffers", "threads",
-                                      "max-size", "proc-index", "checksum", "transports", "inline",
-                                      "opaque-etags"},
-                                     {}, &args);
+  absl::Status st = tools::ParseArgs(
+      argc, argv, 2,
+      {"endpoint", "credentials", "bucket", "buffers", "threads", "max-size", "proc-index",
+       "checksum", "transports", "inline", "fast-path", "opaque-etags"},
+      {}, &args);
   if (!st.ok()) {
     EmitError(st);
     return 2;
@@ -210,6 +211,7 @@ int WorkerMain(int argc, char** argv) {
   options.secret = creds->begin()->second;
   options.client_name = "aobj-bench/0.1";
   options.allow_inline = args.Get("inline", "1") == "1";
+  options.fast_path = args.Get("fast-path", "1") == "1";
   options.opaque_etags = args.Get("opaque-etags", "0") == "1";
   options.checksum = args.Get("checksum", "crc32c") == "crc64nvme" ? ChecksumAlgorithm::kCrc64Nvme
                                                                    : ChecksumAlgorithm::kCrc32c;

@@ -62,6 +62,7 @@ struct AobjVariant {
   int threads = 1;         // load threads per process
   std::string transports;  // UCX_TLS for the client ("" = UCX's choice)
   bool allow_inline = true;
+  bool fast_path = true;  // offer FAST_PATH (spec 8.9); false: every request by gRPC
   std::string checksum = "crc32c";
   bool opaque_etags = false;  // offer OPAQUE_ETAG (AOBJ-OBJ-016)
   uint64_t max_size = 0;  // largest object of the run (buffer size)

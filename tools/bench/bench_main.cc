@@ -76,6 +76,8 @@ Server:
   --server-pid PID        the running server's pid, for CPU and memory figures
   --bucket NAME           bucket to use (default bench)
   --server-binary PATH    aobj-server to spawn (default: next to aobj-bench)
+  --server-args "ARGS"    more flags for the spawned aobj-server, split at spaces (e.g.
+                          "--data-isolation none" to measure the data channel in process)
 
 Comparisons (same sizes, ops and concurrency):
   --compare LIST          ucx,nginx,moto or none (default: all that are present)
@@ -123,37 +125,37 @@ std::vector<std::string> List(const std::string& s) {
 
 absl::Status ParseFlags(int argc, char** argv, Flags* f) {
   tools::ParsedArgs a;
-  absl::Status st = tools::ParseArgs(argc, argv, 1,
-                                     {"sizes",
-                                      "ops",
-                                      "threads",
-                                      "processes",
-                                      "count",
-                                      "duration",
-                                      "min-ops",
-                                      "warmup",
-                                      "buffers",
-                                      "checksum",
-                                      "etags",
-                                      "transports",
-                                      "store",
-                                      "endpoint",
-                                      "credentials",
-                                      "server-pid",
-                                      "bucket",
-                                      "server-binary",
-                                      "compare",
-                                      "moto-max-size",
-                                      "nginx",
-                                      "moto",
-                                      "s3-endpoint",
-                                      "s3-name",
-                                      "wrk",
-                                      "small-duration",
-                                      "small-inflight",
-                                      "idle-seconds",
-                                      "json",
-                                      "svg"},
+  absl::Status st = tools::ParseArgs(argc, argv, 1, {"sizes",
+                                                     "ops",
+                                                     "threads",
+                                                     "processes",
+                                                     "count",
+                                                     "duration",
+                                                     "min-ops",
+                                                     "warmup",
+                                                     "buffers",
+                                                     "checksum",
+                                                     "etags",
+                                                     "transports",
+                                                     "store",
+                                                     "endpoint",
+                                                     "credentials",
+                                                     "server-pid",
+                                                     "bucket",
+                                                     "server-binary",
+                                                     "server-args",
+                                                     "compare",
+                                                     "moto-max-size",
+                                                     "nginx",
+                                                     "moto",
+                                                     "s3-endpoint",
+                                                     "s3-name",
+                                                     "wrk",
+                                                     "small-duration",
+                                                     "small-inflight",
+                                                     "idle-seconds",
+                                                     "json",
+                                                     "svg"},
                                      {"no-inline", "ucx-rkey-per-op"}, &a);
   if (!st.ok()) return st;
   f->no_inline = a.Has("no-inline");
@@ -225,6 +227,7 @@ absl::Status ParseFlags(int argc, char** argv, Flags* f) {
   f->server_pid = static_cast<pid_t>(v);
   f->bucket = a.Get("bucket", "bench");
   f->server_binary = a.Get("server-binary", SelfDir() + "/aobj-server");
+  f->server_args = absl::StrSplit(a.Get("server-args", ""), ' ', absl::SkipEmpty());
   f->compare = List(a.Get("compare", "ucx,nginx,moto"));
   if (f->compare.size() == 1 && f->compare[0] == "none") f->compare.clear();
   for (const auto& c : f->compare) {

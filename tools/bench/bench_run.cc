@@ -125,7 +125,7 @@ class Bench {
   absl::Status PutGetObject(Store& s, uint64_t size);
   void DeleteObjects(Store& s, uint64_t size, int max_processes, int threads);
   absl::Status StartVariants(std::vector<Variant>* out, int threads, uint64_t max_size, bool small,
-                             bool allow_inline);
+                             bool allow_inline, bool fast_path = true);
   LoadSpec Spec(uint64_t size, int threads, bool small) const;
   void RunAobjCell(Variant& v, const std::string& section, Op op, uint64_t size, bool small,
                    const std::string& suffix);
@@ -182,6 +182,7 @@ absl::Status Bench::StartStores() {
     for (const std::string& name : f_.stores) {
       AobjServer::Options o;
       o.binary = f_.server_binary;
+      o.extra_args = f_.server_args;
       o.store = name;
       o.dir = dir_;
       o.credentials_file = credentials_file_;
@@ -236,7 +237,7 @@ void Bench::DeleteObjects(Store& s, uint64_t size, int max_processes, int thread
 }
 
 absl::Status Bench::StartVariants(std::vector<Variant>* out, int threads, uint64_t max_size,
-                                  bool small, bool allow_inline) {
+                                  bool small, bool allow_inline, bool fast_path) {
   const std::vector<std::string> buffers = small ? std::vector<std::string>{"library"} : f_.buffers;
   const std::vector<int> processes = small ? std::vector<int>{1} : f_.processes;
   const std::vector<std::string> transports =
@@ -250,7 +251,7 @@ absl::Status Bench::StartVariants(std::vector<Variant>* out, int threads, uint64
             v.name = absl::StrCat("aobj-", s->name, b == "caller" ? "-caller" : "",
                                   p > 1 ? absl::StrCat("-", p, "p") : "",
                                   t == "default" ? "" : "-" + t, e == "opaque" ? "-opaque" : "",
-                                  allow_inline ? "" : "-rma");
+                                  allow_inline ? "" : "-rma", fast_path ? "" : "-grpc");
             v.opaque_etags = e == "opaque";
             v.endpoint = s->endpoint;
             v.credentials_file = credentials_file_;
@@ -260,6 +261,7 @@ absl::Status Bench::StartVariants(std::vector<Variant>* out, int threads, uint64
             v.threads = threads;
             v.transports = t == "default" ? "" : t;
             v.allow_inline = allow_inline;
+            v.fast_path = fast_path;
             v.checksum = f_.checksum;
             v.max_size = max_size;
             auto w = AobjWorkers::Start(v);
@@ -477,11 +479,18 @@ void Bench::RunSmall() {
   if (nginx_ != nullptr) nginx_->MakeObject(kSize, pool_.Get(0, kSize)).IgnoreError();
   if (moto_ != nullptr) moto_->PutObject(GetKey(kSize), pool_.Get(0, kSize), kSize).IgnoreError();
   for (int inflight : inflights) {
-    // aobj: the default (inline bodies up to the negotiated threshold) and forced RMA.
+    // aobj: the default (inline bodies up to the negotiated threshold, requests on the fast
+    // path), forced RMA, and every request by gRPC (FAST_PATH not offered: the control
+    // channel's floor).
     std::vector<Variant> variants;
     for (bool inline_ok : {true, false}) {
       absl::Status st = StartVariants(&variants, inflight, kSize, /*small=*/true, inline_ok);
       if (!st.ok()) Log(absl::StrCat("small-request workers: ", tools::DescribeError(st)));
+    }
+    if (absl::Status st = StartVariants(&variants, inflight, kSize, /*small=*/true,
+                                        /*allow_inline=*/true, /*fast_path=*/false);
+        !st.ok()) {
+      Log(absl::StrCat("small-request workers: ", tools::DescribeError(st)));
     }
     RunGrpcFloorCell(inflight);
     for (Op op : f_.ops) {

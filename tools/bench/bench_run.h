@@ -29,6 +29,7 @@ struct Flags {
   std::vector<std::string> etags = {"md5"};
   std::string checksum = "crc32c";
   std::string endpoint, credentials, bucket = "bench", server_binary;
+  std::vector<std::string> server_args;  // --server-args
   pid_t server_pid = -1;
   uint64_t moto_max = 64ull << 20;
   std::string nginx, moto, wrk;

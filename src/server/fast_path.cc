@@ -1,0 +1,124 @@
+#include "server/fast_path.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "aobj/status.h"
+#include "wire/fast_frame.h"
+#include "wire/protocol.h"
+
+namespace aobj {
+
+void FastPathServer::Attach(RequestHandler* handler, const Authenticator* auth,
+                            RequestScheduler* scheduler, SessionTable* sessions,
+                            DataChannel* channel) {
+  absl::MutexLock l(&mu_);
+  handler_ = handler;
+  auth_ = auth;
+  scheduler_ = scheduler;
+  sessions_ = sessions;
+  channel_ = channel;
+  serving_ = true;
+}
+
+void FastPathServer::Stop() {
+  absl::MutexLock l(&mu_);
+  serving_ = false;
+}
+
+void FastPathServer::OnFrame(absl::string_view frame, absl::string_view principal) {
+  received_.fetch_add(1, std::memory_order_relaxed);
+  absl::ReaderMutexLock l(&mu_);
+  if (!serving_) {
+    unroutable_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const absl::Time arrived = absl::Now();
+  auto parsed = ParseFastRequest(frame);
+  if (!parsed.ok()) {  // AOBJ-DAT-168: nothing in it can route a reply
+    malformed_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  auto req = std::make_shared<FastRequest>(std::move(*parsed));
+  // AOBJ-DAT-168: replies go only to the endpoint of the session named, and only when the key
+  // claimed is the session's (and, confined, the process that delivered it is that key's).
+  std::shared_ptr<const SessionState> session = sessions_->Peek(req->auth.session_hex);
+  if (session == nullptr || session->access_key_id != req->auth.access_key_id ||
+      (!principal.empty() && principal != session->access_key_id)) {
+    unroutable_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const uint64_t endpoint = session->endpoint;
+  const Method method = MethodFromName(req->method);
+  if (!session->HasCapability(kCapFastPath)) {
+    Reply(endpoint, req->auth.nonce_hex,
+          handler_->Refuse(method, req->auth,
+                           MakeError(ErrorCode::kInvalidArgument,
+                                     "the session did not negotiate FAST_PATH (AOBJ-DAT-167)")),
+          nullptr);
+    return;
+  }
+  if (!FastPathCarries(method)) {  // AOBJ-DAT-167
+    Reply(endpoint, req->auth.nonce_hex,
+          handler_->Refuse(
+              method == Method::kCount ? Method::kHeadBucket : method, req->auth,
+              MakeError(ErrorCode::kInvalidArgument,
+                        absl::StrCat("the fast path does not carry \"", req->method.substr(0, 64),
+                                     "\"; send it by gRPC (AOBJ-DAT-167)"))),
+          nullptr);
+    return;
+  }
+  // AOBJ-SEC-012: a claim that already fails is answered without queueing.
+  if (absl::Status claim = auth_->CheckClaim(req->auth, true); !claim.ok()) {
+    Reply(endpoint, req->auth.nonce_hex, handler_->Refuse(method, req->auth, claim), nullptr);
+    return;
+  }
+  const uint64_t bytes = req->body.size();
+  const std::string key = req->auth.access_key_id;
+  // AOBJ-SEC-013, AOBJ-SEC-014: the same queues, fairness and bounds as a gRPC call.
+  absl::Status queued = scheduler_->Submit(key, bytes, [this, req, method, endpoint, arrived] {
+    CallControl call;
+    if (req->timeout_ms > 0) call.deadline = arrived + absl::Milliseconds(req->timeout_ms);
+    aobj::v1::VersionRange supported;
+    absl::StatusOr<std::string> out =
+        handler_->Handle(method, req->auth, req->body, absl::Now(), &supported, &call);
+    const bool version_error =
+        !out.ok() && ErrorCodeOf(out.status()) == ErrorCode::kUnsupportedVersion;
+    Reply(endpoint, req->auth.nonce_hex, out, version_error ? &supported : nullptr);
+  });
+  if (!queued.ok()) {
+    Reply(endpoint, req->auth.nonce_hex, handler_->Refuse(method, req->auth, queued), nullptr);
+  }
+}
+
+void FastPathServer::Reply(uint64_t endpoint, const std::string& nonce_hex,
+                           const absl::StatusOr<std::string>& out,
+                           const aobj::v1::VersionRange* supported) {
+  FastReply reply;
+  reply.nonce_hex = nonce_hex;
+  if (out.ok()) {
+    reply.body = *out;
+  } else {
+    reply.error = true;
+    ToGrpcStatus(out.status(), &reply.body, supported);  // the same aobj.v1.Error as a trailer
+  }
+  auto frame = EncodeFastReply(reply);
+  if (!frame.ok()) {
+    // AOBJ-DAT-171: a response too large for a frame is answered with that error instead.
+    reply.error = true;
+    ToGrpcStatus(MakeError(ErrorCode::kInternal,
+                           "the response exceeds the fast path's frame limit; send the request "
+                           "by gRPC"),
+                 &reply.body, nullptr);
+    reply.body.resize(std::min<size_t>(reply.body.size(), kMaxFastFrame / 2));
+    frame = EncodeFastReply(reply);
+    if (!frame.ok()) return;
+  }
+  answered_.fetch_add(1, std::memory_order_relaxed);
+  channel_->SendFastReply(endpoint, std::move(*frame));
+}
+
+}  // namespace aobj

@@ -468,6 +468,23 @@ MUTANTS = {
         'CompleteMultipartUpload refuses a non-last part of exactly the minimum part size with ENTITY_TOO_SMALL (the minimum applied as exclusive) (AOBJ-OBJ-213)',
         [('src/store/multipart.cc', '        if (parts[i].info.size < core_->limits.min_part_size) {', '        if (parts[i].info.size <= core_->limits.min_part_size) {')],
         'mpu/9.15.3/7', []),
+    # The fast request path (spec 8.9): the faults an implementation of it is most likely to ship.
+    'fast-reply-unconfirmed': (
+        'fast replies go to an endpoint whose ConfirmEndpoint has not been accepted (AOBJ-DAT-168)',
+        [('src/transport/ucx_worker.cc', '      !(it->second.bound || it->second.outgoing)) {', '      false) {')],
+        'dat/8.9/4', []),
+    'fast-foreign-claim-answered': (
+        "a fast request claiming another access key than its session's is answered on that session's endpoint (AOBJ-DAT-168)",
+        [('src/server/fast_path.cc', '  if (session == nullptr || session->access_key_id != req->auth.access_key_id ||', '  if (session == nullptr ||')],
+        'dat/8.9/4', []),
+    'fast-carries-every-method': (
+        'the fast path carries listings and the session methods too, instead of answering INVALID_ARGUMENT (AOBJ-DAT-167)',
+        [('src/control/rpc.cc', '      return true;\n    default:\n      return false;\n  }\n}', '      return true;\n    default:\n      return true;\n  }\n}')],
+        'dat/8.9/2', []),
+    'fast-trailing-octets-accepted': (
+        'a fast frame with octets after its message parses (and is answered) instead of being dropped (AOBJ-DAT-171)',
+        [('src/wire/fast_frame.cc', '  if (!r.U32(&n) || !r.Bytes(n, &v) || r.remaining() != 0) return false;', '  if (!r.U32(&n) || !r.Bytes(n, &v)) return false;')],
+        'dat/8.9/3', []),
 }
 
 

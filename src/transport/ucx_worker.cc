@@ -1041,30 +1041,37 @@ void UcxWorker::DoConnect(Command& cmd) {
 
 void UcxWorker::DoConnectOut(Command& cmd) {
   EndpointState state;
-  // Mode PEER: a server side that goes away fails the endpoint (keepalive, a reset connection)
-  // rather than leaving requests unanswered until their deadlines. UCX 1.13.1 then uses no
-  // shared-memory lane for it; replies still come on the server's own endpoint, which may.
+  // Messages go on an endpoint in mode NONE, which may use shared memory (PEER would exclude it
+  // in UCX 1.13.1). A second endpoint in mode PEER carries nothing: it is there so that a server
+  // side that goes away (its process died, the server restarted) fails the pair (a reset
+  // connection, keepalive) instead of leaving requests to their deadlines.
   ucp_ep_params_t params{};
-  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_USER_DATA;
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   params.address = reinterpret_cast<const ucp_address_t*>(cmd.peer_address.data());
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  params.err_handler.cb = &UcxWorker::OnPeerError;
-  params.err_handler.arg = nullptr;
-  params.user_data = this;
-  ucs_status_t st = ucp_ep_create(worker_, &params, &state.net_ep);
+  params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+  ucs_status_t st = ucp_ep_create(worker_, &params, &state.shm_ep);
   if (st != UCS_OK) {
     cmd.status =
         MakeError(ErrorCode::kDataChannelUnavailable,
                   absl::StrCat("cannot reach the server's UCX worker: ", UcxStatusString(st)));
-  } else {
-    state.outgoing = true;
-    state.on_failure = std::move(cmd.on_failure);
-    state.peer_address = std::string(cmd.peer_address);
-    cmd.new_endpoint = next_endpoint_++;
-    endpoints_.emplace(cmd.new_endpoint, std::move(state));
-    endpoint_count_.fetch_add(1);
+    cmd.done.Notify();
+    return;
   }
+  ucp_ep_params_t watch{};
+  watch.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                     UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_USER_DATA;
+  watch.address = params.address;
+  watch.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  watch.err_handler.cb = &UcxWorker::OnPeerError;
+  watch.err_handler.arg = nullptr;
+  watch.user_data = this;
+  if (ucp_ep_create(worker_, &watch, &state.net_ep) != UCS_OK) state.net_ep = nullptr;
+  state.outgoing = true;
+  state.on_failure = std::move(cmd.on_failure);
+  state.peer_address = std::string(cmd.peer_address);
+  cmd.new_endpoint = next_endpoint_++;
+  endpoints_.emplace(cmd.new_endpoint, std::move(state));
+  endpoint_count_.fetch_add(1);
   cmd.done.Notify();
 }
 

@@ -125,8 +125,9 @@ class UcxWorker {
   // to a worker that already holds one to that peer in another error-handling mode is refused by
   // UCX ("asymmetric endpoint configuration"). Once.
   absl::StatusOr<std::string> StartMessageWorker(uint16_t am_id, MessageHandler on_message);
-  // Client side: an endpoint to a server worker for sending active messages, in error mode PEER
-  // so that a server side that goes away (its process died, the server restarted) fails it
+  // Client side: an endpoint to a server worker for sending active messages (error mode NONE, so
+  // any lane, shared memory included), watched by a second one in mode PEER that carries nothing,
+  // so that a server side that goes away (its process died, the server restarted) fails the pair
   // instead of swallowing what is sent; `on_failure` (may be null) is then called once, on the
   // progress thread (it must not block or call back into this worker). The address is checked
   // like Connect's.

@@ -191,6 +191,10 @@ class FakeChannel final : public aobj::DataChannel {
     for (int i = 0; i < 8; ++i) c[i] = static_cast<char>(ep >> (8 * i));
     return c;
   }
+  bool IsLost(uint64_t ep) const {
+    auto it = endpoints_.find(ep);
+    return it != endpoints_.end() && it->second.lost;
+  }
   bool IsBound(uint64_t ep) const {
     auto it = endpoints_.find(ep);
     return it != endpoints_.end() && it->second.bound;
@@ -285,6 +289,21 @@ class FakeChannel final : public aobj::DataChannel {
   }
   size_t endpoint_count() override { return endpoints_.size(); }
   uint64_t rkeys_outstanding() override { return rkeys_unpacked_ - rkeys_destroyed_; }
+
+  // The fast request path (spec 8.9): every session may use it; a reply is kept for the harness,
+  // which takes it right after the request (the fake's server runs requests inline). As
+  // UcxWorker, nothing goes to an endpoint that is gone or not bound (AOBJ-DAT-168).
+  std::string FastPathAddress(uint64_t ep) override { return "fake-fast-worker"; }
+  void SendFastReply(uint64_t ep, std::string frame) override {
+    auto it = endpoints_.find(ep);
+    if (it == endpoints_.end() || !it->second.bound || it->second.lost) {
+      ++fast_dropped;
+      return;
+    }
+    fast_replies.emplace_back(ep, std::move(frame));
+  }
+  std::vector<std::pair<uint64_t, std::string>> fast_replies;
+  uint64_t fast_dropped = 0;
 
  private:
   struct Endpoint {

@@ -33,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -49,6 +50,7 @@
 #include "control/rpc.h"
 #include "fuzz_util.h"
 #include "server/data_channel.h"
+#include "server/fast_path.h"
 #include "server/handler.h"
 #include "session/authenticator.h"
 #include "session/session_table.h"
@@ -59,6 +61,7 @@
 #include "wire/checksum.h"
 #include "wire/crypto.h"
 #include "wire/etag.h"
+#include "wire/fast_frame.h"
 
 namespace {
 
@@ -181,12 +184,21 @@ class Harness {
     AOBJ_FUZZ_CHECK(mp.ok());
     multipart_ = std::move(*mp);
     aobj::HandlerConfig config;
-    config.capabilities = {aobj::kCapInline, aobj::kCapCrc32c, aobj::kCapCrc64Nvme,
-                           aobj::kCapMultiDescriptor, aobj::kCapOpaqueEtag};
+    config.capabilities = {aobj::kCapInline,          aobj::kCapCrc32c,     aobj::kCapCrc64Nvme,
+                           aobj::kCapMultiDescriptor, aobj::kCapOpaqueEtag, aobj::kCapFastPath};
     config.staging_bytes = 512u << setup.staging;
     config.max_rma_piece = setup.rma_piece == 0 ? (64u << 20) : (256u << setup.rma_piece);
     handler_ = std::make_unique<aobj::RequestHandler>(config, store_, &channel_, &auth_, &sessions_,
                                                       multipart_.get());
+    // The fast path on the same handler, its requests run inline at the harness's clock.
+    // (Queued, and run by CallFast once OnFrame returned, as a request thread would.)
+    fast_.Attach(
+        handler_.get(), &auth_,
+        [this](absl::string_view, uint64_t, std::function<void()> task) {
+          fast_tasks_.push_back(std::move(task));
+          return absl::OkStatus();
+        },
+        &sessions_, &channel_, [this] { return now_; });
     slots_.fill(-1);
     upload_slots_.fill(-1);
   }
@@ -245,8 +257,12 @@ class Harness {
   void CheckInvariants() {
     AOBJ_FUZZ_CHECK(sessions_.transfers_in_flight() == 0);  // no TransferSlot leaked
     // Every request counted once, every failure as an error (the metrics endpoint's numbers).
-    AOBJ_FUZZ_CHECK(handler_->counters().requests.load() == requests_);
-    AOBJ_FUZZ_CHECK(handler_->counters().errors.load() == errors_);
+    // Fast requests the path dropped before the handler saw them (AOBJ-DAT-168) count as the
+    // errors the harness recorded for them, and never in the handler.
+    const aobj::FastPathStats fast = fast_.stats();
+    AOBJ_FUZZ_CHECK(fast.malformed == 0);  // the harness frames only what it means
+    AOBJ_FUZZ_CHECK(handler_->counters().requests.load() == requests_ - fast.unroutable);
+    AOBJ_FUZZ_CHECK(handler_->counters().errors.load() == errors_ - fast.unroutable);
     // Objects: exactly the model, byte for byte (AOBJ-OBJ-010: never torn, never half-visible).
     for (const char* key : kKeyNames) {
       auto it = objects_.find(key);
@@ -319,7 +335,14 @@ class Harness {
     const absl::Time at = now_;  // a nested step may move the clock during the call
     aobj::RequestAuth auth =
         signers_[principal].Sign(aobj::MethodPath(method), session_hex, body, now_);
-    auto result = handler_->Handle(method, auth, body, now_, nullptr);
+    // Every other request the path carries goes as a fast request (spec 8.9): the same checks
+    // must give the same results, and the invariants below hold whichever path a request took.
+    // Only on a bound, working endpoint: elsewhere a request would run and its reply be dropped,
+    // an outcome the client cannot know (AOBJ-DAT-169) and the model could not follow.
+    const bool fast = m != nullptr && aobj::FastPathCarries(method) && requests_ % 2 == 1 &&
+                      channel_.IsBound(m->endpoint) && !channel_.IsLost(m->endpoint);
+    auto result = fast ? CallFast(method, auth, body, *m, own)
+                       : handler_->Handle(method, auth, body, now_, nullptr);
     ++requests_;
     errors_ += !result.ok();
     if (Trace()) {
@@ -341,6 +364,45 @@ class Harness {
     return slots_[slot] >= 0 ? &all_sessions_[slots_[slot]] : nullptr;
   }
 
+  // One request by the fast path: framed, handed to the server as the data channel would, and
+  // its reply (if any) taken back. A request the server cannot answer (its session released, or
+  // another key's claim: AOBJ-DAT-168) gets no reply; the harness then sees NO_SUCH_SESSION, as
+  // a client that gave up would know no more.
+  absl::StatusOr<std::string> CallFast(Method method, const aobj::RequestAuth& auth,
+                                       const std::string& body, const SessionModel& m, bool own) {
+    aobj::FastRequest r;
+    r.method = aobj::MethodName(method);
+    r.auth = auth;
+    r.body = body;
+    auto frame = aobj::EncodeFastRequest(r);
+    AOBJ_FUZZ_CHECK(frame.ok());
+    const size_t before = channel_.fast_replies.size();
+    fast_.OnFrame(*frame, "");
+    while (!fast_tasks_.empty()) {
+      std::function<void()> task = std::move(fast_tasks_.front());
+      fast_tasks_.pop_front();
+      task();
+    }
+    // A nested step may have sent fast requests of its own meanwhile; ours is the one with our
+    // nonce, on our session's endpoint.
+    for (size_t i = before; i < channel_.fast_replies.size(); ++i) {
+      auto reply = aobj::ParseFastReply(channel_.fast_replies[i].second);
+      AOBJ_FUZZ_CHECK(reply.ok());  // what the server sends always parses
+      if (reply->nonce_hex != auth.nonce_hex) continue;
+      AOBJ_FUZZ_CHECK(own && channel_.fast_replies[i].first == m.endpoint);
+      channel_.fast_replies.erase(channel_.fast_replies.begin() + static_cast<long>(i));
+      if (!reply->error) return reply->body;
+      pb::Error e;
+      AOBJ_FUZZ_CHECK(e.ParseFromString(reply->body) && e.code() != 0);
+      return aobj::MakeError(static_cast<aobj::ErrorCode>(static_cast<uint32_t>(e.code())),
+                             e.message());
+    }
+    // No reply: only for another key's claim, or an endpoint lost or released meanwhile (by a
+    // step nested in the request).
+    AOBJ_FUZZ_CHECK(!own || !channel_.IsOpen(m.endpoint) || channel_.IsLost(m.endpoint));
+    return aobj::MakeError(aobj::ErrorCode::kNoSuchSession, "no fast reply");
+  }
+
   void Open(const Step& s) {
     pb::OpenSessionRequest req;
     req.mutable_versions()->set_min(1);
@@ -350,6 +412,7 @@ class Harness {
     if (s.caps & 2) req.add_capabilities(aobj::kCapMultiDescriptor);
     if (s.caps & 4) req.add_capabilities(aobj::kCapCrc64Nvme);
     if (s.caps & 8) req.add_capabilities(aobj::kCapOpaqueEtag);
+    req.add_capabilities(aobj::kCapFastPath);  // every other request goes by it (Call)
     req.set_worker_address("fake-worker-" + std::to_string(all_sessions_.size()));
     if (s.inline_threshold == 1) req.mutable_requested_limits()->set_inline_threshold(64);
     if (s.inline_threshold == 2) req.mutable_requested_limits()->set_inline_threshold(4096);
@@ -1048,6 +1111,8 @@ class Harness {
   aobj::SessionTable sessions_;
   std::array<aobj::RequestSigner, 2> signers_;
   std::unique_ptr<aobj::RequestHandler> handler_;  // borrows everything above
+  aobj::FastPathServer fast_;                      // borrows everything above
+  std::deque<std::function<void()>> fast_tasks_;   // its queued requests (CallFast runs them)
   absl::Time now_ = absl::FromUnixMillis(1795000000000);
 
   uint64_t requests_ = 0;  // Handle calls made

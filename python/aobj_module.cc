@@ -464,10 +464,11 @@ class PyClient {
   PyClient(std::string endpoint, std::optional<std::string> profile,
            std::optional<std::string> access_key_id, std::optional<std::string> secret_access_key,
            std::optional<std::string> credentials_file, std::string checksum, double timeout,
-           bool opaque_etags, bool allow_inline, int busy_retries, int max_in_flight,
-           std::optional<std::string> tls_ca, std::optional<std::string> tls_cert,
-           std::optional<std::string> tls_key, std::optional<std::string> tls_server_name,
-           std::string net_devices, std::string client_name, std::string staging) {
+           bool opaque_etags, bool allow_inline, bool fast_path, int busy_retries,
+           int max_in_flight, std::optional<std::string> tls_ca,
+           std::optional<std::string> tls_cert, std::optional<std::string> tls_key,
+           std::optional<std::string> tls_server_name, std::string net_devices,
+           std::string client_name, std::string staging) {
     const Staging staging_mode = StagingOf(staging);
     ClientOptions o;
     ClientEnvironment env = ClientEnvironment::FromProcess();
@@ -533,6 +534,7 @@ class PyClient {
     o.timeout_ms = std::max<int64_t>(1, static_cast<int64_t>(timeout * 1000));
     o.opaque_etags = opaque_etags;
     o.allow_inline = allow_inline;
+    o.fast_path = fast_path;
     if (busy_retries < 0) throw py::value_error("busy_retries must be 0 or more");
     o.busy_retries = busy_retries;
     if (max_in_flight < 0) throw py::value_error("max_in_flight must be 0 or more");
@@ -608,6 +610,7 @@ class PyClient {
                                                                     : "unspecified";
     d["lease_ms"] = s.lease_ms;
     d["server_name"] = s.server_name;
+    d["fast_path"] = !s.fast_path_address.empty();  // spec 8.9: requests as active messages
     d["endpoint"] = endpoint_;
     d["access_key_id"] = access_key_id_;
     return d;
@@ -1154,14 +1157,14 @@ PYBIND11_MODULE(_aobj, m) {
   py::class_<PyClient>(m, "_Client", py::dynamic_attr())
       .def(py::init<std::string, std::optional<std::string>, std::optional<std::string>,
                     std::optional<std::string>, std::optional<std::string>, std::string, double,
-                    bool, bool, int, int, std::optional<std::string>, std::optional<std::string>,
-                    std::optional<std::string>, std::optional<std::string>, std::string,
-                    std::string, std::string>(),
+                    bool, bool, bool, int, int, std::optional<std::string>,
+                    std::optional<std::string>, std::optional<std::string>,
+                    std::optional<std::string>, std::string, std::string, std::string>(),
            py::arg("endpoint"), py::arg("profile"), py::arg("access_key_id"),
            py::arg("secret_access_key"), py::arg("credentials_file"), py::arg("checksum"),
            py::arg("timeout"), py::arg("opaque_etags"), py::arg("allow_inline"),
-           py::arg("busy_retries"), py::arg("max_in_flight"), py::arg("tls_ca"),
-           py::arg("tls_cert"), py::arg("tls_key"), py::arg("tls_server_name"),
+           py::arg("fast_path"), py::arg("busy_retries"), py::arg("max_in_flight"),
+           py::arg("tls_ca"), py::arg("tls_cert"), py::arg("tls_key"), py::arg("tls_server_name"),
            py::arg("net_devices"), py::arg("client_name"), py::arg("staging"))
       .def("_close", &PyClient::Close)
       .def_property_readonly("_closed", &PyClient::closed)

@@ -151,8 +151,9 @@ class Client(_aobj._Client):
 
     Client(endpoint=None, *, profile=None, access_key_id=None, secret_access_key=None,
            credentials_file=None, checksum="crc32c", timeout=120.0, opaque_etags=False,
-           allow_inline=True, busy_retries=5, max_in_flight=0, tls_ca=None, tls_cert=None,
-           tls_key=None, tls_server_name=None, net_devices="lo", workers=8, staging="auto")
+           allow_inline=True, fast_path=True, busy_retries=5, max_in_flight=0, tls_ca=None,
+           tls_cert=None, tls_key=None, tls_server_name=None, net_devices="lo", workers=8,
+           staging="auto")
 
     endpoint: "HOST:PORT" of the server's control channel. Default: AOBJ_ENDPOINT, else the
         profile's ``endpoint`` in ~/.aobj/config, else 127.0.0.1:7878.
@@ -165,6 +166,9 @@ class Client(_aobj._Client):
     timeout: seconds each call may take (each method's ``timeout`` can only shorten it).
     opaque_etags: objects this client writes get opaque version ETags instead of MD5 digests
         (faster large PUTs; do not use where ETags are compared with local MD5s).
+    fast_path: with a server that offers it (capability FAST_PATH, spec section 8.9), requests
+        on one object travel as UCX active messages on the data channel instead of gRPC calls
+        (about 2.5x faster for small objects); ``session["fast_path"]`` says whether they do.
     busy_retries: how often a call the server refused as busy is sent again.
     max_in_flight: data requests this session may have in flight (0: the server's default).
     tls_*: TLS on the control channel (CA, client certificate and key for mutual TLS).
@@ -189,8 +193,9 @@ class Client(_aobj._Client):
                  access_key_id: Optional[str] = None, secret_access_key: Optional[str] = None,
                  credentials_file: Optional[str] = None, checksum: str = "crc32c",
                  timeout: float = 120.0, opaque_etags: bool = False, allow_inline: bool = True,
-                 busy_retries: int = 5, max_in_flight: int = 0, tls_ca: Optional[str] = None,
-                 tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
+                 fast_path: bool = True, busy_retries: int = 5, max_in_flight: int = 0,
+                 tls_ca: Optional[str] = None, tls_cert: Optional[str] = None,
+                 tls_key: Optional[str] = None,
                  tls_server_name: Optional[str] = None, net_devices: str = "lo",
                  workers: int = 8, staging: str = "auto") -> None:
         if workers < 1:
@@ -204,8 +209,8 @@ class Client(_aobj._Client):
         _ForkState.used = True
         super().__init__(endpoint or "", profile, access_key_id, secret_access_key,
                          credentials_file, checksum, float(timeout), opaque_etags, allow_inline,
-                         busy_retries, max_in_flight, tls_ca, tls_cert, tls_key, tls_server_name,
-                         net_devices, f"aobj-python/{__version__}", staging)
+                         fast_path, busy_retries, max_in_flight, tls_ca, tls_cert, tls_key,
+                         tls_server_name, net_devices, f"aobj-python/{__version__}", staging)
         self._workers = workers
         self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._executor_lock = threading.Lock()

@@ -204,6 +204,21 @@ def test_session_tells_what_the_server_negotiated(client):
     assert s["protection"] in ("emulated", "hardware")
 
 
+def test_fast_path_is_on_by_default_and_can_be_turned_off(server):
+    # Spec 8.9: with the reference server, requests on one object go as active messages unless
+    # the caller asks for gRPC only; the results are the same either way.
+    key = unique("fast")
+    for fast in (True, False):
+        with aobj.Client(**server.client_kwargs(fast_path=fast)) as c:
+            assert c.session["fast_path"] is fast
+            assert (7 in c.session["capabilities"]) is fast
+            c.put("demo", key, b"either path")
+            assert c.get("demo", key) == b"either path"
+            c.delete("demo", key)
+            with pytest.raises(aobj.NoSuchKey):
+                c.head("demo", key)
+
+
 def test_buckets(client):
     name = unique("bkt")
     client.create_bucket(name)

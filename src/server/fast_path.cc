@@ -12,13 +12,13 @@
 
 namespace aobj {
 
-void FastPathServer::Attach(RequestHandler* handler, const Authenticator* auth,
-                            RequestScheduler* scheduler, SessionTable* sessions,
-                            DataChannel* channel) {
+void FastPathServer::Attach(RequestHandler* handler, const Authenticator* auth, SubmitFn submit,
+                            SessionTable* sessions, DataChannel* channel, ClockFn clock) {
   absl::MutexLock l(&mu_);
   handler_ = handler;
   auth_ = auth;
-  scheduler_ = scheduler;
+  submit_ = std::move(submit);
+  clock_ = clock ? std::move(clock) : ClockFn([] { return absl::Now(); });
   sessions_ = sessions;
   channel_ = channel;
   serving_ = true;
@@ -36,7 +36,7 @@ void FastPathServer::OnFrame(absl::string_view frame, absl::string_view principa
     unroutable_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  const absl::Time arrived = absl::Now();
+  const absl::Time arrived = clock_ ? clock_() : absl::Now();
   auto parsed = ParseFastRequest(frame);
   if (!parsed.ok()) {  // AOBJ-DAT-168: nothing in it can route a reply
     malformed_.fetch_add(1, std::memory_order_relaxed);
@@ -79,12 +79,12 @@ void FastPathServer::OnFrame(absl::string_view frame, absl::string_view principa
   const uint64_t bytes = req->body.size();
   const std::string key = req->auth.access_key_id;
   // AOBJ-SEC-013, AOBJ-SEC-014: the same queues, fairness and bounds as a gRPC call.
-  absl::Status queued = scheduler_->Submit(key, bytes, [this, req, method, endpoint, arrived] {
+  absl::Status queued = submit_(key, bytes, [this, req, method, endpoint, arrived] {
     CallControl call;
     if (req->timeout_ms > 0) call.deadline = arrived + absl::Milliseconds(req->timeout_ms);
     aobj::v1::VersionRange supported;
     absl::StatusOr<std::string> out =
-        handler_->Handle(method, req->auth, req->body, absl::Now(), &supported, &call);
+        handler_->Handle(method, req->auth, req->body, clock_(), &supported, &call);
     const bool version_error =
         !out.ok() && ErrorCodeOf(out.status()) == ErrorCode::kUnsupportedVersion;
     Reply(endpoint, req->auth.nonce_hex, out, version_error ? &supported : nullptr);

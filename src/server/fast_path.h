@@ -1,7 +1,8 @@
 // The server's end of the fast request path (spec section 8.9, capability FAST_PATH): signed
 // requests that arrive as UCP active messages on the data channel instead of gRPC calls. Each is
 // parsed (wire/fast_frame.h), routed to the session it names, queued under the principal it
-// claims like a gRPC call (RequestScheduler: the same fairness and bounds), handled by the same
+// claims like a gRPC call (the server's RequestScheduler: the same fairness and bounds),
+// handled by the same
 // RequestHandler (the same verification, replay protection, errors and semantics), and answered
 // by active message on the session's own endpoint, which the session proved to be its own
 // (AOBJ-SES-026) before anything is sent there (AOBJ-DAT-168).
@@ -19,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
@@ -26,7 +28,6 @@
 #include "control/rpc.h"
 #include "server/data_channel.h"
 #include "server/handler.h"
-#include "server/scheduler.h"
 #include "session/authenticator.h"
 #include "session/session_table.h"
 
@@ -45,9 +46,15 @@ class FastPathServer {
   FastPathServer(const FastPathServer&) = delete;
   FastPathServer& operator=(const FastPathServer&) = delete;
 
-  // Frames that arrive before are dropped (no session exists yet to name).
-  void Attach(RequestHandler* handler, const Authenticator* auth, RequestScheduler* scheduler,
-              SessionTable* sessions, DataChannel* channel);
+  // Queues `task` under `principal` holding `bytes` (RequestScheduler::Submit); the task runs
+  // the request and queues its reply. SLOW_DOWN (or any error) when it cannot be queued.
+  using SubmitFn = std::function<absl::Status(absl::string_view principal, uint64_t bytes,
+                                              std::function<void()> task)>;
+  using ClockFn = std::function<absl::Time()>;
+  // Frames that arrive before are dropped (no session exists yet to name). `clock` (null:
+  // absl::Now) is the time requests are verified and handled at; fuzzers run it on their own.
+  void Attach(RequestHandler* handler, const Authenticator* auth, SubmitFn submit,
+              SessionTable* sessions, DataChannel* channel, ClockFn clock = nullptr);
   // From now on frames are dropped; returns once no OnFrame runs.
   void Stop();
 
@@ -71,7 +78,8 @@ class FastPathServer {
   // scheduler has run or dropped before Stop is called.
   RequestHandler* handler_ = nullptr;
   const Authenticator* auth_ = nullptr;
-  RequestScheduler* scheduler_ = nullptr;
+  SubmitFn submit_;
+  ClockFn clock_;
   SessionTable* sessions_ = nullptr;
   DataChannel* channel_ = nullptr;
   std::atomic<uint64_t> received_{0}, answered_{0}, malformed_{0}, unroutable_{0};

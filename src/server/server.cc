@@ -736,8 +736,13 @@ class ServerImpl final : public Server {
     service_ = std::make_unique<Service>(handler_.get(), auth_.get(), scheduler_.get(),
                                          read_bounds);
     if (fast_path_ != nullptr) {
-      fast_path_->Attach(handler_.get(), auth_.get(), scheduler_.get(), sessions_.get(),
-                         channel_.get());
+      fast_path_->Attach(
+          handler_.get(), auth_.get(),
+          [sched = scheduler_.get()](absl::string_view principal, uint64_t bytes,
+                                     std::function<void()> task) {
+            return sched->Submit(principal, bytes, std::move(task));
+          },
+          sessions_.get(), channel_.get());
     }
 
     auto creds = MakeServerCredentials(options_.tls, options_.allow_plaintext);

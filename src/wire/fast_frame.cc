@@ -47,6 +47,21 @@ absl::Status ReadHead(LeReader& r, uint8_t kind, uint16_t flags_allowed, uint16_
   return absl::OkStatus();
 }
 
+// Appends the message that ends every frame (AOBJ-DAT-165, AOBJ-DAT-170) within the limit
+// (AOBJ-DAT-171).
+absl::StatusOr<std::string> EndFrame(std::string out, const std::string& message,
+                                     const char* kind) {
+  if (message.size() > kMaxFastFrame || out.size() + 4 + message.size() > kMaxFastFrame) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("a fast-path ", kind, " of ", out.size() + 4 + message.size(),
+                                  " octets exceeds the frame limit of ", kMaxFastFrame));
+  }
+  LeWriter w(&out);
+  w.U32(static_cast<uint32_t>(message.size()));
+  w.Bytes(message);
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> EncodeFastRequest(const FastRequest& r) {
@@ -60,14 +75,7 @@ absl::StatusOr<std::string> EncodeFastRequest(const FastRequest& r) {
                                &r.auth.nonce_hex, &r.auth.session_hex, &r.auth.signature_hex}) {
     if (!Short(w, *s)) return Malformed("a field over 255 octets");
   }
-  w.U32(static_cast<uint32_t>(r.body.size()));
-  w.Bytes(r.body);
-  if (out.size() > kMaxFastFrame || r.body.size() > kMaxFastFrame) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     absl::StrCat("a fast-path request of ", out.size(),
-                                  " octets exceeds the frame limit of ", kMaxFastFrame));
-  }
-  return out;
+  return EndFrame(std::move(out), r.body, "request");
 }
 
 absl::StatusOr<std::string> EncodeFastReply(const FastReply& r) {
@@ -77,14 +85,7 @@ absl::StatusOr<std::string> EncodeFastReply(const FastReply& r) {
   w.U8(kFastKindReply);
   w.U16(r.error ? kFastFlagError : 0);
   if (!Short(w, r.nonce_hex)) return Malformed("a nonce over 255 octets");
-  w.U32(static_cast<uint32_t>(r.body.size()));
-  w.Bytes(r.body);
-  if (out.size() > kMaxFastFrame || r.body.size() > kMaxFastFrame) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     absl::StrCat("a fast-path reply of ", out.size(),
-                                  " octets exceeds the frame limit of ", kMaxFastFrame));
-  }
-  return out;
+  return EndFrame(std::move(out), r.body, "reply");
 }
 
 absl::StatusOr<FastRequest> ParseFastRequest(absl::string_view frame) {

@@ -829,6 +829,7 @@ int main(int argc, char** argv) {
                                                       ? "hardware"
                                                       : "emulated")
                        .Texts("capabilities", caps)
+                       .Text("request_path", s.fast_path_address.empty() ? "grpc" : "fast")
                        .Texts("gateways", s.gateways)
                        .Record("limits",
                                aobj::cli::JsonRecord()
@@ -862,6 +863,12 @@ int main(int argc, char** argv) {
               << " max_descriptors=" << s.limits.max_descriptors;
     if (s.limits.min_part_size != 0) std::cout << " min_part_size=" << s.limits.min_part_size;
     std::cout << "\n";
+    // Spec 8.9: whether requests travel as active messages on the data channel.
+    std::cout << "request path:      "
+              << (s.fast_path_address.empty() ? "gRPC"
+                                              : "fast path (UCX active messages on the data "
+                                                "channel; sessions and listings by gRPC)")
+              << "\n";
     if (!s.gateways.empty()) {
       std::cout << "other gateways:    " << absl::StrJoin(s.gateways, " ") << "\n";
     }

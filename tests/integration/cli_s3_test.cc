@@ -822,6 +822,8 @@ TEST_F(CliFirstStepsTest, AwsStyleProfileDirectoryDownloadAndLooseFileWarning) {
       crc32c |= v.string_value() == "CRC32C";
     }
     EXPECT_TRUE(crc32c) << last_;
+    // Spec 8.9: the reference server offers the fast path, and the CLI takes it.
+    EXPECT_EQ(record.fields().at("request_path").string_value(), "fast") << last_;
     EXPECT_GT(
         record.fields().at("limits").struct_value().fields().at("max_in_flight").number_value(), 0)
         << last_;

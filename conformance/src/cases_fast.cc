@@ -121,6 +121,21 @@ void RegisterFastPathCases(Registry& r) {
         RawReply l = p->SendFastFrame(frame, nonce, ctx.target().call_timeout, &got);
         ctx.Require(got, "a reply to a fast ListObjectsV2", "a reply", "none");
         ctx.RequireCode(l, ErrorCode::kInvalidArgument, "ListObjectsV2 as a fast request");
+        // A method name no method has, with octets that are not UTF-8: still INVALID_ARGUMENT, in
+        // an error the client can parse (a proto3 string must be UTF-8).
+        FastRequest unknown;
+        unknown.timeout_ms = 5000;
+        unknown.method = "No\xffSuch\x01Method";
+        unknown.auth.access_key_id = ctx.target().access_key_id;
+        unknown.auth.timestamp = std::to_string(absl::ToUnixMillis(absl::Now()));
+        unknown.auth.nonce_hex = HexEncode(RandomBytes(kNonceBytes));
+        unknown.auth.session_hex = p->session_hex();
+        unknown.auth.signature_hex = std::string(64, '0');
+        RawReply u = p->SendFastFrame(*EncodeFastRequest(unknown), unknown.auth.nonce_hex,
+                                      ctx.target().call_timeout, &got);
+        ctx.Require(got, "a reply to a fast request naming no method", "a reply", "none");
+        ctx.RequireCode(u, ErrorCode::kInvalidArgument,
+                        "a fast request naming a method that does not exist");
         ctx.Require(p->stray_fast_replies() == 0, "no reply for a request not waited for", "0",
                     absl::StrCat(p->stray_fast_replies()));
       });

@@ -29,6 +29,7 @@
 #include "server/handler_util.h"
 #include "transport/confined_ipc.h"
 #include "wire/fast_frame.h"
+#include "wire/printable.h"
 #include "wire/protocol.h"
 
 extern char** environ;
@@ -74,19 +75,6 @@ ErrorCode CodeFromProcess(uint32_t raw) {
     default:
       return ErrorCode::kInternal;
   }
-}
-
-std::string Printable(absl::string_view s) {
-  std::string out;
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f) {
-      out.push_back(c);
-    } else {
-      absl::StrAppend(&out, "\\x", absl::Hex(u, absl::kZeroPad2));
-    }
-  }
-  return out;
 }
 
 std::string DescribeExit(int status) {
@@ -310,7 +298,7 @@ absl::StatusOr<std::shared_ptr<WorkerProcess>> WorkerProcess::Spawn(
   std::string text;
   if (!r.U32(&op) || !r.U64(&id)) return fail("a malformed hello");
   if (static_cast<Op>(op) == Op::kReply && r.U32(&code) && r.Bytes(&text, 4096)) {
-    return fail(Printable(text));
+    return fail(PrintableAscii(text));
   }
   std::string fast_address;
   if (static_cast<Op>(op) != Op::kHello || !r.U64(&child_pid) || !r.Bytes(&text, 4096) ||
@@ -318,7 +306,7 @@ absl::StatusOr<std::shared_ptr<WorkerProcess>> WorkerProcess::Spawn(
     return fail("a malformed hello");
   }
   std::shared_ptr<WorkerProcess> proc(
-      new WorkerProcess(pid, fd, Printable(text), std::move(fast_address), log));
+      new WorkerProcess(pid, fd, PrintableAscii(text), std::move(fast_address), log));
   proc->reader_ = std::thread([raw = proc.get()] { raw->ReadReplies(); });
   return proc;
 }
@@ -375,7 +363,8 @@ void WorkerProcess::ReadReplies() {
     }
     if (p == nullptr) continue;  // answered after its caller gave up
     const ErrorCode c = CodeFromProcess(reply->code);
-    p->status = c == ErrorCode::kOk ? absl::OkStatus() : MakeError(c, Printable(reply->message));
+    p->status =
+        c == ErrorCode::kOk ? absl::OkStatus() : MakeError(c, PrintableAscii(reply->message));
     p->results = std::move(reply->results);
     p->done.Notify();
   }

@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "aobj/status.h"
 #include "wire/fast_frame.h"
+#include "wire/printable.h"
 #include "wire/protocol.h"
 
 namespace aobj {
@@ -53,22 +54,22 @@ void FastPathServer::OnFrame(absl::string_view frame, absl::string_view principa
   }
   const uint64_t endpoint = session->endpoint;
   const Method method = MethodFromName(req->method);
-  if (!session->HasCapability(kCapFastPath)) {
+  // Counted and logged as a failure of its method; a name no method has is only answered.
+  auto refuse = [&](absl::Status why) {
     Reply(endpoint, req->auth.nonce_hex,
-          handler_->Refuse(method, req->auth,
-                           MakeError(ErrorCode::kInvalidArgument,
-                                     "the session did not negotiate FAST_PATH (AOBJ-DAT-167)")),
+          method == Method::kCount ? why : handler_->Refuse(method, req->auth, std::move(why)),
           nullptr);
+  };
+  if (!session->HasCapability(kCapFastPath)) {
+    refuse(MakeError(ErrorCode::kInvalidArgument,
+                     "the session did not negotiate FAST_PATH (AOBJ-DAT-167)"));
     return;
   }
   if (!FastPathCarries(method)) {  // AOBJ-DAT-167
-    Reply(endpoint, req->auth.nonce_hex,
-          handler_->Refuse(
-              method == Method::kCount ? Method::kHeadBucket : method, req->auth,
-              MakeError(ErrorCode::kInvalidArgument,
-                        absl::StrCat("the fast path does not carry \"", req->method.substr(0, 64),
-                                     "\"; send it by gRPC (AOBJ-DAT-167)"))),
-          nullptr);
+    refuse(MakeError(
+        ErrorCode::kInvalidArgument,
+        absl::StrCat("the fast path does not carry \"", PrintableAscii(req->method.substr(0, 64)),
+                     "\"; send it by gRPC (AOBJ-DAT-167)")));
     return;
   }
   // AOBJ-SEC-012: a claim that already fails is answered without queueing.
@@ -113,7 +114,6 @@ void FastPathServer::Reply(uint64_t endpoint, const std::string& nonce_hex,
                            "the response exceeds the fast path's frame limit; send the request "
                            "by gRPC"),
                  &reply.body, nullptr);
-    reply.body.resize(std::min<size_t>(reply.body.size(), kMaxFastFrame / 2));
     frame = EncodeFastReply(reply);
     if (!frame.ok()) return;
   }

@@ -129,6 +129,14 @@ class ClientImpl final : public Client, public CancelSender {
     if (pool_ != nullptr) pool_->Stop();
     Close().IgnoreError();
     StopRenewer();
+    // The worker's progress thread calls back into this object (fast replies, the fast
+    // endpoint's failure), so it stops here, before the members those callbacks use are gone.
+    std::unique_ptr<UcxWorker> worker;
+    {
+      absl::MutexLock l(&mu_);
+      worker = std::move(worker_);
+    }
+    worker.reset();
   }
 
   absl::Status Init(const ClientOptions& options) {

@@ -5,6 +5,7 @@
 #include <sys/shm.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -44,10 +45,11 @@ std::string ReadSelfMaps() {
 
 namespace {
 
-// The foreign System V mapping of `maps` holding `local`, or why there is none.
-absl::StatusOr<SharedMapping> FindMappingIn(absl::string_view maps, uintptr_t local,
-                                            size_t length,
-                                            const std::function<bool(uint64_t)>& is_foreign) {
+// The foreign System V mapping of `maps` holding `local`, or why there is none. When `named` is
+// set, the mapping must also be one of the segments it lists.
+absl::StatusOr<SharedMapping> FindMappingIn(absl::string_view maps, uintptr_t local, size_t length,
+                                            const std::function<bool(uint64_t)>& is_foreign,
+                                            const absl::Span<const uint32_t>* named = nullptr) {
   for (absl::string_view line : absl::StrSplit(maps, '\n')) {
     // "start-end perms offset dev inode   path"
     std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
@@ -66,6 +68,9 @@ absl::StatusOr<SharedMapping> FindMappingIn(absl::string_view maps, uintptr_t lo
     uint64_t shmid = 0;
     if (!absl::SimpleAtoi(f[4], &shmid)) return OutOfBounds(local, length, "unreadable map");
     if (!is_foreign(shmid)) return OutOfBounds(local, length, "segment belongs to the server");
+    if (named != nullptr && std::find(named->begin(), named->end(), shmid) == named->end()) {
+      return OutOfBounds(local, length, "not the segment its remote key names");
+    }
     return SharedMapping{static_cast<uintptr_t>(lo), static_cast<uintptr_t>(hi)};
   }
   return OutOfBounds(local, length, "unmapped address");
@@ -92,8 +97,15 @@ absl::Status CheckForeignSharedWindowIn(absl::string_view maps, uintptr_t local,
   return absl::OkStatus();
 }
 
-absl::StatusOr<SharedMapping> FindForeignSharedMapping(uintptr_t local) {
-  return FindMappingIn(ReadSelfMaps(), local, 0, CreatedByOther);
+absl::StatusOr<SharedMapping> FindForeignSharedMappingIn(
+    absl::string_view maps, uintptr_t local, absl::Span<const uint32_t> named,
+    const std::function<bool(uint64_t shmid)>& is_foreign) {
+  return FindMappingIn(maps, local, 0, is_foreign, &named);
+}
+
+absl::StatusOr<SharedMapping> FindForeignSharedMapping(uintptr_t local,
+                                                       absl::Span<const uint32_t> named) {
+  return FindForeignSharedMappingIn(ReadSelfMaps(), local, named, CreatedByOther);
 }
 
 absl::Status CheckForeignSharedWindow(uintptr_t local, size_t length) {

@@ -14,10 +14,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace aobj {
 
@@ -30,12 +31,17 @@ absl::Status CheckForeignSharedWindow(uintptr_t local, size_t length);
 
 // The bounds [lo, hi) of the foreign System V mapping that holds address `local`, so a caller
 // that keeps the segment attached can check later windows without reading /proc/self/maps
-// again. DESCRIPTOR_OUT_OF_BOUNDS when `local` is not in such a mapping.
+// again. The mapping must be one of the segments `named` (the ids the window's remote key
+// names): UCX computes the local image of a window as its address plus the key's offset without
+// bounds, so a window outside its key's segment can land in another segment this process has
+// attached (another client's memory, or a receive FIFO). DESCRIPTOR_OUT_OF_BOUNDS when `local`
+// is not in such a mapping.
 struct SharedMapping {
   uintptr_t lo = 0;
   uintptr_t hi = 0;
 };
-absl::StatusOr<SharedMapping> FindForeignSharedMapping(uintptr_t local);
+absl::StatusOr<SharedMapping> FindForeignSharedMapping(uintptr_t local,
+                                                       absl::Span<const uint32_t> named);
 
 // AOBJ-SES-024: before the shared-memory lane creates an endpoint to `peer` (a worker address that
 // passed CheckWorkerAddress), every System V segment the address names as a receive FIFO (the
@@ -55,6 +61,9 @@ absl::Status CheckPeerFifoSegments(absl::string_view peer, absl::string_view loc
 // the System V segment `shmid` was created by another process.
 absl::Status CheckForeignSharedWindowIn(absl::string_view maps, uintptr_t local, size_t length,
                                         const std::function<bool(uint64_t shmid)>& is_foreign);
+absl::StatusOr<SharedMapping> FindForeignSharedMappingIn(
+    absl::string_view maps, uintptr_t local, absl::Span<const uint32_t> named,
+    const std::function<bool(uint64_t shmid)>& is_foreign);
 
 }  // namespace aobj
 

@@ -736,7 +736,8 @@ absl::StatusOr<UcxWorker::CachedRkey*> UcxWorker::AcquireRkey(EndpointState& sta
     }
     void* local = nullptr;
     if (ucp_rkey_ptr(rkey, w.address, &local) == UCS_OK) {
-      auto mapping = FindForeignSharedMapping(reinterpret_cast<uintptr_t>(local));
+      // AOBJ-MEM-012: the segment this key names, not merely any segment another process made.
+      auto mapping = FindForeignSharedMapping(reinterpret_cast<uintptr_t>(local), fresh->shmids);
       if (!mapping.ok()) {
         DestroyRkey(fresh);
         return mapping.status();

@@ -44,6 +44,31 @@ TEST(ShmGuardTest, RejectsServersOwnSegmentsHeapAndUnmapped) {
             ErrorCode::kDescriptorOutOfBounds);  // wraps
 }
 
+bool AllForeign(uint64_t) { return true; }
+
+// AOBJ-MEM-012: UCX computes a window's local image as address plus the key's offset, without
+// bounds, so a window outside its key's segment can land in another foreign segment (another
+// client's memory, a receive FIFO). Only the segments the key names qualify.
+TEST(ShmGuardTest, MappingMustBeASegmentTheKeyNames) {
+  const std::vector<uint32_t> names_4242 = {4242};
+  auto ok = FindForeignSharedMappingIn(kMaps, 0x7f0000080000, names_4242, AllForeign);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->lo, 0x7f0000000000u);
+  EXPECT_EQ(ok->hi, 0x7f0000100000u);
+  // 4343 is foreign too, but the key does not name it.
+  EXPECT_EQ(ErrorCodeOf(
+                FindForeignSharedMappingIn(kMaps, 0x7f0000100000, names_4242, AllForeign).status()),
+            ErrorCode::kDescriptorOutOfBounds);
+  // A key that names no System V segment reaches none.
+  EXPECT_EQ(ErrorCodeOf(FindForeignSharedMappingIn(kMaps, 0x7f0000080000, {}, AllForeign).status()),
+            ErrorCode::kDescriptorOutOfBounds);
+  // Named but created by this process: still refused.
+  EXPECT_EQ(ErrorCodeOf(FindForeignSharedMappingIn(kMaps, 0x7f0000080000, names_4242,
+                                                   [](uint64_t) { return false; })
+                            .status()),
+            ErrorCode::kDescriptorOutOfBounds);
+}
+
 TEST(ShmGuardTest, RealSegmentCreatedByThisProcessIsRefused) {
   const int id = shmget(IPC_PRIVATE, 1 << 16, IPC_CREAT | 0600);
   ASSERT_GE(id, 0);

@@ -485,6 +485,30 @@ MUTANTS = {
         'a fast frame with octets after its message parses (and is answered) instead of being dropped (AOBJ-DAT-171)',
         [('src/wire/fast_frame.cc', '  if (!r.U32(&n) || !r.Bytes(n, &v) || r.remaining() != 0) return false;', '  if (!r.U32(&n) || !r.Bytes(n, &v)) return false;')],
         'dat/8.9/3', []),
+    # GetObjects (spec 9.16): batched reads.
+    'batch-overlap-unchecked': (
+        'GetObjects accepts regions that overlap (AOBJ-OBJ-238)',
+        [('src/server/handler_batch.cc', '      if (last >= 0 && items[i].offset < end) {', '      if (false) {')],
+        'obj/9.16/2', []),
+    'batch-region-end-inclusive': (
+        'GetObjects lets a region end one octet past the windows (AOBJ-OBJ-238)',
+        [('src/server/handler_batch.cc', 'it.offset() + it.length() > capacity) {', 'it.offset() + it.length() > capacity + 1) {')],
+        'obj/9.16/2', []),
+    'batch-short-region-written': (
+        "an item whose object exceeds its region is written anyway, up to the region's length, before it fails (AOBJ-OBJ-239)",
+        [('src/server/handler_batch.cc', '    if (size > item.length) {  // AOBJ-OBJ-240, as AOBJ-MEM-007 for GetObject\n',
+          '    if (size > item.length) {  // AOBJ-OBJ-240, as AOBJ-MEM-007 for GetObject\n'
+          '      if (auto v = (*reader)->ContiguousView(); !v.empty()) add(item.offset, item.length, v.data() + first);\n'
+          '      else { std::vector<uint8_t> tmp(item.length); if ((*reader)->ReadAt(first, {tmp.data(), tmp.size()}).ok()) { RmaBatch one = MakeBatch(RmaDirection::kWrite, req.destination(), *pieces, item.offset, item.length, tmp.data(), s.limits.max_rkey_bytes); ExecuteRma(s, one, call).IgnoreError(); } }\n')],
+        'obj/9.16/1', []),
+    'batch-user-metadata-kept': (
+        'GetObjects results carry the objects\' user metadata (AOBJ-OBJ-242)',
+        [('src/server/handler_batch.cc', '    result->mutable_metadata()->clear_user_metadata();  // AOBJ-OBJ-242\n', '')],
+        'obj/9.16/1', []),
+    'batch-no-capability-check': (
+        'GetObjects is served on a session that did not negotiate BATCH_GET (AOBJ-OBJ-236)',
+        [('src/server/handler_batch.cc', '  if (!s.HasCapability(kCapBatchGet)) {  // AOBJ-OBJ-236', '  if (false) {  // AOBJ-OBJ-236')],
+        'obj/9.16/3', []),
 }
 
 

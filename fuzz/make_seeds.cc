@@ -86,6 +86,31 @@ void StatefulSeeds() {
                  Step{.op = kOpDeleteMany, .parts_mask = 0x13}});
   }
   {
+    // GetObjects (spec 9.16) through a small staging buffer (items cross rounds), with a range,
+    // a missing key, short regions, a failure mid-flush and an overwrite during the transfer.
+    Step many{.op = kOpGetMany, .windows = 3, .algorithm = 1, .parts_mask = 0x1f};
+    Step ranged{.op = kOpGetMany,
+                .windows = 1,
+                .slack = 1,
+                .algorithm = 2,
+                .range = 1,
+                .first = 5,
+                .last = 700,
+                .parts_mask = 0x0b};
+    Step short_regions{.op = kOpGetMany, .windows = 2, .slack = 2, .parts_mask = 0x07};
+    Step failing{
+        .op = kOpGetMany, .windows = 2, .fault = kFaultFailAt, .fault_at = 2, .parts_mask = 0x1f};
+    Step overwritten{.op = kOpGetMany,
+                     .windows = 1,
+                     .fault = kFaultHookAt,
+                     .fault_at = 1,
+                     .hook = kHookPutSameKey,
+                     .parts_mask = 0x03};
+    WriteScript("batched-reads", {.hide_fast_paths = 1, .staging = 1, .rma_piece = 1},
+                {open0, put(0, 2, 3000, 21, 1), put(1, 1, 40, 22, 1), put(3, 3, 9000, 23, 2),
+                 put(4, 0, 0, 0, 1), many, ranged, short_regions, overwritten, failing, many});
+  }
+  {
     Step part1{.op = kOpMpPart, .len_class = 2, .len = 100, .seed = 5, .windows = 2,
                .algorithm = 1, .part = 1};
     Step part2{.op = kOpMpPart, .len_class = 1, .len = 3, .seed = 6, .inline_path = 1,

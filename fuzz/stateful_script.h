@@ -37,6 +37,7 @@ enum Op : uint32_t {
   kOpSweep,         // the expiry sweep runs
   kOpLoseEndpoint,  // the data channel reports a session's endpoint lost from now on
   kOpForeign,       // a request on a session, signed by the other principal
+  kOpGetMany,       // GetObjects (batched reads) of some keys
   kOpCount,
 };
 
@@ -101,7 +102,9 @@ struct Step {
   uint32_t parts_mask = 0;
   uint32_t list_twist = 0;        // Complete: 0 as is, 1 swapped, 2 wrong ETag, 3 wrong key
   uint32_t access_key = 0;        // Open: 0 or 1
-  uint32_t caps = 0;  // Open: bit 0 inline, bit 1 multi-descriptor, bit 2 CRC64NVME, bit 3 opaque ETag
+  // Open: bit 0 inline, bit 1 multi-descriptor, bit 2 CRC64NVME, bit 3 opaque ETag, bit 4 leaves
+  // BATCH_GET out
+  uint32_t caps = 0;
   uint32_t inline_threshold = 0;  // Open: 0 default, 1: 64, 2: 4096
   uint32_t max_in_flight = 0;     // Open: 0 default, else this many
   uint32_t require_hardware = 0;
@@ -146,7 +149,7 @@ void VisitStep(IO& io, Step& s) {
     case kOpOpen:
       io(s.session, 0, kSessions - 1);
       io(s.access_key, 0, 1);
-      io(s.caps, 0, 15);
+      io(s.caps, 0, 31);
       io(s.inline_threshold, 0, 2);
       io(s.max_in_flight, 0, 3);
       io(s.require_hardware, 0, 1);
@@ -186,6 +189,18 @@ void VisitStep(IO& io, Step& s) {
     case kOpDeleteMany:
       io(s.session, 0, kSessions - 1);
       io(s.parts_mask, 0, (1u << kKeys) - 1);  // which keys
+      break;
+    case kOpGetMany:
+      io(s.session, 0, kSessions - 1);
+      io(s.parts_mask, 0, (1u << kKeys) - 1);  // which keys
+      io(s.windows, 1, 4);
+      io(s.slack, 0, 2);  // each region: exact, spare room, one octet short
+      io(s.address, 0, 3);
+      io(s.algorithm, 0, 2);
+      io(s.range, 0, 1);  // 1: the last item reads a range (first..last)
+      io(s.first, 0, 40000);
+      io(s.last, 0, 40000);
+      fault();
       break;
     case kOpList:
       io(s.session, 0, kSessions - 1);

@@ -32,6 +32,7 @@
 #include "tool_util.h"
 #include "wire/checksum.h"
 #include "wire/error_registry.h"
+#include "wire/protocol.h"
 #include "wire/range.h"
 
 namespace aobj::cli {
@@ -702,6 +703,30 @@ int Workers(Client& client, const CliSettings& settings) {
 
 namespace {
 
+bool HasBatchGet(const Client& client) {
+  const std::vector<uint32_t>& caps = client.session().capabilities;
+  return std::find(caps.begin(), caps.end(), kCapBatchGet) != caps.end();
+}
+
+// Writes `n` octets as the whole file `path`: into path.aobj-partial, then renamed over it, so
+// the file appears whole or not at all (fsync first with `sync`).
+absl::Status WriteWholeFile(const std::string& path, const uint8_t* data, uint64_t n, bool sync) {
+  const std::string tmp = path + ".aobj-partial";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return LocalError(absl::StrCat("create ", tmp), errno);
+  absl::Status st = WriteAt(fd, data, n, 0, /*sequential=*/true, tmp);
+  if (st.ok() && ((sync && ::fsync(fd) != 0) || ::close(fd) != 0)) {
+    st = LocalError(absl::StrCat("write ", path), errno);
+  } else if (!st.ok()) {
+    ::close(fd);
+  }
+  if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) {
+    st = LocalError(absl::StrCat("rename ", tmp), errno);
+  }
+  if (!st.ok()) ::unlink(tmp.c_str());
+  return st;
+}
+
 // "upload: 320 of 320 files, 12.3 MiB in 0.41 s (31.5 MB/s, 780 files/s); 2 failed".
 void Summary(const CliSettings& settings, const std::string& verb, size_t files, size_t failed,
              const Progress& progress, const std::string& extra = "") {
@@ -946,6 +971,7 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
   const bool to_stdout = down && plan.transfers.size() == 1 && plan.transfers[0].to == "-";
   Progress progress(settings.progress && !to_stdout, total, plan.transfers.size());
   std::atomic<size_t> failed{0};
+  std::atomic<size_t> batched_files{0}, batch_requests{0};  // downloads by GetObjects
   const int workers = to_stdout ? 1 : Workers(client, settings);
   const uint32_t capacity = std::max<uint32_t>(client.session().limits.max_in_flight, 1);
   // Each worker thread: the session it last used and a registered buffer of that session.
@@ -1103,13 +1129,10 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
     }
     return c.Delete(plan.src_bucket, t.from);
   };
-  auto one = [&](size_t i, size_t w) {
+  // After transfer i ended with `st`: mv deletes its source; the outcome is reported.
+  auto finish = [&](size_t i, size_t w, absl::Status st) {
     const Transfer& t = plan.transfers[i];
     const std::string what = absl::StrCat(line_verb, " ", from_name(t), " to ", to_name(t));
-    DownloadResume resume;  // a download's partial file, kept between attempts
-    absl::Status st = with_retries(
-        w, what, [&](Client& c, Scratch& scratch) { return transfer(c, scratch, t, &resume); },
-        learn_transfer(t), &resume);
     progress.FileDone();
     if (st.ok() && move) {
       // A deletion took effect when the source is gone.
@@ -1139,17 +1162,108 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
       progress.Print(line);
     }
   };
+  auto one = [&](size_t i, size_t w) {
+    const Transfer& t = plan.transfers[i];
+    const std::string what = absl::StrCat(line_verb, " ", from_name(t), " to ", to_name(t));
+    DownloadResume resume;  // a download's partial file, kept between attempts
+    absl::Status st = with_retries(
+        w, what, [&](Client& c, Scratch& scratch) { return transfer(c, scratch, t, &resume); },
+        learn_transfer(t), &resume);
+    finish(i, w, st);
+  };
+  // Small listed downloads, several at a time in one GetObjects request (spec 9.16): each object
+  // that arrives is written as its file; whatever does not (an item's own error, the whole
+  // request's failure) goes the single-file way above, with its retries and messages.
+  auto batch = [&](const std::vector<size_t>& group, size_t w) {
+    uint64_t generation = 0;
+    Client& c = session(w, &generation);
+    uint64_t total = 0;
+    for (size_t i : group) total += plan.transfers[i].size;
+    absl::StatusOr<Buffer*> buf = state[w].scratch->Get(static_cast<size_t>(total));
+    absl::StatusOr<BatchGetResults> got =
+        MakeError(ErrorCode::kInternal, "no buffer for the batch");
+    std::vector<BatchGetItem> items;
+    if (buf.ok()) {
+      uint64_t at = 0;
+      for (size_t i : group) {
+        const Transfer& t = plan.transfers[i];
+        items.push_back({t.from, std::nullopt, {*buf, at, t.size}});
+        at += t.size;
+      }
+      progress.SetLabel(absl::StrCat(Uri(plan.src_bucket, plan.transfers[group[0]].from), " (+",
+                                     group.size() - 1, " in one request)"));
+      got = c.GetObjects(plan.src_bucket, items);
+      if (got.ok()) ++batch_requests;
+    }
+    for (size_t k = 0; k < group.size(); ++k) {
+      const size_t i = group[k];
+      const Transfer& t = plan.transfers[i];
+      if (!got.ok() || !(*got)[k].ok() || (*got)[k]->info.etag != t.listed->etag) {
+        one(i, w);  // (another version than listed: the single way, which handles it)
+        continue;
+      }
+      if (settings.sessions != nullptr) settings.sessions->Served(generation);
+      std::error_code ec;
+      const fs::path parent = fs::path(t.to).parent_path();
+      if (!parent.empty()) fs::create_directories(parent, ec);
+      absl::Status st = WriteWholeFile(t.to, (*buf)->data() + items[k].destination.offset,
+                                       (*got)[k]->bytes_transferred, settings.fsync);
+      if (st.ok()) {
+        SetModified(t.to, t.listed->last_modified_ms);
+        progress.Add((*got)[k]->bytes_transferred);
+        ++batched_files;
+      }
+      finish(i, w, st);
+    }
+  };
+  // The units of work: batches of small listed downloads where the session takes them, else
+  // one transfer each.
+  std::vector<std::vector<size_t>> units;
+  std::vector<bool> batched;  // per unit
+  const bool batching = down && !to_stdout && settings.batch && HasBatchGet(client);
+  {
+    std::vector<size_t> open;
+    uint64_t open_bytes = 0;
+    for (size_t i = 0; i < plan.transfers.size(); ++i) {
+      const Transfer& t = plan.transfers[i];
+      if (!batching || !t.listed || t.size > kBatchObjectBytes) {
+        units.push_back({i});
+        batched.push_back(false);
+        continue;
+      }
+      if (open.size() == kBatchItems || open_bytes + t.size > Scratch::kKeepBytes) {
+        units.push_back(std::move(open));
+        batched.push_back(true);
+        open.clear();
+        open_bytes = 0;
+      }
+      open.push_back(i);
+      open_bytes += t.size;
+    }
+    if (!open.empty()) {
+      units.push_back(std::move(open));
+      batched.push_back(true);
+    }
+  }
   // An upload holds up to 4 of the session's slots while it is a multipart upload (4 parts in
   // flight, UploadFileInParts); a download moves one ranged GET at a time; a copy moves no data
   // by RMA (AOBJ-OBJ-158).
+  // A batch is one data request.
   RunParallel(
-      plan.transfers.size(), workers, capacity,
-      [&](size_t i) -> uint32_t {
+      units.size(), workers, capacity,
+      [&](size_t u) -> uint32_t {
+        const size_t i = units[u][0];
         const bool parts = up && settings.multipart_threshold != 0 &&
                            plan.transfers[i].size >= settings.multipart_threshold;
         return parts ? std::min<uint32_t>(capacity, 4) : 1;
       },
-      one);
+      [&](size_t u, size_t w) {
+        if (batched[u]) {
+          batch(units[u], w);
+        } else {
+          one(units[u][0], w);
+        }
+      });
   progress.Finish();
   if (settings.sessions != nullptr && !settings.quiet) {
     // Which gateway served what, when there were several (spec 5.11).
@@ -1203,6 +1317,10 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
   if (!verb.empty()) {
     absl::StrAppend(&extra, "; ", plan.unchanged, " unchanged");
     if (!plan.deletions.empty()) absl::StrAppend(&extra, "; ", deleted, " deleted");
+  }
+  if (batched_files > 0) {
+    absl::StrAppend(&extra, "; ", batched_files.load(), " small files in ", batch_requests.load(),
+                    batch_requests.load() == 1 ? " batched request" : " batched requests");
   }
   Summary(settings, verb.empty() ? line_verb : verb, plan.transfers.size(), failed, progress,
           extra);

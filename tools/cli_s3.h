@@ -45,6 +45,10 @@ struct CliSettings {
   uint64_t part_size = uint64_t{16} << 20;            // the part size of those uploads
   int jobs = 0;  // cp: files moved at once (0: the session's max_in_flight, at most 16)
   bool fsync = false;  // downloads: fsync each file before it is renamed into place
+  // Downloads of many small objects: up to kBatchItems of them (each at most kBatchObjectBytes,
+  // together at most Scratch::kKeepBytes) in one GetObjects request (spec 9.16), where the
+  // session negotiated BATCH_GET; --no-batch sends one GetObject per file.
+  bool batch = true;
   bool json = false;  // ls, stat, head, session: one JSON object per record (as s5cmd --json)
   Filters filters;    // --exclude / --include: which names below the source a command takes
   bool dryrun = false;        // cp, mv, rm, sync: print what would be done, do nothing
@@ -149,6 +153,10 @@ class Scratch {
   std::unique_ptr<Buffer> kept_;
   std::unique_ptr<Buffer> large_;
 };
+
+// Batched downloads (CliSettings::batch).
+inline constexpr size_t kBatchItems = 256;
+inline constexpr uint64_t kBatchObjectBytes = uint64_t{256} << 10;
 
 // Uploads the regular file at `path` as bucket/key and returns what the server stored. Every
 // upload of `cp` goes through here. Below `multipart_threshold` bytes (0: never multipart) one

@@ -325,6 +325,7 @@ const Registry& AllCases() {
     RegisterMemoryCases(*r);
     RegisterDataCases(*r);
     RegisterFastPathCases(*r);
+    RegisterBatchCases(*r);
     RegisterObjectCases(*r);
     RegisterListCases(*r);
     RegisterMultipartCases(*r);

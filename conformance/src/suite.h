@@ -179,6 +179,7 @@ void RegisterAuthCases(Registry& r);
 void RegisterMemoryCases(Registry& r);
 void RegisterDataCases(Registry& r);
 void RegisterFastPathCases(Registry& r);  // section 8.9
+void RegisterBatchCases(Registry& r);     // section 9.16
 void RegisterObjectCases(Registry& r);
 void RegisterListCases(Registry& r);
 void RegisterMultipartCases(Registry& r);

@@ -60,6 +60,9 @@ struct ClientOptions {
   // data channel instead of gRPC calls, which removes the control channel's per-request cost.
   // Listings and session management stay on gRPC.
   bool fast_path = true;
+  // Offer BATCH_GET (spec section 9.16): GetObjects reads many objects in one request. Without
+  // it (or with a server that lacks it) GetObjects sends one Get per item.
+  bool batch_get = true;
   Limits requested_limits;                   // zero fields: the server's
   DataChannelOptions data_channel;
   // Deadline of every call (spec section 3.7, AOBJ-CTL-010), counted from the moment the call
@@ -225,6 +228,19 @@ struct DeleteObjectsResult {
   std::vector<std::pair<std::string, absl::Status>> errors;  // per key
 };
 
+// One item of a batched read (GetObjects, spec section 9.16): an object, or a range of it, and
+// the region of a registered Buffer its octets go to, from the region's start. Regions of one
+// call must not overlap.
+struct BatchGetItem {
+  std::string key;
+  std::optional<ByteRange> range;  // absent: the whole object
+  BufferSlice destination;
+};
+
+// One result per item, in the items' order: the transfer (verified: byte count and checksum), or
+// the item's own error (NO_SUCH_KEY, INVALID_RANGE, DESCRIPTOR_TOO_SMALL, BAD_DIGEST, ...).
+using BatchGetResults = std::vector<absl::StatusOr<TransferResult>>;
+
 // CopyObject (spec section 9.14).
 struct CopyOptions {
   // false (S3's COPY): the copy keeps the source's content type and user metadata. true (S3's
@@ -340,6 +356,16 @@ class Client {
   virtual absl::StatusOr<DeleteObjectsResult> DeleteObjects(const std::string& bucket,
                                                             const std::vector<std::string>& keys,
                                                             bool quiet) = 0;
+  // Batched reads (spec section 9.16): many objects or ranges of one bucket, each into its own
+  // region, in as few GetObjects requests as the session's limits allow (up to 1000 items and
+  // max_descriptors distinct buffers a request; one flush each). One item's failure is only its
+  // own. The call fails as a whole when a request does (NO_SUCH_BUCKET; INVALID_ARGUMENT for
+  // overlapping regions or a slice outside its buffer, before anything is sent; a data-channel
+  // failure, after which the regions' contents are unspecified). Without BATCH_GET (an older
+  // server) the items go as single Gets, with the same results.
+  virtual absl::StatusOr<BatchGetResults> GetObjects(const std::string& bucket,
+                                                     const std::vector<BatchGetItem>& items,
+                                                     const CallOptions& call = {}) = 0;
   // Server-side copy; no data moves through the client. Returns the new object's info.
   virtual absl::StatusOr<ObjectInfo> Copy(const std::string& source_bucket,
                                           const std::string& source_key,

@@ -92,6 +92,12 @@ class CallScopedClient final : public Client {
     ScopedDeadline scope(call_);
     return base_->DeleteObjects(bucket, keys, quiet);
   }
+  absl::StatusOr<BatchGetResults> GetObjects(const std::string& bucket,
+                                             const std::vector<BatchGetItem>& items,
+                                             const CallOptions& call) override {
+    ScopedDeadline scope(call_);
+    return base_->GetObjects(bucket, items, call);
+  }
   absl::StatusOr<ObjectInfo> Copy(const std::string& source_bucket, const std::string& source_key,
                                   const std::string& bucket, const std::string& key,
                                   const CopyOptions& options) override {

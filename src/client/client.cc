@@ -16,6 +16,7 @@
 #include "aobj/device.h"
 #include "aobj/status.h"
 #include "client/async.h"
+#include "client/batch_plan.h"
 #include "client/range_spec.h"
 #include "control/raw_call.h"
 #include "control/rpc.h"
@@ -165,6 +166,7 @@ class ClientImpl final : public Client, public CancelSender {
     for (uint32_t c : {kCapInline, kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor, kCapCancel}) {
       req.add_capabilities(c);
     }
+    if (options_.batch_get) req.add_capabilities(kCapBatchGet);
     if (options_.opaque_etags) req.add_capabilities(kCapOpaqueEtag);
     if (options_.fast_path) req.add_capabilities(kCapFastPath);
     if (options_.grease) req.add_capabilities(0x1A2A3A4A);  // AOBJ-EXT-002
@@ -508,6 +510,51 @@ class ClientImpl final : public Client, public CancelSender {
         ErrorCode code = static_cast<ErrorCode>(e.error().code());
         if (code == ErrorCode::kOk) code = ErrorCode::kInternal;  // AOBJ-ERR-009
         out.errors.emplace_back(e.key(), MakeError(code, e.error().message()));
+      }
+    }
+    return out;
+  }
+
+  absl::StatusOr<BatchGetResults> GetObjects(const std::string& bucket,
+                                             const std::vector<BatchGetItem>& items,
+                                             const CallOptions& call) override {
+    ScopedDeadline scope(call);
+    const uint32_t max_windows =
+        HasCapability(kCapMultiDescriptor) ? info_.limits.max_descriptors : 1;
+    auto plans = client_internal::PlanBatchGet(items, kMaxBatchGetItems, max_windows,
+                                               info_.limits.max_transfer_bytes);
+    if (!plans.ok()) return plans.status();
+    BatchGetResults out(items.size(), MakeError(ErrorCode::kInternal, "not sent"));
+    if (!HasCapability(kCapBatchGet)) return GetEach(bucket, items, std::move(out));
+    for (const client_internal::BatchRequestPlan& plan : *plans) {
+      pb::GetObjectsRequest req;
+      req.set_bucket(bucket);
+      req.set_checksum_algorithm(static_cast<pb::ChecksumAlgorithm>(options_.checksum));
+      for (size_t k = 0; k < plan.items.size(); ++k) {
+        const BatchGetItem& item = items[plan.items[k]];
+        pb::GetObjectsItem* it = req.add_items();
+        it->set_key(item.key);
+        if (item.range.has_value()) RangeToProto(ToSpec(*item.range), it->mutable_range());
+        it->set_offset(plan.offsets[k]);
+        it->set_length(item.destination.length);
+      }
+      RequestRegistrations registrations;  // unmapped after the reply
+      AOBJ_CLIENT_RETURN_IF_ERROR(
+          AddWindows(plan.windows, req.mutable_destination(), &registrations));
+      pb::GetObjectsResponse resp;
+      AOBJ_CLIENT_RETURN_IF_ERROR(
+          DataCall(Method::kGetObjects, req, &resp, registrations.emulated_windows));
+      // AOBJ-OBJ-240: one result per item, in order.
+      if (resp.results_size() != req.items_size()) {
+        return MakeError(ErrorCode::kInternal,
+                         absl::StrCat("server answered ", resp.results_size(), " results to ",
+                                      req.items_size(), " items"));
+      }
+      if (static_cast<ChecksumAlgorithm>(resp.checksum_algorithm()) != options_.checksum) {
+        return MakeError(ErrorCode::kBadDigest, "server answered with another checksum algorithm");
+      }
+      for (size_t k = 0; k < plan.items.size(); ++k) {
+        out[plan.items[k]] = CheckBatchResult(items[plan.items[k]], resp.results(k));
       }
     }
     return out;
@@ -1094,8 +1141,9 @@ class ClientImpl final : public Client, public CancelSender {
   }
   // AOBJ-DAT-105: the reply's content_range is present exactly for a ranged request, is
   // consistent with the object's size, and is the range the request asked for.
+  template <class Reply>  // GetObjectResponse, GetObjectsResult
   static absl::StatusOr<std::optional<ContentRange>> CheckContentRange(
-      const std::optional<ByteRange>& asked, const pb::GetObjectResponse& resp) {
+      const std::optional<ByteRange>& asked, const Reply& resp) {
     if (!asked.has_value()) {
       if (resp.has_content_range()) {
         return MakeError(ErrorCode::kInternal, "server sent a content range for a whole GET");
@@ -1115,6 +1163,53 @@ class ClientImpl final : public Client, public CancelSender {
                                     cr.complete_length(), ", not the range asked for"));
     }
     return std::optional<ContentRange>(ContentRange{cr.first(), cr.last(), total});
+  }
+
+  // AOBJ-OBJ-244: one GetObjects result, verified as a GetObject reply is (AOBJ-DAT-004): its
+  // error, or its byte count within the region and the checksum of the region's octets.
+  absl::StatusOr<TransferResult> CheckBatchResult(const BatchGetItem& item,
+                                                  const pb::GetObjectsResult& r) const {
+    if (r.has_error()) {
+      ErrorCode code = static_cast<ErrorCode>(r.error().code());
+      if (code == ErrorCode::kOk) code = ErrorCode::kInternal;  // AOBJ-ERR-009
+      return MakeError(code, r.error().message());
+    }
+    absl::StatusOr<std::optional<ContentRange>> range = CheckContentRange(item.range, r);
+    if (!range.ok()) return range.status();
+    const uint64_t size =
+        range->has_value() ? (*range)->last - (*range)->first + 1 : r.metadata().size();
+    if (r.bytes_transferred() != size || size > item.destination.length) {
+      return MakeError(ErrorCode::kIncompleteTransfer,
+                       absl::StrCat("server reports ", r.bytes_transferred(), " octets of ", size,
+                                    " expected, into a region of ", item.destination.length));
+    }
+    if (ChecksumOf(options_.checksum, {item.destination}, size) != r.checksum()) {
+      return MakeError(ErrorCode::kBadDigest,
+                       absl::StrCat(ChecksumName(options_.checksum),
+                                    " of the received octets does not match the server's"));
+    }
+    TransferResult result{InfoFrom(r.metadata()), size,
+                          size == 0 ? TransferPath::kNone : TransferPath::kRma};
+    result.range = *range;
+    return result;
+  }
+
+  // GetObjects without BATCH_GET: each item as a Get. A failure that is not the item's own (the
+  // bucket, the data channel) fails the call, as it would fail a GetObjects request.
+  absl::StatusOr<BatchGetResults> GetEach(const std::string& bucket,
+                                          const std::vector<BatchGetItem>& items,
+                                          BatchGetResults out) {
+    for (size_t i = 0; i < items.size(); ++i) {
+      GetOptions options;
+      options.range = items[i].range;
+      out[i] = Get(bucket, items[i].key, std::vector<BufferSlice>{items[i].destination}, options);
+      const ErrorCode code = ErrorCodeOf(out[i].status());
+      if (code == ErrorCode::kNoSuchBucket || code == ErrorCode::kDataChannelUnavailable ||
+          code == ErrorCode::kTransferFailed || code == ErrorCode::kAccessDenied) {
+        return out[i].status();
+      }
+    }
+    return out;
   }
 
   // A PUT or GET. When it ends without a reply the server may still be moving bytes, so the

@@ -9,14 +9,28 @@
 namespace aobj {
 namespace {
 
-constexpr const char* kNames[] = {"OpenSession", "RenewSession", "CloseSession", "CreateBucket",
-                                  "DeleteBucket", "HeadBucket",  "PutObject",    "GetObject",
-                                  "HeadObject",  "DeleteObject",
-                                  "CreateMultipartUpload", "UploadPart",
-                                  "CompleteMultipartUpload", "AbortMultipartUpload", "ListParts",
-                                  "ListMultipartUploads", "ListBuckets", "ListObjectsV2",
-                                  "DeleteObjects", "CopyObject",
-                                  "ConfirmEndpoint"};
+constexpr const char* kNames[] = {"OpenSession",
+                                  "RenewSession",
+                                  "CloseSession",
+                                  "CreateBucket",
+                                  "DeleteBucket",
+                                  "HeadBucket",
+                                  "PutObject",
+                                  "GetObject",
+                                  "HeadObject",
+                                  "DeleteObject",
+                                  "CreateMultipartUpload",
+                                  "UploadPart",
+                                  "CompleteMultipartUpload",
+                                  "AbortMultipartUpload",
+                                  "ListParts",
+                                  "ListMultipartUploads",
+                                  "ListBuckets",
+                                  "ListObjectsV2",
+                                  "DeleteObjects",
+                                  "CopyObject",
+                                  "ConfirmEndpoint",
+                                  "GetObjects"};
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Method::kCount));
 
 // "/aobj.v1.ObjectService/<name>" for every method, built once.
@@ -62,6 +76,7 @@ bool FastPathCarries(Method method) {
     case Method::kUploadPart:
     case Method::kCompleteMultipartUpload:
     case Method::kAbortMultipartUpload:
+    case Method::kGetObjects:  // its reply is bounded (AOBJ-OBJ-242)
       return true;
     default:
       return false;

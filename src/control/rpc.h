@@ -41,6 +41,7 @@ enum class Method : int {
   kDeleteObjects,
   kCopyObject,
   kConfirmEndpoint,
+  kGetObjects,
   kCount,
 };
 

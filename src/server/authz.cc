@@ -33,6 +33,7 @@ BucketAccess AccessOf(Method m) {
   switch (m) {
     case Method::kHeadBucket:
     case Method::kGetObject:
+    case Method::kGetObjects:
     case Method::kHeadObject:
     case Method::kListObjectsV2:
     case Method::kListParts:

@@ -238,6 +238,9 @@ class RequestHandler {
   // handler_list.cc; CopyObject in handler_copy.cc.
   absl::StatusOr<std::string> HeadObject(absl::string_view body);
   absl::StatusOr<std::string> DeleteObjects(absl::string_view body);
+  // GetObjects (spec section 9.16); defined in handler_batch.cc.
+  absl::StatusOr<std::string> GetObjects(const SessionState& s, absl::string_view body,
+                                         const ActiveCall& call);
   absl::StatusOr<std::string> ListBuckets(const SessionState& s, absl::string_view body);
   absl::StatusOr<std::string> ListObjectsV2(absl::string_view body);
   absl::StatusOr<std::string> CopyObject(const SessionState& s, absl::string_view body);

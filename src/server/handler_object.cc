@@ -18,23 +18,6 @@ namespace {
 // AOBJ-OBJ-140: S3's limit on the keys of one DeleteObjects.
 constexpr int kMaxDeleteKeys = 1000;
 
-// `s` cut to at most `max` octets without splitting a UTF-8 sequence (s is UTF-8: proto3 string).
-std::string TruncateUtf8(const std::string& s, size_t max) {
-  if (s.size() <= max) return s;
-  size_t n = max;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
-  return s.substr(0, n);
-}
-
-void FillError(const absl::Status& status, aobj::v1::Error* e) {
-  const ErrorInfo info = GetErrorInfo(ErrorCodeOf(status));
-  e->set_code(static_cast<aobj::v1::ErrorCode>(info.code));
-  e->set_name(std::string(info.name));
-  e->set_s3_code(std::string(info.s3_code));
-  e->set_message(std::string(status.message()));
-  e->set_retryable(info.retryable);
-}
-
 }  // namespace
 
 absl::StatusOr<WriteOptions> RequestHandler::PrepareWrite(

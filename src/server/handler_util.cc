@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "aobj/status.h"
 #include "wire/protocol.h"
 #include "wire/user_metadata.h"
 
@@ -66,6 +67,22 @@ RmaBatch MakeBatch(RmaDirection direction, const Descriptors& descriptors,
                          static_cast<size_t>(hi - lo)});
   }
   return batch;
+}
+
+std::string TruncateUtf8(const std::string& s, size_t max) {
+  if (s.size() <= max) return s;
+  size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
+void FillError(const absl::Status& status, aobj::v1::Error* e, size_t max_message) {
+  const ErrorInfo info = GetErrorInfo(ErrorCodeOf(status));
+  e->set_code(static_cast<aobj::v1::ErrorCode>(info.code));
+  e->set_name(std::string(info.name));
+  e->set_s3_code(std::string(info.s3_code));
+  e->set_message(TruncateUtf8(std::string(status.message()), max_message));
+  e->set_retryable(info.retryable);
 }
 
 absl::Status CheckDescriptorCount(const SessionState& s, int count) {

@@ -64,6 +64,13 @@ RmaBatch MakeBatch(RmaDirection direction, const Descriptors& descriptors,
                    const std::vector<TransferPiece>& pieces, uint64_t start, uint64_t len,
                    uint8_t* base, uint32_t max_rkey_bytes);
 
+// `s` cut to at most `max` octets without splitting a UTF-8 sequence (s is UTF-8: proto3 string).
+std::string TruncateUtf8(const std::string& s, size_t max);
+
+// The Error of a per-item failure (DeleteObjects, GetObjects): code, names and retryability from
+// the registry row (AOBJ-ERR-004), the message cut to at most `max_message` octets.
+void FillError(const absl::Status& status, aobj::v1::Error* e, size_t max_message = SIZE_MAX);
+
 // AOBJ-MEM-015: several descriptors only when MULTI_DESCRIPTOR was negotiated.
 absl::Status CheckDescriptorCount(const SessionState& s, int count);
 

@@ -677,8 +677,8 @@ class ServerImpl final : public Server {
     if (l.max_descriptors) hc.limits.max_descriptors = l.max_descriptors;
     if (l.max_rkey_bytes) hc.limits.max_rkey_bytes = l.max_rkey_bytes;
     // AOBJ-DAT-022: CRC32C is always supported.
-    hc.capabilities = {kCapInline, kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor,
-                       kCapOpaqueEtag, kCapCancel};
+    hc.capabilities = {kCapInline,     kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor,
+                       kCapOpaqueEtag, kCapCancel, kCapBatchGet};
     if (fast_path_ != nullptr) hc.capabilities.push_back(kCapFastPath);
     hc.server_name = options_.server_name;
     hc.list_token_key = options_.list_token_key;

@@ -306,7 +306,16 @@ TEST_P(CliS3Test, RecursiveCopiesRunInParallelAndLoseNothing) {
   ASSERT_EQ(Cli({"cp", "--recursive", "aobj://test-bucket/many/", down.string()}), 0)
       << last_output_;
   EXPECT_NE(last_output_.find("download: 151 of 151 files"), std::string::npos) << last_output_;
+  // The 150 small files travel in GetObjects batches (spec 9.16), the large one alone.
+  EXPECT_NE(last_output_.find("; 150 small files in "), std::string::npos) << last_output_;
   for (const auto& [rel, data] : files) EXPECT_EQ(ReadBytes(down / rel), data) << rel;
+  // --no-batch: one GET per file, the same files.
+  const fs::path single = work_ / "many-single";
+  ASSERT_EQ(Cli({"cp", "--recursive", "--no-batch", "aobj://test-bucket/many/", single.string()}),
+            0)
+      << last_output_;
+  EXPECT_EQ(last_output_.find("batched request"), std::string::npos) << last_output_;
+  for (const auto& [rel, data] : files) EXPECT_EQ(ReadBytes(single / rel), data) << rel;
   ASSERT_EQ(Cli({"cp", "--recursive", "--jobs", "3", "aobj://test-bucket/many/",
                  "aobj://test-bucket/again/"}),
             0)

@@ -1,0 +1,258 @@
+// GetObjects: batched reads into one scatter list (spec section 9.16).
+//
+// The whole request is validated before any object is opened (AOBJ-OBJ-238). Items are then read
+// in order into rounds: a round is the octets of as many items as fit the staging buffer (objects
+// that a store holds in memory travel from there without a copy), and goes out as one RMA batch
+// with one flush, so a batch of small objects costs one round trip, not one per object.
+#include <algorithm>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "aobj/status.h"
+#include "server/handler.h"
+#include "server/handler_util.h"
+#include "wire/checksum.h"
+#include "wire/names.h"
+#include "wire/protocol.h"
+#include "wire/range.h"
+
+namespace aobj {
+namespace {
+
+// AOBJ-OBJ-242: an item's error message, so that 1000 of them fit a fast-path frame.
+constexpr size_t kMaxItemMessageBytes = 256;
+
+// An item whose validation passed: its range (if any) and its region of the scatter list.
+struct BatchItem {
+  std::optional<RangeSpec> range;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+// One item on its way: where its result goes and how its checksum is formed.
+struct ItemProgress {
+  aobj::v1::GetObjectsResult* result = nullptr;
+  Checksummer sum;
+  bool compute = false;
+  uint32_t stored_crc32c = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::string> RequestHandler::GetObjects(const SessionState& s,
+                                                       absl::string_view body,
+                                                       const ActiveCall& call) {
+  aobj::v1::GetObjectsRequest req;
+  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  if (!s.HasCapability(kCapBatchGet)) {  // AOBJ-OBJ-236
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "GetObjects needs the capability BATCH_GET, which this session did not "
+                     "negotiate");
+  }
+  AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
+  if (req.items_size() == 0 ||
+      req.items_size() > static_cast<int>(kMaxBatchGetItems)) {  // AOBJ-OBJ-237
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("GetObjects takes 1 to ", kMaxBatchGetItems, " items, not ",
+                                  req.items_size()));
+  }
+  // AOBJ-OBJ-238: everything that does not depend on the objects, before any is opened.
+  auto algo = SessionChecksum(s, req.checksum_algorithm(), /*default_crc32c=*/true);
+  if (!algo.ok()) return algo.status();
+  AOBJ_RETURN_IF_ERROR(CheckDescriptorCount(s, req.destination_size()));
+  AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.destination(), s.limits));
+  uint64_t capacity = 0;
+  for (const auto& d : req.destination()) {
+    // Each length is at most max_transfer_bytes (AOBJ-MEM-002), so 16 of them cannot wrap; a
+    // larger count saturates.
+    capacity = d.length() > UINT64_MAX - capacity ? UINT64_MAX : capacity + d.length();
+  }
+  std::vector<BatchItem> items(req.items_size());
+  uint64_t total = 0;
+  for (int i = 0; i < req.items_size(); ++i) {
+    const aobj::v1::GetObjectsItem& it = req.items(i);
+    if (absl::Status st = CheckKey(it.key()); !st.ok()) {
+      return MakeError(ErrorCode::kInvalidArgument, absl::StrCat("item ", i, ": ", st.message()));
+    }
+    if (it.has_range()) {  // AOBJ-DAT-100: a malformed range fails before any I/O
+      auto r = RangeFromProto(it.range());
+      if (!r.ok()) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         absl::StrCat("item ", i, ": ", r.status().message()));
+      }
+      items[i].range = *r;
+    }
+    if (it.length() > UINT64_MAX - it.offset() || it.offset() + it.length() > capacity) {
+      return MakeError(ErrorCode::kDescriptorTooSmall,
+                       absl::StrCat("item ", i, "'s region [", it.offset(), ", +", it.length(),
+                                    ") ends past the windows' ", capacity, " octets"));
+    }
+    items[i].offset = it.offset();
+    items[i].length = it.length();
+    total += it.length();  // no wrap: each region lies inside `capacity`, and at most 1000
+    if (total > s.limits.max_transfer_bytes) {
+      return MakeError(ErrorCode::kEntityTooLarge,
+                       absl::StrCat("the items' regions hold more than the session's limit of ",
+                                    s.limits.max_transfer_bytes, " octets"));
+    }
+  }
+  {
+    std::vector<int> order(items.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(),
+              [&](int a, int b) { return items[a].offset < items[b].offset; });
+    uint64_t end = 0;
+    int last = -1;
+    for (int i : order) {
+      if (items[i].length == 0) continue;  // an empty region overlaps nothing
+      if (last >= 0 && items[i].offset < end) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         absl::StrCat("the regions of items ", last, " and ", i, " overlap"));
+      }
+      end = items[i].offset + items[i].length;
+      last = i;
+    }
+  }
+  // AOBJ-OBJ-240: a missing bucket fails the whole request.
+  AOBJ_RETURN_IF_ERROR(store_->HeadBucket(req.bucket()));
+  auto pieces = PlanTransfer(req.destination(), capacity, config_.max_rma_piece);
+  if (!pieces.ok()) return pieces.status();
+  // AOBJ-FLO-002: admitted before any rkey is unpacked or window touched; one slot for the batch.
+  auto slot = sessions_->Admit(s.id_hex);  // AOBJ-SES-012
+  if (!slot.ok()) return slot.status();
+
+  aobj::v1::GetObjectsResponse resp;
+  resp.set_checksum_algorithm(static_cast<aobj::v1::ChecksumAlgorithm>(*algo));
+  const uint64_t chunk = staging_.buffer_bytes();
+  std::unique_ptr<uint8_t[]> staging = staging_.Take();
+  uint64_t staged = 0;
+  RmaBatch round;
+  round.direction = RmaDirection::kWrite;
+  round.max_rkey_bytes = s.limits.max_rkey_bytes;
+  for (const auto& d : req.destination())
+    round.windows.push_back({d.address(), d.length(), d.rkey()});
+  std::vector<std::unique_ptr<ObjectReader>> held;  // readers whose memory the round points at
+  uint64_t moved = 0;
+  // AOBJ-OBJ-243: one flush per round; a failure fails the whole request.
+  auto flush = [&]() -> absl::Status {
+    absl::Status st = round.ops.empty() ? absl::OkStatus() : ExecuteRma(s, round, call);
+    round.ops.clear();
+    held.clear();
+    staged = 0;
+    return st;
+  };
+  // Adds the RMA writes of region octets [at, at + n) from local memory `from`.
+  auto add = [&](uint64_t at, uint64_t n, const uint8_t* from) {
+    RmaBatch part = MakeBatch(RmaDirection::kWrite, req.destination(), *pieces, at, n,
+                              const_cast<uint8_t*>(from), s.limits.max_rkey_bytes);
+    round.ops.insert(round.ops.end(), part.ops.begin(), part.ops.end());
+  };
+  absl::Status failed;
+  for (int i = 0; i < req.items_size() && failed.ok(); ++i) {
+    const BatchItem& item = items[i];
+    aobj::v1::GetObjectsResult* result = resp.add_results();
+    // AOBJ-OBJ-240: an item's failure is its own; the others go on.
+    auto fail = [&](const absl::Status& st) {
+      result->Clear();
+      FillError(st, result->mutable_error(), kMaxItemMessageBytes);  // AOBJ-OBJ-242
+    };
+    auto reader = store_->OpenRead(req.bucket(), req.items(i).key());
+    if (!reader.ok()) {
+      fail(reader.status());
+      continue;
+    }
+    const ObjectInfo& info = (*reader)->info();
+    uint64_t first = 0;
+    uint64_t size = info.size;
+    if (item.range.has_value()) {
+      auto resolved = ResolveRange(*item.range, info.size);
+      if (!resolved.ok()) {
+        fail(resolved.status());
+        continue;
+      }
+      first = resolved->first;
+      size = resolved->length;
+    }
+    if (size > item.length) {  // AOBJ-OBJ-240, as AOBJ-MEM-007 for GetObject
+      fail(MakeError(ErrorCode::kDescriptorTooSmall,
+                     absl::StrCat("the ", item.range.has_value() ? "range" : "object", " has ",
+                                  size, " octets; the item's region holds ", item.length)));
+      continue;
+    }
+    // As for GetObject (AOBJ-DAT-106): the stored CRC32C of a whole object, else computed.
+    const bool compute = *algo != ChecksumAlgorithm::kCrc32c || item.range.has_value();
+    Checksummer sum(*algo);
+    absl::Span<const uint8_t> view = (*reader)->ContiguousView();
+    if (!view.empty() || size == 0) {
+      if (size > 0) {
+        const uint8_t* from = view.data() + first;
+        if (compute) sum.Update(from, size);
+        add(item.offset, size, from);
+        held.push_back(std::move(*reader));
+      }
+    } else {
+      // Staged: as much of the item as the buffer holds per round. What an item that fails here
+      // put into the round is taken out again, so its region stays untouched (AOBJ-OBJ-239),
+      // unless a round with its first octets already went out (an item larger than the rest of
+      // the staging buffer; its region's contents are then unspecified).
+      const size_t ops_mark = round.ops.size();
+      const uint64_t staged_mark = staged;
+      bool sent_part = false;
+      absl::Status st;
+      for (uint64_t done = 0; done < size && st.ok();) {
+        if (staged == chunk) {
+          failed = flush();
+          if (!failed.ok()) break;
+          sent_part = true;
+        }
+        const uint64_t n = std::min(chunk - staged, size - done);
+        uint8_t* buf = staging.get() + staged;
+        auto got = (*reader)->ReadAt(first + done, {buf, static_cast<size_t>(n)});
+        if (!got.ok()) {
+          st = got.status();
+        } else if (*got != n) {
+          st = MakeError(ErrorCode::kStorageError, "object shorter than recorded");
+        } else {
+          if (compute) sum.Update(buf, n);
+          add(item.offset + done, n, buf);
+          staged += n;
+          done += n;
+        }
+      }
+      if (!failed.ok()) break;
+      if (!st.ok()) {
+        if (!sent_part) {
+          round.ops.resize(ops_mark);
+          staged = staged_mark;
+        } else {
+          round.ops.clear();  // only this item's octets are in the round since the flush
+          staged = 0;
+        }
+        fail(st);
+        continue;
+      }
+    }
+    result->set_bytes_transferred(size);
+    result->set_checksum(compute ? sum.Finish() : BigEndian32(info.crc32c));
+    FillMetadata(info, result->mutable_metadata());
+    result->mutable_metadata()->clear_user_metadata();  // AOBJ-OBJ-242
+    if (item.range.has_value()) {                       // AOBJ-DAT-103
+      result->mutable_content_range()->set_first(first);
+      result->mutable_content_range()->set_last(first + size - 1);
+      result->mutable_content_range()->set_complete_length(info.size);
+    }
+    moved += size;
+  }
+  if (failed.ok()) failed = flush();
+  staging_.Give(std::move(staging));
+  if (!failed.ok()) return failed;
+  counters_.bytes_out.fetch_add(moved, std::memory_order_relaxed);
+  return Serialize(resp);
+}
+
+}  // namespace aobj

@@ -45,6 +45,10 @@ namespace {
 
 constexpr size_t kMinPooledBuffer = size_t{64} << 10;  // smallest staging buffer
 constexpr size_t kFirstGetBuffer = size_t{1} << 20;    // get()'s first try before a HEAD
+// get_many() without buffers, where the session negotiated BATCH_GET: keys per GetObjects request
+// and the region each key gets (a larger object is read alone).
+constexpr size_t kBatchKeys = 256;
+constexpr uint64_t kBatchSlot = uint64_t{64} << 10;
 constexpr size_t kMaxPooledBytes = size_t{256} << 20;  // staging memory kept between calls
 // Staging: a body or window outside every registration may go through a pooled buffer that UCX
 // allocated and registered, and be copied. Below kStageBelow that costs less than registering
@@ -345,6 +349,11 @@ class Core {
   WorkerPool workers_;  // last: its threads end before anything else goes
   size_t pooled_bytes_ = 0;
 };
+
+bool HasBatchGet(Core& c) {
+  const std::vector<uint32_t>& caps = c.client().session().capabilities;
+  return std::find(caps.begin(), caps.end(), 8u) != caps.end();  // BATCH_GET, spec 12.3
+}
 
 // A staging buffer that goes back to the pool.
 class Scratch {
@@ -996,17 +1005,47 @@ class PyClient {
       return out;
     }
     std::vector<std::optional<Scratch>> scratches(n);
+    // Where key i's octets are: scratches[i], or (batched) scratches[first of its chunk] at
+    // at[i].
+    std::vector<size_t> owner(n), at(n, 0);
+    for (size_t i = 0; i < n; ++i) owner[i] = i;
     {
       py::gil_scoped_release nogil;
-      c.workers().ParallelFor(n, width, [&](size_t i) {
-        results[i] = GetSmall(c, bucket, keys[i], options, &scratches[i]);
-      });
+      if (HasBatchGet(c) && n > 1) {
+        // GetObjects (spec 9.16): kBatchKeys keys to a request, each into a kBatchSlot region of
+        // one pooled buffer; a larger object fails DESCRIPTOR_TOO_SMALL and is read alone below.
+        const size_t chunks = (n + kBatchKeys - 1) / kBatchKeys;
+        c.workers().ParallelFor(chunks, width, [&](size_t k) {
+          const size_t from = k * kBatchKeys;
+          const size_t to = std::min(n, from + kBatchKeys);
+          absl::StatusOr<std::unique_ptr<Buffer>> b = c.TakeScratch((to - from) * kBatchSlot);
+          if (!b.ok()) {
+            for (size_t i = from; i < to; ++i) results[i] = b.status();
+            return;
+          }
+          scratches[from].emplace(&c, std::move(*b));
+          std::vector<BatchGetItem> items;
+          for (size_t i = from; i < to; ++i) {
+            owner[i] = from;
+            at[i] = (i - from) * kBatchSlot;
+            items.push_back({keys[i], std::nullopt, {scratches[from]->get(), at[i], kBatchSlot}});
+          }
+          absl::StatusOr<BatchGetResults> got = c.client().GetObjects(bucket, items, options.call);
+          for (size_t i = from; i < to; ++i) {
+            results[i] = got.ok() ? std::move((*got)[i - from]) : got.status();
+          }
+        });
+      } else {
+        c.workers().ParallelFor(n, width, [&](size_t i) {
+          results[i] = GetSmall(c, bucket, keys[i], options, &scratches[i]);
+        });
+      }
     }
     for (size_t i = 0; i < n; ++i) {
       if (results[i].ok()) {
-        out.append(
-            Entry(results[i], py::bytes(reinterpret_cast<const char*>((*scratches[i])->data()),
-                                        results[i]->bytes_transferred)));
+        out.append(Entry(results[i], py::bytes(reinterpret_cast<const char*>(
+                                                   (*scratches[owner[i]])->data() + at[i]),
+                                               results[i]->bytes_transferred)));
       } else if (ErrorCodeOf(results[i].status()) == ErrorCode::kDescriptorTooSmall) {
         // A large one among them: read it alone.
         try {

@@ -454,7 +454,9 @@ class Client(_aobj._Client):
                  timeout: float = 0) -> list:
         """Reads many keys at once (up to ``max_in_flight``, 0: the session's limit).
 
-        Without ``buffers``: a list of bytes. With ``buffers`` (one per key): each object is
+        Without ``buffers``: a list of bytes; where the server offers BATCH_GET (spec 9.16), up
+        to 256 keys travel in one GetObjects request, each object of up to 64 KiB in its own
+        region (a larger one is read alone). With ``buffers`` (one per key): each object is
         written into its buffer without a copy, and the list holds Transfers. A failed key
         raises its error, or, with ``return_exceptions=True``, stands in the list as its
         aobj.Error."""

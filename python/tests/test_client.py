@@ -461,6 +461,11 @@ def test_get_many_into_buffers_and_as_bytes(client):
         client.put("demo", k, b)
     client.put("demo", big_key, big)
     assert client.get_many("demo", keys + [big_key]) == blobs + [big]
+    # Batched (BATCH_GET): a region of 64 KiB per key; one octet more is read alone.
+    edges = {f"{prefix}/edge-{n}": pattern(n, n % 251).tobytes() for n in (65536, 65537, 0)}
+    for k, b in edges.items():
+        client.put("demo", k, b)
+    assert client.get_many("demo", list(edges) + keys[:3]) == list(edges.values()) + blobs[:3]
     buffers = [np.zeros(len(b), dtype=np.uint8) for b in blobs]
     results = client.get_many("demo", keys, buffers, max_in_flight=8)
     assert [int(r) for r in results] == [len(b) for b in blobs]
@@ -479,11 +484,12 @@ def test_batches_reuse_the_clients_threads(server):
         return set(os.listdir("/proc/self/task"))
 
     with aobj.Client(**server.client_kwargs()) as c:
-        keys = [unique("reuse") for _ in range(16)]
+        # More keys than one GetObjects request takes (256), so that requests run in parallel.
+        keys = [unique("reuse") for _ in range(600)]
         for k in keys:
             c.put("demo", k, b"r" * 512)
         before = threads()
-        assert c.get_many("demo", keys, max_in_flight=8) == [b"r" * 512] * 16
+        assert c.get_many("demo", keys, max_in_flight=8) == [b"r" * 512] * 600
         helpers = threads() - before
         assert len(helpers) >= 1  # helpers started, and stayed ...
         seen = set()

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -119,6 +120,13 @@ std::vector<Ratio> ComputeRatios(const Report& report) {
           }
         }
       }
+    } else if (c.section == "batch") {
+      // Batched against single requests of the same store: objects per second.
+      if (absl::EndsWith(c.system, "-batch256")) {
+        const std::string single =
+            absl::StrCat(c.system.substr(0, c.system.size() - strlen("-batch256")), "-single");
+        add(c, Find(report, "batch", single, c.op, c.size, c.in_flight()), "ops_per_s");
+      }
     } else {
       for (const char* peer : {"nginx", "nginx-wrk", "moto", "ucx"}) {
         const Cell* v = Find(report, "small", peer, c.op, c.size, c.in_flight());
@@ -131,12 +139,14 @@ std::vector<Ratio> ComputeRatios(const Report& report) {
 
 std::string FormatTable(const Report& report) {
   std::string out;
-  for (const char* section : {"sweep", "small"}) {
+  for (const char* section : {"sweep", "small", "batch"}) {
     bool any = false;
     for (const Cell& c : report.cells) any = any || c.section == section;
     if (!any) continue;
     absl::StrAppend(&out, section == std::string("sweep") ? "\n== Throughput by object size ==\n"
-                                                          : "\n== Small requests (4 KiB) ==\n");
+                          : section == std::string("small")
+                              ? "\n== Small requests (4 KiB) ==\n"
+                              : "\n== Batched reads (4 KiB objects; ops are objects) ==\n");
     absl::StrAppend(
         &out, absl::StrFormat("%-24s %-3s %6s %4s %7s %8s %10s %9s %9s %9s %9s %8s %8s\n", "system",
                               "op", "size", "infl", "ops", "GB/s", "ops/s", "p50 us", "p90 us",

@@ -6,6 +6,9 @@
 #
 #   bash scripts/bench-cli-recursive.sh [FILES] [BYTES] [ROUNDS] [STORE]   (1000 4096 3 fs)
 #
+# Downloads are also timed with --no-batch (one GET per file instead of GetObjects batches of
+# small files, spec 9.16).
+#
 # With AOBJ_BENCH_BASELINE_CLI=PATH (an aobj CLI built from an older commit), that CLI's default
 # `cp --recursive` is timed in the same rounds too, against the same server.
 set -euo pipefail
@@ -39,8 +42,9 @@ seconds() { local t0=$EPOCHREALTIME; "$@"; awk -v a="$t0" -v b="$EPOCHREALTIME" 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 declare -A up down
 for r in $(seq "$rounds"); do
-  for jobs in 1 0 b; do  # 0: the default; b: the baseline CLI's default
+  for jobs in 1 0 n b; do  # 0: the default; n: the default with --no-batch; b: the baseline's
     flag=(); [ "$jobs" = 1 ] && flag=(--jobs 1)
+    [ "$jobs" = n ] && flag=(--no-batch)
     cli=$bin/aobj
     if [ "$jobs" = b ]; then [ -n "$baseline" ] || continue; cli=$baseline; fi
     up[$jobs]+="$(seconds aobj cp --recursive "${flag[@]}" "$work/src" "aobj://bench/r$r-j$jobs/") "
@@ -58,6 +62,9 @@ report() {
 }
 report upload "$u1" "$u0"
 report download "$d1" "$d0"
+dn=$(median ${down[n]})
+awk -v n="$files" -v dn="$dn" -v d0="$d0" 'BEGIN {
+  printf "download --no-batch: %.2f s (%.0f files/s); batched (the default) %.1fx that\n", dn, n / dn, dn / d0 }'
 if [ -n "$baseline" ]; then
   ub=$(median ${up[b]}) db=$(median ${down[b]})
   awk -v n="$files" -v ub="$ub" -v db="$db" -v u0="$u0" -v d0="$d0" -v cli="$baseline" 'BEGIN {

@@ -515,6 +515,12 @@ MUTANTS = {
 # Faults in the reference client (src/client, src/session): the case IDs are client cases
 # ("cli/..."), run with --client-exec against the CLI built from the faulty tree.
 MUTANTS.update({
+    "cl-batch-skips-checksum": (
+        "the client does not compare a GetObjects result's checksum with its region (AOBJ-OBJ-244)",
+        [("src/client/client.cc",
+          "    if (ChecksumOf(options_.checksum, {item.destination}, size) != r.checksum()) {",
+          "    if (false) {")],
+        "cli/9.16/1", []),
     "cl-get-skips-checksum": (
         "the client does not compare a GET's checksum with the octets it received (AOBJ-DAT-004)",
         [("src/client/client.cc",

@@ -1106,6 +1106,41 @@ void RegisterClientCases(Registry& r) {
               PutFails(ctx, script, ErrorCode::kIncompleteTransfer,
                        "PUT reply reporting one octet less than the size");
             });
+  // AOBJ-OBJ-244: a GetObjects result whose region does not hold what it claims is that item's
+  // failure. What the client does next is its own (report the error, or read the object again);
+  // what it must not do is take the region's octets as the object.
+  AddClient(r, "cli/9.16/1", "GetObjects results that do not hold what they claim are not accepted",
+            {"AOBJ-OBJ-244"}, true, [](CaseContext& ctx) {
+              int batched = 0;
+              for (FaultKind kind : {FaultKind::kPartialWrite, FaultKind::kShortTransfer,
+                                     FaultKind::kWrongChecksum}) {
+                const std::string what =
+                    kind == FaultKind::kPartialWrite    ? "half the octets written, all claimed"
+                    : kind == FaultKind::kShortTransfer ? "one octet less than the object"
+                                                        : "a wrong checksum";
+                FakeScript script;
+                script.capabilities = {1, 2, 3, 4, 8};  // BATCH_GET
+                script.faults.push_back(KindFault(Method::kGetObjects, kind));
+                auto server = Serve(ctx, script);
+                std::map<std::string, std::string> objects;
+                std::string dir;
+                ClientRun run = GetAll(ctx, *server, "bg/", 3000, 170, "20000", &objects, &dir);
+                if (OfMethod(server->Requests(), Method::kGetObjects).empty()) continue;
+                ++batched;
+                const std::map<std::string, std::string> outcome = KeyOutcomes(run.out);
+                for (const auto& [key, content] : objects) {
+                  auto it = outcome.find(key);
+                  if (it == outcome.end() || it->second != "ok") continue;
+                  auto file = ReadFile(dir + "/" + key.substr(3));
+                  ctx.Require(file.has_value() && *file == content,
+                              what + ": " + key + " reported downloaded: the file holds the object",
+                              "equal content", file ? "differs" : "no file");
+                }
+              }
+              if (batched == 0) {
+                ctx.Unsupported("the client read the objects without GetObjects (BATCH_GET)");
+              }
+            });
   AddClient(r, "cli/8.7/5", "PUT reply with a wrong checksum: BAD_DIGEST", {"AOBJ-DAT-004"}, true,
             [](CaseContext& ctx) {
               FakeScript script;

@@ -583,6 +583,7 @@ FakeServer::Answer FakeServer::Process(ReceivedRequest& rec) {
       break;
     case Method::kUploadPart:
     case Method::kPutObject:
+    case Method::kGetObjects:
     case Method::kGetObject: {
       {
         absl::MutexLock l(&mu_);
@@ -593,9 +594,10 @@ FakeServer::Answer FakeServer::Process(ReceivedRequest& rec) {
         ++data_in_flight_;
         max_data_in_flight_ = std::max(max_data_in_flight_, data_in_flight_);
       }
-      a = rec.method == Method::kPutObject   ? PutObject(rec, session, fault)
-          : rec.method == Method::kGetObject ? GetObject(rec, session, fault)
-                                             : UploadPart(rec, session, fault);
+      a = rec.method == Method::kPutObject    ? PutObject(rec, session, fault)
+          : rec.method == Method::kGetObject  ? GetObject(rec, session, fault)
+          : rec.method == Method::kGetObjects ? GetObjects(rec, session, fault)
+                                              : UploadPart(rec, session, fault);
       absl::MutexLock l(&mu_);
       --data_in_flight_;
       break;
@@ -869,6 +871,104 @@ FakeServer::Answer FakeServer::PutObject(ReceivedRequest& rec, const Session& s,
       default:
         break;
     }
+  }
+  return Ok(resp);
+}
+
+// GetObjects (spec 9.16), whole objects only: each item's octets at the start of its region, one
+// RMA batch per item. Faults apply to the first item that moves octets: kShortTransfer (one
+// octet less, reported so), kPartialWrite (half written, all reported), kWrongChecksum.
+FakeServer::Answer FakeServer::GetObjects(ReceivedRequest& rec, const Session& s,
+                                          const Fault* fault) {
+  pb::GetObjectsRequest req;
+  if (!req.ParseFromString(rec.body)) {
+    return Error(ErrorCode::kInvalidArgument, "the request message does not parse");
+  }
+  if (s.capabilities.count(8) == 0) {
+    return Error(ErrorCode::kInvalidArgument, "BATCH_GET not negotiated (AOBJ-OBJ-236)");
+  }
+  if (req.items_size() == 0 || req.items_size() > 1000) {
+    return Error(ErrorCode::kInvalidArgument, "1 to 1000 items (AOBJ-OBJ-237)");
+  }
+  {
+    absl::MutexLock l(&mu_);
+    if (buckets_.count(req.bucket()) == 0) return Error(ErrorCode::kNoSuchBucket, "no such bucket");
+  }
+  std::vector<RemoteWindow> windows;
+  if (std::optional<Answer> bad = TakeWindows(rec, s, req.destination(), 0, &windows)) return *bad;
+  for (const pb::GetObjectsItem& it : req.items()) {
+    if (it.offset() + it.length() > rec.window_bytes || it.offset() + it.length() < it.offset()) {
+      return Error(ErrorCode::kDescriptorTooSmall, "a region ends past the windows");
+    }
+  }
+  pb::GetObjectsResponse resp;
+  resp.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+  bool faulted = false;
+  for (const pb::GetObjectsItem& it : req.items()) {
+    pb::GetObjectsResult* r = resp.add_results();
+    std::optional<StoredObject> obj;
+    {
+      absl::MutexLock l(&mu_);
+      auto found = objects_.find({req.bucket(), it.key()});
+      if (found != objects_.end()) obj = found->second;
+    }
+    auto fail = [&](ErrorCode code, const std::string& message) {
+      const ErrorInfo info = GetErrorInfo(code);
+      r->mutable_error()->set_code(static_cast<pb::ErrorCode>(info.code));
+      r->mutable_error()->set_name(std::string(info.name));
+      r->mutable_error()->set_s3_code(std::string(info.s3_code));
+      r->mutable_error()->set_message(message);
+    };
+    if (!obj) {
+      fail(ErrorCode::kNoSuchKey, "no such key");
+      continue;
+    }
+    const uint64_t size = obj->content.size();
+    if (size > it.length()) {
+      fail(ErrorCode::kDescriptorTooSmall, "the region is smaller than the object");
+      continue;
+    }
+    const bool fault_here = fault != nullptr && !faulted && size > 1;
+    faulted = faulted || fault_here;
+    uint64_t moved = size, write = size;
+    if (fault_here && fault->kind == FaultKind::kShortTransfer) moved = write = size - 1;
+    if (fault_here && fault->kind == FaultKind::kPartialWrite) write = size / 2;
+    std::string local = obj->content;
+    // The RMA writes of region octets [offset, offset + write): ordered fill over the windows
+    // from the scatter list's start, clipped to the region.
+    std::vector<RmaOp> all = OrderedFill(windows, nullptr, it.offset() + write);
+    RmaBatch batch;
+    batch.direction = RmaDirection::kWrite;
+    batch.windows = windows;
+    batch.max_rkey_bytes = s.limits.max_rkey_bytes();
+    for (RmaOp op : all) {
+      const uint64_t lo = reinterpret_cast<uintptr_t>(op.local);
+      const uint64_t hi = lo + op.length;
+      if (hi <= it.offset()) continue;
+      const uint64_t from = std::max<uint64_t>(lo, it.offset());
+      op.remote += from - lo;
+      op.length = static_cast<size_t>(hi - from);
+      op.local = reinterpret_cast<uint8_t*>(local.data()) + (from - it.offset());
+      batch.ops.push_back(op);
+    }
+    if (!batch.ops.empty()) {
+      absl::Status st = worker_->Execute(s.endpoint, batch, absl::Seconds(20));
+      rec.rma_end = absl::Now();
+      if (!st.ok()) {
+        rec.rma_error = std::string(st.message());
+        return Error(ErrorCodeOf(st), absl::StrCat("RMA write failed: ", st.message()));
+      }
+    }
+    r->set_bytes_transferred(moved);
+    std::string sum = ChecksumOf(ChecksumAlgorithm::kCrc32c, obj->content.substr(0, moved));
+    if (fault_here && fault->kind == FaultKind::kWrongChecksum) sum[0] = static_cast<char>(~sum[0]);
+    r->set_checksum(sum);
+    auto* m = r->mutable_metadata();
+    m->set_size(size);
+    m->set_etag(obj->etag);
+    m->set_last_modified_ms(obj->last_modified_ms);
+    m->set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+    m->set_checksum(ChecksumOf(ChecksumAlgorithm::kCrc32c, obj->content));
   }
   return Ok(resp);
 }

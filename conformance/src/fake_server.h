@@ -220,6 +220,7 @@ class FakeServer {
   Answer OpenSession(ReceivedRequest& rec);
   Answer PutObject(ReceivedRequest& rec, const Session& s, const Fault* fault);
   Answer GetObject(ReceivedRequest& rec, const Session& s, const Fault* fault);
+  Answer GetObjects(ReceivedRequest& rec, const Session& s, const Fault* fault);
   Answer List(ReceivedRequest& rec, const Session& s);
   Answer CreateUpload(ReceivedRequest& rec);
   Answer UploadPart(ReceivedRequest& rec, const Session& s, const Fault* fault);

@@ -406,6 +406,22 @@ std::map<std::string, std::string> KeyOutcomes(const std::string& out) {
   return m;
 }
 
+// Every key of `objects` that `outcome` reports "ok" must have its file (DIR/key without its
+// first `prefix_len` characters) hold exactly the object.
+void RequireOkFilesHoldObjects(CaseContext& ctx, const std::map<std::string, std::string>& outcome,
+                               const std::map<std::string, std::string>& objects,
+                               const std::string& dir, size_t prefix_len,
+                               const std::string& what = "") {
+  for (const auto& [key, content] : objects) {
+    auto it = outcome.find(key);
+    if (it == outcome.end() || it->second != "ok") continue;
+    auto file = ReadFile(dir + "/" + key.substr(prefix_len));
+    ctx.Require(file.has_value() && *file == content,
+                what + key + " reported downloaded: the file holds the object", "equal content",
+                file ? "differs" : "no file");
+  }
+}
+
 // get-range 1000-300999 of a 1 MiB object under `script`: the client must fail with INTERNAL
 // (AOBJ-DAT-105) and leave no file claiming to be the range.
 void RangeFails(CaseContext& ctx, FakeScript script, const std::string& what) {
@@ -892,14 +908,7 @@ void RegisterClientCases(Registry& r) {
               std::string dir;
               ClientRun run = GetAll(ctx, *server, "tf/", 256 << 10, 150, "10000", &objects, &dir);
               const std::map<std::string, std::string> outcome = KeyOutcomes(run.out);
-              for (const auto& [key, content] : objects) {
-                auto it = outcome.find(key);
-                if (it == outcome.end() || it->second != "ok") continue;
-                auto file = ReadFile(dir + "/" + key.substr(3));
-                ctx.Require(file.has_value() && *file == content,
-                            key + " reported downloaded: the file holds the object",
-                            "equal content", file ? "differs" : "no file");
-              }
+              RequireOkFilesHoldObjects(ctx, outcome, objects, dir, 3);
               auto gets = OfMethod(server->Requests(), Method::kGetObject);
               ctx.Require(!gets.empty(), "the client sent a GetObject", ">= 1", "none");
               const ReceivedRequest& failed = gets[0];
@@ -1127,15 +1136,7 @@ void RegisterClientCases(Registry& r) {
                 ClientRun run = GetAll(ctx, *server, "bg/", 3000, 170, "20000", &objects, &dir);
                 if (OfMethod(server->Requests(), Method::kGetObjects).empty()) continue;
                 ++batched;
-                const std::map<std::string, std::string> outcome = KeyOutcomes(run.out);
-                for (const auto& [key, content] : objects) {
-                  auto it = outcome.find(key);
-                  if (it == outcome.end() || it->second != "ok") continue;
-                  auto file = ReadFile(dir + "/" + key.substr(3));
-                  ctx.Require(file.has_value() && *file == content,
-                              what + ": " + key + " reported downloaded: the file holds the object",
-                              "equal content", file ? "differs" : "no file");
-                }
+                RequireOkFilesHoldObjects(ctx, KeyOutcomes(run.out), objects, dir, 3, what + ": ");
               }
               if (batched == 0) {
                 ctx.Unsupported("the client read the objects without GetObjects (BATCH_GET)");

@@ -318,7 +318,7 @@ MUTANTS = {
         'dat/8.5', []),
     'err-delete-objects-s3-code-is-name': (
         "the per-key errors of DeleteObjects carry the AOBJ name (e.g. KEY_TOO_LONG) in s3_code instead of the registry's S3 name (AOBJ-ERR-004)",
-        [('src/server/handler_object.cc',
+        [('src/server/handler_util.cc',
           '  e->set_s3_code(std::string(info.s3_code));',
           '  e->set_s3_code(std::string(info.name));')],
         'del/9.13', []),

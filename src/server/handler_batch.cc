@@ -148,9 +148,7 @@ absl::StatusOr<std::string> RequestHandler::GetObjects(const SessionState& s,
   };
   // Adds the RMA writes of region octets [at, at + n) from local memory `from`.
   auto add = [&](uint64_t at, uint64_t n, const uint8_t* from) {
-    RmaBatch part = MakeBatch(RmaDirection::kWrite, req.destination(), *pieces, at, n,
-                              const_cast<uint8_t*>(from), s.limits.max_rkey_bytes);
-    round.ops.insert(round.ops.end(), part.ops.begin(), part.ops.end());
+    AppendOps(*pieces, at, n, const_cast<uint8_t*>(from), &round.ops);
   };
   absl::Status failed;
   for (int i = 0; i < req.items_size() && failed.ok(); ++i) {

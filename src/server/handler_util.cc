@@ -59,14 +59,23 @@ RmaBatch MakeBatch(RmaDirection direction, const Descriptors& descriptors,
   for (const auto& d : descriptors) {
     batch.windows.push_back({d.address(), d.length(), d.rkey()});
   }
-  for (const TransferPiece& p : pieces) {
-    const uint64_t lo = std::max(p.body_offset, start);
-    const uint64_t hi = std::min(p.body_offset + p.length, start + len);
-    if (lo >= hi) continue;
-    batch.ops.push_back({p.window, p.remote + (lo - p.body_offset), base + (lo - start),
-                         static_cast<size_t>(hi - lo)});
-  }
+  AppendOps(pieces, start, len, base, &batch.ops);
   return batch;
+}
+
+void AppendOps(const std::vector<TransferPiece>& pieces, uint64_t start, uint64_t len,
+               uint8_t* base, std::vector<RmaOp>* ops) {
+  // The first piece that ends after `start`.
+  auto it = std::upper_bound(
+      pieces.begin(), pieces.end(), start,
+      [](uint64_t at, const TransferPiece& p) { return at < p.body_offset + p.length; });
+  for (; it != pieces.end() && it->body_offset < start + len; ++it) {
+    const uint64_t lo = std::max(it->body_offset, start);
+    const uint64_t hi = std::min(it->body_offset + it->length, start + len);
+    if (lo >= hi) continue;
+    ops->push_back({it->window, it->remote + (lo - it->body_offset), base + (lo - start),
+                    static_cast<size_t>(hi - lo)});
+  }
 }
 
 std::string TruncateUtf8(const std::string& s, size_t max) {

@@ -58,8 +58,15 @@ absl::StatusOr<ChecksumAlgorithm> SessionChecksum(const SessionState& s,
                                                   aobj::v1::ChecksumAlgorithm a,
                                                   bool default_crc32c);
 
-// The RMA operations of body bytes [start, start+len) of a planned transfer, with body offset x
-// at local address base + (x - start).
+// Appends the RMA operations of body bytes [start, start+len) of a planned transfer (pieces in
+// body order, as PlanTransfer makes them), with body offset x at local address base +
+// (x - start). Finds the first piece by binary search: the cost follows the octets asked for,
+// not the size of the windows.
+void AppendOps(const std::vector<TransferPiece>& pieces, uint64_t start, uint64_t len,
+               uint8_t* base, std::vector<RmaOp>* ops);
+
+// The RMA batch of body bytes [start, start+len) of a planned transfer: the windows of
+// `descriptors` and AppendOps' operations.
 RmaBatch MakeBatch(RmaDirection direction, const Descriptors& descriptors,
                    const std::vector<TransferPiece>& pieces, uint64_t start, uint64_t len,
                    uint8_t* base, uint32_t max_rkey_bytes);

@@ -2,6 +2,7 @@
 """Deliberate faults in a scratch copy of the reference server and client, and the suite's verdicts.
 
   python3 conformance/mutants.py [--suite build/aobj-conformance] [--all-cases] [NAME ...]
+  python3 conformance/mutants.py --check-texts   (only: is every text to change still there?)
 
 Copies the tracked and untracked (not ignored) files of this checkout to a scratch directory,
 builds aobj-server there, then for each mutant: changes the source as described, rebuilds,
@@ -617,6 +618,19 @@ def Verdict(proc, out):
     return verdict, failed
 
 
+def StaleTexts(names):
+    """One line for each edit of the named mutants whose text is not in this checkout."""
+    out = []
+    for name in names:
+        for path, old, _ in MUTANTS[name][1]:
+            full = os.path.join(ROOT, path)
+            text = open(full).read() if os.path.isfile(full) else ""
+            if old not in text:
+                out.append(f"{name}: the text to change is not in {path} (the source moved; "
+                           "update the mutant)")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--suite", default=os.path.join(ROOT, "build", "aobj-conformance"))
@@ -628,6 +642,10 @@ def main():
                          "open policy (a fault the owner policy hides, e.g. a missing bucket's "
                          "code, which it answers ACCESS_DENIED first), as a vendor of an open "
                          "server would run the suite")
+    ap.add_argument("--check-texts", action="store_true",
+                    help="only check that every text a mutant changes is in this checkout's "
+                         "source (ctest conformance_mutant_texts: code that moved breaks a "
+                         "mutant there, in a second, not in CI's mutant stage)")
     ap.add_argument("names", nargs="*")
     args = ap.parse_args()
     if args.extra:
@@ -638,6 +656,12 @@ def main():
     for n in names:
         if n not in MUTANTS:
             sys.exit(f"unknown mutant {n}; known: {', '.join(MUTANTS)}")
+    stale = StaleTexts(names)
+    if stale:
+        sys.exit("\n".join(stale))
+    if args.check_texts:
+        print(f"{len(names)} mutants: every text they change is in the source")
+        return
     if not os.access(args.suite, os.X_OK):
         sys.exit(f"{args.suite} not built (bash scripts/build.sh)")
 

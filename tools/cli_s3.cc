@@ -1195,11 +1195,15 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
       got = c.GetObjects(plan.src_bucket, items);
       if (got.ok()) ++batch_requests;
     }
+    // What did not arrive goes the single way only after every object that did is written:
+    // a single download reuses this worker's scratch buffer (and may replace it with a new
+    // session's), which still holds the batch.
+    std::vector<size_t> again;
     for (size_t k = 0; k < group.size(); ++k) {
       const size_t i = group[k];
       const Transfer& t = plan.transfers[i];
       if (!got.ok() || !(*got)[k].ok() || (*got)[k]->info.etag != t.listed->etag) {
-        one(i, w);  // (another version than listed: the single way, which handles it)
+        again.push_back(i);  // (another version than listed: the single way handles it)
         continue;
       }
       if (settings.sessions != nullptr) settings.sessions->Served(generation);
@@ -1215,6 +1219,7 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
       }
       finish(i, w, st);
     }
+    for (size_t i : again) one(i, w);
   };
   // The units of work: batches of small listed downloads where the session takes them, else
   // one transfer each.

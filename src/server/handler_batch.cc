@@ -34,14 +34,6 @@ struct BatchItem {
   uint64_t length = 0;
 };
 
-// One item on its way: where its result goes and how its checksum is formed.
-struct ItemProgress {
-  aobj::v1::GetObjectsResult* result = nullptr;
-  Checksummer sum;
-  bool compute = false;
-  uint32_t stored_crc32c = 0;
-};
-
 }  // namespace
 
 absl::StatusOr<std::string> RequestHandler::GetObjects(const SessionState& s,

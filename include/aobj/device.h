@@ -13,8 +13,11 @@
 //        ETag that HEAD saw), each into one of `depth` staging buffers while the previous chunk
 //        is copied host-to-device on a CUDA stream of its own.
 //   PUT: an object of at most `chunk_bytes` is copied device-to-host and sent with one
-//        PutObject; a larger one becomes a multipart upload of `chunk_bytes` parts, the copy of
-//        part i+1 overlapping the upload of part i (two staging buffers). Keep chunk_bytes at or
+//        PutObject; a larger one becomes a multipart upload of `chunk_bytes` parts, up to
+//        `depth` of them uploading at once (the server hashes each part with MD5, AOBJ-OBJ-207,
+//        one core per part) while the next is copied into a free staging buffer. A chunk_bytes
+//        at or above the object's size sends it with one PutObject, which an OPAQUE_ETAG
+//        session stores without any MD5 pass (AOBJ-OBJ-016). Keep chunk_bytes at or
 //        above the server's minimum part size (5 MiB in S3 and by default in aobj-server,
 //        --min-part-size), else CompleteMultipartUpload fails ENTITY_TOO_SMALL.
 // Staging memory: depth x chunk_bytes, allocated by the client (AllocateBuffer) and page-locked
@@ -74,7 +77,10 @@ absl::StatusOr<std::unique_ptr<DeviceCopier>> CudaRuntimeCopier(int slots);
 
 struct DeviceStagingOptions {
   size_t chunk_bytes = size_t{8} << 20;  // per ranged GET and per part; at least 4 KiB
-  int depth = 2;                          // staging buffers (chunks in flight), 2 to 8
+  // Staging buffers, 2 to 8: chunks in flight (a GET's copy overlaps the next chunk's transfer;
+  // a PUT uploads up to this many parts at once, within ClientOptions::async_threads). 4 made
+  // 64 MiB and 256 MiB PUTs about twice as fast as 2 on an H200 (docs/benchmarks.md 12.12).
+  int depth = 4;
 };
 
 class DeviceStager {

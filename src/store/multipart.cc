@@ -589,7 +589,8 @@ class Manager final : public MultipartManager {
 
  private:
   // Streams the parts, in order, into one new object (AOBJ-OBJ-216), checking each part's
-  // recorded CRC32C on the way (AOBJ-DAT-153) and computing the object's (AOBJ-DAT-152).
+  // recorded CRC32C on the way (AOBJ-DAT-153) and combining the object's from those it checked
+  // (AOBJ-DAT-152).
   absl::StatusOr<ObjectInfo> Assemble(const UploadInfo& u, const std::vector<Part>& parts,
                                       uint64_t total, const std::vector<std::string>& etags,
                                       const WriteOptions& conditions) {
@@ -618,7 +619,6 @@ class Manager final : public MultipartManager {
                                         " bytes, its record says ", size));
         }
         part_crc = Crc32c(0, view.data(), view.size());
-        crc = Crc32c(crc, view.data(), view.size());
         if (!direct.empty()) {
           std::memcpy(direct.data() + at, view.data(), view.size());
         } else {
@@ -639,7 +639,6 @@ class Manager final : public MultipartManager {
                 absl::StrCat("part ", p.info.part_number, " is shorter than its ", size, " bytes"));
           }
           part_crc = Crc32c(part_crc, target, n);
-          crc = Crc32c(crc, target, n);
           if (direct.empty()) {
             AOBJ_MP_RETURN_IF_ERROR((*writer)->Append({target, static_cast<size_t>(n)}));
           }
@@ -652,6 +651,8 @@ class Manager final : public MultipartManager {
                                       " does not match the CRC32C recorded when it was "
                                       "uploaded; nothing was stored"));
       }
+      // The object's CRC from the parts' (AOBJ-DAT-152 allows it): one pass over the content.
+      crc = Crc32cCombine(crc, part_crc, size);
       at += size;
     }
     ObjectInfo info;

@@ -261,6 +261,49 @@ TEST_F(DeviceStagingTest, FailedPutAbortsItsUpload) {
   EXPECT_EQ(ErrorCodeOf(client_->Head("test-bucket", "aborted").status()), ErrorCode::kNoSuchKey);
 }
 
+// Parts upload several at a time: one that fails stops the upload, which is aborted only after
+// every part in flight has finished with the staging memory, and nothing is stored.
+TEST(DeviceStagingFailureTest, FailedPartUploadAbortsAfterThePartsInFlight) {
+  constexpr size_t kChunk = 256 << 10;
+  // A server whose requests move at most one octet less than a chunk: every full part fails.
+  ServerProcess strict(testing::TestDir(), "memory",
+                       std::vector<std::string>{"--min-part-size", "4096", "--max-transfer-bytes",
+                                                std::to_string(kChunk - 1)});
+  ASSERT_TRUE(strict.Start()) << strict.log();
+  ClientOptions o;
+  o.endpoint = strict.endpoint();
+  o.access_key_id = kAccessKey;
+  o.secret = kSecret;
+  std::string device(6 * kChunk, '\0');  // host memory standing in for a GPU's
+  o.classify_memory = [&device](const void* p, size_t) {
+    const auto* b = static_cast<const char*>(p);
+    return b >= device.data() && b < device.data() + device.size() ? MemoryKind::kCudaDevice
+                                                                   : MemoryKind::kHost;
+  };
+  auto c = Client::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto copier = std::make_unique<ThreadCopier>(4);
+  ThreadCopier* copies = copier.get();
+  DeviceStagingOptions options;
+  options.chunk_bytes = kChunk;
+  options.depth = 4;
+  auto stager = DeviceStager::Create(**c, options, std::move(copier));
+  ASSERT_TRUE(stager.ok()) << stager.status();
+  std::memcpy(device.data(), Pattern(6 * kChunk, 8).data(), 6 * kChunk);
+  auto info = (*stager)->Put("test-bucket", "refused", device.data(), 6 * kChunk);
+  EXPECT_EQ(ErrorCodeOf(info.status()), ErrorCode::kEntityTooLarge) << info.status();
+  EXPECT_EQ(copies->running.load(), 0);
+  auto uploads = (*c)->ListMultipartUploads("test-bucket");
+  ASSERT_TRUE(uploads.ok()) << uploads.status();
+  EXPECT_TRUE(uploads->uploads.empty()) << "the failed upload was left in progress";
+  EXPECT_EQ(ErrorCodeOf((*c)->Head("test-bucket", "refused").status()), ErrorCode::kNoSuchKey);
+  // The stager is usable afterwards: an object of one chunk less one octet goes as a PutObject.
+  const std::string small = Pattern(kChunk - 1, 9);
+  std::memcpy(device.data(), small.data(), small.size());
+  auto fits = (*stager)->Put("test-bucket", "fits", device.data(), small.size());
+  EXPECT_TRUE(fits.ok()) << fits.status();
+}
+
 TEST_F(DeviceStagingTest, OptionsOutOfRangeAreInvalid) {
   DeviceStagingOptions o;
   o.chunk_bytes = 4095;
@@ -287,7 +330,7 @@ TEST_F(DeviceStagingTest, OptionsOutOfRangeAreInvalid) {
 // project's CI machine has neither); on a GPU machine it checks the classification, the
 // refusal and a round trip through the stager.
 TEST(CudaDeviceTest, RoundTripThroughDeviceMemory) {
-  auto copier = CudaRuntimeCopier(2);
+  auto copier = CudaRuntimeCopier(DeviceStagingOptions{}.depth);
   if (!copier.ok()) GTEST_SKIP() << copier.status();
   void* rt = nullptr;
   for (const char* n : {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"}) {

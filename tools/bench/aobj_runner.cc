@@ -1,5 +1,6 @@
 #include "bench/aobj_runner.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "aobj/client.h"
+#include "aobj/device.h"
 #include "aobj/status.h"
 #include "session/credentials.h"
 #include "tool_util.h"
@@ -73,7 +75,7 @@ absl::StatusOr<std::unique_ptr<AobjWorkers>> AobjWorkers::Start(const AobjVarian
               "--endpoint",     gateways[static_cast<size_t>(i) % gateways.size()],
               "--credentials",  v.credentials_file,
               "--bucket",       v.bucket,
-              "--buffers",      v.caller_buffers ? "caller" : "library",
+              "--buffers",      v.buffers,
               "--threads",      absl::StrCat(v.threads),
               "--max-size",     absl::StrCat(v.max_size),
               "--proc-index",   absl::StrCat(i),
@@ -81,7 +83,9 @@ absl::StatusOr<std::unique_ptr<AobjWorkers>> AobjWorkers::Start(const AobjVarian
               "--transports",   v.transports.empty() ? "default" : v.transports,
               "--inline",       v.allow_inline ? "1" : "0",
               "--fast-path",    v.fast_path ? "1" : "0",
-              "--opaque-etags", v.opaque_etags ? "1" : "0"};
+              "--opaque-etags", v.opaque_etags ? "1" : "0",
+              "--device-chunk", absl::StrCat(v.device_chunk),
+              "--device-depth", absl::StrCat(v.device_depth)};
     c.pipe_stdio = true;
     auto p = ChildProcess::Start(c);
     if (!p.ok()) return p.status();
@@ -187,15 +191,50 @@ void EmitError(const absl::Status& st) {
 
 bool ReadCommand(std::string* line) { return static_cast<bool>(std::getline(std::cin, *line)); }
 
+// --buffers device: device memory from the CUDA runtime, loaded the way DeviceStager loads it
+// (aobj/device.h), so that both use one copy of the runtime.
+struct CudaMemory {
+  int (*malloc)(void**, size_t) = nullptr;
+  int (*free)(void*) = nullptr;
+  int (*memcpy)(void*, const void*, size_t, int) = nullptr;
+  const char* (*error_string)(int) = nullptr;
+};
+absl::StatusOr<CudaMemory> LoadCudaMemory() {
+  void* rt = nullptr;
+  for (const char* n :
+       {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"}) {
+    if (rt == nullptr) rt = dlopen(n, RTLD_NOW | RTLD_LOCAL);
+  }
+  if (rt == nullptr) {
+    return absl::FailedPreconditionError("--buffers device: no CUDA runtime (libcudart) loads");
+  }
+  CudaMemory m;
+  m.malloc = reinterpret_cast<int (*)(void**, size_t)>(dlsym(rt, "cudaMalloc"));
+  m.free = reinterpret_cast<int (*)(void*)>(dlsym(rt, "cudaFree"));
+  m.memcpy = reinterpret_cast<int (*)(void*, const void*, size_t, int)>(dlsym(rt, "cudaMemcpy"));
+  m.error_string = reinterpret_cast<const char* (*)(int)>(dlsym(rt, "cudaGetErrorString"));
+  if (!m.malloc || !m.free || !m.memcpy || !m.error_string) {
+    return absl::FailedPreconditionError("--buffers device: libcudart lacks cudaMalloc");
+  }
+  return m;
+}
+
+// One load thread's memory: a registered buffer, or device memory and its stager.
+struct ThreadMemory {
+  std::unique_ptr<Buffer> buffer;
+  void* device = nullptr;
+  std::unique_ptr<DeviceStager> stager;
+};
+
 }  // namespace
 
 int WorkerMain(int argc, char** argv) {
   tools::ParsedArgs args;
-  absl::Status st = tools::ParseArgs(
-      argc, argv, 2,
-      {"endpoint", "credentials", "bucket", "buffers", "threads", "max-size", "proc-index",
-       "checksum", "transports", "inline", "fast-path", "opaque-etags"},
-      {}, &args);
+  absl::Status st = tools::ParseArgs(argc, argv, 2,
+                                     {"endpoint", "credentials", "bucket", "buffers", "threads",
+                                      "max-size", "proc-index", "checksum", "transports", "inline",
+                                      "fast-path", "opaque-etags", "device-chunk", "device-depth"},
+                                     {}, &args);
   if (!st.ok()) {
     EmitError(st);
     return 2;
@@ -218,13 +257,24 @@ int WorkerMain(int argc, char** argv) {
   const std::string transports = args.Get("transports", "default");
   if (transports != "default") options.data_channel.transports = transports;
   const std::string bucket = args.Get("bucket", "bench");
-  const bool caller = args.Get("buffers", "library") == "caller";
-  int64_t threads = 1, max_size = 0, proc = 0;
+  const std::string buffers_kind = args.Get("buffers", "library");
+  int64_t threads = 1, max_size = 0, proc = 0, device_chunk = 0, device_depth = 0;
   if (!(st = args.GetInt("threads", 1, &threads)).ok() ||
+      !(st = args.GetInt("device-chunk", 8 << 20, &device_chunk)).ok() ||
+      !(st = args.GetInt("device-depth", 4, &device_depth)).ok() ||
       !(st = args.GetInt("max-size", 4096, &max_size)).ok() ||
       !(st = args.GetInt("proc-index", 0, &proc)).ok()) {
     EmitError(st);
     return 2;
+  }
+  CudaMemory cuda;
+  if (buffers_kind == "device") {
+    auto m = LoadCudaMemory();
+    if (!m.ok()) {
+      EmitError(m.status());
+      return 1;
+    }
+    cuda = *m;
   }
   auto client = Client::Connect(options);
   if (!client.ok()) {
@@ -232,32 +282,53 @@ int WorkerMain(int argc, char** argv) {
     return 1;
   }
   Client& c = **client;
-  // One registered buffer per load thread, created on first use and reused by every cell.
+  // One buffer per load thread, created on first use and reused by every cell.
   BufferPool pool;
   pool.Reserve(static_cast<size_t>(threads));
-  std::vector<std::unique_ptr<Buffer>> buffers(static_cast<size_t>(threads));
-  absl::Mutex buffers_mu;
-  auto buffer_for = [&](int t) -> absl::StatusOr<Buffer*> {
-    absl::MutexLock l(&buffers_mu);  // UCX registration is serialised anyway
-    auto& b = buffers[static_cast<size_t>(t)];
-    if (b != nullptr) return b.get();
+  std::vector<ThreadMemory> memory(static_cast<size_t>(threads));
+  absl::Mutex memory_mu;
+  auto memory_for = [&](int t) -> absl::StatusOr<ThreadMemory*> {
+    absl::MutexLock l(&memory_mu);  // UCX registration is serialised anyway
+    ThreadMemory& m = memory[static_cast<size_t>(t)];
+    if (m.buffer != nullptr || m.stager != nullptr) return &m;
+    // PUT bodies get a non-constant pattern.
+    auto pattern = [](uint8_t* d, size_t size) {
+      for (size_t off = 0; off < size; off += 4096) d[off] = static_cast<uint8_t>(off >> 12);
+    };
+    if (buffers_kind == "device") {
+      const size_t size = static_cast<size_t>(max_size);
+      if (int e = cuda.malloc(&m.device, size); e != 0) {
+        m.device = nullptr;
+        return absl::ResourceExhaustedError(
+            absl::StrCat("cudaMalloc of ", size, " bytes failed: ", cuda.error_string(e)));
+      }
+      std::vector<uint8_t> host(size, 0);
+      pattern(host.data(), size);
+      if (int e = cuda.memcpy(m.device, host.data(), size, 1 /* host to device */); e != 0) {
+        return absl::InternalError(
+            absl::StrCat("cudaMemcpy to the device buffer failed: ", cuda.error_string(e)));
+      }
+      DeviceStagingOptions staging;
+      staging.chunk_bytes = static_cast<size_t>(device_chunk);
+      staging.depth = static_cast<int>(device_depth);
+      auto s = DeviceStager::Create(c, staging);
+      if (!s.ok()) return s.status();
+      m.stager = std::move(*s);
+      return &m;
+    }
     absl::StatusOr<std::unique_ptr<Buffer>> made;
-    if (caller) {
+    if (buffers_kind == "caller") {
       uint8_t* mem = pool.Get(static_cast<size_t>(t), static_cast<size_t>(max_size));
       if (mem == nullptr) return absl::ResourceExhaustedError("cannot allocate a buffer");
       made = c.RegisterBuffer(mem, static_cast<size_t>(max_size));
     } else {
       made = c.AllocateBuffer(static_cast<size_t>(max_size));
-      if (made.ok()) {
-        // Give PUT bodies a non-constant pattern (the library already pre-faulted the pages).
-        uint8_t* d = (*made)->data();
-        for (size_t off = 0; off < (*made)->size(); off += 4096)
-          d[off] = static_cast<uint8_t>(off >> 12);
-      }
+      // The library already pre-faulted the pages.
+      if (made.ok()) pattern((*made)->data(), (*made)->size());
     }
     if (!made.ok()) return made.status();
-    b = std::move(*made);
-    return b.get();
+    m.buffer = std::move(*made);
+    return &m;
   };
 
   Emit("HELLO");
@@ -277,13 +348,17 @@ int WorkerMain(int argc, char** argv) {
     }
     const bool get = f[1] == "GET";
     ThreadSetup setup = [&](int t) -> absl::StatusOr<OpFn> {
-      auto buf = buffer_for(t);
-      if (!buf.ok()) return buf.status();
-      Buffer* b = *buf;
+      auto mem = memory_for(t);
+      if (!mem.ok()) return mem.status();
+      Buffer* b = (*mem)->buffer.get();
+      DeviceStager* stager = (*mem)->stager.get();
+      void* device = (*mem)->device;
+      const size_t capacity = static_cast<size_t>(max_size);
       if (get) {
         const std::string key = GetKey(size);
-        return OpFn([&c, b, key, size, &bucket]() -> absl::Status {
-          auto r = c.Get(bucket, key, *b);
+        return OpFn([&c, b, stager, device, capacity, key, size, &bucket]() -> absl::Status {
+          auto r = stager != nullptr ? stager->Get(bucket, key, device, capacity)
+                                     : c.Get(bucket, key, *b);
           if (!r.ok()) return r.status();
           if (r->bytes_transferred != size) {
             return absl::InternalError(
@@ -293,9 +368,9 @@ int WorkerMain(int argc, char** argv) {
         });
       }
       const std::string key = PutKey(size, static_cast<int>(proc), t);
-      return OpFn([&c, b, key, size, &bucket]() -> absl::Status {
-        auto r = c.Put(bucket, key, *b, size);
-        return r.ok() ? absl::OkStatus() : r.status();
+      return OpFn([&c, b, stager, device, key, size, &bucket]() -> absl::Status {
+        if (stager != nullptr) return stager->Put(bucket, key, device, size).status();
+        return c.Put(bucket, key, *b, size).status();
       });
     };
     // The coordinator answers READY with GO, or ABORT when another worker failed.
@@ -312,7 +387,11 @@ int WorkerMain(int argc, char** argv) {
     }
     Emit(result->Serialize());
   }
-  for (auto& b : buffers) b.reset();
+  for (auto& m : memory) {
+    m.stager.reset();
+    m.buffer.reset();
+    if (m.device != nullptr) cuda.free(m.device);
+  }
   c.Close().IgnoreError();
   return 0;
 }

@@ -2,8 +2,9 @@
 // load: GET/PUT through the client library (aobj::Client) in one or more worker processes.
 //
 // Worker processes are this executable started with --internal-worker. Each holds one Client
-// (one session), one buffer per load thread (allocated through the library, or caller-owned and
-// registered) reused for every cell, and talks to the coordinator over stdin/stdout lines:
+// (one session), one buffer per load thread (allocated through the library, caller-owned and
+// registered, or CUDA device memory moved through a DeviceStager) reused for every cell, and talks
+// to the coordinator over stdin/stdout lines:
 //   coordinator -> worker: "CELL <GET|PUT> <size> <count> <duration_s> <min_ops> <warmup_ops>",
 //                          "GO", "QUIT"
 //   worker -> coordinator: "HELLO" (session open), "READY" (warmed up), "RESULT ...", "LAT ...",
@@ -57,7 +58,9 @@ struct AobjVariant {
   std::string endpoint;
   std::string credentials_file;
   std::string bucket = "bench";
-  bool caller_buffers = false;  // malloc + RegisterBuffer instead of AllocateBuffer
+  // library (AllocateBuffer), caller (malloc + RegisterBuffer) or device (cudaMalloc, moved
+  // through a DeviceStager of the thread's own, aobj/device.h)
+  std::string buffers = "library";
   int processes = 1;
   int threads = 1;         // load threads per process
   std::string transports;  // UCX_TLS for the client ("" = UCX's choice)
@@ -65,6 +68,8 @@ struct AobjVariant {
   bool fast_path = true;  // offer FAST_PATH (spec 8.9); false: every request by gRPC
   std::string checksum = "crc32c";
   bool opaque_etags = false;  // offer OPAQUE_ETAG (AOBJ-OBJ-016)
+  uint64_t device_chunk = 8ull << 20;  // buffers "device": the stager's chunk and depth
+  int device_depth = 4;
   uint64_t max_size = 0;  // largest object of the run (buffer size)
 };
 

@@ -34,7 +34,7 @@ The run (all on 127.0.0.1; UCX_NET_DEVICES=lo unless already set):
      credentials file and bucket "bench", and the peers named by --compare;
   2. measures an idle server's CPU over --idle-seconds (one session open, no requests);
   3. for every size of --sizes and every op of --ops: GET/PUT through the client library
-     (aobj-<store>[-caller][-<N>p][-<tls>]), then the same transfer on raw UCX ("ucx"), nginx and
+     (aobj-<store>[-caller|-device][-<N>p][-<tls>]), then the same transfer on raw UCX ("ucx"), nginx and
      moto; closed loops, --threads operations in flight per client process;
   4. the small-request mode: 4 KiB GET/PUT with 1 and --small-inflight operations in flight;
   5. prints a table (throughput, ops/s, latency percentiles, CPU per GB, ratios between systems
@@ -52,9 +52,13 @@ Workload:
                           256M up)
   --warmup N              warm-up operations per thread before each cell (default: 50 up to
                           64K, 10 up to 1M, 2 up to 64M, 1 above)
-  --buffers LIST          library (AllocateBuffer: UCX-allocated shared memory, the fast path)
-                          and/or caller (malloc'd, pre-faulted, RegisterBuffer) (default library);
-                          with caller, raw UCX also runs on registered heap memory ("ucx-caller")
+  --buffers LIST          library (AllocateBuffer: UCX-allocated shared memory, the fast path),
+                          caller (malloc'd, pre-faulted, RegisterBuffer) and/or device (CUDA
+                          device memory moved through a DeviceStager, aobj/device.h; needs a
+                          GPU) (default library); with caller, raw UCX also runs on registered
+                          heap memory ("ucx-caller"); device lines get a ratio to the host line
+  --device-chunk SIZE     device lines: the stager's chunk (ranged GET and part size; default 8M)
+  --device-depth N        device lines: staging buffers, chunks or parts in flight (default 4)
   --checksum ALGO         crc32c | crc64nvme end-to-end checksum (default crc32c; the client
                           library always verifies one)
   --etags LIST            md5 (S3's ETag: the server hashes every PUT body with MD5, about
@@ -134,6 +138,8 @@ absl::Status ParseFlags(int argc, char** argv, Flags* f) {
                                                      "min-ops",
                                                      "warmup",
                                                      "buffers",
+                                                     "device-chunk",
+                                                     "device-depth",
                                                      "checksum",
                                                      "etags",
                                                      "transports",
@@ -199,10 +205,18 @@ absl::Status ParseFlags(int argc, char** argv, Flags* f) {
   if (!(st = a.GetInt("warmup", -1, &f->warmup)).ok()) return st;
   f->buffers = List(a.Get("buffers", "library"));
   for (const auto& b : f->buffers) {
-    if (b != "library" && b != "caller") {
-      return absl::InvalidArgumentError("--buffers takes library and/or caller");
+    if (b != "library" && b != "caller" && b != "device") {
+      return absl::InvalidArgumentError("--buffers takes library, caller and/or device");
     }
   }
+  if (a.Has("device-chunk")) {
+    auto c = ParseSize(a.Get("device-chunk"));
+    if (!c.ok()) return c.status();
+    f->device_chunk = *c;
+  }
+  if (!(st = a.GetInt("device-depth", 4, &v)).ok()) return st;
+  if (v < 2 || v > 8) return absl::InvalidArgumentError("--device-depth takes 2 to 8");
+  f->device_depth = static_cast<int>(v);
   f->checksum = a.Get("checksum", "crc32c");
   if (f->checksum != "crc32c" && f->checksum != "crc64nvme") {
     return absl::InvalidArgumentError("--checksum takes crc32c or crc64nvme");

@@ -250,15 +250,17 @@ absl::Status Bench::StartVariants(std::vector<Variant>* out, int threads, uint64
         for (const std::string& t : transports) {
           for (const std::string& e : f_.etags) {
             AobjVariant v;
-            v.name = absl::StrCat("aobj-", s->name, b == "caller" ? "-caller" : "",
+            v.name = absl::StrCat("aobj-", s->name, b == "library" ? "" : "-" + b,
                                   p > 1 ? absl::StrCat("-", p, "p") : "",
                                   t == "default" ? "" : "-" + t, e == "opaque" ? "-opaque" : "",
                                   allow_inline ? "" : "-rma", fast_path ? "" : "-grpc");
             v.opaque_etags = e == "opaque";
+            v.device_chunk = f_.device_chunk;
+            v.device_depth = f_.device_depth;
             v.endpoint = s->endpoint;
             v.credentials_file = credentials_file_;
             v.bucket = f_.bucket;
-            v.caller_buffers = b == "caller";
+            v.buffers = b;
             v.processes = p;
             v.threads = threads;
             v.transports = t == "default" ? "" : t;

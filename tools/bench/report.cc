@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "wire/json.h"
 
@@ -106,6 +107,13 @@ std::vector<Ratio> ComputeRatios(const Report& report) {
         add(c, Find(report, "sweep", ucx + "-caller", c.op, c.size, c.in_flight()), "gbps");
       }
       if (c.processes > 1) add(c, Find(report, "sweep", ucx, c.op, c.size, c.threads), "gbps");
+      // Device memory against host memory (target: at least 0.7x).
+      if (absl::StrContains(c.system, "-device")) {
+        add(c,
+            Find(report, "sweep", absl::StrReplaceAll(c.system, {{"-device", ""}}), c.op, c.size,
+                 c.in_flight()),
+            "gbps");
+      }
       for (const char* peer : {"nginx", "moto"}) {
         add(c, Find(report, "sweep", peer, c.op, c.size, c.in_flight()), "gbps");
       }

@@ -5,6 +5,7 @@
 # 64 MiB GETs from 1 and 8 client processes.
 #
 # Usage: scripts/gpu-check.sh [OUTDIR]   (default ./gpu-results)
+# On a host without this project's Debian packages, run it from scripts/gpu-bundle.sh's archive.
 # Needs a built tree (bash scripts/build.sh), a CUDA driver and device, and libcudart (the CUDA
 # toolkit's or any other: DeviceStager loads it with dlopen). Environment, all optional:
 #   AOBJ_BIN    folder holding aobj-bench and aobj-server (default ./build)

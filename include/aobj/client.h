@@ -63,6 +63,9 @@ struct ClientOptions {
   // Offer BATCH_GET (spec section 9.16): GetObjects reads many objects in one request. Without
   // it (or with a server that lacks it) GetObjects sends one Get per item.
   bool batch_get = true;
+  // Offer BATCH_PUT (spec section 9.17): PutObjects stores many objects in one request. Without
+  // it (or with a server that lacks it) PutObjects sends one Put per item.
+  bool batch_put = true;
   Limits requested_limits;                   // zero fields: the server's
   DataChannelOptions data_channel;
   // Deadline of every call (spec section 3.7, AOBJ-CTL-010), counted from the moment the call
@@ -241,6 +244,20 @@ struct BatchGetItem {
 // the item's own error (NO_SUCH_KEY, INVALID_RANGE, DESCRIPTOR_TOO_SMALL, BAD_DIGEST, ...).
 using BatchGetResults = std::vector<absl::StatusOr<TransferResult>>;
 
+// One item of a batched write (PutObjects, spec section 9.17): a key, and the region of a
+// registered Buffer that holds the object's content. Regions may overlap; keys of one call must
+// differ.
+struct BatchPutItem {
+  std::string key;
+  BufferSlice source;
+  std::string content_type;  // at most 256 octets
+};
+
+// One result per item, in the items' order: the new object (its ETag, size, checksum; the server
+// received exactly the item's octets: AOBJ-OBJ-252), or the item's own error (BAD_DIGEST,
+// STORAGE_ERROR, ...: nothing was stored under that key).
+using BatchPutResults = std::vector<absl::StatusOr<ObjectInfo>>;
+
 // CopyObject (spec section 9.14).
 struct CopyOptions {
   // false (S3's COPY): the copy keeps the source's content type and user metadata. true (S3's
@@ -365,6 +382,18 @@ class Client {
   // server) the items go as single Gets, with the same results.
   virtual absl::StatusOr<BatchGetResults> GetObjects(const std::string& bucket,
                                                      const std::vector<BatchGetItem>& items,
+                                                     const CallOptions& call = {}) = 0;
+  // Batched writes (spec section 9.17): many objects of one bucket, each from its own region, in
+  // as few PutObjects requests as the session's limits allow (up to 1000 items and
+  // max_descriptors distinct buffers a request; one flush of reads each). Each item is stored as
+  // a Put of its own (atomic per object, as S3's PUT), with the session's ETag kind
+  // (OPAQUE_ETAG) and no user metadata; one item's failure is only its own. The call fails as a
+  // whole when a request does: NO_SUCH_BUCKET, ACCESS_DENIED; INVALID_ARGUMENT for two items of
+  // one key or a slice outside its buffer, before anything is sent; a data-channel failure,
+  // after which the items of that request and the later ones are in an unknown state (stored
+  // or not, as after a Put whose reply was lost). Without BATCH_PUT the items go as single Puts.
+  virtual absl::StatusOr<BatchPutResults> PutObjects(const std::string& bucket,
+                                                     const std::vector<BatchPutItem>& items,
                                                      const CallOptions& call = {}) = 0;
   // Server-side copy; no data moves through the client. Returns the new object's info.
   virtual absl::StatusOr<ObjectInfo> Copy(const std::string& source_bucket,

@@ -20,8 +20,7 @@ struct Open {
   uint64_t bytes = 0;  // the spans' total: what the windows expose
 };
 
-void Finish(Open& open, const std::vector<BatchGetItem>& items,
-            std::vector<BatchRequestPlan>* out) {
+void Finish(Open& open, const std::vector<BufferSlice>& items, std::vector<BatchRequestPlan>* out) {
   if (open.items.empty()) return;
   BatchRequestPlan plan;
   std::vector<uint64_t> base(open.buffers.size());
@@ -35,8 +34,7 @@ void Finish(Open& open, const std::vector<BatchGetItem>& items,
   for (size_t k = 0; k < open.items.size(); ++k) {
     const int b = open.buffer_of[k];
     plan.items.push_back(open.items[k]);
-    plan.offsets.push_back(
-        b < 0 ? 0 : base[b] + items[open.items[k]].destination.offset - open.spans[b].first);
+    plan.offsets.push_back(b < 0 ? 0 : base[b] + items[open.items[k]].offset - open.spans[b].first);
   }
   out->push_back(std::move(plan));
   open = Open();
@@ -47,10 +45,19 @@ void Finish(Open& open, const std::vector<BatchGetItem>& items,
 absl::StatusOr<std::vector<BatchRequestPlan>> PlanBatchGet(const std::vector<BatchGetItem>& items,
                                                            size_t max_items, size_t max_windows,
                                                            uint64_t max_bytes) {
+  std::vector<BufferSlice> regions;
+  regions.reserve(items.size());
+  for (const BatchGetItem& item : items) regions.push_back(item.destination);
+  return PlanBatch(regions, max_items, max_windows, max_bytes, /*overlap_allowed=*/false);
+}
+
+absl::StatusOr<std::vector<BatchRequestPlan>> PlanBatch(const std::vector<BufferSlice>& items,
+                                                        size_t max_items, size_t max_windows,
+                                                        uint64_t max_bytes, bool overlap_allowed) {
   // Regions of one buffer must not overlap anywhere in the call (they could share a request).
   std::map<const Buffer*, std::vector<std::pair<uint64_t, size_t>>> by_buffer;
   for (size_t i = 0; i < items.size(); ++i) {
-    const BufferSlice& d = items[i].destination;
+    const BufferSlice& d = items[i];
     if (d.buffer == nullptr) {
       return MakeError(ErrorCode::kInvalidArgument, absl::StrCat("item ", i, " has no buffer"));
     }
@@ -64,12 +71,12 @@ absl::StatusOr<std::vector<BatchRequestPlan>> PlanBatchGet(const std::vector<Bat
                        absl::StrCat("item ", i, "'s region of ", d.length,
                                     " octets exceeds the session's limit of ", max_bytes));
     }
-    if (d.length > 0) by_buffer[d.buffer].push_back({d.offset, i});
+    if (d.length > 0 && !overlap_allowed) by_buffer[d.buffer].push_back({d.offset, i});
   }
   for (auto& [buffer, regions] : by_buffer) {
     std::sort(regions.begin(), regions.end());
     for (size_t k = 1; k < regions.size(); ++k) {
-      const BufferSlice& prev = items[regions[k - 1].second].destination;
+      const BufferSlice& prev = items[regions[k - 1].second];
       if (prev.offset + prev.length > regions[k].first) {
         return MakeError(ErrorCode::kInvalidArgument,
                          absl::StrCat("the regions of items ", regions[k - 1].second, " and ",
@@ -80,7 +87,7 @@ absl::StatusOr<std::vector<BatchRequestPlan>> PlanBatchGet(const std::vector<Bat
   std::vector<BatchRequestPlan> out;
   Open open;
   for (size_t i = 0; i < items.size(); ++i) {
-    const BufferSlice& d = items[i].destination;
+    const BufferSlice& d = items[i];
     if (open.items.size() == max_items) Finish(open, items, &out);
     if (d.length == 0) {
       open.items.push_back(i);

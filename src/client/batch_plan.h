@@ -1,5 +1,6 @@
-// How a batched read (Client::GetObjects, spec section 9.16) is cut into GetObjects requests,
-// and where each item's region lies in a request's scatter list. Pure; thread-safe.
+// How a batched read or write (Client::GetObjects and PutObjects, spec sections 9.16 and 9.17) is
+// cut into requests, and where each item's region lies in a request's scatter list. Pure;
+// thread-safe.
 #ifndef AOBJ_CLIENT_BATCH_PLAN_H_
 #define AOBJ_CLIENT_BATCH_PLAN_H_
 
@@ -12,9 +13,9 @@
 
 namespace aobj::client_internal {
 
-// One GetObjects request: its windows (one per distinct Buffer, covering that buffer's regions),
-// and for each of its items the caller's index and the region's offset in the concatenation of
-// the windows.
+// One GetObjects or PutObjects request: its windows (one per distinct Buffer, covering that
+// buffer's regions), and for each of its items the caller's index and the region's offset in the
+// concatenation of the windows.
 struct BatchRequestPlan {
   std::vector<BufferSlice> windows;
   std::vector<size_t> items;
@@ -25,6 +26,11 @@ struct BatchRequestPlan {
 // distinct buffers and `max_bytes` octets of regions (AOBJ-OBJ-238). INVALID_ARGUMENT, before
 // anything is sent, for a slice without a buffer or outside it, a region larger than
 // `max_bytes`, or two regions of one buffer that overlap.
+// `overlap_allowed` (PutObjects: the server only reads the regions) skips the overlap check.
+absl::StatusOr<std::vector<BatchRequestPlan>> PlanBatch(const std::vector<BufferSlice>& regions,
+                                                        size_t max_items, size_t max_windows,
+                                                        uint64_t max_bytes, bool overlap_allowed);
+// PlanBatch of the items' destinations, which must not overlap.
 absl::StatusOr<std::vector<BatchRequestPlan>> PlanBatchGet(const std::vector<BatchGetItem>& items,
                                                            size_t max_items, size_t max_windows,
                                                            uint64_t max_bytes);

@@ -98,6 +98,12 @@ class CallScopedClient final : public Client {
     ScopedDeadline scope(call_);
     return base_->GetObjects(bucket, items, call);
   }
+  absl::StatusOr<BatchPutResults> PutObjects(const std::string& bucket,
+                                             const std::vector<BatchPutItem>& items,
+                                             const CallOptions& call) override {
+    ScopedDeadline scope(call_);
+    return base_->PutObjects(bucket, items, call);
+  }
   absl::StatusOr<ObjectInfo> Copy(const std::string& source_bucket, const std::string& source_key,
                                   const std::string& bucket, const std::string& key,
                                   const CopyOptions& options) override {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -167,6 +168,7 @@ class ClientImpl final : public Client, public CancelSender {
       req.add_capabilities(c);
     }
     if (options_.batch_get) req.add_capabilities(kCapBatchGet);
+    if (options_.batch_put) req.add_capabilities(kCapBatchPut);
     if (options_.opaque_etags) req.add_capabilities(kCapOpaqueEtag);
     if (options_.fast_path) req.add_capabilities(kCapFastPath);
     if (options_.grease) req.add_capabilities(0x1A2A3A4A);  // AOBJ-EXT-002
@@ -555,6 +557,62 @@ class ClientImpl final : public Client, public CancelSender {
       }
       for (size_t k = 0; k < plan.items.size(); ++k) {
         out[plan.items[k]] = CheckBatchResult(items[plan.items[k]], resp.results(k));
+      }
+    }
+    return out;
+  }
+
+  absl::StatusOr<BatchPutResults> PutObjects(const std::string& bucket,
+                                             const std::vector<BatchPutItem>& items,
+                                             const CallOptions& call) override {
+    ScopedDeadline scope(call);
+    const uint32_t max_windows =
+        HasCapability(kCapMultiDescriptor) ? info_.limits.max_descriptors : 1;
+    std::vector<BufferSlice> regions;
+    regions.reserve(items.size());
+    absl::flat_hash_set<std::string_view> keys;
+    for (size_t i = 0; i < items.size(); ++i) {
+      regions.push_back(items[i].source);
+      if (!keys.insert(items[i].key).second) {  // AOBJ-OBJ-247
+        return MakeError(ErrorCode::kInvalidArgument,
+                         absl::StrCat("item ", i, " names a key an earlier item names"));
+      }
+    }
+    auto plans = client_internal::PlanBatch(regions, kMaxBatchPutItems, max_windows,
+                                            info_.limits.max_transfer_bytes,
+                                            /*overlap_allowed=*/true);
+    if (!plans.ok()) return plans.status();
+    BatchPutResults out(items.size(), MakeError(ErrorCode::kInternal, "not sent"));
+    if (!HasCapability(kCapBatchPut)) return PutEach(bucket, items, std::move(out));
+    for (const client_internal::BatchRequestPlan& plan : *plans) {
+      pb::PutObjectsRequest req;
+      req.set_bucket(bucket);
+      req.set_checksum_algorithm(static_cast<pb::ChecksumAlgorithm>(options_.checksum));
+      for (size_t k = 0; k < plan.items.size(); ++k) {
+        const BatchPutItem& item = items[plan.items[k]];
+        pb::PutObjectsItem* it = req.add_items();
+        it->set_key(item.key);
+        it->set_offset(plan.offsets[k]);
+        it->set_length(item.source.length);
+        it->set_checksum(ChecksumOf(options_.checksum, {item.source}, item.source.length));
+        it->set_content_type(item.content_type);
+      }
+      RequestRegistrations registrations;  // unmapped after the reply
+      AOBJ_CLIENT_RETURN_IF_ERROR(AddWindows(plan.windows, req.mutable_source(), &registrations));
+      pb::PutObjectsResponse resp;
+      AOBJ_CLIENT_RETURN_IF_ERROR(
+          DataCall(Method::kPutObjects, req, &resp, registrations.emulated_windows));
+      // AOBJ-OBJ-249: one result per item, in order.
+      if (resp.results_size() != req.items_size()) {
+        return MakeError(ErrorCode::kInternal,
+                         absl::StrCat("server answered ", resp.results_size(), " results to ",
+                                      req.items_size(), " items"));
+      }
+      if (static_cast<ChecksumAlgorithm>(resp.checksum_algorithm()) != options_.checksum) {
+        return MakeError(ErrorCode::kBadDigest, "server answered with another checksum algorithm");
+      }
+      for (size_t k = 0; k < plan.items.size(); ++k) {
+        out[plan.items[k]] = CheckBatchPutResult(req.items(k), resp.results(k));
       }
     }
     return out;
@@ -1196,6 +1254,46 @@ class ClientImpl final : public Client, public CancelSender {
 
   // GetObjects without BATCH_GET: each item as a Get. A failure that is not the item's own (the
   // bucket, the data channel) fails the call, as it would fail a GetObjects request.
+  // AOBJ-OBJ-252: a stored item's result names exactly the octets sent, as a PutObject reply
+  // does (AOBJ-DAT-004); one that does not is that item's failure, not the others'.
+  static absl::StatusOr<ObjectInfo> CheckBatchPutResult(const pb::PutObjectsItem& item,
+                                                        const pb::PutObjectsResult& r) {
+    if (r.has_error()) {
+      ErrorCode code = static_cast<ErrorCode>(r.error().code());
+      if (code == ErrorCode::kOk) code = ErrorCode::kInternal;  // AOBJ-ERR-009
+      return MakeError(code, r.error().message());
+    }
+    if (r.checksum() != item.checksum()) {
+      return MakeError(ErrorCode::kBadDigest,
+                       "the server's checksum of the received octets differs from ours");
+    }
+    if (r.metadata().size() != item.length()) {
+      return MakeError(
+          ErrorCode::kIncompleteTransfer,
+          absl::StrCat("server stored ", r.metadata().size(), " octets of ", item.length()));
+    }
+    return InfoFrom(r.metadata());
+  }
+
+  // PutObjects without BATCH_PUT: each item as a Put. A failure that is not the item's own ends
+  // the call, as for GetEach.
+  absl::StatusOr<BatchPutResults> PutEach(const std::string& bucket,
+                                          const std::vector<BatchPutItem>& items,
+                                          BatchPutResults out) {
+    for (size_t i = 0; i < items.size(); ++i) {
+      PutOptions options;
+      options.content_type = items[i].content_type;
+      auto put = Put(bucket, items[i].key, std::vector<BufferSlice>{items[i].source}, options);
+      out[i] = put.ok() ? absl::StatusOr<ObjectInfo>(put->info) : put.status();
+      const ErrorCode code = ErrorCodeOf(out[i].status());
+      if (code == ErrorCode::kNoSuchBucket || code == ErrorCode::kDataChannelUnavailable ||
+          code == ErrorCode::kTransferFailed || code == ErrorCode::kAccessDenied) {
+        return out[i].status();
+      }
+    }
+    return out;
+  }
+
   absl::StatusOr<BatchGetResults> GetEach(const std::string& bucket,
                                           const std::vector<BatchGetItem>& items,
                                           BatchGetResults out) {

@@ -30,7 +30,8 @@ constexpr const char* kNames[] = {"OpenSession",
                                   "DeleteObjects",
                                   "CopyObject",
                                   "ConfirmEndpoint",
-                                  "GetObjects"};
+                                  "GetObjects",
+                                  "PutObjects"};
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Method::kCount));
 
 // "/aobj.v1.ObjectService/<name>" for every method, built once.
@@ -77,6 +78,7 @@ bool FastPathCarries(Method method) {
     case Method::kCompleteMultipartUpload:
     case Method::kAbortMultipartUpload:
     case Method::kGetObjects:  // its reply is bounded (AOBJ-OBJ-242)
+    case Method::kPutObjects:  // likewise (AOBJ-OBJ-250)
       return true;
     default:
       return false;

@@ -42,6 +42,7 @@ enum class Method : int {
   kCopyObject,
   kConfirmEndpoint,
   kGetObjects,
+  kPutObjects,
   kCount,
 };
 

@@ -301,15 +301,17 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
     case Method::kPutObject:
     case Method::kGetObject:
     case Method::kGetObjects:
+    case Method::kPutObjects:
     case Method::kUploadPart: {
       // AOBJ-DAT-156: a data request can be cancelled by its nonce while it runs.
       InFlightRequests::Flag flag = in_flight_.Begin(s.id_hex, auth.nonce_hex);
       ActiveCall active(call, flag);
-      absl::StatusOr<std::string> out = method == Method::kPutObject   ? PutObject(s, body, active)
-                                        : method == Method::kGetObject ? GetObject(s, body, active)
-                                        : method == Method::kGetObjects
-                                            ? GetObjects(s, body, active)
-                                            : UploadPart(s, body, active);
+      absl::StatusOr<std::string> out =
+          method == Method::kPutObject    ? PutObject(s, body, active)
+          : method == Method::kGetObject  ? GetObject(s, body, active)
+          : method == Method::kGetObjects ? GetObjects(s, body, active)
+          : method == Method::kPutObjects ? PutObjects(s, body, active)
+                                          : UploadPart(s, body, active);
       in_flight_.End(s.id_hex, auth.nonce_hex);
       return out;
     }

@@ -241,6 +241,9 @@ class RequestHandler {
   // GetObjects (spec section 9.16); defined in handler_batch.cc.
   absl::StatusOr<std::string> GetObjects(const SessionState& s, absl::string_view body,
                                          const ActiveCall& call);
+  // PutObjects (spec section 9.17); defined in handler_batch.cc.
+  absl::StatusOr<std::string> PutObjects(const SessionState& s, absl::string_view body,
+                                         const ActiveCall& call);
   absl::StatusOr<std::string> ListBuckets(const SessionState& s, absl::string_view body);
   absl::StatusOr<std::string> ListObjectsV2(absl::string_view body);
   absl::StatusOr<std::string> CopyObject(const SessionState& s, absl::string_view body);

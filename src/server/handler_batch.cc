@@ -1,9 +1,11 @@
-// GetObjects: batched reads into one scatter list (spec section 9.16).
+// GetObjects and PutObjects: batched reads into one scatter list and batched writes from one
+// (spec sections 9.16 and 9.17).
 //
-// The whole request is validated before any object is opened (AOBJ-OBJ-238). Items are then read
-// in order into rounds: a round is the octets of as many items as fit the staging buffer (objects
-// that a store holds in memory travel from there without a copy), and goes out as one RMA batch
-// with one flush, so a batch of small objects costs one round trip, not one per object.
+// The whole request is validated before any object is opened (AOBJ-OBJ-238, AOBJ-OBJ-247).
+// Items then move in order in rounds: a round is the octets of as many items as fit the staging
+// buffer (for GetObjects, objects that a store holds in memory travel from there without a copy)
+// and goes out as one RMA batch with one flush, so a batch of small objects costs one round
+// trip, not one per object. An item larger than the rest of the buffer spans rounds.
 #include <algorithm>
 #include <memory>
 #include <numeric>
@@ -17,6 +19,8 @@
 #include "server/handler.h"
 #include "server/handler_util.h"
 #include "wire/checksum.h"
+#include "wire/crypto.h"
+#include "wire/etag.h"
 #include "wire/names.h"
 #include "wire/protocol.h"
 #include "wire/range.h"
@@ -24,8 +28,21 @@
 namespace aobj {
 namespace {
 
-// AOBJ-OBJ-242: an item's error message, so that 1000 of them fit a fast-path frame.
+// AOBJ-OBJ-242, AOBJ-OBJ-250: an item's error message, so that 1000 of them fit a fast-path
+// frame.
 constexpr size_t kMaxItemMessageBytes = 256;
+// AOBJ-OBJ-247: a PutObjects item's content type, for the same reason.
+constexpr size_t kMaxItemContentTypeBytes = 256;
+
+// The octets the windows of a scatter list hold. Each length is at most max_transfer_bytes
+// (AOBJ-MEM-002), so 16 of them cannot wrap; a larger count saturates.
+uint64_t Capacity(const google::protobuf::RepeatedPtrField<aobj::v1::MemoryDescriptor>& windows) {
+  uint64_t capacity = 0;
+  for (const auto& d : windows) {
+    capacity = d.length() > UINT64_MAX - capacity ? UINT64_MAX : capacity + d.length();
+  }
+  return capacity;
+}
 
 // An item whose validation passed: its range (if any) and its region of the scatter list.
 struct BatchItem {
@@ -58,12 +75,7 @@ absl::StatusOr<std::string> RequestHandler::GetObjects(const SessionState& s,
   if (!algo.ok()) return algo.status();
   AOBJ_RETURN_IF_ERROR(CheckDescriptorCount(s, req.destination_size()));
   AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.destination(), s.limits));
-  uint64_t capacity = 0;
-  for (const auto& d : req.destination()) {
-    // Each length is at most max_transfer_bytes (AOBJ-MEM-002), so 16 of them cannot wrap; a
-    // larger count saturates.
-    capacity = d.length() > UINT64_MAX - capacity ? UINT64_MAX : capacity + d.length();
-  }
+  const uint64_t capacity = Capacity(req.destination());
   std::vector<BatchItem> items(req.items_size());
   uint64_t total = 0;
   for (int i = 0; i < req.items_size(); ++i) {
@@ -242,6 +254,233 @@ absl::StatusOr<std::string> RequestHandler::GetObjects(const SessionState& s,
   staging_.Give(std::move(staging));
   if (!failed.ok()) return failed;
   counters_.bytes_out.fetch_add(moved, std::memory_order_relaxed);
+  return Serialize(resp);
+}
+
+absl::StatusOr<std::string> RequestHandler::PutObjects(const SessionState& s,
+                                                       absl::string_view body,
+                                                       const ActiveCall& call) {
+  aobj::v1::PutObjectsRequest req;
+  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  if (!s.HasCapability(kCapBatchPut)) {  // AOBJ-OBJ-245
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "PutObjects needs the capability BATCH_PUT, which this session did not "
+                     "negotiate");
+  }
+  AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
+  if (req.items_size() == 0 ||
+      req.items_size() > static_cast<int>(kMaxBatchPutItems)) {  // AOBJ-OBJ-246
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("PutObjects takes 1 to ", kMaxBatchPutItems, " items, not ",
+                                  req.items_size()));
+  }
+  // AOBJ-OBJ-247: everything that does not depend on the store, before any octet moves.
+  auto algo = SessionChecksum(s, req.checksum_algorithm(), /*default_crc32c=*/false);
+  if (!algo.ok()) return algo.status();
+  AOBJ_RETURN_IF_ERROR(CheckDescriptorCount(s, req.source_size()));
+  AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.source(), s.limits));
+  const uint64_t capacity = Capacity(req.source());
+  uint64_t total = 0;
+  {
+    std::vector<const std::string*> keys;
+    keys.reserve(req.items_size());
+    for (int i = 0; i < req.items_size(); ++i) {
+      const aobj::v1::PutObjectsItem& it = req.items(i);
+      if (absl::Status st = CheckKey(it.key()); !st.ok()) {
+        return MakeError(ErrorCode::kInvalidArgument, absl::StrCat("item ", i, ": ", st.message()));
+      }
+      if (it.checksum().size() != ChecksumSize(*algo)) {
+        return MakeError(
+            ErrorCode::kInvalidArgument,
+            absl::StrCat("item ", i, ": checksum is ", it.checksum().size(), " octets; ",
+                         ChecksumName(*algo), " takes ", ChecksumSize(*algo)));
+      }
+      if (it.content_type().size() > kMaxItemContentTypeBytes) {
+        return MakeError(
+            ErrorCode::kInvalidArgument,
+            absl::StrCat("item ", i, ": a content type of ", it.content_type().size(),
+                         " octets; PutObjects takes at most ", kMaxItemContentTypeBytes));
+      }
+      if (it.length() > UINT64_MAX - it.offset() || it.offset() + it.length() > capacity) {
+        return MakeError(ErrorCode::kDescriptorTooSmall,
+                         absl::StrCat("item ", i, "'s region [", it.offset(), ", +", it.length(),
+                                      ") ends past the windows' ", capacity, " octets"));
+      }
+      total += it.length();  // no wrap: each region lies inside `capacity`, and at most 1000
+      if (total > s.limits.max_transfer_bytes) {
+        return MakeError(ErrorCode::kEntityTooLarge,
+                         absl::StrCat("the items' regions hold more than the session's limit of ",
+                                      s.limits.max_transfer_bytes, " octets"));
+      }
+      keys.push_back(&it.key());
+    }
+    std::sort(keys.begin(), keys.end(),
+              [](const std::string* a, const std::string* b) { return *a < *b; });
+    for (size_t k = 1; k < keys.size(); ++k) {
+      if (*keys[k] == *keys[k - 1]) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         absl::StrCat("two items name the key '", TruncateUtf8(*keys[k], 64),
+                                      "'; each key at most once a request"));
+      }
+    }
+  }
+  // AOBJ-OBJ-249: a missing bucket fails the whole request.
+  AOBJ_RETURN_IF_ERROR(store_->HeadBucket(req.bucket()));
+  auto pieces = PlanTransfer(req.source(), capacity, config_.max_rma_piece);
+  if (!pieces.ok()) return pieces.status();
+  // AOBJ-FLO-002: admitted before any rkey is unpacked or window touched; one slot for the batch.
+  auto slot = sessions_->Admit(s.id_hex);  // AOBJ-SES-012
+  if (!slot.ok()) return slot.status();
+
+  aobj::v1::PutObjectsResponse resp;
+  resp.set_checksum_algorithm(static_cast<aobj::v1::ChecksumAlgorithm>(*algo));
+  for (int i = 0; i < req.items_size(); ++i) resp.add_results();
+  const bool opaque = s.HasCapability(kCapOpaqueEtag);  // AOBJ-OBJ-016
+  const uint64_t chunk = staging_.buffer_bytes();
+  std::unique_ptr<uint8_t[]> staging = staging_.Take();
+  RmaBatch round;
+  round.direction = RmaDirection::kRead;
+  round.max_rkey_bytes = s.limits.max_rkey_bytes;
+  for (const auto& d : req.source()) round.windows.push_back({d.address(), d.length(), d.rkey()});
+  uint64_t staged = 0;
+  uint64_t stored = 0;
+
+  // One item's object as its octets arrive: the writer, and the sums to verify and record.
+  struct Receiving {
+    int index = -1;
+    std::unique_ptr<ObjectWriter> writer;
+    Checksummer sum;
+    Checksummer crc32c{ChecksumAlgorithm::kCrc32c};
+    Md5 md5;
+    absl::Status error;  // the item's own failure; its remaining octets are still read
+    explicit Receiving(ChecksumAlgorithm a) : sum(a) {}
+  };
+  // The items whose octets the round holds (an item's last ones finish it), in order.
+  struct Segment {
+    int index;
+    uint64_t at;  // offset in the staging buffer
+    uint64_t n;
+    bool last;
+  };
+  std::vector<Segment> segments;
+  std::unique_ptr<Receiving> open;  // the item whose octets span rounds, if any
+  auto result_error = [&](int i, const absl::Status& st) {
+    aobj::v1::PutObjectsResult* r = resp.mutable_results(i);
+    r->Clear();
+    FillError(st, r->mutable_error(), kMaxItemMessageBytes);  // AOBJ-OBJ-250
+  };
+  auto start = [&](int i) -> std::unique_ptr<Receiving> {
+    auto r = std::make_unique<Receiving>(*algo);
+    r->index = i;
+    const aobj::v1::PutObjectsItem& it = req.items(i);
+    WriteOptions options;
+    options.content_type = it.content_type();
+    auto writer = store_->BeginPut(req.bucket(), it.key(), it.length(), options);
+    if (writer.ok()) {
+      r->writer = std::move(*writer);
+    } else {
+      r->error = writer.status();
+    }
+    return r;
+  };
+  auto take = [&](Receiving& r, const uint8_t* data, uint64_t n) {
+    if (!r.error.ok() || n == 0) return;
+    r.sum.Update(data, n);
+    if (*algo != ChecksumAlgorithm::kCrc32c) r.crc32c.Update(data, n);
+    if (!opaque) r.md5.Update(data, n);
+    r.error = r.writer->Append({data, static_cast<size_t>(n)});
+  };
+  // AOBJ-OBJ-248: verified, then committed as a PutObject of its own; a failure is the item's.
+  auto finish = [&](Receiving& r) {
+    const aobj::v1::PutObjectsItem& it = req.items(r.index);
+    if (r.error.ok()) {
+      const std::string got = r.sum.Finish();
+      if (got != it.checksum()) {  // AOBJ-DAT-005
+        r.error = MakeError(
+            ErrorCode::kBadDigest,
+            absl::StrCat(ChecksumName(*algo), " of the received octets is ", HexEncode(got),
+                         ", the item says ", HexEncode(it.checksum()), "; nothing was stored"));
+      } else {
+        ObjectInfo info;
+        info.size = it.length();
+        info.etag = opaque ? OpaqueEtag()  // AOBJ-OBJ-016
+                           : absl::StrCat("\"", HexEncode(r.md5.Finish()), "\"");
+        info.content_type = it.content_type();
+        info.crc32c =
+            FromBigEndian32(*algo == ChecksumAlgorithm::kCrc32c ? got : r.crc32c.Finish());
+        auto committed = r.writer->Commit(info);
+        if (committed.ok()) {
+          aobj::v1::PutObjectsResult* out = resp.mutable_results(r.index);
+          out->set_checksum(got);
+          FillMetadata(*committed, out->mutable_metadata());
+          out->mutable_metadata()->clear_user_metadata();
+          stored += it.length();
+          return;
+        }
+        r.error = committed.status();
+      }
+    }
+    result_error(r.index, r.error);
+  };
+  // AOBJ-OBJ-251: one flush per round; a failed RMA operation fails the whole request.
+  auto flush = [&]() -> absl::Status {
+    if (round.ops.empty()) return absl::OkStatus();
+    absl::Status st = ExecuteRma(s, round, call);
+    round.ops.clear();
+    if (st.ok()) {
+      for (const Segment& g : segments) {
+        // A segment of the spanning item continues `open`; any other item is whole here.
+        if (open != nullptr && open->index == g.index) {
+          take(*open, staging.get() + g.at, g.n);
+          if (g.last) {
+            finish(*open);
+            open.reset();
+          }
+          continue;
+        }
+        std::unique_ptr<Receiving> r = start(g.index);
+        take(*r, staging.get() + g.at, g.n);
+        finish(*r);
+      }
+    }
+    segments.clear();
+    staged = 0;
+    return st;
+  };
+  absl::Status failed;
+  for (int i = 0; i < req.items_size() && failed.ok(); ++i) {
+    const aobj::v1::PutObjectsItem& it = req.items(i);
+    const uint64_t size = it.length();
+    if (size == 0) {  // nothing to read: stored now, in order with its neighbours' rounds
+      failed = flush();
+      if (!failed.ok()) break;
+      std::unique_ptr<Receiving> r = start(i);
+      finish(*r);
+      continue;
+    }
+    // An item that does not fit what is left of the round, but fits a round, starts a new one;
+    // a larger one streams through rounds of its own, its writer open meanwhile.
+    if (size > chunk - staged) {
+      failed = flush();
+      if (!failed.ok()) break;
+      if (size > chunk) open = start(i);
+    }
+    for (uint64_t done = 0; done < size;) {
+      if (staged == chunk) {
+        failed = flush();
+        if (!failed.ok()) break;
+      }
+      const uint64_t n = std::min(chunk - staged, size - done);
+      AppendOps(*pieces, it.offset() + done, n, staging.get() + staged, &round.ops);
+      segments.push_back({i, staged, n, done + n == size});
+      staged += n;
+      done += n;
+    }
+  }
+  if (failed.ok()) failed = flush();
+  staging_.Give(std::move(staging));
+  if (!failed.ok()) return failed;  // AOBJ-OBJ-251
+  counters_.bytes_in.fetch_add(stored, std::memory_order_relaxed);
   return Serialize(resp);
 }
 

@@ -678,7 +678,7 @@ class ServerImpl final : public Server {
     if (l.max_rkey_bytes) hc.limits.max_rkey_bytes = l.max_rkey_bytes;
     // AOBJ-DAT-022: CRC32C is always supported.
     hc.capabilities = {kCapInline,     kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor,
-                       kCapOpaqueEtag, kCapCancel, kCapBatchGet};
+                       kCapOpaqueEtag, kCapCancel, kCapBatchGet,  kCapBatchPut};
     if (fast_path_ != nullptr) hc.capabilities.push_back(kCapFastPath);
     hc.server_name = options_.server_name;
     hc.list_token_key = options_.list_token_key;

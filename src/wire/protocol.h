@@ -23,10 +23,13 @@ enum Capability : uint32_t {
   kCapCancel = 6,
   kCapFastPath = 7,  // spec section 8.9
   kCapBatchGet = 8,  // spec section 9.16
+  kCapBatchPut = 9,  // spec section 9.17
 };
 
 // AOBJ-OBJ-237: items one GetObjects may name.
 inline constexpr size_t kMaxBatchGetItems = 1000;
+// AOBJ-OBJ-246: items one PutObjects may name.
+inline constexpr size_t kMaxBatchPutItems = 1000;
 
 // AOBJ-DAT-161: cancel entries one RenewSession may carry.
 inline constexpr size_t kMaxCancelEntries = 16;

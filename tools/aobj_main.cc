@@ -119,9 +119,11 @@ Flags:
                           alone makes a file appear whole or not at all, but a power cut may
                           lose what the kernel had not written; fsync halves the rate of a
                           download of many small files here)
-  --no-batch              cp, mv, sync downloads: one GET per file; by default small objects
-                          (up to 256 KiB, 256 of them or 1 MiB at a time) travel together in
-                          one GetObjects request (spec 9.16) where the server offers BATCH_GET
+  --no-batch              cp, mv, sync: one GET or PUT per file; by default small files (up to
+                          256 KiB, 256 of them or 1 MiB at a time) travel together in one
+                          GetObjects or PutObjects request (spec 9.16, 9.17) where the server
+                          offers BATCH_GET or BATCH_PUT (uploads with --metadata or
+                          preconditions go one PUT per file)
   --chunk-size BYTES      cp downloads move in ranged GETs of this size (default 64 MiB), each
                           pinned to the same version with If-Match
   --multipart-threshold BYTES   cp uploads of files this large or larger are multipart

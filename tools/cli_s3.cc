@@ -703,9 +703,31 @@ int Workers(Client& client, const CliSettings& settings) {
 
 namespace {
 
-bool HasBatchGet(const Client& client) {
+bool HasCapability(const Client& client, uint32_t capability) {
   const std::vector<uint32_t>& caps = client.session().capabilities;
-  return std::find(caps.begin(), caps.end(), kCapBatchGet) != caps.end();
+  return std::find(caps.begin(), caps.end(), capability) != caps.end();
+}
+
+// Reads the whole regular file `path` into [data, data + size): FAILED_PRECONDITION when it no
+// longer has `size` octets (it changed since it was listed).
+absl::Status ReadWholeFile(const std::string& path, uint8_t* data, uint64_t size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return LocalError(absl::StrCat("open ", path), errno);
+  struct stat sb {};
+  absl::Status st;
+  if (::fstat(fd, &sb) != 0) {
+    st = LocalError(absl::StrCat("stat ", path), errno);
+  } else if (!S_ISREG(sb.st_mode) || static_cast<uint64_t>(sb.st_size) != size) {
+    st = absl::FailedPreconditionError(absl::StrCat(path, " changed since it was listed"));
+  }
+  for (uint64_t off = 0; st.ok() && off < size;) {
+    const ssize_t r = ::pread(fd, data + off, size - off, static_cast<off_t>(off));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) st = LocalError(absl::StrCat("read ", path), r < 0 ? errno : EIO);
+    if (r > 0) off += static_cast<uint64_t>(r);
+  }
+  ::close(fd);
+  return st;
 }
 
 // Writes `n` octets as the whole file `path`: into path.aobj-partial, then renamed over it, so
@@ -971,7 +993,8 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
   const bool to_stdout = down && plan.transfers.size() == 1 && plan.transfers[0].to == "-";
   Progress progress(settings.progress && !to_stdout, total, plan.transfers.size());
   std::atomic<size_t> failed{0};
-  std::atomic<size_t> batched_files{0}, batch_requests{0};  // downloads by GetObjects
+  // Small files moved by GetObjects or PutObjects, and those requests.
+  std::atomic<size_t> batched_files{0}, batch_requests{0};
   const int workers = to_stdout ? 1 : Workers(client, settings);
   const uint32_t capacity = std::max<uint32_t>(client.session().limits.max_in_flight, 1);
   // Each worker thread: the session it last used and a registered buffer of that session.
@@ -1221,17 +1244,74 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
     }
     for (size_t i : again) one(i, w);
   };
-  // The units of work: batches of small listed downloads where the session takes them, else
-  // one transfer each.
+  // Small uploads, several at a time in one PutObjects request (spec 9.17), each file stored as
+  // an object of its own; a file that changed since it was listed, an item's own error and the
+  // whole request's failure (after which an item may or may not be stored: AOBJ-OBJ-253) go the
+  // single-file way, whose PUT stores the file whatever the batch did.
+  auto batch_up = [&](const std::vector<size_t>& group, size_t w) {
+    uint64_t generation = 0;
+    Client& c = session(w, &generation);
+    uint64_t total = 0;
+    for (size_t i : group) total += plan.transfers[i].size;
+    absl::StatusOr<Buffer*> buf =
+        state[w].scratch->Get(static_cast<size_t>(std::max<uint64_t>(total, 1)));
+    absl::StatusOr<BatchPutResults> got =
+        MakeError(ErrorCode::kInternal, "no buffer for the batch");
+    std::vector<BatchPutItem> items;
+    std::vector<size_t> sent;   // the transfer of each item
+    std::vector<size_t> again;  // what goes the single way
+    if (buf.ok()) {
+      uint64_t at = 0;
+      for (size_t i : group) {
+        const Transfer& t = plan.transfers[i];
+        if (!ReadWholeFile(t.from, (*buf)->data() + at, t.size).ok()) {
+          again.push_back(i);  // the single way reports what is wrong with it
+          continue;
+        }
+        items.push_back({t.to, {*buf, at, t.size}, settings.put.content_type});
+        sent.push_back(i);
+        at += t.size;
+      }
+      if (!items.empty()) {
+        progress.SetLabel(absl::StrCat(plan.transfers[sent[0]].from, " (+", items.size() - 1,
+                                       " in one request)"));
+        got = c.PutObjects(plan.dst_bucket, items);
+        if (got.ok()) ++batch_requests;
+      }
+    } else {
+      sent = group;
+    }
+    for (size_t k = 0; k < sent.size(); ++k) {
+      const size_t i = sent[k];
+      if (!got.ok() || !(*got)[k].ok()) {
+        again.push_back(i);
+        continue;
+      }
+      if (settings.sessions != nullptr) settings.sessions->Served(generation);
+      progress.Add(plan.transfers[i].size);
+      ++batched_files;
+      finish(i, w, absl::OkStatus());
+    }
+    for (size_t i : again) one(i, w);
+  };
+  // The units of work: batches of small listed downloads, or of small uploads, where the session
+  // takes them, else one transfer each. An upload with user metadata or preconditions goes as a
+  // PutObject: a batch item carries neither.
   std::vector<std::vector<size_t>> units;
   std::vector<bool> batched;  // per unit
-  const bool batching = down && !to_stdout && settings.batch && HasBatchGet(client);
+  const bool batching_down =
+      down && !to_stdout && settings.batch && HasCapability(client, kCapBatchGet);
+  const bool batching_up =
+      up && settings.batch && HasCapability(client, kCapBatchPut) &&
+      settings.put.user_metadata.empty() && settings.put.conditions.if_match.empty() &&
+      settings.put.conditions.if_none_match.empty() && settings.put.content_type.size() <= 256;
+  const bool batching = batching_down || batching_up;
   {
     std::vector<size_t> open;
     uint64_t open_bytes = 0;
     for (size_t i = 0; i < plan.transfers.size(); ++i) {
       const Transfer& t = plan.transfers[i];
-      if (!batching || !t.listed || t.size > kBatchObjectBytes) {
+      if (!batching || (down && !t.listed) || t.size > kBatchObjectBytes) {
         units.push_back({i});
         batched.push_back(false);
         continue;
@@ -1263,7 +1343,9 @@ int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, b
         return parts ? std::min<uint32_t>(capacity, 4) : 1;
       },
       [&](size_t u, size_t w) {
-        if (batched[u]) {
+        if (batched[u] && up) {
+          batch_up(units[u], w);
+        } else if (batched[u]) {
           batch(units[u], w);
         } else {
           one(units[u][0], w);

@@ -45,9 +45,10 @@ struct CliSettings {
   uint64_t part_size = uint64_t{16} << 20;            // the part size of those uploads
   int jobs = 0;  // cp: files moved at once (0: the session's max_in_flight, at most 16)
   bool fsync = false;  // downloads: fsync each file before it is renamed into place
-  // Downloads of many small objects: up to kBatchItems of them (each at most kBatchObjectBytes,
-  // together at most Scratch::kKeepBytes) in one GetObjects request (spec 9.16), where the
-  // session negotiated BATCH_GET; --no-batch sends one GetObject per file.
+  // Downloads and uploads of many small objects: up to kBatchItems of them (each at most
+  // kBatchObjectBytes, together at most Scratch::kKeepBytes) in one GetObjects or PutObjects
+  // request (spec 9.16, 9.17), where the session negotiated BATCH_GET or BATCH_PUT; --no-batch
+  // sends one GetObject or PutObject per file.
   bool batch = true;
   bool json = false;  // ls, stat, head, session: one JSON object per record (as s5cmd --json)
   Filters filters;    // --exclude / --include: which names below the source a command takes

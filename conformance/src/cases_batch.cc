@@ -1,6 +1,7 @@
-// Section 9.16: GetObjects, batched reads into one scatter list (capability BATCH_GET). Each case
-// opens a session that offers BATCH_GET; a target that does not negotiate it reports the cases
-// UNSUPPORTED, except obj/9.16/3, which checks that such a session is refused GetObjects.
+// Sections 9.16 and 9.17: GetObjects and PutObjects, batched reads into one scatter list and
+// batched writes from one (capabilities BATCH_GET and BATCH_PUT). Each case opens a session that
+// offers the capability; a target that does not negotiate it reports the cases UNSUPPORTED,
+// except obj/9.16/3 and obj/9.17/3, which check that such a session is refused the request.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -12,22 +13,51 @@ namespace aobj::conformance {
 namespace {
 
 constexpr uint32_t kCapBatchGet = 8;
+constexpr uint32_t kCapBatchPut = 9;
 constexpr uint32_t kCapFastPath = 7;
 constexpr uint8_t kUntouched = 0x5a;
 
-// A confirmed session that offered BATCH_GET (and MULTI_DESCRIPTOR), with `extra` offered too.
+// A confirmed session that offered `batch` (BATCH_GET or BATCH_PUT; and MULTI_DESCRIPTOR), with
+// `extra` offered too.
 std::unique_ptr<Peer> OpenBatch(CaseContext& ctx, uint64_t max_transfer_bytes = 0,
-                                uint32_t extra = 0) {
+                                uint32_t extra = 0, uint32_t batch = kCapBatchGet) {
+  const char* name = batch == kCapBatchGet ? "BATCH_GET" : "BATCH_PUT";
   auto p = ctx.NewPeer();
   pb::OpenSessionRequest open = p->DefaultOpen();
-  open.add_capabilities(kCapBatchGet);
+  open.add_capabilities(batch);
   if (extra != 0) open.add_capabilities(extra);
   if (max_transfer_bytes != 0) {
     open.mutable_requested_limits()->set_max_transfer_bytes(max_transfer_bytes);
   }
-  ctx.RequireOk(p->Open(open), "OpenSession offering BATCH_GET, and ConfirmEndpoint");
-  RequireCapability(ctx, *p, kCapBatchGet, "BATCH_GET");
+  ctx.RequireOk(p->Open(open),
+                absl::StrCat("OpenSession offering ", name, ", and ConfirmEndpoint"));
+  RequireCapability(ctx, *p, batch, name);
   return p;
+}
+
+// A PutObjects item whose region holds `content`, with its CRC32C.
+pb::PutObjectsItem* AddPut(pb::PutObjectsRequest* req, const std::string& key, uint64_t offset,
+                           const std::string& content) {
+  pb::PutObjectsItem* it = req->add_items();
+  it->set_key(key);
+  it->set_offset(offset);
+  it->set_length(content.size());
+  it->set_checksum(Crc32cOf(content));
+  return it;
+}
+
+std::string CodeOfPut(const pb::PutObjectsResult& r) {
+  return r.has_error() ? CodeName(static_cast<ErrorCode>(static_cast<uint32_t>(r.error().code())))
+                       : "OK";
+}
+
+// AOBJ-OBJ-016's form: a quote, 32 lower-case hex digits, "-0", a quote.
+bool IsOpaqueForm(const std::string& e) {
+  if (e.size() != 36 || e.front() != '"' || e.substr(33) != "-0\"") return false;
+  for (size_t i = 1; i < 33; ++i) {
+    if (!((e[i] >= '0' && e[i] <= '9') || (e[i] >= 'a' && e[i] <= 'f'))) return false;
+  }
+  return true;
 }
 
 pb::GetObjectsItem* AddItem(pb::GetObjectsRequest* req, const std::string& key, uint64_t offset,
@@ -286,6 +316,240 @@ void RegisterBatchCases(Registry& r) {
           same = std::memcmp(mem->data() + i * 64, content.data(), 64) == 0;
         }
         ctx.Require(same, "every region holds the object", "the object's octets", "other octets");
+      });
+  Add(r, "obj/9.17/1",
+      "BATCH_PUT: each item stored as a PutObject of its own, or its own error and nothing stored",
+      "core", {"AOBJ-OBJ-248", "AOBJ-OBJ-249", "AOBJ-OBJ-250", "AOBJ-OBJ-251", "AOBJ-DAT-005"},
+      true, [](CaseContext& ctx) {
+        auto p = OpenBatch(ctx, 0, 0, kCapBatchPut);
+        const std::string bucket = ctx.NewBucket(*p);
+        const std::string old_content = Content(300, 170);
+        ctx.RequireOk(p->Put(bucket, "kept", old_content), "PUT of the object a bad item names");
+        ctx.RequireOk(p->Put(bucket, "replaced", old_content), "PUT of an object to replace");
+        const std::string small = Content(100, 171);
+        const std::string mid = Content(5000, 172);
+        // Regions: small at 0, mid at 100; "overlap" reads octets 50..149 (overlapping both).
+        auto mem = p->Allocate(small.size() + mid.size());
+        std::memcpy(mem->data(), small.data(), small.size());
+        std::memcpy(mem->data() + small.size(), mid.data(), mid.size());
+        const std::string overlap =
+            std::string(reinterpret_cast<const char*>(mem->data()) + 50, 100);
+        pb::PutObjectsRequest req;
+        req.set_bucket(bucket);
+        req.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        *req.add_source() = Peer::Descriptor(*mem, 0, mem->size());
+        AddPut(&req, "small", 0, small);                                        // 0
+        AddPut(&req, "mid", small.size(), mid)->set_content_type("image/png");  // 1
+        AddPut(&req, "empty", 0, "");                                           // 2
+        pb::PutObjectsItem* bad = AddPut(&req, "kept", 0, small);               // 3: bad checksum
+        std::string wrong = bad->checksum();
+        wrong[0] = static_cast<char>(wrong[0] ^ 0x01);
+        bad->set_checksum(wrong);
+        AddPut(&req, "overlap", 50, overlap);                           // 4
+        AddPut(&req, "replaced", small.size(), mid);                    // 5
+        pb::PutObjectsItem* bad_new = AddPut(&req, "never", 0, small);  // 6: bad, new key
+        bad_new->set_checksum(wrong);
+        RawReply rr = p->Send(Method::kPutObjects, req);
+        ctx.RequireOk(rr, "PutObjects of seven items");
+        auto resp = Parse<pb::PutObjectsResponse>(ctx, rr, "PutObjectsResponse");
+        ctx.Require(resp.results_size() == req.items_size(), "one result per item (AOBJ-OBJ-249)",
+                    absl::StrCat(req.items_size()), absl::StrCat(resp.results_size()));
+        const std::vector<std::string> want = {"OK", "OK", "OK",        "BAD_DIGEST",
+                                               "OK", "OK", "BAD_DIGEST"};
+        for (int i = 0; i < req.items_size(); ++i) {
+          ctx.Require(CodeOfPut(resp.results(i)) == want[i],
+                      absl::StrCat("item ", i, "'s result, in the items' order (AOBJ-OBJ-249)"),
+                      want[i], CodeOfPut(resp.results(i)));
+        }
+        // AOBJ-OBJ-250 and AOBJ-OBJ-248: checksum, metadata and ETag of each stored item, and
+        // the object readable afterwards with exactly its region's octets.
+        const std::vector<std::pair<int, std::string>> stored = {
+            {0, small}, {1, mid}, {2, ""}, {4, overlap}, {5, mid}};
+        const std::vector<std::string> keys = {"small",   "mid",      "empty", "kept",
+                                               "overlap", "replaced", "never"};
+        for (const auto& [i, e] : stored) {
+          const pb::PutObjectsResult& g = resp.results(i);
+          ctx.Require(g.checksum() == Crc32cOf(e),
+                      absl::StrCat("item ", i, ": CRC32C of the octets received (AOBJ-OBJ-250)"),
+                      Hex(Crc32cOf(e)), Hex(g.checksum()));
+          ctx.Require(g.metadata().size() == e.size() && g.metadata().etag() == Md5Etag(e),
+                      absl::StrCat("item ", i, ": metadata size and MD5 ETag (AOBJ-OBJ-005)"),
+                      absl::StrCat(e.size(), " ", Md5Etag(e)),
+                      absl::StrCat(g.metadata().size(), " ", g.metadata().etag()));
+          ctx.Require(g.metadata().user_metadata().empty(),
+                      absl::StrCat("item ", i, ": no user_metadata (AOBJ-OBJ-250)"), "none",
+                      absl::StrCat(g.metadata().user_metadata_size(), " entries"));
+          std::string back;
+          ctx.RequireOk(p->Get(bucket, keys[i], &back), absl::StrCat("GET of ", keys[i]));
+          ctx.Require(back == e, absl::StrCat(keys[i], ": the item's octets, stored"),
+                      absl::StrCat(e.size(), " octets of the region"),
+                      absl::StrCat(back.size(), " octets, other content"));
+        }
+        pb::HeadObjectResponse head;
+        ctx.RequireOk(p->Head(bucket, "mid", &head), "HEAD of mid");
+        ctx.Require(head.metadata().content_type() == "image/png",
+                    "mid: the item's content type (AOBJ-OBJ-248)", "image/png",
+                    head.metadata().content_type());
+        for (int i : {3, 6}) {
+          const pb::PutObjectsResult& g = resp.results(i);
+          ctx.Require(g.checksum().empty() && !g.has_metadata(),
+                      absl::StrCat("item ", i, ": an error and no other field (AOBJ-OBJ-249)"),
+                      "error only", g.ShortDebugString());
+          ctx.Require(g.error().message().size() <= 256,
+                      absl::StrCat("item ", i, ": message of at most 256 octets (AOBJ-OBJ-250)"),
+                      "<= 256", absl::StrCat(g.error().message().size()));
+        }
+        std::string kept;
+        ctx.RequireOk(p->Get(bucket, "kept", &kept), "GET of kept");
+        ctx.Require(kept == old_content,
+                    "a bad item leaves the key's object unchanged (AOBJ-OBJ-249, AOBJ-DAT-005)",
+                    "the old object", absl::StrCat(kept.size(), " octets of other content"));
+        ctx.RequireCode(p->Head(bucket, "never"), ErrorCode::kNoSuchKey,
+                        "a bad item on a new key stores nothing");
+      });
+
+  Add(r, "obj/9.17/2",
+      "BATCH_PUT: a malformed batch fails whole, before anything is stored, at each threshold",
+      "core", {"AOBJ-OBJ-246", "AOBJ-OBJ-247", "AOBJ-OBJ-249"}, true, [](CaseContext& ctx) {
+        constexpr uint64_t kLimit = 65536;
+        auto p = OpenBatch(ctx, kLimit, 0, kCapBatchPut);
+        const std::string bucket = ctx.NewBucket(*p);
+        const uint64_t limit = p->session().limits().max_transfer_bytes();
+        if (limit != kLimit) ctx.Unsupported("the target did not take max_transfer_bytes 65536");
+        auto a = p->Allocate(kLimit);
+        auto b = p->Allocate(kLimit);
+        std::memset(a->data(), 7, a->size());
+        std::memset(b->data(), 7, b->size());
+        const bool multi = p->Negotiated(kCapMultiDescriptor);
+        const std::string ten(10, '\7');
+        int n = 0;  // each request's valid item has a key of its own
+        std::string probe;
+        auto fresh = [&](int items) {
+          pb::PutObjectsRequest req;
+          req.set_bucket(bucket);
+          req.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+          *req.add_source() = Peer::Descriptor(*a, 0, 4096);
+          probe = absl::StrCat("probe-", n++);
+          for (int i = 0; i < items; ++i) AddPut(&req, absl::StrCat(probe, "-", i), 0, ten);
+          return req;
+        };
+        auto nothing_stored = [&](const std::string& what) {
+          ctx.RequireCode(p->Head(bucket, probe + "-0"), ErrorCode::kNoSuchKey,
+                          what + ": nothing stored (AOBJ-OBJ-247)");
+        };
+        auto refused = [&](const pb::PutObjectsRequest& req, ErrorCode code,
+                           const std::string& what) {
+          ctx.RequireCode(p->Send(Method::kPutObjects, req), code, what);
+          nothing_stored(what);
+        };
+        // AOBJ-OBJ-246: 1 and 1000 items are fine; 0 and 1001 are not.
+        refused(fresh(0), ErrorCode::kInvalidArgument, "no items");
+        refused(fresh(1001), ErrorCode::kInvalidArgument, "1001 items");
+        ctx.RequireOk(p->Send(Method::kPutObjects, fresh(1000)), "1000 items of 10 octets");
+        // AOBJ-OBJ-247, each with a valid item first.
+        pb::PutObjectsRequest edge = fresh(1);
+        AddPut(&edge, "edge", 4096 - 10, ten);
+        ctx.RequireOk(p->Send(Method::kPutObjects, edge), "a region ending at the windows' end");
+        pb::PutObjectsRequest past = fresh(1);
+        AddPut(&past, "past", 4096 - 9, ten);
+        refused(past, ErrorCode::kDescriptorTooSmall, "a region one octet past the windows");
+        pb::PutObjectsRequest dup = fresh(1);
+        AddPut(&dup, probe + "-0", 100, ten);
+        refused(dup, ErrorCode::kInvalidArgument, "two items of one key");
+        pb::PutObjectsRequest bad_key = fresh(1);
+        AddPut(&bad_key, std::string(1025, 'k'), 0, ten);
+        refused(bad_key, ErrorCode::kInvalidArgument, "an item's key of 1025 octets");
+        pb::PutObjectsRequest short_sum = fresh(1);
+        AddPut(&short_sum, "short", 0, ten)->set_checksum("abc");
+        refused(short_sum, ErrorCode::kInvalidArgument, "a checksum of 3 octets for CRC32C");
+        pb::PutObjectsRequest type_ok = fresh(1);
+        AddPut(&type_ok, "type", 0, ten)->set_content_type(std::string(256, 't'));
+        ctx.RequireOk(p->Send(Method::kPutObjects, type_ok), "a content type of 256 octets");
+        pb::PutObjectsRequest type_long = fresh(1);
+        AddPut(&type_long, "type-long", 0, ten)->set_content_type(std::string(257, 't'));
+        refused(type_long, ErrorCode::kInvalidArgument, "a content type of 257 octets");
+        pb::PutObjectsRequest no_algo = fresh(1);
+        no_algo.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_UNSPECIFIED);
+        ctx.RequireCode(p->Send(Method::kPutObjects, no_algo), ErrorCode::kInvalidArgument,
+                        "no checksum algorithm (AOBJ-DAT-020)");
+        nothing_stored("no checksum algorithm");
+        if (multi) {
+          const std::string whole(kLimit, '\7');
+          pb::PutObjectsRequest at = fresh(0);
+          at.clear_source();
+          *at.add_source() = Peer::Descriptor(*a, 0, kLimit);
+          *at.add_source() = Peer::Descriptor(*b, 0, kLimit);
+          probe = absl::StrCat("probe-", n++);
+          AddPut(&at, probe + "-0", 0, whole);
+          ctx.RequireOk(p->Send(Method::kPutObjects, at), "regions totalling max_transfer_bytes");
+          pb::PutObjectsRequest over = at;
+          probe = absl::StrCat("probe-", n++);
+          over.mutable_items(0)->set_key(probe + "-0");
+          AddPut(&over, "one-more", kLimit, std::string(1, '\7'));
+          refused(over, ErrorCode::kEntityTooLarge, "regions totalling max_transfer_bytes + 1");
+        }
+        pb::PutObjectsRequest nb = fresh(1);
+        nb.set_bucket(bucket + "-missing");
+        ctx.RequireCode(p->Send(Method::kPutObjects, nb), MissingBucketCode(ctx),
+                        "a bucket that does not exist");
+        ctx.RequireStillServes();
+      });
+
+  Add(r, "obj/9.17/3", "BATCH_PUT: a session that did not negotiate it is refused PutObjects",
+      "core", {"AOBJ-OBJ-245"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);  // DefaultOpen: BATCH_PUT not offered
+        ctx.Require(!f.p->Negotiated(kCapBatchPut),
+                    "BATCH_PUT not negotiated when the client did not offer it (AOBJ-SES-005)",
+                    "absent", "negotiated");
+        const std::string content = Content(10, 173);
+        auto mem = f.p->Allocate(4096);
+        std::memcpy(mem->data(), content.data(), content.size());
+        pb::PutObjectsRequest req;
+        req.set_bucket(f.bucket);
+        req.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        *req.add_source() = Peer::Descriptor(*mem, 0, 4096);
+        AddPut(&req, "o", 0, content);
+        ctx.RequireCode(f.p->Send(Method::kPutObjects, req), ErrorCode::kInvalidArgument,
+                        "PutObjects without BATCH_PUT");
+        ctx.RequireCode(f.p->Head(f.bucket, "o"), ErrorCode::kNoSuchKey, "nothing stored");
+      });
+
+  Add(r, "obj/9.17/4", "BATCH_PUT on the fast path: 1000 items in one frame each way, opaque ETags",
+      "fast-path", {"AOBJ-DAT-167", "AOBJ-OBJ-250", "AOBJ-OBJ-016"}, false, [](CaseContext& ctx) {
+        auto p = ctx.NewPeer();
+        pb::OpenSessionRequest open = p->DefaultOpen();
+        for (uint32_t c : {kCapBatchPut, kCapFastPath, kCapOpaqueEtag}) open.add_capabilities(c);
+        ctx.RequireOk(p->Open(open), "OpenSession offering BATCH_PUT, FAST_PATH and OPAQUE_ETAG");
+        RequireCapability(ctx, *p, kCapBatchPut, "BATCH_PUT");
+        RequireCapability(ctx, *p, kCapOpaqueEtag, "OPAQUE_ETAG");
+        p->UseFastPath();
+        const std::string bucket = ctx.NewBucket(*p);
+        auto mem = p->Allocate(1000 * 64);
+        pb::PutObjectsRequest req;
+        req.set_bucket(bucket);
+        req.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        *req.add_source() = Peer::Descriptor(*mem, 0, mem->size());
+        for (int i = 0; i < 1000; ++i) {
+          const std::string c = Content(64, 200 + i);
+          std::memcpy(mem->data() + i * 64, c.data(), 64);
+          AddPut(&req, absl::StrCat("tile/", i), i * 64, c);
+        }
+        RawReply rr = p->Send(Method::kPutObjects, req);
+        ctx.RequireOk(rr, "PutObjects of 1000 items on the fast path");
+        auto resp = Parse<pb::PutObjectsResponse>(ctx, rr, "PutObjectsResponse");
+        int ok = 0;
+        int opaque = 0;
+        for (const pb::PutObjectsResult& g : resp.results()) {
+          ok += g.has_error() ? 0 : 1;
+          opaque += IsOpaqueForm(g.metadata().etag()) ? 1 : 0;
+        }
+        ctx.Require(ok == 1000, "1000 results without error", "1000", absl::StrCat(ok));
+        ctx.Require(opaque == 1000, "1000 opaque ETags in an OPAQUE_ETAG session (AOBJ-OBJ-016)",
+                    "1000", absl::StrCat(opaque));
+        std::string back;
+        ctx.RequireOk(p->Get(bucket, "tile/999", &back), "GET of the last item");
+        ctx.Require(back == Content(64, 1199), "the last item's octets", "64 octets",
+                    absl::StrCat(back.size(), " octets, other content"));
       });
 }
 

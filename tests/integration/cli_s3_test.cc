@@ -302,6 +302,28 @@ TEST_P(CliS3Test, RecursiveCopiesRunInParallelAndLoseNothing) {
             0)
       << last_output_;
   EXPECT_NE(last_output_.find("upload: 151 of 151 files"), std::string::npos) << last_output_;
+  // The 150 small files travel in PutObjects batches (spec 9.17), the large one in parts.
+  EXPECT_NE(last_output_.find("; 150 small files in "), std::string::npos) << last_output_;
+  // --no-batch, and uploads with user metadata (which a batch item cannot carry): one PUT each.
+  ASSERT_EQ(
+      Cli({"cp", "--recursive", "--no-batch", (src / "d1").string(), "aobj://test-bucket/single/"}),
+      0)
+      << last_output_;
+  EXPECT_EQ(last_output_.find("batched request"), std::string::npos) << last_output_;
+  ASSERT_EQ(Cli({"cp", "--recursive", "--metadata", "origin=cli", (src / "d2").string(),
+                 "aobj://test-bucket/meta/"}),
+            0)
+      << last_output_;
+  EXPECT_EQ(last_output_.find("batched request"), std::string::npos) << last_output_;
+  {
+    auto c = Connect();
+    auto head = c->Head("test-bucket", "meta/f2");
+    ASSERT_TRUE(head.ok()) << head.status();
+    EXPECT_EQ(head->user_metadata["origin"], "cli");
+    auto single = c->Head("test-bucket", "single/f1");
+    ASSERT_TRUE(single.ok()) << single.status();
+    EXPECT_EQ(single->size, files["d1/f1"].size());
+  }
   const fs::path down = work_ / "many-down";
   ASSERT_EQ(Cli({"cp", "--recursive", "aobj://test-bucket/many/", down.string()}), 0)
       << last_output_;

@@ -510,12 +510,40 @@ MUTANTS = {
         'GetObjects is served on a session that did not negotiate BATCH_GET (AOBJ-OBJ-236)',
         [('src/server/handler_batch.cc', '  if (!s.HasCapability(kCapBatchGet)) {  // AOBJ-OBJ-236', '  if (false) {  // AOBJ-OBJ-236')],
         'obj/9.16/3', []),
+    'batch-put-bad-digest-stored': (
+        'a PutObjects item whose octets differ from its checksum is stored anyway (AOBJ-OBJ-248)',
+        [('src/server/handler_batch.cc', '      if (got != it.checksum()) {  // AOBJ-DAT-005', '      if (false) {  // AOBJ-DAT-005')],
+        'obj/9.17/1', []),
+    'batch-put-duplicate-keys': (
+        'PutObjects takes two items of one key (AOBJ-OBJ-247)',
+        [('src/server/handler_batch.cc', '      if (*keys[k] == *keys[k - 1]) {', '      if (false) {')],
+        'obj/9.17/2', []),
+    'batch-put-content-type-257': (
+        'PutObjects takes a content type of 257 octets (AOBJ-OBJ-247)',
+        [('src/server/handler_batch.cc', '      if (it.content_type().size() > kMaxItemContentTypeBytes) {', '      if (it.content_type().size() > kMaxItemContentTypeBytes + 1) {')],
+        'obj/9.17/2', []),
+    'batch-put-no-capability-check': (
+        'PutObjects is served on a session that did not negotiate BATCH_PUT (AOBJ-OBJ-245)',
+        [('src/server/handler_batch.cc', '  if (!s.HasCapability(kCapBatchPut)) {  // AOBJ-OBJ-245', '  if (false) {  // AOBJ-OBJ-245')],
+        'obj/9.17/3', []),
 }
 
 
 # Faults in the reference client (src/client, src/session): the case IDs are client cases
 # ("cli/..."), run with --client-exec against the CLI built from the faulty tree.
 MUTANTS.update({
+    "cl-batch-put-skips-checksum": (
+        "the client does not compare a PutObjects result's checksum with the one it sent (AOBJ-OBJ-252)",
+        [("src/client/client.cc",
+          "    if (r.checksum() != item.checksum()) {",
+          "    if (false) {")],
+        "cli/9.17/1", []),
+    "cl-batch-put-failed-request-trusted": (
+        "the CLI reports the files of a failed PutObjects request uploaded (AOBJ-OBJ-253)",
+        [("tools/cli_s3.cc",
+          "      if (!got.ok() || !(*got)[k].ok()) {\n        again.push_back(i);\n        continue;\n      }\n      if (settings.sessions != nullptr) settings.sessions->Served(generation);\n      progress.Add(plan.transfers[i].size);",
+          "      if (got.ok() && !(*got)[k].ok()) {\n        again.push_back(i);\n        continue;\n      }\n      if (settings.sessions != nullptr) settings.sessions->Served(generation);\n      progress.Add(plan.transfers[i].size);")],
+        "cli/9.17/1", []),
     "cl-batch-skips-checksum": (
         "the client does not compare a GetObjects result's checksum with its region (AOBJ-OBJ-244)",
         [("src/client/client.cc",

@@ -60,6 +60,18 @@ case "$op" in
         "$errfile" | sed 's/ error: UNKNOWN$/ error: INTERNAL/'
     cat "$errfile" >&2
     exit $rc ;;
+  put-all)   # put-all TIMEOUT_MS BUCKET PREFIX DIR: one client; a line per key
+    [ $# -eq 4 ] || { echo "usage: put-all TIMEOUT_MS BUCKET PREFIX DIR" >&2; exit 2; }
+    secs=$(awk -v ms="$1" 'BEGIN { printf "%.3f", ms / 1000 }')
+    out=$("$AOBJ" --timeout "$secs" --recursive cp "$4" "aobj://$2/$3" 2>"$errfile")
+    rc=$?
+    # The CLI prints "upload: PATH to aobj://B/K" for each file it stored and
+    # "aobj: upload PATH to aobj://B/K: NAME (S3Code): message" for each one it did not.
+    printf '%s\n' "$out" | sed -n "s|^upload: .* to aobj://$2/\([^ ]*\)$|\1 ok|p"
+    sed -n "s|^aobj: upload .* to aobj://$2/\([^ :]*\): \([A-Z][A-Z0-9_]*\) ([A-Za-z]*): .*|\1 error: \2|p" \
+        "$errfile" | sed 's/ error: UNKNOWN$/ error: INTERNAL/'
+    cat "$errfile" >&2
+    exit $rc ;;
   *)
     echo "error: UNSUPPORTED_OPERATION ($op)" >&2
     exit 3 ;;

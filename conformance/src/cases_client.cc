@@ -1142,6 +1142,52 @@ void RegisterClientCases(Registry& r) {
                 ctx.Unsupported("the client read the objects without GetObjects (BATCH_GET)");
               }
             });
+  AddClient(
+      r, "cli/9.17/1",
+      "PutObjects results that do not hold what was sent, and a batch that fails after "
+      "storing: no key reported uploaded holds other octets",
+      {"AOBJ-OBJ-252", "AOBJ-OBJ-253"}, true, [](CaseContext& ctx) {
+        int batched = 0;
+        for (FaultKind kind :
+             {FaultKind::kWrongChecksum, FaultKind::kShortTransfer, FaultKind::kStoreThenFail}) {
+          const std::string what =
+              kind == FaultKind::kWrongChecksum   ? "an item stored with another octet"
+              : kind == FaultKind::kShortTransfer ? "an item stored one octet short"
+                                                  : "every item stored changed, then the "
+                                                    "request failed";
+          FakeScript script;
+          script.capabilities = {1, 2, 3, 4, 9};  // BATCH_PUT
+          script.faults.push_back(KindFault(Method::kPutObjects, kind));
+          auto server = Serve(ctx, script);
+          const std::string dir = ctx.target().work_dir + "/" + ctx.Unique("up");
+          ctx.Require(mkdir(dir.c_str(), 0700) == 0, "make the directory " + dir, "made",
+                      std::strerror(errno));
+          std::map<std::string, std::string> files;  // key -> content
+          for (int i = 0; i < 3; ++i) {
+            const std::string name = absl::StrCat("f", i);
+            files["bp/" + name] = Content(2000 + i, 180 + i);
+            std::ofstream(dir + "/" + name, std::ios::binary) << files["bp/" + name];
+          }
+          ClientRun run = RunClient(ctx, *server, {"put-all", "20000", kBucket, "bp/", dir});
+          ctx.Require(!run.timed_out, what + ": the client ends within the time limit", "ends",
+                      RunText(run));
+          if (OfMethod(server->Requests(), Method::kPutObjects).empty()) continue;
+          ++batched;
+          const std::map<std::string, std::string> outcome = KeyOutcomes(run.out);
+          for (const auto& [key, content] : files) {
+            auto it = outcome.find(key);
+            if (it == outcome.end() || it->second != "ok") continue;
+            std::optional<StoredObject> obj = server->Object(kBucket, key);
+            ctx.Require(obj.has_value() && obj->content == content,
+                        what + ": " + key + " reported uploaded: the server holds the file",
+                        "equal content",
+                        obj ? absl::StrCat(obj->content.size(), " octets, differ") : "no object");
+          }
+        }
+        if (batched == 0) {
+          ctx.Unsupported("the client uploaded the files without PutObjects (BATCH_PUT)");
+        }
+      });
   AddClient(r, "cli/8.7/5", "PUT reply with a wrong checksum: BAD_DIGEST", {"AOBJ-DAT-004"}, true,
             [](CaseContext& ctx) {
               FakeScript script;

@@ -584,6 +584,7 @@ FakeServer::Answer FakeServer::Process(ReceivedRequest& rec) {
     case Method::kUploadPart:
     case Method::kPutObject:
     case Method::kGetObjects:
+    case Method::kPutObjects:
     case Method::kGetObject: {
       {
         absl::MutexLock l(&mu_);
@@ -597,6 +598,7 @@ FakeServer::Answer FakeServer::Process(ReceivedRequest& rec) {
       a = rec.method == Method::kPutObject    ? PutObject(rec, session, fault)
           : rec.method == Method::kGetObject  ? GetObject(rec, session, fault)
           : rec.method == Method::kGetObjects ? GetObjects(rec, session, fault)
+          : rec.method == Method::kPutObjects ? PutObjects(rec, session, fault)
                                               : UploadPart(rec, session, fault);
       absl::MutexLock l(&mu_);
       --data_in_flight_;
@@ -969,6 +971,82 @@ FakeServer::Answer FakeServer::GetObjects(ReceivedRequest& rec, const Session& s
     m->set_last_modified_ms(obj->last_modified_ms);
     m->set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
     m->set_checksum(ChecksumOf(ChecksumAlgorithm::kCrc32c, obj->content));
+  }
+  return Ok(resp);
+}
+
+// PutObjects (spec 9.17), CRC32C only: the whole scatter list is read in one RMA batch, then
+// each item stored as a PutObject of its own. Faults apply to the first item of more than one
+// octet: kWrongChecksum (stored with its first octet flipped, the checksum of what was stored
+// reported), kShortTransfer (stored without its last octet, reported so); kStoreThenFail to
+// every item, and then to the whole request.
+FakeServer::Answer FakeServer::PutObjects(ReceivedRequest& rec, const Session& s,
+                                          const Fault* fault) {
+  pb::PutObjectsRequest req;
+  if (!req.ParseFromString(rec.body)) {
+    return Error(ErrorCode::kInvalidArgument, "the request message does not parse");
+  }
+  if (s.capabilities.count(9) == 0) {
+    return Error(ErrorCode::kInvalidArgument, "BATCH_PUT not negotiated (AOBJ-OBJ-245)");
+  }
+  if (req.items_size() == 0 || req.items_size() > 1000) {
+    return Error(ErrorCode::kInvalidArgument, "1 to 1000 items (AOBJ-OBJ-246)");
+  }
+  if (req.checksum_algorithm() != pb::CHECKSUM_ALGORITHM_CRC32C) {
+    return Error(ErrorCode::kInvalidArgument, "the suite's fake server takes CRC32C batches");
+  }
+  {
+    absl::MutexLock l(&mu_);
+    if (buckets_.count(req.bucket()) == 0) return Error(ErrorCode::kNoSuchBucket, "no such bucket");
+  }
+  uint64_t capacity = 0;
+  for (const pb::MemoryDescriptor& d : req.source()) capacity += d.length();
+  std::string all;
+  pb::TransferPath path = pb::TRANSFER_PATH_NONE;
+  if (std::optional<Answer> failed =
+          ReceiveBody(rec, s, capacity, req.source(), std::string(), &all, &path)) {
+    return *failed;
+  }
+  pb::PutObjectsResponse resp;
+  resp.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+  const bool store_then_fail = fault != nullptr && fault->kind == FaultKind::kStoreThenFail;
+  bool faulted = false;
+  for (const pb::PutObjectsItem& it : req.items()) {
+    pb::PutObjectsResult* r = resp.add_results();
+    if (it.offset() + it.length() > all.size() || it.offset() + it.length() < it.offset()) {
+      return Error(ErrorCode::kDescriptorTooSmall, "a region ends past the windows");
+    }
+    std::string body = all.substr(it.offset(), it.length());
+    if (ChecksumOf(ChecksumAlgorithm::kCrc32c, body) != it.checksum()) {
+      const ErrorInfo info = GetErrorInfo(ErrorCode::kBadDigest);
+      r->mutable_error()->set_code(static_cast<pb::ErrorCode>(info.code));
+      r->mutable_error()->set_name(std::string(info.name));
+      r->mutable_error()->set_s3_code(std::string(info.s3_code));
+      r->mutable_error()->set_message("checksum mismatch");
+      continue;
+    }
+    const bool fault_here = fault != nullptr && body.size() > 1 && (store_then_fail || !faulted);
+    faulted = faulted || fault_here;
+    if (fault_here && (fault->kind == FaultKind::kWrongChecksum || store_then_fail)) {
+      body[0] = static_cast<char>(body[0] ^ 0x5a);
+    }
+    if (fault_here && fault->kind == FaultKind::kShortTransfer) body.pop_back();
+    StoredObject obj{body, absl::StrCat("\"", Md5Hex(body), "\""), absl::ToUnixMillis(absl::Now())};
+    {
+      absl::MutexLock l(&mu_);
+      objects_[{req.bucket(), it.key()}] = obj;
+    }
+    r->set_checksum(ChecksumOf(ChecksumAlgorithm::kCrc32c, body));
+    auto* m = r->mutable_metadata();
+    m->set_size(body.size());
+    m->set_etag(obj.etag);
+    m->set_last_modified_ms(obj.last_modified_ms);
+    m->set_content_type(it.content_type());
+    m->set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+    m->set_checksum(ChecksumOf(ChecksumAlgorithm::kCrc32c, body));
+  }
+  if (store_then_fail) {
+    return Error(ErrorCode::kInternal, "the batch failed after its items were stored");
   }
   return Ok(resp);
 }

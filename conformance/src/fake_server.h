@@ -107,6 +107,8 @@ enum class FaultKind {
   kWrongCompleteLength,  // ranged GET reply whose content_range.complete_length is size + 1
   kUndersizedHead,       // HeadObject answers the object's size minus one (as if the object
                          // grew before the GET that follows)
+  kStoreThenFail,        // PutObjects: store every item with its first octet flipped, then fail
+                         // the whole request with INTERNAL (AOBJ-OBJ-253)
 };
 
 struct Fault {
@@ -221,6 +223,7 @@ class FakeServer {
   Answer PutObject(ReceivedRequest& rec, const Session& s, const Fault* fault);
   Answer GetObject(ReceivedRequest& rec, const Session& s, const Fault* fault);
   Answer GetObjects(ReceivedRequest& rec, const Session& s, const Fault* fault);
+  Answer PutObjects(ReceivedRequest& rec, const Session& s, const Fault* fault);
   Answer List(ReceivedRequest& rec, const Session& s);
   Answer CreateUpload(ReceivedRequest& rec);
   Answer UploadPart(ReceivedRequest& rec, const Session& s, const Fault* fault);

@@ -111,6 +111,56 @@ void StatefulSeeds() {
                  put(4, 0, 0, 0, 1), many, ranged, short_regions, overwritten, failing, many});
   }
   {
+    // PutObjects (spec 9.17) through a small staging buffer (items share and cross rounds): a
+    // plain batch, one with a bad checksum, a failure mid-request, a nested PUT of one of its
+    // keys, then a batched read of what was stored.
+    Step many{.op = kOpPutMany,
+              .len_class = 3,
+              .len = 9000,
+              .seed = 31,
+              .windows = 3,
+              .algorithm = 1,
+              .parts_mask = 0x1f};
+    Step small{.op = kOpPutMany,
+               .len_class = 2,
+               .len = 100,
+               .seed = 41,
+               .windows = 1,
+               .algorithm = 2,
+               .parts_mask = 0x0b};
+    Step bad{.op = kOpPutMany,
+             .len_class = 1,
+             .len = 7,
+             .seed = 51,
+             .windows = 2,
+             .algorithm = 1,
+             .bad_checksum = 1,
+             .parts_mask = 0x07};
+    Step failing{.op = kOpPutMany,
+                 .len_class = 3,
+                 .len = 5000,
+                 .seed = 61,
+                 .windows = 2,
+                 .algorithm = 1,
+                 .fault = kFaultFailAt,
+                 .fault_at = 2,
+                 .parts_mask = 0x1f};
+    Step nested{.op = kOpPutMany,
+                .key = 1,
+                .len_class = 3,
+                .len = 3000,
+                .seed = 71,
+                .windows = 1,
+                .algorithm = 1,
+                .fault = kFaultHookAt,
+                .fault_at = 1,
+                .hook = kHookPutSameKey,
+                .parts_mask = 0x03};
+    Step read_back{.op = kOpGetMany, .windows = 2, .algorithm = 1, .parts_mask = 0x1f};
+    WriteScript("batched-writes", {.hide_fast_paths = 1, .staging = 1, .rma_piece = 1},
+                {open0, many, small, bad, failing, nested, read_back});
+  }
+  {
     Step part1{.op = kOpMpPart, .len_class = 2, .len = 100, .seed = 5, .windows = 2,
                .algorithm = 1, .part = 1};
     Step part2{.op = kOpMpPart, .len_class = 1, .len = 3, .seed = 6, .inline_path = 1,

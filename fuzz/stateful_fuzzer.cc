@@ -187,7 +187,7 @@ class Harness {
     aobj::HandlerConfig config;
     config.capabilities = {aobj::kCapInline,          aobj::kCapCrc32c,     aobj::kCapCrc64Nvme,
                            aobj::kCapMultiDescriptor, aobj::kCapOpaqueEtag, aobj::kCapFastPath,
-                           aobj::kCapBatchGet};
+                           aobj::kCapBatchGet,        aobj::kCapBatchPut};
     config.staging_bytes = 512u << setup.staging;
     config.max_rma_piece = setup.rma_piece == 0 ? (64u << 20) : (256u << setup.rma_piece);
     handler_ = std::make_unique<aobj::RequestHandler>(config, store_, &channel_, &auth_, &sessions_,
@@ -225,6 +225,8 @@ class Harness {
         return DeleteMany(s);
       case kOpGetMany:
         return GetMany(s);
+      case kOpPutMany:
+        return PutMany(s);
       case kOpList:
         return List(s);
       case kOpCopy:
@@ -416,7 +418,10 @@ class Harness {
     if (s.caps & 2) req.add_capabilities(aobj::kCapMultiDescriptor);
     if (s.caps & 4) req.add_capabilities(aobj::kCapCrc64Nvme);
     if (s.caps & 8) req.add_capabilities(aobj::kCapOpaqueEtag);
-    if (!(s.caps & 16)) req.add_capabilities(aobj::kCapBatchGet);  // bit 4: left out
+    if (!(s.caps & 16)) {  // bit 4: both left out
+      req.add_capabilities(aobj::kCapBatchGet);
+      req.add_capabilities(aobj::kCapBatchPut);
+    }
     req.add_capabilities(aobj::kCapFastPath);  // every other request goes by it (Call)
     req.set_worker_address("fake-worker-" + std::to_string(all_sessions_.size()));
     if (s.inline_threshold == 1) req.mutable_requested_limits()->set_inline_threshold(64);
@@ -950,6 +955,104 @@ class Harness {
       AOBJ_FUZZ_CHECK(r.checksum() == Checksum(algo, want));  // AOBJ-OBJ-241
       if (!corrupted) AOBJ_FUZZ_CHECK(region.substr(0, n) == want);
       for (size_t k = n; k < region.size(); ++k) AOBJ_FUZZ_CHECK(region[k] == kPoison);
+    }
+  }
+
+  // PutObjects (spec 9.17) of the keys in parts_mask, each body from its own region of one
+  // scatter list. Items are committed round by round, so after any outcome each key holds its
+  // version from before the request, one a nested request wrote meanwhile, or the item's body
+  // (AOBJ-OBJ-251, AOBJ-OBJ-253); a stored item's result names exactly that body.
+  void PutMany(const Step& s) {
+    SessionModel* m = SessionOf(s.session);
+    const int index = m ? slots_[s.session] : -1;
+    const bool opaque_etag = m != nullptr && m->opaque_etag;
+    const aobj::ChecksumAlgorithm algo = Algorithm(s);
+    pb::PutObjectsRequest req;
+    req.set_bucket(kBucket);
+    req.set_checksum_algorithm(s.algorithm == 0 ? pb::CHECKSUM_ALGORITHM_UNSPECIFIED
+                                                : static_cast<pb::ChecksumAlgorithm>(algo));
+    std::vector<std::string> bodies;
+    std::vector<std::optional<Obj>> before;
+    std::string all;
+    for (uint32_t i = 0; i < kKeys; ++i) {
+      if (!(s.parts_mask & (1u << i))) continue;
+      Step sized = s;
+      sized.len = s.len + 97 * i;
+      const std::string body = Body(s.seed + i, BodyLength(sized));
+      pb::PutObjectsItem* it = req.add_items();
+      it->set_key(kKeyNames[i]);
+      it->set_offset(all.size());
+      it->set_length(body.size());
+      std::string sum = Checksum(algo, body);
+      if (s.bad_checksum == 1 && req.items_size() == 1) sum[0] ^= 1;
+      it->set_checksum(sum);
+      std::optional<Obj> b;
+      if (objects_.count(kKeyNames[i])) b = objects_[kKeyNames[i]];
+      before.push_back(b);
+      bodies.push_back(body);
+      all += body;
+    }
+    Windows w;
+    BuildWindows(s, all.size(), &all, RmaDirection::kRead, m ? m->endpoint : 0, &w,
+                 req.mutable_source());
+    channel_.BeginRequest(&w.grant, static_cast<Fault>(s.fault), s.fault_at,
+                          m ? MakeHook(s, index) : nullptr);
+    if (m) m->in_flight = true;
+    auto result = Call(Method::kPutObjects, s.session, req);
+    if (m) m->in_flight = false;
+    channel_.EndRequest();
+    pb::PutObjectsResponse resp;
+    if (result.ok()) {
+      AOBJ_FUZZ_CHECK(req.items_size() > 0 && s.algorithm != 0);  // AOBJ-OBJ-246, -247
+      AOBJ_FUZZ_CHECK(resp.ParseFromString(*result));
+      AOBJ_FUZZ_CHECK(resp.results_size() == req.items_size());  // AOBJ-OBJ-249
+    }
+    for (int i = 0; i < req.items_size(); ++i) {
+      const std::string& key = req.items(i).key();
+      auto reader = base_store_->OpenRead(kBucket, key);
+      std::string stored;
+      bool holds_body = false;
+      if (reader.ok()) {
+        stored.resize((*reader)->info().size);
+        auto got = (*reader)->ReadAt(0, {reinterpret_cast<uint8_t*>(stored.data()), stored.size()});
+        holds_body = got.ok() && stored == bodies[i];
+      }
+      const bool changed_meanwhile = objects_.count(key) != (before[i] ? 1u : 0u) ||
+                                     (before[i] && objects_[key].etag != before[i]->etag);
+      if (result.ok()) {
+        const pb::PutObjectsResult& r = resp.results(i);
+        if (r.has_error()) {
+          AOBJ_FUZZ_CHECK(r.checksum().empty() && !r.has_metadata());
+          AOBJ_FUZZ_CHECK(r.error().message().size() <= 256);  // AOBJ-OBJ-250
+          if (s.bad_checksum == 1 && i == 0) {
+            AOBJ_FUZZ_CHECK(static_cast<ErrorCode>(r.error().code()) == ErrorCode::kBadDigest);
+          }
+          AOBJ_FUZZ_CHECK(!holds_body || bodies[i].empty() ||
+                          (before[i] && before[i]->body == bodies[i]));  // nothing stored
+          continue;
+        }
+        AOBJ_FUZZ_CHECK(!(s.bad_checksum == 1 && i == 0));           // AOBJ-OBJ-248, AOBJ-DAT-005
+        AOBJ_FUZZ_CHECK(r.checksum() == Checksum(algo, bodies[i]));  // AOBJ-OBJ-250
+        AOBJ_FUZZ_CHECK(r.metadata().size() == bodies[i].size());
+        if (opaque_etag) {
+          AOBJ_FUZZ_CHECK(aobj::IsOpaqueEtag(r.metadata().etag()));  // AOBJ-OBJ-016
+        } else {
+          AOBJ_FUZZ_CHECK(r.metadata().etag() == QuotedMd5(bodies[i]));  // AOBJ-OBJ-005
+        }
+        // Stored, unless a nested request wrote the key after this item's round.
+        AOBJ_FUZZ_CHECK(holds_body || changed_meanwhile);
+        if (holds_body) {
+          objects_[key] = Obj{bodies[i], r.metadata().etag()};
+          etags_seen_[key].insert(r.metadata().etag());
+        }
+        continue;
+      }
+      // A failed request: each item stored or not (AOBJ-OBJ-253); never a changed body.
+      if (holds_body && !(before[i] && before[i]->body == bodies[i])) {
+        AOBJ_FUZZ_CHECK(!(s.bad_checksum == 1 && i == 0) || bodies[i].empty());
+        objects_[key] = Obj{bodies[i], (*reader)->info().etag};
+        etags_seen_[key].insert((*reader)->info().etag);
+      }
     }
   }
 

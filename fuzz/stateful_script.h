@@ -38,6 +38,7 @@ enum Op : uint32_t {
   kOpLoseEndpoint,  // the data channel reports a session's endpoint lost from now on
   kOpForeign,       // a request on a session, signed by the other principal
   kOpGetMany,       // GetObjects (batched reads) of some keys
+  kOpPutMany,       // PutObjects (batched writes) of some keys
   kOpCount,
 };
 
@@ -103,7 +104,7 @@ struct Step {
   uint32_t list_twist = 0;        // Complete: 0 as is, 1 swapped, 2 wrong ETag, 3 wrong key
   uint32_t access_key = 0;        // Open: 0 or 1
   // Open: bit 0 inline, bit 1 multi-descriptor, bit 2 CRC64NVME, bit 3 opaque ETag, bit 4 leaves
-  // BATCH_GET out
+  // BATCH_GET and BATCH_PUT out
   uint32_t caps = 0;
   uint32_t inline_threshold = 0;  // Open: 0 default, 1: 64, 2: 4096
   uint32_t max_in_flight = 0;     // Open: 0 default, else this many
@@ -200,6 +201,19 @@ void VisitStep(IO& io, Step& s) {
       io(s.range, 0, 1);  // 1: the last item reads a range (first..last)
       io(s.first, 0, 40000);
       io(s.last, 0, 40000);
+      fault();
+      break;
+    case kOpPutMany:
+      io(s.session, 0, kSessions - 1);
+      io(s.parts_mask, 0, (1u << kKeys) - 1);  // which keys
+      io(s.key, 0, kKeys - 1);                 // the key a nested PUT (kHookPutSameKey) writes
+      io(s.len_class, 0, 3);
+      io(s.len, 0, 40000);
+      io(s.seed, 0, 255);
+      io(s.windows, 1, 4);
+      io(s.address, 0, 3);
+      io(s.algorithm, 0, 2);     // 0: left unspecified (INVALID_ARGUMENT, AOBJ-OBJ-247)
+      io(s.bad_checksum, 0, 7);  // 1: the first item carries a wrong checksum
       fault();
       break;
     case kOpList:

@@ -151,10 +151,11 @@ std::string FormatTable(const Report& report) {
     bool any = false;
     for (const Cell& c : report.cells) any = any || c.section == section;
     if (!any) continue;
-    absl::StrAppend(&out, section == std::string("sweep") ? "\n== Throughput by object size ==\n"
-                          : section == std::string("small")
-                              ? "\n== Small requests (4 KiB) ==\n"
-                              : "\n== Batched reads (4 KiB objects; ops are objects) ==\n");
+    absl::StrAppend(&out,
+                    section == std::string("sweep") ? "\n== Throughput by object size ==\n"
+                    : section == std::string("small")
+                        ? "\n== Small requests (4 KiB) ==\n"
+                        : "\n== Batched reads and writes (4 KiB objects; ops are objects) ==\n");
     absl::StrAppend(
         &out, absl::StrFormat("%-24s %-3s %6s %4s %7s %8s %10s %9s %9s %9s %9s %8s %8s\n", "system",
                               "op", "size", "infl", "ops", "GB/s", "ops/s", "p50 us", "p90 us",

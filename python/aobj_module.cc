@@ -355,6 +355,11 @@ bool HasBatchGet(Core& c) {
   return std::find(caps.begin(), caps.end(), 8u) != caps.end();  // BATCH_GET, spec 12.3
 }
 
+bool HasBatchPut(Core& c) {
+  const std::vector<uint32_t>& caps = c.client().session().capabilities;
+  return std::find(caps.begin(), caps.end(), 9u) != caps.end();  // BATCH_PUT, spec 12.3
+}
+
 // A staging buffer that goes back to the pool.
 class Scratch {
  public:
@@ -1063,6 +1068,86 @@ class PyClient {
     return out;
   }
 
+  // Many objects stored at once. Where the session negotiated BATCH_PUT (spec 9.17), runs of up
+  // to kBatchKeys objects of at most kBatchSlot octets are copied into one pooled buffer each
+  // and sent as one PutObjects request, up to `width` requests in flight; a larger object, or
+  // every object without BATCH_PUT, goes as put() sends it. Each entry of the result is the
+  // object's info dict or the exception of that key.
+  py::list PutMany(const std::string& bucket, const std::vector<std::string>& keys,
+                   py::sequence datas, std::optional<std::string> content_type, size_t width,
+                   double timeout) {
+    std::shared_ptr<Core> keep = core();  // alive through the call, even if closed
+    Core& c = *keep;
+    const size_t n = keys.size();
+    if (datas.size() != n) throw py::value_error("give one data object per key");
+    std::vector<HostMemory> memories;
+    for (size_t i = 0; i < n; ++i) {
+      memories.push_back(HostMemory::Of(datas[i], /*writable=*/false, "data"));
+    }
+    std::vector<absl::StatusOr<ObjectInfo>> results(n, absl::UnknownError("not run"));
+    std::vector<char> alone(n, 1);
+    std::vector<std::vector<size_t>> groups;
+    if (HasBatchPut(c)) {
+      for (size_t i = 0; i < n; ++i) {
+        if (memories[i].size() > kBatchSlot) continue;
+        if (groups.empty() || groups.back().size() == kBatchKeys) groups.emplace_back();
+        groups.back().push_back(i);
+        alone[i] = 0;
+      }
+    }
+    {
+      py::gil_scoped_release nogil;
+      c.workers().ParallelFor(groups.size(), width, [&](size_t k) {
+        const std::vector<size_t>& group = groups[k];
+        uint64_t total = 0;
+        for (size_t i : group) total += memories[i].size();
+        absl::StatusOr<std::unique_ptr<Buffer>> b =
+            c.TakeScratch(static_cast<size_t>(std::max<uint64_t>(total, 1)));
+        if (!b.ok()) {
+          for (size_t i : group) results[i] = b.status();
+          return;
+        }
+        Scratch scratch(&c, std::move(*b));
+        std::vector<BatchPutItem> items;
+        uint64_t at = 0;
+        for (size_t i : group) {
+          const HostMemory& m = memories[i];
+          if (m.size() > 0) std::memcpy(scratch->data() + at, m.data(), m.size());
+          items.push_back({keys[i], {scratch.get(), at, m.size()}, content_type.value_or("")});
+          at += m.size();
+        }
+        CallOptions call;
+        call.timeout = TimeoutOf(timeout);
+        absl::StatusOr<BatchPutResults> got = c.client().PutObjects(bucket, items, call);
+        for (size_t j = 0; j < group.size(); ++j) {
+          results[group[j]] = got.ok() ? std::move((*got)[j]) : got.status();
+        }
+      });
+    }
+    py::list out;
+    py::object make = py::module_::import("aobj.errors").attr("_from_status");
+    for (size_t i = 0; i < n; ++i) {
+      if (alone[i]) {
+        try {
+          // put()'s defaults (DEFAULT_MULTIPART_THRESHOLD, DEFAULT_PART_SIZE).
+          py::dict t = Put(bucket, keys[i], datas[i], content_type, std::nullopt, std::nullopt,
+                           std::nullopt, uint64_t{64} << 20, uint64_t{16} << 20,
+                           /*copy_small=*/true, timeout);
+          out.append(t["info"]);
+        } catch (py::error_already_set& e) {
+          out.append(e.value());
+        }
+      } else if (results[i].ok()) {
+        out.append(InfoDict(*results[i]));
+      } else {
+        out.append(make(static_cast<uint32_t>(ErrorCodeOf(results[i].status())),
+                        std::string(results[i].status().message()),
+                        ControlChannelFailure(results[i].status())));
+      }
+    }
+    return out;
+  }
+
   py::dict Stats() {
     std::shared_ptr<Core> keep = core();  // alive through the call, even if closed
     Core& c = *keep;
@@ -1220,5 +1305,6 @@ PYBIND11_MODULE(_aobj, m) {
       .def("_list_buckets", &PyClient::ListBuckets)
       .def("_bucket_call", &PyClient::BucketCall)
       .def("_get_many", &PyClient::GetMany)
+      .def("_put_many", &PyClient::PutMany)
       .def("_stats", &PyClient::Stats);
 }

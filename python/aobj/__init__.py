@@ -475,6 +475,33 @@ class Client(_aobj._Client):
                 out.append(_transfer(entry[1]))
         return out
 
+    def put_many(self, bucket: str, objects, *, content_type: Optional[str] = None,
+                 max_in_flight: int = 0, return_exceptions: bool = False,
+                 timeout: float = 0) -> list:
+        """Stores many objects at once: ``objects`` maps keys to data (bytes, bytearray,
+        memoryview, numpy array, CPU tensor), or is a sequence of (key, data) pairs.
+
+        Where the server offers BATCH_PUT (spec 9.17), up to 256 objects of up to 64 KiB each
+        are copied into one pooled buffer and stored by one PutObjects request, several
+        requests in flight (up to ``max_in_flight``, 0: the session's limit); each object is
+        still stored on its own (a Put each, no user metadata). A larger object goes alone, as
+        put() sends it. Returns one ObjectInfo per key, in order; a failed key raises its error,
+        or, with ``return_exceptions=True``, stands in the list as its aobj.Error."""
+        pairs = list(objects.items()) if isinstance(objects, Mapping) else [tuple(p) for p in objects]
+        keys = [k for k, _ in pairs]
+        datas = [d for _, d in pairs]
+        width = max_in_flight or self._session()["limits"]["max_in_flight"] or 16
+        entries = self._put_many(bucket, keys, datas, content_type, int(width), float(timeout))
+        out = []
+        for entry in entries:
+            if isinstance(entry, Error):
+                if not return_exceptions:
+                    raise entry
+                out.append(entry)
+            else:
+                out.append(_info(entry))
+        return out
+
     def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
         with self._executor_lock:
             if self._closed:

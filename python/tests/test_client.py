@@ -478,6 +478,33 @@ def test_get_many_into_buffers_and_as_bytes(client):
         client.get_many("demo", keys, buffers[:3])
 
 
+def test_put_many_stores_each_object(client):
+    prefix = unique("putmany")
+    objects = {f"{prefix}/{i}": pattern(1 + 331 * i, i).tobytes() for i in range(300)}
+    # Batched (BATCH_PUT) up to 64 KiB per object; larger ones and empty ones too.
+    objects[f"{prefix}/edge"] = pattern(65536, 7).tobytes()
+    objects[f"{prefix}/big"] = pattern(65537, 8).tobytes()
+    objects[f"{prefix}/empty"] = b""
+    objects[f"{prefix}/array"] = np.arange(1000, dtype=np.uint16)
+    infos = client.put_many("demo", objects, content_type="application/x-test", max_in_flight=4)
+    assert len(infos) == len(objects)
+    for (key, data), info in zip(objects.items(), infos):
+        raw = data.tobytes() if isinstance(data, np.ndarray) else data
+        assert info.size == len(raw)
+        head = client.head("demo", key)
+        assert head.etag == info.etag and head.content_type == "application/x-test"
+    keys = list(objects)
+    got = client.get_many("demo", keys)
+    assert got == [d.tobytes() if isinstance(d, np.ndarray) else d for d in objects.values()]
+    # Pairs work too; a key of a bucket that does not exist fails (as its aobj error).
+    pairs = [(f"{prefix}/pair-{i}", b"x" * i) for i in range(3)]
+    assert [i.size for i in client.put_many("demo", pairs)] == [0, 1, 2]
+    with pytest.raises(aobj.NoSuchBucket):
+        client.put_many("no-such-bucket-here", pairs)
+    failed = client.put_many("no-such-bucket-here", pairs, return_exceptions=True)
+    assert all(isinstance(f, aobj.NoSuchBucket) for f in failed)
+
+
 def test_batches_reuse_the_clients_threads(server):
     """get_many starts its helper threads once per client, not once per batch."""
     def threads():

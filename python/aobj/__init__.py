@@ -142,6 +142,20 @@ def _info(d: Mapping) -> ObjectInfo:
                       d["crc32c"], dict(d["metadata"]))
 
 
+def _collect(entries: list, return_exceptions: bool, convert) -> list:
+    """A batch's entries: each converted, or its aobj.Error raised (or kept, with
+    return_exceptions)."""
+    out = []
+    for entry in entries:
+        if isinstance(entry, Error):
+            if not return_exceptions:
+                raise entry
+            out.append(entry)
+        else:
+            out.append(convert(entry))
+    return out
+
+
 def _transfer(d: Mapping) -> Transfer:
     return Transfer(d["nbytes"], d["path"], _info(d["info"]), d["range"], d["staged"])
 
@@ -463,17 +477,8 @@ class Client(_aobj._Client):
         keys = list(keys)
         width = max_in_flight or self._session()["limits"]["max_in_flight"] or 16
         entries = self._get_many(bucket, keys, buffers, int(width), float(timeout))
-        out = []
-        for entry in entries:
-            if isinstance(entry, Error):
-                if not return_exceptions:
-                    raise entry
-                out.append(entry)
-            elif buffers is None:
-                out.append(entry[0])
-            else:
-                out.append(_transfer(entry[1]))
-        return out
+        return _collect(entries, return_exceptions,
+                        (lambda e: e[0]) if buffers is None else (lambda e: _transfer(e[1])))
 
     def put_many(self, bucket: str, objects, *, content_type: Optional[str] = None,
                  max_in_flight: int = 0, return_exceptions: bool = False,
@@ -492,15 +497,7 @@ class Client(_aobj._Client):
         datas = [d for _, d in pairs]
         width = max_in_flight or self._session()["limits"]["max_in_flight"] or 16
         entries = self._put_many(bucket, keys, datas, content_type, int(width), float(timeout))
-        out = []
-        for entry in entries:
-            if isinstance(entry, Error):
-                if not return_exceptions:
-                    raise entry
-                out.append(entry)
-            else:
-                out.append(_info(entry))
-        return out
+        return _collect(entries, return_exceptions, _info)
 
     def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
         with self._executor_lock:

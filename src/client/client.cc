@@ -546,15 +546,7 @@ class ClientImpl final : public Client, public CancelSender {
       pb::GetObjectsResponse resp;
       AOBJ_CLIENT_RETURN_IF_ERROR(
           DataCall(Method::kGetObjects, req, &resp, registrations.emulated_windows));
-      // AOBJ-OBJ-240: one result per item, in order.
-      if (resp.results_size() != req.items_size()) {
-        return MakeError(ErrorCode::kInternal,
-                         absl::StrCat("server answered ", resp.results_size(), " results to ",
-                                      req.items_size(), " items"));
-      }
-      if (static_cast<ChecksumAlgorithm>(resp.checksum_algorithm()) != options_.checksum) {
-        return MakeError(ErrorCode::kBadDigest, "server answered with another checksum algorithm");
-      }
+      AOBJ_CLIENT_RETURN_IF_ERROR(CheckBatchReply(resp, req.items_size()));  // AOBJ-OBJ-240
       for (size_t k = 0; k < plan.items.size(); ++k) {
         out[plan.items[k]] = CheckBatchResult(items[plan.items[k]], resp.results(k));
       }
@@ -602,15 +594,7 @@ class ClientImpl final : public Client, public CancelSender {
       pb::PutObjectsResponse resp;
       AOBJ_CLIENT_RETURN_IF_ERROR(
           DataCall(Method::kPutObjects, req, &resp, registrations.emulated_windows));
-      // AOBJ-OBJ-249: one result per item, in order.
-      if (resp.results_size() != req.items_size()) {
-        return MakeError(ErrorCode::kInternal,
-                         absl::StrCat("server answered ", resp.results_size(), " results to ",
-                                      req.items_size(), " items"));
-      }
-      if (static_cast<ChecksumAlgorithm>(resp.checksum_algorithm()) != options_.checksum) {
-        return MakeError(ErrorCode::kBadDigest, "server answered with another checksum algorithm");
-      }
+      AOBJ_CLIENT_RETURN_IF_ERROR(CheckBatchReply(resp, req.items_size()));  // AOBJ-OBJ-249
       for (size_t k = 0; k < plan.items.size(); ++k) {
         out[plan.items[k]] = CheckBatchPutResult(req.items(k), resp.results(k));
       }
@@ -1254,6 +1238,20 @@ class ClientImpl final : public Client, public CancelSender {
 
   // GetObjects without BATCH_GET: each item as a Get. A failure that is not the item's own (the
   // bucket, the data channel) fails the call, as it would fail a GetObjects request.
+  // A GetObjects or PutObjects reply: one result per item, in the items' order, in the
+  // request's checksum algorithm (AOBJ-OBJ-240, AOBJ-OBJ-249).
+  template <class Resp>
+  absl::Status CheckBatchReply(const Resp& resp, int items) const {
+    if (resp.results_size() != items) {
+      return MakeError(ErrorCode::kInternal, absl::StrCat("server answered ", resp.results_size(),
+                                                          " results to ", items, " items"));
+    }
+    if (static_cast<ChecksumAlgorithm>(resp.checksum_algorithm()) != options_.checksum) {
+      return MakeError(ErrorCode::kBadDigest, "server answered with another checksum algorithm");
+    }
+    return absl::OkStatus();
+  }
+
   // AOBJ-OBJ-252: a stored item's result names exactly the octets sent, as a PutObject reply
   // does (AOBJ-DAT-004); one that does not is that item's failure, not the others'.
   static absl::StatusOr<ObjectInfo> CheckBatchPutResult(const pb::PutObjectsItem& item,

@@ -90,6 +90,7 @@ void RegisterBatchCases(Registry& r) {
       "core", {"AOBJ-OBJ-239", "AOBJ-OBJ-240", "AOBJ-OBJ-241", "AOBJ-OBJ-242", "AOBJ-OBJ-243"},
       false, [](CaseContext& ctx) {
         auto p = OpenBatch(ctx);
+        Renewer renew(ctx, *p);  // 1000-item batches can outlast the lease (AOBJ-SES-019)
         const std::string bucket = ctx.NewBucket(*p);
         const std::string small = Content(100, 161);
         const std::string mid = Content(5000, 162);
@@ -188,6 +189,7 @@ void RegisterBatchCases(Registry& r) {
         // max_transfer_bytes of 64 KiB, so that the regions' total can pass it.
         constexpr uint64_t kLimit = 65536;
         auto p = OpenBatch(ctx, kLimit);
+        Renewer renew(ctx, *p);  // 1000-item batches can outlast the lease (AOBJ-SES-019)
         const std::string bucket = ctx.NewBucket(*p);
         const std::string content = Content(100, 163);
         ctx.RequireOk(p->Put(bucket, "o", content), "PUT of 100 octets");
@@ -296,6 +298,7 @@ void RegisterBatchCases(Registry& r) {
   Add(r, "obj/9.16/4", "BATCH_GET on the fast path: 1000 items in one frame each way", "fast-path",
       {"AOBJ-DAT-167", "AOBJ-OBJ-242"}, false, [](CaseContext& ctx) {
         auto p = OpenBatch(ctx, 0, kCapFastPath);
+        Renewer renew(ctx, *p);  // 1000-item batches can outlast the lease (AOBJ-SES-019)
         p->UseFastPath();
         const std::string bucket = ctx.NewBucket(*p);
         const std::string content = Content(64, 165);
@@ -322,6 +325,7 @@ void RegisterBatchCases(Registry& r) {
       "core", {"AOBJ-OBJ-248", "AOBJ-OBJ-249", "AOBJ-OBJ-250", "AOBJ-OBJ-251", "AOBJ-DAT-005"},
       true, [](CaseContext& ctx) {
         auto p = OpenBatch(ctx, 0, 0, kCapBatchPut);
+        Renewer renew(ctx, *p);  // 1000-item batches can outlast the lease (AOBJ-SES-019)
         const std::string bucket = ctx.NewBucket(*p);
         const std::string old_content = Content(300, 170);
         ctx.RequireOk(p->Put(bucket, "kept", old_content), "PUT of the object a bad item names");
@@ -413,6 +417,7 @@ void RegisterBatchCases(Registry& r) {
       "core", {"AOBJ-OBJ-246", "AOBJ-OBJ-247", "AOBJ-OBJ-249"}, true, [](CaseContext& ctx) {
         constexpr uint64_t kLimit = 65536;
         auto p = OpenBatch(ctx, kLimit, 0, kCapBatchPut);
+        Renewer renew(ctx, *p);  // 1000-item batches can outlast the lease (AOBJ-SES-019)
         const std::string bucket = ctx.NewBucket(*p);
         const uint64_t limit = p->session().limits().max_transfer_bytes();
         if (limit != kLimit) ctx.Unsupported("the target did not take max_transfer_bytes 65536");
@@ -522,6 +527,7 @@ void RegisterBatchCases(Registry& r) {
         ctx.RequireOk(p->Open(open), "OpenSession offering BATCH_PUT, FAST_PATH and OPAQUE_ETAG");
         RequireCapability(ctx, *p, kCapBatchPut, "BATCH_PUT");
         RequireCapability(ctx, *p, kCapOpaqueEtag, "OPAQUE_ETAG");
+        Renewer renew(ctx, *p);  // 1000-item batches can outlast the lease (AOBJ-SES-019)
         p->UseFastPath();
         const std::string bucket = ctx.NewBucket(*p);
         auto mem = p->Allocate(1000 * 64);

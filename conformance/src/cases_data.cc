@@ -7,6 +7,24 @@
 #include "conformance/src/cases_util.h"
 
 namespace aobj::conformance {
+
+Renewer::Renewer(CaseContext& ctx, const Peer& owner)
+    : peer_(ctx, "P1.renew", ctx.target().access_key_id, ctx.target().secret) {
+  peer_.set_session_hex(owner.session_hex());
+  const auto period = absl::Milliseconds(std::max<uint64_t>(owner.session().lease_ms() / 3, 100));
+  thread_ = std::thread([this, period] {
+    while (!stop_.WaitForNotificationWithTimeout(period)) {
+      peer_.Send(Method::kRenewSession, pb::RenewSessionRequest());
+    }
+  });
+}
+
+Renewer::~Renewer() {
+  stop_.Notify();
+  thread_.join();
+  peer_.set_session_hex("");
+}
+
 namespace {
 
 pb::GetObjectRequest RmaGet(Peer& p, const std::string& bucket, const std::string& key,
@@ -17,33 +35,6 @@ pb::GetObjectRequest RmaGet(Peer& p, const std::string& bucket, const std::strin
 }
 
 std::string PathName(pb::TransferPath p) { return pb::TransferPath_Name(p); }
-
-// Renews `session` every third of its lease while long requests run (AOBJ-SES-019: a client
-// renews during long data requests; the lease in CI is 2 s).
-class Renewer {
- public:
-  Renewer(CaseContext& ctx, const Peer& owner)
-      : peer_(ctx, "P1.renew", ctx.target().access_key_id, ctx.target().secret) {
-    peer_.set_session_hex(owner.session_hex());
-    const auto period = absl::Milliseconds(std::max<uint64_t>(owner.session().lease_ms() / 3, 100));
-    thread_ = std::thread([this, period] {
-      while (!stop_.load()) {
-        absl::SleepFor(period);
-        if (!stop_.load()) peer_.Send(Method::kRenewSession, pb::RenewSessionRequest());
-      }
-    });
-  }
-  ~Renewer() {
-    stop_ = true;
-    thread_.join();
-    peer_.set_session_hex("");
-  }
-
- private:
-  Peer peer_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
 
 // Checks a GET reply against `expect` (the octets it should have moved).
 void CheckGetReply(CaseContext& ctx, const pb::GetObjectResponse& g, const std::string& expect,

@@ -143,6 +143,15 @@ class ObjectStore {
                                                                  size_t limit) = 0;
   // Every bucket, ascending by name.
   virtual absl::StatusOr<std::vector<BucketSummary>> ListBuckets() = 0;
+
+  // Commits writers[i] with infos[i] as writers[i]->Commit(infos[i]) would, for every i, and
+  // returns each result in the same order: each object is atomic on its own (AOBJ-OBJ-010) and
+  // becomes visible after those before it, but one's failure does not stop the others. A store
+  // may share the durability work of the group (the filesystem store makes all the objects'
+  // data durable together and syncs each directory once); the default commits one at a time.
+  // Every writer comes from this store's BeginPut. PutObjects commits a round's items this way.
+  virtual std::vector<absl::StatusOr<ObjectInfo>> CommitBatch(
+      absl::Span<ObjectWriter* const> writers, absl::Span<const ObjectInfo> infos);
 };
 
 // In-memory store: consistent under concurrency, lost at exit.
@@ -150,7 +159,9 @@ std::unique_ptr<ObjectStore> NewMemoryStore();
 
 // Filesystem store rooted at `root` (created if missing). A PUT goes to a temporary file that is
 // written, fsync'ed and renamed over the final name, then the directory is fsync'ed, so a crash
-// never leaves a torn or half-visible object (AOBJ-OBJ-011). Temporary files left by a crash are
+// never leaves a torn or half-visible object (AOBJ-OBJ-011); CommitBatch starts the write-back of
+// every temp file of the group before the first fsync, so that one journal commit covers them,
+// and fsyncs each directory once. Temporary files left by a crash are
 // removed when the store opens.
 absl::StatusOr<std::unique_ptr<ObjectStore>> OpenFileStore(const std::string& root);
 

@@ -34,6 +34,9 @@ constexpr size_t kMaxItemMessageBytes = 256;
 // AOBJ-OBJ-247: a PutObjects item's content type, for the same reason.
 constexpr size_t kMaxItemContentTypeBytes = 256;
 
+// The most writers PutObjects commits as one group (ObjectStore::CommitBatch).
+constexpr size_t kCommitGroup = 64;
+
 // The octets the windows of a scatter list hold. Each length is at most max_transfer_bytes
 // (AOBJ-MEM-002), so 16 of them cannot wrap; a larger count saturates.
 uint64_t Capacity(const google::protobuf::RepeatedPtrField<aobj::v1::MemoryDescriptor>& windows) {
@@ -353,6 +356,7 @@ absl::StatusOr<std::string> RequestHandler::PutObjects(const SessionState& s,
     Checksummer crc32c{ChecksumAlgorithm::kCrc32c};
     Md5 md5;
     absl::Status error;  // the item's own failure; its remaining octets are still read
+    std::string got;     // the checksum of the octets received, once verified
     explicit Receiving(ChecksumAlgorithm a) : sum(a) {}
   };
   // The items whose octets the round holds (an item's last ones finish it), in order.
@@ -390,37 +394,41 @@ absl::StatusOr<std::string> RequestHandler::PutObjects(const SessionState& s,
     if (!opaque) r.md5.Update(data, n);
     r.error = r.writer->Append({data, static_cast<size_t>(n)});
   };
-  // AOBJ-OBJ-248: verified, then committed as a PutObject of its own; a failure is the item's.
-  auto finish = [&](Receiving& r) {
+  // AOBJ-OBJ-248: verified before it is committed as a PutObject of its own; what the commit
+  // records, or nothing when the item failed (its result then holds the error).
+  auto verify = [&](Receiving& r) -> std::optional<ObjectInfo> {
     const aobj::v1::PutObjectsItem& it = req.items(r.index);
     if (r.error.ok()) {
-      const std::string got = r.sum.Finish();
-      if (got != it.checksum()) {  // AOBJ-DAT-005
+      r.got = r.sum.Finish();
+      if (r.got != it.checksum()) {  // AOBJ-DAT-005
         r.error = MakeError(
             ErrorCode::kBadDigest,
-            absl::StrCat(ChecksumName(*algo), " of the received octets is ", HexEncode(got),
+            absl::StrCat(ChecksumName(*algo), " of the received octets is ", HexEncode(r.got),
                          ", the item says ", HexEncode(it.checksum()), "; nothing was stored"));
-      } else {
-        ObjectInfo info;
-        info.size = it.length();
-        info.etag = opaque ? OpaqueEtag()  // AOBJ-OBJ-016
-                           : absl::StrCat("\"", HexEncode(r.md5.Finish()), "\"");
-        info.content_type = it.content_type();
-        info.crc32c =
-            FromBigEndian32(*algo == ChecksumAlgorithm::kCrc32c ? got : r.crc32c.Finish());
-        auto committed = r.writer->Commit(info);
-        if (committed.ok()) {
-          aobj::v1::PutObjectsResult* out = resp.mutable_results(r.index);
-          out->set_checksum(got);
-          FillMetadata(*committed, out->mutable_metadata());
-          out->mutable_metadata()->clear_user_metadata();
-          stored += it.length();
-          return;
-        }
-        r.error = committed.status();
       }
     }
-    result_error(r.index, r.error);
+    if (!r.error.ok()) {
+      result_error(r.index, r.error);
+      return std::nullopt;
+    }
+    ObjectInfo info;
+    info.size = it.length();
+    info.etag = opaque ? OpaqueEtag()  // AOBJ-OBJ-016
+                       : absl::StrCat("\"", HexEncode(r.md5.Finish()), "\"");
+    info.content_type = it.content_type();
+    info.crc32c = FromBigEndian32(*algo == ChecksumAlgorithm::kCrc32c ? r.got : r.crc32c.Finish());
+    return info;
+  };
+  auto record = [&](const Receiving& r, const absl::StatusOr<ObjectInfo>& committed) {
+    if (!committed.ok()) return result_error(r.index, committed.status());
+    aobj::v1::PutObjectsResult* out = resp.mutable_results(r.index);
+    out->set_checksum(r.got);
+    FillMetadata(*committed, out->mutable_metadata());
+    out->mutable_metadata()->clear_user_metadata();
+    stored += committed->size;
+  };
+  auto finish = [&](Receiving& r) {
+    if (std::optional<ObjectInfo> info = verify(r)) record(r, r.writer->Commit(*info));
   };
   // AOBJ-OBJ-251: one flush per round; a failed RMA operation fails the whole request.
   auto flush = [&]() -> absl::Status {
@@ -428,6 +436,18 @@ absl::StatusOr<std::string> RequestHandler::PutObjects(const SessionState& s,
     absl::Status st = ExecuteRma(s, round, call);
     round.ops.clear();
     if (st.ok()) {
+      // The items whole in this round are committed together, in order (ObjectStore::CommitBatch),
+      // at most kCommitGroup at once: each open writer may hold a descriptor (issue 16).
+      std::vector<std::unique_ptr<Receiving>> group;
+      std::vector<ObjectWriter*> writers;
+      std::vector<ObjectInfo> infos;
+      auto commit_group = [&] {
+        std::vector<absl::StatusOr<ObjectInfo>> committed = store_->CommitBatch(writers, infos);
+        for (size_t k = 0; k < group.size(); ++k) record(*group[k], committed[k]);
+        group.clear();
+        writers.clear();
+        infos.clear();
+      };
       for (const Segment& g : segments) {
         // A segment of the spanning item continues `open`; any other item is whole here.
         if (open != nullptr && open->index == g.index) {
@@ -440,8 +460,14 @@ absl::StatusOr<std::string> RequestHandler::PutObjects(const SessionState& s,
         }
         std::unique_ptr<Receiving> r = start(g.index);
         take(*r, staging.get() + g.at, g.n);
-        finish(*r);
+        if (std::optional<ObjectInfo> info = verify(*r)) {
+          writers.push_back(r->writer.get());
+          infos.push_back(std::move(*info));
+          group.push_back(std::move(r));
+          if (group.size() == kCommitGroup) commit_group();
+        }
       }
+      commit_group();
     }
     segments.clear();
     staged = 0;

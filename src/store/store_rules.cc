@@ -23,6 +23,17 @@ absl::Status CheckCommitConditions(const WriteOptions& options, const std::strin
   return absl::OkStatus();
 }
 
+std::vector<absl::StatusOr<ObjectInfo>> ObjectStore::CommitBatch(
+    absl::Span<ObjectWriter* const> writers, absl::Span<const ObjectInfo> infos) {
+  std::vector<absl::StatusOr<ObjectInfo>> out;
+  out.reserve(writers.size());
+  for (size_t i = 0; i < writers.size(); ++i) {
+    out.push_back(i < infos.size() ? writers[i]->Commit(infos[i])
+                                   : MakeError(ErrorCode::kInvalidArgument, "no info to commit"));
+  }
+  return out;
+}
+
 absl::Status NoSuchBucket() { return MakeError(ErrorCode::kNoSuchBucket, "no such bucket"); }
 
 }  // namespace aobj

@@ -152,6 +152,58 @@ TEST_F(FileStoreTest, ObjectsSurviveReopening) {
   EXPECT_CODE(store_->CreateBucket("empty"), ErrorCode::kBucketAlreadyExists);
 }
 
+// CommitBatch (PutObjects' group commit): objects of two buckets committed together survive
+// reopening with what Commit recorded, leave no temp files, and a bucket deleted under its
+// writers fails only its own items.
+TEST_F(FileStoreTest, CommitBatchObjectsSurviveReopeningAndFailOnlyTheirOwn) {
+  ASSERT_OK(store_->CreateBucket("one"));
+  ASSERT_OK(store_->CreateBucket("two"));
+  ASSERT_OK(store_->CreateBucket("gone"));
+  struct Item {
+    std::string bucket, key, content;
+  };
+  const std::vector<Item> items = {{"one", "a", Content(4096, 'a')},
+                                   {"two", "a", Content(10, 'b')},
+                                   {"gone", "x", Content(100, 'c')},
+                                   {"one", "b", ""},
+                                   {"two", "c", Content(200000, 'd')}};
+  std::vector<std::unique_ptr<ObjectWriter>> owned;
+  std::vector<ObjectWriter*> writers;
+  std::vector<ObjectInfo> infos;
+  for (const Item& it : items) {
+    absl::StatusOr<std::unique_ptr<ObjectWriter>> w =
+        store_->BeginPut(it.bucket, it.key, it.content.size(), "x/y");
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_OK((*w)->Append(AsBytes(it.content)));
+    ObjectInfo info;
+    info.size = it.content.size();
+    info.etag = absl::StrCat("\"", HexEncode(Sha256(it.content)).substr(0, 32), "\"");
+    info.crc32c = Crc32c(0, it.content.data(), it.content.size());
+    infos.push_back(info);
+    writers.push_back(w->get());
+    owned.push_back(std::move(*w));
+  }
+  ASSERT_OK(store_->DeleteBucket("gone"));  // its writer's temp file goes with it
+  std::vector<absl::StatusOr<ObjectInfo>> got = store_->CommitBatch(writers, infos);
+  ASSERT_EQ(got.size(), items.size());
+  EXPECT_CODE(got[2].status(), ErrorCode::kNoSuchBucket);
+  owned.clear();
+  for (const char* b : {"one", "two"}) EXPECT_TRUE(Entries(root_ / b / "tmp").empty()) << b;
+  Reopen();
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i == 2) continue;
+    SCOPED_TRACE(items[i].bucket + "/" + items[i].key);
+    ASSERT_TRUE(got[i].ok()) << got[i].status();
+    EXPECT_EQ(Get(*store_, items[i].bucket, items[i].key).value_or("<error>"), items[i].content);
+    absl::StatusOr<ObjectInfo> head = store_->Head(items[i].bucket, items[i].key);
+    ASSERT_TRUE(head.ok()) << head.status();
+    EXPECT_EQ(head->etag, infos[i].etag);
+    EXPECT_EQ(head->crc32c, infos[i].crc32c);
+    EXPECT_EQ(head->last_modified_ms, got[i]->last_modified_ms);
+  }
+  EXPECT_CODE(store_->HeadBucket("gone"), ErrorCode::kNoSuchBucket);
+}
+
 TEST_F(FileStoreTest, UsesTheDocumentedLayout) {
   ASSERT_OK(store_->CreateBucket("bucket"));
   ASSERT_TRUE(Put(*store_, "bucket", "a/b", "content").ok());

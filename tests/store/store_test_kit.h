@@ -1195,6 +1195,75 @@ TEST_P(ObjectStoreConformanceTest, IfMatchCommitsAreCompareAndSwap) {
             std::to_string(kThreads * kIncrements));
 }
 
+// ---- CommitBatch ---------------------------------------------------------------------------
+
+// CommitBatch commits each writer as its own Commit would: in order, one's failure (too few
+// octets, a commit condition) not the others', and every committed object readable and listed.
+TEST_P(ObjectStoreConformanceTest, CommitBatchCommitsEachWriterAsItsOwnCommit) {
+  using namespace store_test_kit;
+  using Keys = std::vector<std::string>;
+  AOBJ_KIT_ASSERT_OK(store().CreateBucket("bucket"));
+  AOBJ_KIT_ASSERT_OK(Put(store(), "bucket", "kept", "old").status());
+  AOBJ_KIT_ASSERT_OK(Put(store(), "bucket", "replaced", "old").status());
+  struct Item {
+    std::string key;
+    std::string content;
+    bool create_only = false;
+    size_t append = std::string::npos;  // octets appended, when fewer than the content's
+  };
+  const std::vector<Item> items = {
+      {"a", Pattern(1, 5000)}, {"short", "twelve bytes", false, 5},  // too few octets: fails
+      {"kept", "new", true},  // If-None-Match "*" on an object: fails
+      {"empty", ""},           {"replaced", Pattern(2, 70000)},     {"b", Pattern(3, 1)},
+  };
+  std::vector<std::unique_ptr<ObjectWriter>> owned;
+  std::vector<ObjectWriter*> writers;
+  std::vector<ObjectInfo> infos;
+  for (const Item& it : items) {
+    WriteOptions options;
+    options.content_type = "text/plain";
+    options.if_none_match_star = it.create_only;
+    absl::StatusOr<std::unique_ptr<ObjectWriter>> w =
+        store().BeginPut("bucket", it.key, it.content.size(), options);
+    ASSERT_TRUE(w.ok()) << it.key << ": " << w.status();
+    AOBJ_KIT_ASSERT_OK(AppendInChunks(**w, std::string_view(it.content).substr(0, it.append)));
+    writers.push_back(w->get());
+    infos.push_back(InfoFor(it.content));
+    owned.push_back(std::move(*w));
+  }
+  std::vector<absl::StatusOr<ObjectInfo>> got = store().CommitBatch(writers, infos);
+  ASSERT_EQ(got.size(), items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    SCOPED_TRACE(items[i].key);
+    if (items[i].key == "short") {
+      EXPECT_FALSE(got[i].ok());
+      continue;
+    }
+    if (items[i].key == "kept") {
+      AOBJ_KIT_EXPECT_CODE(got[i].status(), ErrorCode::kPreconditionFailed);
+      continue;
+    }
+    ASSERT_TRUE(got[i].ok()) << got[i].status();
+    EXPECT_EQ(got[i]->size, items[i].content.size());
+    EXPECT_EQ(got[i]->etag, infos[i].etag);
+    EXPECT_EQ(got[i]->crc32c, infos[i].crc32c);
+    EXPECT_EQ(got[i]->content_type, "text/plain");
+    EXPECT_GT(got[i]->last_modified_ms, 0);
+    EXPECT_EQ(Get(store(), "bucket", items[i].key).value_or("<error>"), items[i].content);
+  }
+  owned.clear();  // the failed writers abort and leave nothing
+  EXPECT_EQ(Get(store(), "bucket", "kept").value_or("<error>"), "old");
+  AOBJ_KIT_EXPECT_CODE(Get(store(), "bucket", "short").status(), ErrorCode::kNoSuchKey);
+  EXPECT_EQ(ListKeys(store(), "bucket").value_or(Keys{"<error>"}),
+            (Keys{"a", "b", "empty", "kept", "replaced"}));
+  // An empty group commits nothing.
+  EXPECT_TRUE(store().CommitBatch({}, {}).empty());
+  for (const char* key : {"a", "b", "empty", "kept", "replaced"}) {
+    AOBJ_KIT_ASSERT_OK(store().Delete("bucket", key));
+  }
+  AOBJ_KIT_EXPECT_OK(store().DeleteBucket("bucket"));  // no leftovers of the failed writers
+}
+
 }  // namespace aobj
 
 #endif  // AOBJ_TESTS_STORE_STORE_TEST_KIT_H_

@@ -482,6 +482,10 @@ MUTANTS = {
         'the fast path carries listings and the session methods too, instead of answering INVALID_ARGUMENT (AOBJ-DAT-167)',
         [('src/control/rpc.cc', '      return true;\n    default:\n      return false;\n  }\n}', '      return true;\n    default:\n      return true;\n  }\n}')],
         'dat/8.9/2', []),
+    'fast-unnegotiated-served': (
+        'a fast request of a session that did not negotiate FAST_PATH is served as if it had (AOBJ-DAT-167)',
+        [('src/server/fast_path.cc', '  if (!session->HasCapability(kCapFastPath)) {', '  if (false) {')],
+        'dat/8.9/5', []),
     'fast-trailing-octets-accepted': (
         'a fast frame with octets after its message parses (and is answered) instead of being dropped (AOBJ-DAT-171)',
         [('src/wire/fast_frame.cc', '  if (!r.U32(&n) || !r.Bytes(n, &v) || r.remaining() != 0) return false;', '  if (!r.U32(&n) || !r.Bytes(n, &v)) return false;')],
@@ -512,7 +516,7 @@ MUTANTS = {
         'obj/9.16/3', []),
     'batch-put-bad-digest-stored': (
         'a PutObjects item whose octets differ from its checksum is stored anyway (AOBJ-OBJ-248)',
-        [('src/server/handler_batch.cc', '      if (got != it.checksum()) {  // AOBJ-DAT-005', '      if (false) {  // AOBJ-DAT-005')],
+        [('src/server/handler_batch.cc', '      if (r.got != it.checksum()) {  // AOBJ-DAT-005', '      if (false) {  // AOBJ-DAT-005')],
         'obj/9.17/1', []),
     'batch-put-duplicate-keys': (
         'PutObjects takes two items of one key (AOBJ-OBJ-247)',

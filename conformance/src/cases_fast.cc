@@ -227,6 +227,38 @@ void RegisterFastPathCases(Registry& r) {
         }
         ctx.RequireStillServes();
       });
+
+  Add(r, "dat/8.9/5",
+      "a fast request of a session that did not negotiate FAST_PATH is answered INVALID_ARGUMENT",
+      "fast-path", {"AOBJ-DAT-167", "AOBJ-DAT-166"}, true, [](CaseContext& ctx) {
+        // The address comes from a session that negotiated FAST_PATH; the requests name one of
+        // the same principal that did not offer it, and sign and reach its confirmed endpoint.
+        auto fast = OpenFast(ctx);
+        const std::string bucket = ctx.NewBucket(*fast);
+        ctx.RequireOk(fast->Put(bucket, "k", Content(100, 9)), "PUT on the fast path");
+        auto plain = ctx.Open();
+        ctx.Require(!plain->Negotiated(kCapFastPath),
+                    "a session that did not offer FAST_PATH did not negotiate it", "absent",
+                    "negotiated");
+        plain->UseFastPath(fast.get());
+        pb::HeadObjectRequest head;
+        head.set_bucket(bucket);
+        head.set_key("k");
+        auto mem = plain->Allocate(10);
+        std::memset(mem->data(), 1, 10);
+        ctx.RequireCode(plain->Send(Method::kHeadObject, head), ErrorCode::kInvalidArgument,
+                        "HEAD as a fast request of a session without FAST_PATH (AOBJ-DAT-167)");
+        ctx.RequireCode(
+            plain->Send(Method::kPutObject, plain->PutRequest(bucket, "other", *mem, 10)),
+            ErrorCode::kInvalidArgument, "PUT as a fast request of a session without FAST_PATH");
+        plain->set_fast(false);
+        ctx.RequireCode(plain->Head(bucket, "other"), ErrorCode::kNoSuchKey,
+                        "the refused fast PUT stored nothing");
+        ctx.RequireOk(plain->Send(Method::kHeadObject, head), "the same HEAD by gRPC");
+        ctx.Require(plain->stray_fast_replies() == 0, "no reply for a request not waited for", "0",
+                    absl::StrCat(plain->stray_fast_replies()));
+        ctx.RequireStillServes();
+      });
 }
 
 }  // namespace aobj::conformance

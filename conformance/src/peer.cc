@@ -248,8 +248,9 @@ struct Peer::FastInbox {
   size_t stray ABSL_GUARDED_BY(mu) = 0;
 };
 
-void Peer::UseFastPath() {
-  if (!Negotiated(7) || open_.fast_path_address().empty()) {
+void Peer::UseFastPath(const Peer* via) {
+  const Peer& owner = via != nullptr ? *via : *this;
+  if (!owner.Negotiated(7) || owner.session().fast_path_address().empty()) {
     ctx_.Unsupported("the target did not negotiate FAST_PATH (capability 7) with an address");
   }
   if (fast_inbox_ == nullptr) {
@@ -266,7 +267,7 @@ void Peer::UseFastPath() {
         });
     ctx_.Require(s.ok(), "register the suite's FAST_REPLY handler", "OK", s.ToString());
   }
-  auto ep = worker_->ConnectForMessages(open_.fast_path_address());
+  auto ep = worker_->ConnectForMessages(owner.session().fast_path_address());
   ctx_.Require(ep.ok(), "an endpoint to fast_path_address (AOBJ-DAT-163)", "created",
                ep.status().ToString());
   fast_ep_ = *ep;

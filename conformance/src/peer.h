@@ -140,8 +140,10 @@ class Peer {
   // method the path carries (AOBJ-DAT-167) as a fast request, unless the tampering needs gRPC
   // metadata (extra entries, a duplicated nonce). A fast request that gets no reply within the
   // call timeout comes back as DEADLINE_EXCEEDED without an AOBJ error. Unsupported (the case
-  // ends so) when FAST_PATH was not negotiated.
-  void UseFastPath();
+  // ends so) when FAST_PATH was not negotiated. With `via`, the address is the one `via`'s
+  // session was given, whatever this session negotiated: a session without FAST_PATH sends
+  // fast requests (AOBJ-DAT-167 says how they are answered).
+  void UseFastPath(const Peer* via = nullptr);
   bool fast() const { return fast_ep_ != 0 && fast_on_; }
   void set_fast(bool on) { fast_on_ = on; }
   // Sends `frame` as one FAST_REQUEST active message, exactly these octets, and waits up to

@@ -530,6 +530,18 @@ MUTANTS = {
         'PutObjects is served on a session that did not negotiate BATCH_PUT (AOBJ-OBJ-245)',
         [('src/server/handler_batch.cc', '  if (!s.HasCapability(kCapBatchPut)) {  // AOBJ-OBJ-245', '  if (false) {  // AOBJ-OBJ-245')],
         'obj/9.17/3', []),
+    'put-rma-failure-answered': (
+        'a PUT whose RMA read failed or timed out is answered OK, storing nothing (AOBJ-OPS-008)',
+        [('src/server/handler.cc', '  auto got = ReceiveBody(s, upload, *plan, writer->get(), call);\n  if (!got.ok()) return got.status();\n  ObjectInfo info;', '  auto got = ReceiveBody(s, upload, *plan, writer->get(), call);\n  if (!got.ok()) return Serialize(aobj::v1::PutObjectResponse());\n  ObjectInfo info;')],
+        'dat/13.7/1', []),
+    'batch-get-rma-failure-answered': (
+        'a GetObjects whose RMA write failed is answered with its results instead of failing whole (AOBJ-OBJ-243)',
+        [('src/server/handler_batch.cc', '  if (!failed.ok()) return failed;\n  counters_.bytes_out', '  if (!failed.ok()) return Serialize(resp);\n  counters_.bytes_out')],
+        'obj/9.16/5', []),
+    'batch-put-rma-failure-answered': (
+        'a PutObjects whose RMA read failed is answered with the results so far instead of failing whole (AOBJ-OBJ-251)',
+        [('src/server/handler_batch.cc', '  if (!failed.ok()) return failed;  // AOBJ-OBJ-251', '  if (!failed.ok()) return Serialize(resp);  // AOBJ-OBJ-251')],
+        'obj/9.17/5', []),
 }
 
 

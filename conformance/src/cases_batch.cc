@@ -82,6 +82,42 @@ std::string CodeOfResult(const pb::GetObjectsResult& r) {
                        : "OK";
 }
 
+// dat/13.7/1's stalled client for a batch: a confirmed session offering BATCH_PUT and BATCH_GET
+// whose worker nobody progresses; the bound it was announced (Limits.data_wait_ms) in *bound_ms.
+std::unique_ptr<Peer> OpenStalled(CaseContext& ctx, uint32_t* bound_ms) {
+  auto p = ctx.NewPeer();
+  p->UseStalledWorker();
+  pb::OpenSessionRequest open = p->DefaultOpen();
+  open.add_capabilities(kCapBatchPut);
+  open.add_capabilities(kCapBatchGet);
+  ctx.RequireOk(p->Open(open),
+                "OpenSession offering BATCH_PUT and BATCH_GET, naming a worker nobody progresses");
+  *bound_ms = p->session().limits().data_wait_ms();
+  ctx.Require(*bound_ms > 0, "the server announces its RMA bound (Limits.data_wait_ms)", "non-zero",
+              "0");
+  return p;
+}
+
+// Sends a batch that moves `octets` from or to the stalled client's memory, between two
+// renewals (it waits out the RMA bound, and CI runs a 2 s lease with a 1.5 s bound), and checks
+// that the reply came within the bound, the octets at 50 MB/s and room for a busy machine.
+template <class M>
+RawReply SendStalled(CaseContext& ctx, Peer& p, Method method, const M& req, uint32_t bound_ms,
+                     uint64_t octets) {
+  ctx.RequireOk(p.Send(Method::kRenewSession, pb::RenewSessionRequest()),
+                "RenewSession before the batch");
+  const absl::Time start = absl::Now();
+  RawReply reply = p.Send(method, req);
+  const absl::Duration took = absl::Now() - start;
+  ctx.RequireOk(p.Send(Method::kRenewSession, pb::RenewSessionRequest()),
+                "RenewSession after the batch (AOBJ-DAT-158: the session stays OPEN)");
+  const absl::Duration limit = absl::Milliseconds(bound_ms) +
+                               absl::Seconds(static_cast<double>(octets) / 50e6) + absl::Seconds(5);
+  ctx.Require(took <= limit, "the reply came within the announced bound",
+              absl::StrCat("<= ", absl::FormatDuration(limit)), absl::FormatDuration(took));
+  return reply;
+}
+
 }  // namespace
 
 void RegisterBatchCases(Registry& r) {
@@ -556,6 +592,131 @@ void RegisterBatchCases(Registry& r) {
         ctx.RequireOk(p->Get(bucket, "tile/999", &back), "GET of the last item");
         ctx.Require(back == Content(64, 1199), "the last item's octets", "64 octets",
                     absl::StrCat(back.size(), " octets, other content"));
+      });
+
+  // dat/13.7/1's stalled client, mid-batch: the batch is one data request, so its RMA is bounded
+  // the same way, and its failure is the whole request's.
+  Add(r, "obj/9.17/5",
+      "a stalled client mid-PutObjects: TRANSFER_FAILED within the bound, no results, nothing "
+      "stored, then DATA_CHANNEL_UNAVAILABLE for its GetObjects",
+      "core", {"AOBJ-OBJ-251", "AOBJ-OBJ-248", "AOBJ-OPS-008", "AOBJ-DAT-158"}, true,
+      [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        uint32_t bound_ms = 0;
+        auto stalled = OpenStalled(ctx, &bound_ms);
+        RequireCapability(ctx, *stalled, kCapBatchPut, "BATCH_PUT");
+        constexpr size_t kItem = 1 << 20;
+        constexpr int kItems = 4;
+        auto heap = stalled->RegisterHeap(kItem * kItems, 0x5a);
+        const std::string content(kItem, '\x5a');
+        pb::PutObjectsRequest req;
+        req.set_bucket(f.bucket);
+        req.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        *req.add_source() = Peer::Descriptor(*heap, 0, kItem * kItems);
+        for (int i = 0; i < kItems; ++i)
+          AddPut(&req, absl::StrCat("stalled-", i), i * kItem, content);
+        RawReply put =
+            SendStalled(ctx, *stalled, Method::kPutObjects, req, bound_ms, kItem * kItems);
+        if (put.status.ok()) {
+          // Only a server whose RMA read the memory without this side's progress (hardware RMA)
+          // may answer OK, and then it stored every item: anything less is a failed read
+          // answered as a success (AOBJ-OBJ-251).
+          const auto resp = Parse<pb::PutObjectsResponse>(ctx, put, "PutObjects");
+          int stored = 0;
+          for (int i = 0; i < resp.results_size() && i < kItems; ++i) {
+            if (!resp.results(i).has_error() &&
+                f.p->Head(f.bucket, absl::StrCat("stalled-", i)).status.ok()) {
+              ++stored;
+            }
+          }
+          ctx.Require(resp.results_size() == kItems && stored == kItems,
+                      "an OK reply means every item was read and stored (AOBJ-OBJ-251)",
+                      absl::StrCat(kItems, " results, ", kItems, " objects"),
+                      absl::StrCat(resp.results_size(), " results, ", stored, " objects"));
+          ctx.Unsupported("the server's RMA did not need the client's progress (HARDWARE)");
+        }
+        ctx.RequireCode(put, ErrorCode::kTransferFailed,
+                        "PutObjects from memory nobody serves (AOBJ-OBJ-251: the whole request)");
+        // The first item's octets never arrived, and items are stored in order (AOBJ-OBJ-248).
+        for (int i = 0; i < kItems; ++i) {
+          ctx.RequireCode(f.p->Head(f.bucket, absl::StrCat("stalled-", i)), ErrorCode::kNoSuchKey,
+                          absl::StrCat("HEAD of item ", i, " of the failed batch"));
+        }
+        ctx.RequireOk(f.p->Put(f.bucket, "small", "small"),
+                      "PUT of a small object by another session");
+        if (stalled->Negotiated(kCapBatchGet)) {
+          auto win = stalled->RegisterHeap(4096, 0);
+          pb::GetObjectsRequest g;
+          g.set_bucket(f.bucket);
+          g.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+          *g.add_destination() = Peer::Descriptor(*win, 0, 4096);
+          AddItem(&g, "small", 0, 5);
+          RawReply got = stalled->Send(Method::kGetObjects, g);
+          ctx.RequireCode(got, ErrorCode::kDataChannelUnavailable,
+                          "a GetObjects in the session whose data channel failed (AOBJ-DAT-158)");
+          ctx.Require(got.error.message().find("data channel") != std::string::npos,
+                      "the message says the data channel failed", "mentions the data channel",
+                      got.error.message());
+        }
+        ctx.RequireCode(stalled->Send(Method::kPutObjects, req), ErrorCode::kDataChannelUnavailable,
+                        "the same PutObjects again");
+        ctx.RequireOk(stalled->Send(Method::kRenewSession, pb::RenewSessionRequest()),
+                      "RenewSession again, after the refused requests");
+        ctx.RequireStillServes();
+      });
+
+  Add(r, "obj/9.16/5",
+      "a stalled client mid-GetObjects: TRANSFER_FAILED within the bound and no results, then "
+      "DATA_CHANNEL_UNAVAILABLE for its next batch",
+      "core", {"AOBJ-OBJ-243", "AOBJ-OPS-008", "AOBJ-DAT-158"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        constexpr size_t kItem = 1 << 20;
+        constexpr int kItems = 4;
+        std::vector<std::string> contents;
+        for (int i = 0; i < kItems; ++i) {
+          contents.push_back(Content(kItem, 500 + i));
+          ctx.RequireOk(f.p->Put(f.bucket, absl::StrCat("big-", i), contents.back()),
+                        absl::StrCat("PUT of object ", i, " by another session"));
+        }
+        uint32_t bound_ms = 0;
+        auto stalled = OpenStalled(ctx, &bound_ms);
+        RequireCapability(ctx, *stalled, kCapBatchGet, "BATCH_GET");
+        auto heap = stalled->RegisterHeap(kItem * kItems, kUntouched);
+        pb::GetObjectsRequest req;
+        req.set_bucket(f.bucket);
+        req.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        *req.add_destination() = Peer::Descriptor(*heap, 0, kItem * kItems);
+        for (int i = 0; i < kItems; ++i) AddItem(&req, absl::StrCat("big-", i), i * kItem, kItem);
+        RawReply got =
+            SendStalled(ctx, *stalled, Method::kGetObjects, req, bound_ms, kItem * kItems);
+        if (got.status.ok()) {
+          // Only a server whose RMA wrote without this side's progress (hardware RMA) may answer
+          // OK, and then every item is in its region.
+          const auto resp = Parse<pb::GetObjectsResponse>(ctx, got, "GetObjects");
+          int whole = 0;
+          for (int i = 0; i < resp.results_size() && i < kItems; ++i) {
+            const bool moved =
+                !resp.results(i).has_error() && resp.results(i).bytes_transferred() == kItem &&
+                std::memcmp(heap->data() + i * kItem, contents[i].data(), kItem) == 0;
+            whole += moved ? 1 : 0;
+          }
+          ctx.Require(resp.results_size() == kItems && whole == kItems,
+                      "an OK reply means every item was written (AOBJ-OBJ-243)",
+                      absl::StrCat(kItems, " items in their regions"),
+                      absl::StrCat(resp.results_size(), " results, ", whole, " items in place"));
+          ctx.Unsupported("the server's RMA did not need the client's progress (HARDWARE)");
+        }
+        ctx.RequireCode(got, ErrorCode::kTransferFailed,
+                        "GetObjects into memory nobody serves (AOBJ-OBJ-243: the whole request)");
+        RawReply again = stalled->Send(Method::kGetObjects, req);
+        ctx.RequireCode(again, ErrorCode::kDataChannelUnavailable,
+                        "the same GetObjects again (AOBJ-DAT-158)");
+        ctx.Require(again.error.message().find("data channel") != std::string::npos,
+                    "the message says the data channel failed", "mentions the data channel",
+                    again.error.message());
+        ctx.RequireOk(stalled->Head(f.bucket, "big-0"),
+                      "HeadObject in the session whose data channel failed");
+        ctx.RequireStillServes();
       });
 }
 

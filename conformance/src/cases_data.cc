@@ -832,8 +832,16 @@ void RegisterDataCases(Registry& r) {
         ctx.RequireOk(stalled->Send(Method::kRenewSession, pb::RenewSessionRequest()),
                       "RenewSession of the session whose data channel failed");
         if (put.status.ok()) {
-          // The server read the memory without this side's progress (hardware RMA): nothing
-          // could stall, and the bound was never needed.
+          // Only a server that read the memory without this side's progress (hardware RMA:
+          // nothing could stall, and the bound was never needed) may answer OK, and then it
+          // stored the whole object; anything less is a failed read answered as a success.
+          RawReply head = f.p->Head(f.bucket, "stalled");
+          const auto h = head.status.ok() ? Parse<pb::HeadObjectResponse>(ctx, head, "HEAD")
+                                          : pb::HeadObjectResponse();
+          ctx.Require(head.status.ok() && h.metadata().size() == kSize,
+                      "an OK reply means the object was read and stored", "8 MiB stored",
+                      head.status.ok() ? absl::StrCat(h.metadata().size(), " octets stored")
+                                       : "nothing stored");
           ctx.Unsupported("the server's RMA did not need the client's progress (HARDWARE)");
         }
         ctx.RequireCode(put, ErrorCode::kTransferFailed, "PUT from memory nobody serves");

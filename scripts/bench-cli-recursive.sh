@@ -6,8 +6,8 @@
 #
 #   bash scripts/bench-cli-recursive.sh [FILES] [BYTES] [ROUNDS] [STORE]   (1000 4096 3 fs)
 #
-# Downloads are also timed with --no-batch (one GET per file instead of GetObjects batches of
-# small files, spec 9.16).
+# Uploads and downloads are also timed with --no-batch (one PUT or GET per file instead of
+# PutObjects and GetObjects batches of small files, spec 9.16 and 9.17).
 #
 # With AOBJ_BENCH_BASELINE_CLI=PATH (an aobj CLI built from an older commit), that CLI's default
 # `cp --recursive` is timed in the same rounds too, against the same server.
@@ -62,7 +62,9 @@ report() {
 }
 report upload "$u1" "$u0"
 report download "$d1" "$d0"
-dn=$(median ${down[n]})
+dn=$(median ${down[n]}) un=$(median ${up[n]})
+awk -v n="$files" -v un="$un" -v u0="$u0" 'BEGIN {
+  printf "upload --no-batch: %.2f s (%.0f files/s); batched (the default) %.1fx that\n", un, n / un, un / u0 }'
 awk -v n="$files" -v dn="$dn" -v d0="$d0" 'BEGIN {
   printf "download --no-batch: %.2f s (%.0f files/s); batched (the default) %.1fx that\n", dn, n / dn, dn / d0 }'
 if [ -n "$baseline" ]; then

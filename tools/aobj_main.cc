@@ -129,7 +129,8 @@ Flags:
   --multipart-threshold BYTES   cp uploads of files this large or larger are multipart
                           uploads (default 64 MiB; 0: never)
   --part-size BYTES       part size of those uploads (default 16 MiB; larger when a file would
-                          need more than 10000 parts)
+                          need more than 10000 parts, and at least the server's minimum part
+                          size, which it announces: 5 MiB by default)
   --no-progress           no progress bar (shown on stderr when it is a terminal)
   --no-inline             always use the RMA data channel, even for small bodies
   --etag md5|opaque       the ETag the server gives what this command uploads with a single PUT

@@ -335,6 +335,12 @@ void Progress::Add(uint64_t bytes) {
   Draw(false);
 }
 
+void Progress::TakeBack(uint64_t bytes) {
+  absl::MutexLock l(&mu_);
+  bytes_ -= std::min(bytes, bytes_);
+  Draw(false);
+}
+
 void Progress::FileDone() {
   absl::MutexLock l(&mu_);
   ++files_;
@@ -453,9 +459,12 @@ absl::StatusOr<ObjectInfo> UploadFileInParts(Client& client, int fd, uint64_t si
                                              const std::string& path, const std::string& bucket,
                                              const std::string& key, const PutOptions& options,
                                              uint64_t part_size, Progress* progress) {
-  // As `aws s3 cp` does: a larger part size when the file would need more than 10000 parts.
-  part_size = std::max<uint64_t>(
-      {part_size, size / kMaxPartNumber + (size % kMaxPartNumber != 0 ? 1 : 0), 1});
+  // As `aws s3 cp` does: a larger part size when the file would need more than 10000 parts;
+  // and never below the server's minimum part size (AOBJ-OBJ-235), which would fail only at
+  // Complete, after every part was sent.
+  part_size =
+      std::max<uint64_t>({part_size, size / kMaxPartNumber + (size % kMaxPartNumber != 0 ? 1 : 0),
+                          client.session().limits.min_part_size, 1});
   const uint64_t count = std::max<uint64_t>(1, size / part_size + (size % part_size != 0));
   absl::StatusOr<UploadInfo> upload = client.CreateMultipartUpload(bucket, key, options);
   if (!upload.ok()) return upload.status();
@@ -467,6 +476,7 @@ absl::StatusOr<ObjectInfo> UploadFileInParts(Client& client, int fd, uint64_t si
   uint64_t next = 0;                      // guarded by mu
   absl::Status first_error;               // guarded by mu
   std::vector<std::string> etags(count);  // each written by the lane that uploads the part
+  uint64_t added = 0;                     // octets counted in `progress`, guarded by mu
   auto lane = [&](Buffer* buf) {
     for (;;) {
       uint64_t i;
@@ -496,32 +506,33 @@ absl::StatusOr<ObjectInfo> UploadFileInParts(Client& client, int fd, uint64_t si
         return;
       }
       etags[i] = part->etag;
+      added += len;
       if (progress) progress->Add(len);  // under mu: Progress is not thread-safe
     }
+  };
+  // A failed upload is sent again whole by the retry, so its parts are not counted twice.
+  auto fail = [&](absl::Status st) -> absl::Status {
+    client.AbortMultipartUpload(bucket, key, id).IgnoreError();
+    if (progress) progress->TakeBack(added);
+    return st;
   };
   std::vector<std::unique_ptr<Buffer>> buffers;
   for (uint64_t l = 0; l < lanes; ++l) {
     absl::StatusOr<std::unique_ptr<Buffer>> buf =
         client.AllocateBuffer(static_cast<size_t>(std::min(part_size, size) + (size == 0)));
-    if (!buf.ok()) {
-      client.AbortMultipartUpload(bucket, key, id).IgnoreError();
-      return buf.status();
-    }
+    if (!buf.ok()) return fail(buf.status());
     buffers.push_back(*std::move(buf));
   }
   std::vector<std::thread> threads;
   for (uint64_t l = 1; l < lanes; ++l) threads.emplace_back(lane, buffers[l].get());
   lane(buffers[0].get());
   for (std::thread& t : threads) t.join();
-  if (!first_error.ok()) {
-    client.AbortMultipartUpload(bucket, key, id).IgnoreError();
-    return first_error;
-  }
+  if (!first_error.ok()) return fail(first_error);
   std::vector<CompletedPart> parts(count);
   for (uint64_t i = 0; i < count; ++i) parts[i] = {static_cast<uint32_t>(i + 1), etags[i]};
   absl::StatusOr<ObjectInfo> info =
       client.CompleteMultipartUpload(bucket, key, id, parts, options.conditions);
-  if (!info.ok()) client.AbortMultipartUpload(bucket, key, id).IgnoreError();
+  if (!info.ok()) return fail(info.status());
   return info;
 }
 

@@ -108,6 +108,8 @@ class Progress {
   // When the total was not known at construction (0), sets it once it is.
   void SetTotalIfUnknown(uint64_t total_bytes);
   void Add(uint64_t bytes);
+  // Uncounts octets of an attempt that failed and will be sent again (a retried upload).
+  void TakeBack(uint64_t bytes);
   void FileDone();
   // Prints `line` on stdout above the bar (the bar is cleared and redrawn around it).
   void Print(const std::string& line);

@@ -45,6 +45,25 @@ bool Retryable(const absl::Status& status) {
   return GetErrorInfo(ErrorCodeOf(status)).retryable;
 }
 
+absl::Status RetryRepeatable(
+    const RetryPolicy& policy, Sessions* sessions, Client& fallback,
+    const std::function<absl::Status(Client&)>& call,
+    const std::function<void(const absl::Status&, int, absl::Duration)>& before_retry) {
+  absl::BitGen rng;
+  for (int attempt = 1;; ++attempt) {
+    uint64_t generation = 0;
+    Client& c = sessions != nullptr ? sessions->Current(&generation) : fallback;
+    const absl::Status st = call(c);
+    if (st.ok() || attempt >= policy.max_attempts || !Retryable(st)) return st;
+    const absl::Duration pause = policy.Pause(attempt, rng);
+    if (before_retry) before_retry(st, attempt + 1, pause);
+    absl::SleepFor(pause);
+    if (sessions != nullptr && SessionLost(st)) {
+      sessions->Renew(generation).IgnoreError();  // the next attempt says why
+    }
+  }
+}
+
 Sessions::Sessions(ClientOptions options, std::unique_ptr<Client> first,
                    std::vector<std::string> gateways,
                    std::function<void(const std::string&)> notice)

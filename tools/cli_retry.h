@@ -50,6 +50,18 @@ bool SessionLost(const absl::Status& status);
 // learned by other means (the CLI asks the server: a HEAD, or whether the session still exists).
 bool UnknownOutcome(const absl::Status& status);
 
+class Sessions;
+
+// Sends a request that AOBJ-ERR-011 lets a client repeat whatever became of it (a listing page,
+// a HEAD) through the current session of lane 0 (`fallback` without `sessions`) until it
+// succeeds, fails for good or has used policy.max_attempts; a lost session is replaced before
+// the next attempt. `before_retry(failure, next_attempt, pause)` runs before each pause: a
+// notice, a change to the request.
+absl::Status RetryRepeatable(
+    const RetryPolicy& policy, Sessions* sessions, Client& fallback,
+    const std::function<absl::Status(Client&)>& call,
+    const std::function<void(const absl::Status&, int, absl::Duration)>& before_retry);
+
 // The sessions a command works through: one per gateway it spreads over (spec 5.11; the
 // --endpoint list, then the gateways the first server listed), each replaced when it is lost.
 // Worker `lane` works through gateway lane % count; a gateway that cannot be reached or is lost

@@ -167,13 +167,42 @@ absl::StatusOr<uint64_t> DownloadOnce(Client& client, const std::string& bucket,
   return length;
 }
 
-// The objects under `prefix`, page by page: calls fn(page); stops on error.
+// The objects under options.prefix, page by page: calls fn(page); stops on error. With
+// `settings`, a page that fails in a way that may pass (a restart, a busy server) is asked for
+// again (AOBJ-ERR-011 lets a client repeat a listing), through a new session where the old one
+// was lost. A restarted server's continuation tokens differ, so the listing then resumes after
+// the greatest key or common prefix delivered, and what the resumed pages repeat is left out.
 template <class Fn>
 absl::Status ForEachPage(Client& client, const std::string& bucket, ListObjectsOptions options,
-                         Fn fn) {
+                         Fn fn, const CliSettings* settings = nullptr) {
+  std::string last;  // the greatest key or common prefix delivered
+  bool resumed = false;
+  auto before_retry = [&](const absl::Status& failure, int next, absl::Duration pause) {
+    std::cerr << FailureLine(absl::StrCat("list ", Uri(bucket, options.prefix)), failure)
+              << "; attempt " << next << " of " << settings->retry.max_attempts << " in "
+              << absl::StrFormat("%.1f", absl::ToDoubleSeconds(pause)) << " s\n";
+    if (last.empty()) return;  // the first page: nothing to resume after
+    options.continuation_token.clear();
+    options.start_after = std::max(options.start_after, last);
+    resumed = true;
+  };
   for (;;) {
-    absl::StatusOr<ObjectListing> page = client.ListObjects(bucket, options);
-    if (!page.ok()) return page.status();
+    absl::StatusOr<ObjectListing> page = absl::UnknownError("not listed");
+    auto call = [&](Client& c) {
+      page = c.ListObjects(bucket, options);
+      return page.status();
+    };
+    const absl::Status st =
+        settings == nullptr
+            ? call(client)
+            : RetryRepeatable(settings->retry, settings->sessions, client, call, before_retry);
+    if (!st.ok()) return st;
+    if (resumed) {
+      std::erase_if(page->objects, [&](const ObjectSummary& o) { return o.key <= last; });
+      std::erase_if(page->common_prefixes, [&](const std::string& p) { return p <= last; });
+    }
+    for (const ObjectSummary& o : page->objects) last = std::max(last, o.key);
+    for (const std::string& p : page->common_prefixes) last = std::max(last, p);
     if (absl::Status s = fn(*page); !s.ok()) return s;
     if (!page->is_truncated) return absl::OkStatus();
     options.continuation_token = page->next_continuation_token;
@@ -240,14 +269,18 @@ std::string AsDirectory(std::string prefix) {
 }
 
 absl::StatusOr<std::vector<ObjectSummary>> ListAll(Client& client, const std::string& bucket,
-                                                   const std::string& prefix) {
+                                                   const std::string& prefix,
+                                                   const CliSettings* settings) {
   ListObjectsOptions options;
   options.prefix = prefix;
   std::vector<ObjectSummary> out;
-  absl::Status s = ForEachPage(client, bucket, options, [&](ObjectListing& page) {
-    for (ObjectSummary& o : page.objects) out.push_back(std::move(o));
-    return absl::OkStatus();
-  });
+  absl::Status s = ForEachPage(
+      client, bucket, options,
+      [&](ObjectListing& page) {
+        for (ObjectSummary& o : page.objects) out.push_back(std::move(o));
+        return absl::OkStatus();
+      },
+      settings);
   if (!s.ok()) return s;
   return out;
 }
@@ -903,7 +936,8 @@ absl::Status PlanFromRemote(Client& client, const Location& src, const Location&
   } else {
     w.list_prefix = w.base = AsDirectory(src.key);
   }
-  absl::StatusOr<std::vector<ObjectSummary>> objects = ListAll(client, src.bucket, w.list_prefix);
+  absl::StatusOr<std::vector<ObjectSummary>> objects =
+      ListAll(client, src.bucket, w.list_prefix, &settings);
   if (!objects.ok()) return objects.status();
   size_t matched = 0;
   for (ObjectSummary& o : *objects) {
@@ -1463,38 +1497,43 @@ int RunLs(Client& client, const std::vector<std::string>& args, const CliSetting
   // Like `aws s3 ls`: names relative to the "directory" part of the prefix, unless recursive.
   const size_t dir = settings.recursive ? 0 : loc->key.rfind('/') + 1;  // npos + 1 == 0
   uint64_t objects = 0, bytes = 0;
-  absl::Status st = ForEachPage(client, loc->bucket, options, [&](const ObjectListing& page) {
-    size_t i = 0, j = 0;  // merge objects and common prefixes back into byte order
-    while (i < page.objects.size() || j < page.common_prefixes.size()) {
-      if (j == page.common_prefixes.size() ||
-          (i < page.objects.size() && page.objects[i].key < page.common_prefixes[j])) {
-        const ObjectSummary& o = page.objects[i++];
-        if (settings.json) {
-          std::cout << JsonRecord()
-                           .Text("type", "object")
-                           .Text("key", o.key)
-                           .Number("size", static_cast<double>(o.size))
-                           .Text("etag", o.etag)
-                           .Text("last_modified", Rfc3339(o.last_modified_ms))
-                           .Line()
-                    << "\n";
-        } else {
-          std::cout << FormatTime(o.last_modified_ms) << " " << absl::StrFormat("%10d", o.size)
-                    << " " << tools::Printable(o.key.substr(dir)) << "\n";
+  absl::Status st = ForEachPage(
+      client, loc->bucket, options,
+      [&](const ObjectListing& page) {
+        size_t i = 0, j = 0;  // merge objects and common prefixes back into byte order
+        while (i < page.objects.size() || j < page.common_prefixes.size()) {
+          if (j == page.common_prefixes.size() ||
+              (i < page.objects.size() && page.objects[i].key < page.common_prefixes[j])) {
+            const ObjectSummary& o = page.objects[i++];
+            if (settings.json) {
+              std::cout << JsonRecord()
+                               .Text("type", "object")
+                               .Text("key", o.key)
+                               .Number("size", static_cast<double>(o.size))
+                               .Text("etag", o.etag)
+                               .Text("last_modified", Rfc3339(o.last_modified_ms))
+                               .Line()
+                        << "\n";
+            } else {
+              std::cout << FormatTime(o.last_modified_ms) << " " << absl::StrFormat("%10d", o.size)
+                        << " " << tools::Printable(o.key.substr(dir)) << "\n";
+            }
+            ++objects;
+            bytes += o.size;
+          } else if (settings.json) {
+            std::cout << JsonRecord()
+                             .Text("type", "prefix")
+                             .Text("prefix", page.common_prefixes[j++])
+                             .Line()
+                      << "\n";
+          } else {
+            std::cout << std::string(27, ' ') << "PRE "
+                      << tools::Printable(page.common_prefixes[j++].substr(dir)) << "\n";
+          }
         }
-        ++objects;
-        bytes += o.size;
-      } else if (settings.json) {
-        std::cout
-            << JsonRecord().Text("type", "prefix").Text("prefix", page.common_prefixes[j++]).Line()
-            << "\n";
-      } else {
-        std::cout << std::string(27, ' ') << "PRE "
-                  << tools::Printable(page.common_prefixes[j++].substr(dir)) << "\n";
-      }
-    }
-    return absl::OkStatus();
-  });
+        return absl::OkStatus();
+      },
+      &settings);
   if (!st.ok()) return Fail(absl::StrCat("list ", Uri(loc->bucket, loc->key)), st);
   if (settings.summarize && settings.json) {
     std::cout << JsonRecord()
@@ -1529,7 +1568,7 @@ int RunRm(Client& client, const std::vector<std::string>& args, const CliSetting
       w.list_prefix = w.base = loc->key;
     }
     absl::StatusOr<std::vector<ObjectSummary>> objects =
-        ListAll(client, loc->bucket, w.list_prefix);
+        ListAll(client, loc->bucket, w.list_prefix, &settings);
     if (!objects.ok())
       return Fail(absl::StrCat("rm ", Uri(loc->bucket, loc->key)), objects.status());
     std::vector<std::string> keys;

@@ -240,9 +240,11 @@ Plan PlanBetween(const Location& src, const Location& dst);
 int ExecutePlan(Client& client, const Plan& plan, const CliSettings& settings, bool move,
                 const std::string& verb = "");
 
-// Every object under `prefix` (all pages).
+// Every object under `prefix` (all pages). With `settings`, a page is asked for again as its
+// retry policy says (a restart, a busy server), through a new session where the old one was lost.
 absl::StatusOr<std::vector<ObjectSummary>> ListAll(Client& client, const std::string& bucket,
-                                                   const std::string& prefix);
+                                                   const std::string& prefix,
+                                                   const CliSettings* settings = nullptr);
 
 // "aobj://bucket/key" for messages (names made printable).
 std::string Uri(const std::string& bucket, const std::string& key);

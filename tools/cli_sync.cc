@@ -61,8 +61,9 @@ absl::StatusOr<Entries> LocalEntries(const std::string& root, const Filters& fil
 
 // The objects under `prefix` that the filters select, "directory" markers left out.
 absl::StatusOr<Entries> RemoteEntries(Client& client, const std::string& bucket,
-                                      const std::string& prefix, const Filters& filters) {
-  absl::StatusOr<std::vector<ObjectSummary>> objects = ListAll(client, bucket, prefix);
+                                      const std::string& prefix, const CliSettings& settings) {
+  const Filters& filters = settings.filters;
+  absl::StatusOr<std::vector<ObjectSummary>> objects = ListAll(client, bucket, prefix, &settings);
   if (!objects.ok()) return objects.status();
   Entries out;
   for (ObjectSummary& o : *objects) {
@@ -115,13 +116,13 @@ int RunSync(Client& client, const std::vector<std::string>& args, const CliSetti
   }
   Plan plan = PlanBetween(*src, *dst);
   const std::string src_prefix = AsDirectory(src->key), dst_prefix = AsDirectory(dst->key);
-  absl::StatusOr<Entries> from =
-      src->remote ? RemoteEntries(client, src->bucket, src_prefix, settings.filters)
-                  : LocalEntries(src->path, settings.filters);
+  absl::StatusOr<Entries> from = src->remote
+                                     ? RemoteEntries(client, src->bucket, src_prefix, settings)
+                                     : LocalEntries(src->path, settings.filters);
   if (!from.ok()) return Fail("sync: list " + tools::Printable(args[0]), from.status());
-  absl::StatusOr<Entries> to =
-      dst->remote ? RemoteEntries(client, dst->bucket, dst_prefix, settings.filters)
-                  : LocalEntries(dst->path, settings.filters);
+  absl::StatusOr<Entries> to = dst->remote
+                                   ? RemoteEntries(client, dst->bucket, dst_prefix, settings)
+                                   : LocalEntries(dst->path, settings.filters);
   if (!to.ok()) return Fail("sync: list " + tools::Printable(args[1]), to.status());
 
   const SyncDirection direction = plan.kind == TransferKind::kUpload     ? SyncDirection::kUpload

@@ -3,10 +3,14 @@
 // mb, rb --force, stat, ranged and chunked downloads, and keys that must not escape the target
 // directory of a recursive download.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <spawn.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -22,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "aobj/client.h"
 #include "aobj/status.h"
 #include "google/protobuf/struct.pb.h"
@@ -707,6 +712,83 @@ TEST_F(CliRetryTest, RetriedMultipartUploadIsCountedOnce) {
     ASSERT_TRUE(info.ok()) << key << ": " << info.status();
     EXPECT_EQ(info->size, bytes->size()) << key;
   }
+}
+
+// A listing cut by a restart is asked for again through a new session, after the last key it
+// delivered (the restarted server's continuation tokens differ): every key exactly once. The
+// CLI's standard output is a pipe of one page that the test does not read until the server has
+// restarted, so the CLI is held inside its first page of output when that happens.
+TEST_F(CliRetryTest, ListingResumesAfterARestart) {
+  constexpr int kKeys = 2500;  // three pages of at most 1000
+  {
+    auto c = Connect();
+    ASSERT_NE(c, nullptr);
+    auto buf = c->AllocateBuffer(16);
+    ASSERT_TRUE(buf.ok());
+    std::memset((*buf)->data(), 'x', 16);
+    std::vector<BatchPutItem> items;
+    for (int i = 0; i < kKeys; ++i) {
+      char key[32];
+      std::snprintf(key, sizeof key, "l/k%05d", i);
+      items.push_back({key, {buf->get(), 0, 16}, ""});
+    }
+    auto put = c->PutObjects("test-bucket", items);
+    ASSERT_TRUE(put.ok()) << put.status();
+    for (const auto& r : *put) ASSERT_TRUE(r.ok()) << r.status();
+  }
+  int out[2];
+  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  ASSERT_GE(::fcntl(out[1], F_SETPIPE_SZ, 4096), 4096);
+  const std::string err_log = work_.string() + "/ls.err";
+  const int err = ::open(err_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(err, 0);
+  std::vector<std::string> args = {AOBJ_CLI_BINARY,
+                                   "--endpoint",
+                                   server_->endpoint(),
+                                   "--credentials",
+                                   server_->credentials_file(),
+                                   "ls",
+                                   "--recursive",
+                                   "aobj://test-bucket/l/"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err, 2);
+  pid_t pid = -1;
+  ASSERT_EQ(::posix_spawn(&pid, AOBJ_CLI_BINARY, &fa, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(out[1]);
+  ::close(err);
+  // The pipe full: the CLI waits to write its first page.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (int queued = 0; queued < 4096;) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << testing::ReadFile(err_log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_EQ(::ioctl(out[0], FIONREAD, &queued), 0);
+  }
+  ASSERT_TRUE(server_->RestartOnSamePort(SIGKILL)) << server_->log();
+  std::string listed;
+  char chunk[65536];
+  for (ssize_t n; (n = ::read(out[0], chunk, sizeof chunk)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    ASSERT_GT(n, 0) << std::strerror(errno);
+    listed.append(chunk, static_cast<size_t>(n));
+  }
+  ::close(out[0]);
+  ASSERT_EQ(Exit(pid), 0) << testing::ReadFile(err_log) << server_->log();
+  const std::string errors = testing::ReadFile(err_log);
+  EXPECT_TRUE(Has(errors, "; attempt 2 of 5 in ")) << errors;
+  std::map<std::string, int> seen;
+  for (absl::string_view line : absl::StrSplit(listed, '\n', absl::SkipEmpty())) {
+    seen[std::string(line.substr(line.rfind(' ') + 1))]++;
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kKeys));
+  for (const auto& [key, n] : seen) EXPECT_EQ(n, 1) << key;
+  EXPECT_EQ(seen.begin()->first, "l/k00000");
+  EXPECT_EQ(seen.rbegin()->first, "l/k02499");
 }
 
 // Issue 23, first slice: what a newcomer meets first. --version and per-command help work

@@ -294,7 +294,7 @@ bool ControlListener::EvictOne(const std::string& address_prefix) {
       heaviest = principal;
     }
   }
-  auto cut = [&](std::deque<Conn>::iterator it) {
+  auto cut = [&](std::deque<Conn>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(auth_mu_) {
     shutdown(it->fd, SHUT_RDWR);  // gRPC sees the end and closes it
     Forget(it->peer);
     conns_.erase(it);

@@ -354,8 +354,8 @@ class Service final : public aobj::v1::ObjectService::Service {
       if (b == before.end()) {
         auto w = waiting_.find(r.key);
         if (w == waiting_.end() || w->second.empty()) continue;
-        const bool proven_waits = std::any_of(w->second.begin(), w->second.end(),
-                                              [&](Call* q) { return reading_.at(q).proven; });
+        bool proven_waits = false;
+        for (Call* q : w->second) proven_waits = proven_waits || reading_.at(q).proven;
         b = before.emplace(r.key, now - (proven_waits ? kSlowReadAfter : kStaleHold)).first;
       }
       if (r.slot_since < b->second &&

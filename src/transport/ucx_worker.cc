@@ -304,7 +304,8 @@ absl::StatusOr<std::string> UcxWorker::AwaitChallenges(absl::string_view session
                                   kMaxEndpointChallenges, " are allowed"));
   }
   absl::MutexLock l(&challenges_mu_);
-  auto find = [&]() -> std::deque<Received>::iterator {
+  auto find = [&]()
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(challenges_mu_) -> std::deque<Received>::iterator {
     for (auto it = received_.begin(); it != received_.end(); ++it) {
       if (it->session_id != session_id) continue;
       if (it->challenges.size() < count) return received_.end();

@@ -127,8 +127,8 @@ MUTANTS = {
         'cond/9.10/1', []),
     'copy-source-bucket-unauthorized': (
         "the owner policy checks only the destination bucket of a CopyObject, so a principal can copy another principal's object into its own bucket (AOBJ-SEC-008)",
-        [('src/server/authz.cc',
-          '  if (const auto* f = desc->FindFieldByName("source_bucket");\n      f != nullptr && f->type() == google::protobuf::FieldDescriptor::TYPE_STRING) {\n    out.emplace_back(refl->GetString(*msg, f), BucketAccess::kRead);  // a copy reads its source\n  }\n',
+        [('src/server/bucket_scope.h',
+          '  n.Add(r.source_bucket(), BucketAccess::kRead);\n',
           '')],
         'sec/14.8/1', []),
     'delimiter-prefix-drops-delimiter': (
@@ -416,7 +416,7 @@ MUTANTS = {
         'dat/8.4/8', []),
     'obj-headbucket-name-unchecked': (
         'HeadBucket does not validate the bucket name (a lookup only), so an invalid name such as Bad_Name answers NO_SUCH_BUCKET instead of INVALID_BUCKET_NAME (AOBJ-OBJ-001)',
-        [('src/server/handler.cc', '      aobj::v1::HeadBucketRequest req;\n      AOBJ_RETURN_IF_ERROR(Parse(body, &req));\n      AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));\n', '      aobj::v1::HeadBucketRequest req;\n      AOBJ_RETURN_IF_ERROR(Parse(body, &req));\n')],
+        [('src/server/handler.cc', '      aobj::v1::HeadBucketRequest req;\n      AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));\n      AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));\n', '      aobj::v1::HeadBucketRequest req;\n      AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));\n')],
         'obj/9.2/7', []),
     'list-buckets-truncated-by-other-prefix': (
         'ListBuckets applies its prefix after the page-full check, so a full page is marked truncated (with a token leading to an empty page) when any bucket outside the prefix sorts after it (AOBJ-OBJ-110)',
@@ -480,7 +480,7 @@ MUTANTS = {
         'dat/8.9/4', []),
     'fast-carries-every-method': (
         'the fast path carries listings and the session methods too, instead of answering INVALID_ARGUMENT (AOBJ-DAT-167)',
-        [('src/control/rpc.cc', '      return true;\n    default:\n      return false;\n  }\n}', '      return true;\n    default:\n      return true;\n  }\n}')],
+        [('src/wire/methods.cc', '      return true;\n    default:\n      return false;\n  }\n}', '      return true;\n    default:\n      return true;\n  }\n}')],
         'dat/8.9/2', []),
     'fast-unnegotiated-served': (
         'a fast request of a session that did not negotiate FAST_PATH is served as if it had (AOBJ-DAT-167)',

@@ -127,7 +127,10 @@ struct SessionInfo {
   std::string fast_path_address;
 };
 
-// Memory registered with the data channel. Move-only; the Client must outlive it.
+// Memory registered with the data channel. Move-only; the Client must outlive it. Only a Buffer
+// that a Client issued (its AllocateBuffer or RegisterBuffer) may be passed to that Client: a
+// buffer of another Client, or a class the caller derives from Buffer, is refused with
+// INVALID_ARGUMENT before anything is sent.
 class Buffer {
  public:
   virtual ~Buffer() = default;

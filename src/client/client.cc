@@ -82,18 +82,22 @@ absl::Duration BusyPause(int attempt) {
 
 // A Buffer: registered for its whole life, or (ClientOptions::register_per_request, caller
 // memory only) just a region that each request registers for itself (RequestRegistrations).
+// `issuer` is the Client that issued it: a Client uses only its own buffers (Issued()).
 class BufferImpl final : public Buffer {
  public:
-  explicit BufferImpl(std::unique_ptr<RegisteredMemory> mem)
-      : mem_(std::move(mem)), data_(mem_->data()), size_(mem_->size()) {}
-  BufferImpl(uint8_t* data, size_t size) : data_(data), size_(size) {}
+  BufferImpl(const void* issuer, std::unique_ptr<RegisteredMemory> mem)
+      : issuer_(issuer), mem_(std::move(mem)), data_(mem_->data()), size_(mem_->size()) {}
+  BufferImpl(const void* issuer, uint8_t* data, size_t size)
+      : issuer_(issuer), data_(data), size_(size) {}
   uint8_t* data() const override { return data_; }
   size_t size() const override { return size_; }
   bool allocated_by_library() const override { return mem_ != nullptr && mem_->allocated_by_ucx(); }
   bool registered() const { return mem_ != nullptr; }
   const std::string& rkey() const { return mem_->packed_rkey(); }
+  const void* issuer() const { return issuer_; }
 
  private:
+  const void* const issuer_;
   std::unique_ptr<RegisteredMemory> mem_;  // null: registered per request
   uint8_t* data_;
   size_t size_;
@@ -261,7 +265,7 @@ class ClientImpl final : public Client, public CancelSender {
   absl::StatusOr<std::unique_ptr<Buffer>> AllocateBuffer(size_t size) override {
     auto mem = RegisteredMemory::Allocate(*context_, size);
     if (!mem.ok()) return mem.status();
-    return std::unique_ptr<Buffer>(new BufferImpl(std::move(*mem)));
+    return std::unique_ptr<Buffer>(new BufferImpl(this, std::move(*mem)));
   }
 
   absl::StatusOr<std::unique_ptr<Buffer>> RegisterBuffer(void* data, size_t size) override {
@@ -279,11 +283,11 @@ class ClientImpl final : public Client, public CancelSender {
       if (data == nullptr || size == 0) {
         return MakeError(ErrorCode::kInvalidArgument, "no memory to register");
       }
-      return std::unique_ptr<Buffer>(new BufferImpl(static_cast<uint8_t*>(data), size));
+      return std::unique_ptr<Buffer>(new BufferImpl(this, static_cast<uint8_t*>(data), size));
     }
     auto mem = RegisteredMemory::Register(*context_, data, size);
     if (!mem.ok()) return mem.status();
-    return std::unique_ptr<Buffer>(new BufferImpl(std::move(*mem)));
+    return std::unique_ptr<Buffer>(new BufferImpl(this, std::move(*mem)));
   }
 
   absl::StatusOr<TransferResult> Put(const std::string& bucket, const std::string& key,
@@ -521,6 +525,11 @@ class ClientImpl final : public Client, public CancelSender {
                                              const std::vector<BatchGetItem>& items,
                                              const CallOptions& call) override {
     ScopedDeadline scope(call);
+    for (const BatchGetItem& item : items) {  // every buffer this Client's, before anything moves
+      if (item.destination.buffer != nullptr) {
+        AOBJ_CLIENT_RETURN_IF_ERROR(Issued(*item.destination.buffer).status());
+      }
+    }
     const uint32_t max_windows =
         HasCapability(kCapMultiDescriptor) ? info_.limits.max_descriptors : 1;
     auto plans = client_internal::PlanBatchGet(items, kMaxBatchGetItems, max_windows,
@@ -564,6 +573,9 @@ class ClientImpl final : public Client, public CancelSender {
     regions.reserve(items.size());
     absl::flat_hash_set<std::string_view> keys;
     for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].source.buffer != nullptr) {
+        AOBJ_CLIENT_RETURN_IF_ERROR(Issued(*items[i].source.buffer).status());
+      }
       regions.push_back(items[i].source);
       if (!keys.insert(items[i].key).second) {  // AOBJ-OBJ-247
         return MakeError(ErrorCode::kInvalidArgument,
@@ -686,7 +698,9 @@ class ClientImpl final : public Client, public CancelSender {
                        absl::StrCat("part [", offset, ", +", size, ") exceeds the buffer's ",
                                     buffer.size(), " bytes"));
     }
-    const auto& buf = static_cast<const BufferImpl&>(buffer);
+    absl::StatusOr<const BufferImpl*> issued = Issued(buffer);
+    if (!issued.ok()) return issued.status();
+    const BufferImpl& buf = **issued;
     const uint8_t* data = buf.data() + offset;
     const std::string checksum =
         ChecksumOf(options_.checksum, {{&buffer, offset, size}}, size);
@@ -1058,11 +1072,28 @@ class ClientImpl final : public Client, public CancelSender {
     return options_.allow_inline && HasCapability(kCapInline) &&
            size <= info_.limits.inline_threshold;
   }
+  // The library's own view of `buffer`, when this Client issued it (AllocateBuffer,
+  // RegisterBuffer); INVALID_ARGUMENT for another Client's buffer (registered in another UCX
+  // context, its rkey means nothing to this session's endpoint) or a class the caller derived.
+  absl::StatusOr<const BufferImpl*> Issued(const Buffer& buffer) const {
+    const auto* impl = dynamic_cast<const BufferImpl*>(&buffer);
+    if (impl == nullptr || impl->issuer() != this) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       impl == nullptr
+                           ? "the buffer is not one the library issued; pass a Buffer from this "
+                             "Client's AllocateBuffer or RegisterBuffer"
+                           : "the buffer was issued by another Client; each Client uses only the "
+                             "buffers of its own AllocateBuffer or RegisterBuffer");
+    }
+    return impl;
+  }
   // A descriptor for exactly the slice's window (checked by CheckSlices). A per-request buffer's
   // window is registered now, exactly, and stays registered while `registrations` lives.
   absl::Status AddWindow(const BufferSlice& s, pb::MemoryDescriptor* d,
                          RequestRegistrations* registrations) {
-    const auto& buf = static_cast<const BufferImpl&>(*s.buffer);
+    absl::StatusOr<const BufferImpl*> issued = Issued(*s.buffer);
+    if (!issued.ok()) return issued.status();
+    const BufferImpl& buf = **issued;
     d->set_address(reinterpret_cast<uint64_t>(buf.data()) + s.offset);
     d->set_length(s.length);
     d->set_memory_type(pb::MEMORY_TYPE_HOST);
@@ -1081,11 +1112,14 @@ class ClientImpl final : public Client, public CancelSender {
   }
   // The total length of `slices`; INVALID_ARGUMENT for a null buffer or a window past its
   // buffer.
-  static absl::StatusOr<uint64_t> CheckSlices(const std::vector<BufferSlice>& slices) {
+  absl::StatusOr<uint64_t> CheckSlices(const std::vector<BufferSlice>& slices) const {
     uint64_t total = 0;
     for (const BufferSlice& s : slices) {
       if (s.buffer == nullptr) {
         return MakeError(ErrorCode::kInvalidArgument, "slice without buffer");
+      }
+      if (absl::StatusOr<const BufferImpl*> issued = Issued(*s.buffer); !issued.ok()) {
+        return issued.status();
       }
       if (s.offset > s.buffer->size() || s.length > s.buffer->size() - s.offset) {
         return MakeError(ErrorCode::kInvalidArgument,

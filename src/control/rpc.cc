@@ -4,47 +4,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "aobj/status.h"
+#include "wire/error_detail.h"
 #include "wire/error_registry.h"
 
 namespace aobj {
 namespace {
-
-constexpr const char* kNames[] = {"OpenSession",
-                                  "RenewSession",
-                                  "CloseSession",
-                                  "CreateBucket",
-                                  "DeleteBucket",
-                                  "HeadBucket",
-                                  "PutObject",
-                                  "GetObject",
-                                  "HeadObject",
-                                  "DeleteObject",
-                                  "CreateMultipartUpload",
-                                  "UploadPart",
-                                  "CompleteMultipartUpload",
-                                  "AbortMultipartUpload",
-                                  "ListParts",
-                                  "ListMultipartUploads",
-                                  "ListBuckets",
-                                  "ListObjectsV2",
-                                  "DeleteObjects",
-                                  "CopyObject",
-                                  "ConfirmEndpoint",
-                                  "GetObjects",
-                                  "PutObjects"};
-static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Method::kCount));
-
-// "/aobj.v1.ObjectService/<name>" for every method, built once.
-const std::string* Paths() {
-  static const std::string* paths = [] {
-    auto* p = new std::string[static_cast<int>(Method::kCount)];
-    for (int i = 0; i < static_cast<int>(Method::kCount); ++i) {
-      p[i] = std::string("/aobj.v1.ObjectService/") + kNames[i];
-    }
-    return p;
-  }();
-  return paths;
-}
 
 grpc::StatusCode ToGrpcCode(absl::StatusCode code) {
   // absl and gRPC share the canonical code numbering.
@@ -53,53 +17,12 @@ grpc::StatusCode ToGrpcCode(absl::StatusCode code) {
 
 }  // namespace
 
-const char* MethodPath(Method method) { return Paths()[static_cast<int>(method)].c_str(); }
-const char* MethodName(Method method) { return kNames[static_cast<int>(method)]; }
-
-Method MethodFromName(const std::string& name) {
-  for (int i = 0; i < static_cast<int>(Method::kCount); ++i) {
-    if (name == kNames[i]) return static_cast<Method>(i);
-  }
-  return Method::kCount;
-}
-
-bool FastPathCarries(Method method) {
-  switch (method) {
-    case Method::kCreateBucket:
-    case Method::kDeleteBucket:
-    case Method::kHeadBucket:
-    case Method::kPutObject:
-    case Method::kGetObject:
-    case Method::kHeadObject:
-    case Method::kDeleteObject:
-    case Method::kCopyObject:
-    case Method::kCreateMultipartUpload:
-    case Method::kUploadPart:
-    case Method::kCompleteMultipartUpload:
-    case Method::kAbortMultipartUpload:
-    case Method::kGetObjects:  // its reply is bounded (AOBJ-OBJ-242)
-    case Method::kPutObjects:  // likewise (AOBJ-OBJ-250)
-      return true;
-    default:
-      return false;
-  }
-}
-
 grpc::Status ToGrpcStatus(const absl::Status& status, std::string* trailer_value,
                           const aobj::v1::VersionRange* supported) {
   trailer_value->clear();
   if (status.ok()) return grpc::Status::OK;
   const ErrorInfo info = GetErrorInfo(ErrorCodeOf(status));
-  aobj::v1::Error error;
-  // AOBJ-ERR-010: codes of 0x80000000 and above travel as the int32 of the same bit pattern.
-  error.set_code(static_cast<aobj::v1::ErrorCode>(info.code));
-  // AOBJ-ERR-004: name, s3_code and retryable come from the registry row of the code.
-  error.set_name(std::string(info.name));
-  error.set_s3_code(std::string(info.s3_code));
-  error.set_message(std::string(status.message()));
-  error.set_retryable(info.retryable);
-  if (supported != nullptr) *error.mutable_supported_versions() = *supported;
-  error.SerializeToString(trailer_value);
+  ErrorDetail(status, supported).SerializeToString(trailer_value);
   // AOBJ-ERR-005: the gRPC code of the registry row (INTERNAL for unknown and private codes).
   return grpc::Status(ToGrpcCode(info.canonical),
                       absl::StrCat(std::string(info.s3_code), ": ", status.message()));

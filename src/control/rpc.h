@@ -6,6 +6,8 @@
 #ifndef AOBJ_CONTROL_RPC_H_
 #define AOBJ_CONTROL_RPC_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -13,51 +15,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "aobj/v1/aobj.pb.h"
-#include <grpcpp/grpcpp.h>
+#include "wire/methods.h"
 
 namespace aobj {
-
-// Methods of aobj.v1.ObjectService. The order is ours; the server matches methods to the
-// .proto by name (MethodFromName), so adding an rpc anywhere in the .proto is safe.
-enum class Method : int {
-  kOpenSession = 0,
-  kRenewSession,
-  kCloseSession,
-  kCreateBucket,
-  kDeleteBucket,
-  kHeadBucket,
-  kPutObject,
-  kGetObject,
-  kHeadObject,
-  kDeleteObject,
-  kCreateMultipartUpload,
-  kUploadPart,
-  kCompleteMultipartUpload,
-  kAbortMultipartUpload,
-  kListParts,
-  kListMultipartUploads,
-  kListBuckets,
-  kListObjectsV2,
-  kDeleteObjects,
-  kCopyObject,
-  kConfirmEndpoint,
-  kGetObjects,
-  kPutObjects,
-  kCount,
-};
-
-// "/aobj.v1.ObjectService/PutObject".
-const char* MethodPath(Method method);
-// "PutObject".
-const char* MethodName(Method method);
-// The Method named `name` ("PutObject"), or Method::kCount for a name this build does not know.
-Method MethodFromName(const std::string& name);
-
-// Whether a request of `method` may travel on the fast path (AOBJ-DAT-167): the operations on
-// one object or bucket, whose replies are small (an inline body at most). Not the session's own
-// lifecycle (OpenSession, ConfirmEndpoint, RenewSession, CloseSession), and not listings or
-// DeleteObjects, whose replies grow with the page; those stay on gRPC.
-bool FastPathCarries(Method method);
 
 inline constexpr char kErrorTrailer[] = "aobj-error-bin";
 // RenewSession metadata naming a running data request of the session to stop, by its

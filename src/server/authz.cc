@@ -10,8 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "aobj/status.h"
-#include "google/protobuf/descriptor.h"
-#include "google/protobuf/dynamic_message.h"
 #include "wire/names.h"
 
 namespace aobj {
@@ -27,23 +25,6 @@ const char* AccessName(BucketAccess a) {
       return "delete";
   }
   return "use";
-}
-
-BucketAccess AccessOf(Method m) {
-  switch (m) {
-    case Method::kHeadBucket:
-    case Method::kGetObject:
-    case Method::kGetObjects:
-    case Method::kHeadObject:
-    case Method::kListObjectsV2:
-    case Method::kListParts:
-    case Method::kListMultipartUploads:
-      return BucketAccess::kRead;
-    case Method::kDeleteBucket:
-      return BucketAccess::kOwner;
-    default:
-      return BucketAccess::kWrite;
-  }
 }
 
 }  // namespace
@@ -77,44 +58,6 @@ absl::StatusOr<std::unique_ptr<BucketAuthorizer>> BucketAuthorizer::Create(
     }
   }
   return a;
-}
-
-std::vector<std::pair<std::string, BucketAccess>> BucketAuthorizer::Needs(Method method,
-                                                                          absl::string_view body) {
-  std::vector<std::pair<std::string, BucketAccess>> out;
-  switch (method) {
-    case Method::kOpenSession:
-    case Method::kRenewSession:
-    case Method::kCloseSession:
-    case Method::kConfirmEndpoint:
-    case Method::kCreateBucket:
-    case Method::kListBuckets:
-    case Method::kCount:
-      return out;
-    default:
-      break;
-  }
-  static const google::protobuf::ServiceDescriptor* sd =
-      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
-          "aobj.v1.ObjectService");
-  const google::protobuf::MethodDescriptor* md = sd->FindMethodByName(MethodName(method));
-  if (md == nullptr) return out;
-  static google::protobuf::DynamicMessageFactory* factory =
-      new google::protobuf::DynamicMessageFactory();
-  std::unique_ptr<google::protobuf::Message> msg(
-      factory->GetPrototype(md->input_type())->New());
-  if (!msg->ParseFromArray(body.data(), static_cast<int>(body.size()))) return out;
-  const auto* refl = msg->GetReflection();
-  const auto* desc = msg->GetDescriptor();
-  if (const auto* f = desc->FindFieldByName("bucket");
-      f != nullptr && f->type() == google::protobuf::FieldDescriptor::TYPE_STRING) {
-    out.emplace_back(refl->GetString(*msg, f), AccessOf(method));
-  }
-  if (const auto* f = desc->FindFieldByName("source_bucket");
-      f != nullptr && f->type() == google::protobuf::FieldDescriptor::TYPE_STRING) {
-    out.emplace_back(refl->GetString(*msg, f), BucketAccess::kRead);  // a copy reads its source
-  }
-  return out;
 }
 
 absl::Status BucketAuthorizer::Check(absl::string_view principal, absl::string_view bucket,

@@ -24,12 +24,10 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "aobj/server.h"
-#include "control/rpc.h"
+#include "server/bucket_scope.h"
 #include "store/bucket_owners.h"
 
 namespace aobj {
-
-enum class BucketAccess { kRead, kWrite, kOwner };
 
 class BucketAuthorizer {
  public:
@@ -44,11 +42,6 @@ class BucketAuthorizer {
   // AOBJ-SEC-008: OK when `principal` may do `access` on `bucket`, else ACCESS_DENIED.
   absl::Status Check(absl::string_view principal, absl::string_view bucket,
                      BucketAccess access);
-
-  // The buckets a request of `method` names (parsed from its bytes by reflection) and the access
-  // each needs; CreateBucket, ListBuckets and session calls name none.
-  static std::vector<std::pair<std::string, BucketAccess>> Needs(Method method,
-                                                                 absl::string_view body);
 
   // AOBJ-SEC-016: a CreateBucket records its owner durably before the bucket is created (and
   // forgets it when the creation fails); a DeleteBucket that succeeded forgets it. A failed

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "aobj/status.h"
+#include "wire/error_detail.h"
 #include "wire/fast_frame.h"
 #include "wire/printable.h"
 #include "wire/protocol.h"
@@ -104,16 +105,17 @@ void FastPathServer::Reply(uint64_t endpoint, const std::string& nonce_hex,
     reply.body = *out;
   } else {
     reply.error = true;
-    ToGrpcStatus(out.status(), &reply.body, supported);  // the same aobj.v1.Error as a trailer
+    // The same aobj.v1.Error as the gRPC trailer carries.
+    reply.body = ErrorDetail(out.status(), supported).SerializeAsString();
   }
   auto frame = EncodeFastReply(reply);
   if (!frame.ok()) {
     // AOBJ-DAT-171: a response too large for a frame is answered with that error instead.
     reply.error = true;
-    ToGrpcStatus(MakeError(ErrorCode::kInternal,
-                           "the response exceeds the fast path's frame limit; send the request "
-                           "by gRPC"),
-                 &reply.body, nullptr);
+    reply.body = ErrorDetail(MakeError(ErrorCode::kInternal,
+                                       "the response exceeds the fast path's frame limit; send "
+                                       "the request by gRPC"))
+                     .SerializeAsString();
     frame = EncodeFastReply(reply);
     if (!frame.ok()) return;
   }

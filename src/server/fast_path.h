@@ -25,11 +25,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "control/rpc.h"
 #include "server/data_channel.h"
 #include "server/handler.h"
 #include "session/authenticator.h"
 #include "session/session_table.h"
+#include "wire/methods.h"
 
 namespace aobj {
 

@@ -182,6 +182,14 @@ void RequestHandler::RecordFailure(Method method, const RequestAuth& auth,
                    " code=", GetErrorInfo(code).name.data(), " message=\"", error.message(), "\""));
 }
 
+absl::Status RequestHandler::Authorize(const SessionState& s, const BucketNeeds& needs) {
+  if (authz_ == nullptr || authz_->open()) return absl::OkStatus();
+  for (const BucketNeed& need : needs) {
+    AOBJ_RETURN_IF_ERROR(authz_->Check(s.access_key_id, need.bucket, need.access));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const RequestAuth& auth,
                                                      absl::string_view body, absl::Time now,
                                                      const CallControl* call) {
@@ -195,17 +203,13 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
   if (!session.ok()) return session.status();
   const SessionState& s = **session;
 
-  // AOBJ-SEC-008: authorization of every bucket the request names, before anything else.
-  if (authz_ != nullptr && !authz_->open()) {
-    for (const auto& [bucket, access] : BucketAuthorizer::Needs(method, body)) {
-      AOBJ_RETURN_IF_ERROR(authz_->Check(s.access_key_id, bucket, access));
-    }
-  }
+  // AOBJ-SEC-008: each handler reads its request through Admit, which authorizes every bucket
+  // the typed request names before anything else is done with it.
 
   switch (method) {
     case Method::kRenewSession: {
       aobj::v1::RenewSessionRequest req;
-      AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+      AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
       // AOBJ-DAT-156, AOBJ-DAT-161: a cancellation rides on a renewal of the same session
       // (whose signature and session binding were verified above): in the signed body's
       // `cancel` entries, or in the older `aobj-cancel` metadata entry. It reaches only this
@@ -236,7 +240,7 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
     }
     case Method::kCloseSession: {
       aobj::v1::CloseSessionRequest req;
-      AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+      AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
       auto endpoints = sessions_->Close(s.id_hex, s.access_key_id);
       if (!endpoints.ok()) return endpoints.status();
       for (uint64_t ep : *endpoints) channel_->Disconnect(ep);  // AOBJ-SES-010
@@ -245,7 +249,7 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
     }
     case Method::kConfirmEndpoint: {
       aobj::v1::ConfirmEndpointRequest req;
-      AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+      AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
       if (req.proof().size() != s.endpoint_proof.size()) {  // AOBJ-SES-031
         return MakeError(ErrorCode::kInvalidArgument,
                          absl::StrCat("proof is ", req.proof().size(), " octets; it must be ",
@@ -264,7 +268,7 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
     }
     case Method::kCreateBucket: {
       aobj::v1::CreateBucketRequest req;
-      AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+      AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
       AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
       absl::MutexLock l(&buckets_mu_);
       if (authz_ == nullptr || authz_->open() || store_->HeadBucket(req.bucket()).ok()) {
@@ -282,7 +286,7 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
     }
     case Method::kDeleteBucket: {
       aobj::v1::DeleteBucketRequest req;
-      AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+      AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
       AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
       absl::MutexLock l(&buckets_mu_);
       // AOBJ-OBJ-232: through the multipart manager, which refuses while uploads are in progress.
@@ -293,7 +297,7 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
     }
     case Method::kHeadBucket: {
       aobj::v1::HeadBucketRequest req;
-      AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+      AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
       AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
       AOBJ_RETURN_IF_ERROR(store_->HeadBucket(req.bucket()));
       return Serialize(aobj::v1::HeadBucketResponse());
@@ -316,28 +320,28 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
       return out;
     }
     case Method::kHeadObject:
-      return HeadObject(body);  // handler_object.cc
+      return HeadObject(s, body);  // handler_object.cc
     case Method::kListBuckets:
       return ListBuckets(s, body);  // handler_list.cc
     case Method::kListObjectsV2:
-      return ListObjectsV2(body);  // handler_list.cc
+      return ListObjectsV2(s, body);  // handler_list.cc
     case Method::kDeleteObjects:
-      return DeleteObjects(body);  // handler_object.cc
+      return DeleteObjects(s, body);  // handler_object.cc
     case Method::kCopyObject:
       return CopyObject(s, body);  // handler_copy.cc
     case Method::kCreateMultipartUpload:
-      return CreateMultipartUpload(body, s.access_key_id);
+      return CreateMultipartUpload(s, body);
     case Method::kCompleteMultipartUpload:
-      return CompleteMultipartUpload(body);
+      return CompleteMultipartUpload(s, body);
     case Method::kAbortMultipartUpload:
-      return AbortMultipartUpload(body);
+      return AbortMultipartUpload(s, body);
     case Method::kListParts:
-      return ListParts(body);
+      return ListParts(s, body);
     case Method::kListMultipartUploads:
-      return ListMultipartUploads(body);
+      return ListMultipartUploads(s, body);
     case Method::kDeleteObject: {
       aobj::v1::DeleteObjectRequest req;
-      AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+      AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
       AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
       AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
       AOBJ_RETURN_IF_ERROR(store_->Delete(req.bucket(), req.key()));  // AOBJ-OBJ-004
@@ -504,7 +508,7 @@ absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s,
                                                       absl::string_view body,
                                                       const ActiveCall& call) {
   aobj::v1::PutObjectRequest req;
-  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
   AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
   AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
   // AOBJ-OBJ-120..123, AOBJ-OBJ-133, AOBJ-OBJ-136 (handler_object.cc)
@@ -545,7 +549,7 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
                                                       absl::string_view body,
                                                       const ActiveCall& call) {
   aobj::v1::GetObjectRequest req;
-  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
   AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
   AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
   auto algo = SessionChecksum(s, req.checksum_algorithm(), /*default_crc32c=*/true);

@@ -21,16 +21,18 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "aobj/store.h"
-#include "store/multipart.h"
 #include "aobj/v1/aobj.pb.h"
-#include "control/rpc.h"
 #include "server/authz.h"
+#include "server/bucket_scope.h"
 #include "server/data_channel.h"
+#include "server/handler_util.h"
 #include "server/metrics.h"
 #include "session/authenticator.h"
 #include "session/session_table.h"
+#include "store/multipart.h"
 #include "wire/crypto.h"
 #include "wire/descriptor.h"
+#include "wire/methods.h"
 #include "wire/protocol.h"
 
 namespace aobj {
@@ -204,6 +206,15 @@ class RequestHandler {
   absl::StatusOr<std::string> Dispatch(Method method, const RequestAuth& auth,
                                        absl::string_view body, absl::Time now,
                                        const CallControl* call);
+  // The one way a handler reads its request: parsed once (INVALID_ARGUMENT when the octets are
+  // not one), then every bucket the typed request names authorized before anything else is done
+  // with it (AOBJ-SEC-008; server/bucket_scope.h).
+  template <typename Request>
+  absl::Status Admit(const SessionState& s, absl::string_view body, Request* req) {
+    if (absl::Status parsed = Parse(body, req); !parsed.ok()) return parsed;
+    return Authorize(s, BucketsNamed(*req));
+  }
+  absl::Status Authorize(const SessionState& s, const BucketNeeds& needs);
   // Runs `batch` in steps of at most cancel_check_bytes, checking `call` before each step
   // (AOBJ-DAT-016). Each step returns only when UCX no longer touches its memory, so on a stop
   // no RMA of the request is outstanding when this returns (AOBJ-DAT-155).
@@ -224,20 +235,20 @@ class RequestHandler {
                                            const BodyPlan& plan, ObjectWriter* writer,
                                            const ActiveCall& call);
   // Multipart upload (spec section 9.15); defined in handler_multipart.cc.
-  absl::StatusOr<std::string> CreateMultipartUpload(absl::string_view body,
-                                                    const std::string& initiator);
+  absl::StatusOr<std::string> CreateMultipartUpload(const SessionState& s, absl::string_view body);
   absl::StatusOr<std::string> UploadPart(const SessionState& s, absl::string_view body,
                                          const ActiveCall& call);
-  absl::StatusOr<std::string> CompleteMultipartUpload(absl::string_view body);
-  absl::StatusOr<std::string> AbortMultipartUpload(absl::string_view body);
-  absl::StatusOr<std::string> ListParts(absl::string_view body);
-  absl::StatusOr<std::string> ListMultipartUploads(absl::string_view body);
+  absl::StatusOr<std::string> CompleteMultipartUpload(const SessionState& s,
+                                                      absl::string_view body);
+  absl::StatusOr<std::string> AbortMultipartUpload(const SessionState& s, absl::string_view body);
+  absl::StatusOr<std::string> ListParts(const SessionState& s, absl::string_view body);
+  absl::StatusOr<std::string> ListMultipartUploads(const SessionState& s, absl::string_view body);
   absl::StatusOr<MultipartManager*> Multipart();
   // S3 object semantics of issue 4 (spec sections 9.8 to 9.14): HeadObject with conditions,
   // DeleteObjects and PrepareWrite in handler_object.cc; ListBuckets and ListObjectsV2 in
   // handler_list.cc; CopyObject in handler_copy.cc.
-  absl::StatusOr<std::string> HeadObject(absl::string_view body);
-  absl::StatusOr<std::string> DeleteObjects(absl::string_view body);
+  absl::StatusOr<std::string> HeadObject(const SessionState& s, absl::string_view body);
+  absl::StatusOr<std::string> DeleteObjects(const SessionState& s, absl::string_view body);
   // GetObjects (spec section 9.16); defined in handler_batch.cc.
   absl::StatusOr<std::string> GetObjects(const SessionState& s, absl::string_view body,
                                          const ActiveCall& call);
@@ -245,7 +256,7 @@ class RequestHandler {
   absl::StatusOr<std::string> PutObjects(const SessionState& s, absl::string_view body,
                                          const ActiveCall& call);
   absl::StatusOr<std::string> ListBuckets(const SessionState& s, absl::string_view body);
-  absl::StatusOr<std::string> ListObjectsV2(absl::string_view body);
+  absl::StatusOr<std::string> ListObjectsV2(const SessionState& s, absl::string_view body);
   absl::StatusOr<std::string> CopyObject(const SessionState& s, absl::string_view body);
   // The WriteOptions of a PutObject or a CopyObject destination: user metadata validated and
   // normalized (AOBJ-OBJ-120..123) and write conditions validated (AOBJ-OBJ-133) and checked

@@ -60,7 +60,7 @@ absl::StatusOr<std::string> RequestHandler::GetObjects(const SessionState& s,
                                                        absl::string_view body,
                                                        const ActiveCall& call) {
   aobj::v1::GetObjectsRequest req;
-  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
   if (!s.HasCapability(kCapBatchGet)) {  // AOBJ-OBJ-236
     return MakeError(ErrorCode::kInvalidArgument,
                      "GetObjects needs the capability BATCH_GET, which this session did not "
@@ -264,7 +264,7 @@ absl::StatusOr<std::string> RequestHandler::PutObjects(const SessionState& s,
                                                        absl::string_view body,
                                                        const ActiveCall& call) {
   aobj::v1::PutObjectsRequest req;
-  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
   if (!s.HasCapability(kCapBatchPut)) {  // AOBJ-OBJ-245
     return MakeError(ErrorCode::kInvalidArgument,
                      "PutObjects needs the capability BATCH_PUT, which this session did not "

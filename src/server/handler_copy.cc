@@ -21,7 +21,7 @@ namespace aobj {
 absl::StatusOr<std::string> RequestHandler::CopyObject(const SessionState& s,
                                                        absl::string_view body) {
   aobj::v1::CopyObjectRequest req;
-  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
   AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.source_bucket()));
   AOBJ_RETURN_IF_ERROR(CheckKey(req.source_key()));
   AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));

@@ -45,7 +45,7 @@ absl::StatusOr<uint32_t> PageSize(absl::string_view field, uint32_t requested, u
 absl::StatusOr<std::string> RequestHandler::ListBuckets(const SessionState& s,
                                                         absl::string_view body) {
   aobj::v1::ListBucketsRequest req;
-  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
   AOBJ_RETURN_IF_ERROR(CheckListString("prefix", req.prefix()));
   auto max = PageSize("max_buckets", req.max_buckets(), kDefaultMaxBuckets, kMaxMaxBuckets);
   if (!max.ok()) return max.status();
@@ -87,9 +87,10 @@ absl::StatusOr<std::string> RequestHandler::ListBuckets(const SessionState& s,
   return Serialize(resp);
 }
 
-absl::StatusOr<std::string> RequestHandler::ListObjectsV2(absl::string_view body) {
+absl::StatusOr<std::string> RequestHandler::ListObjectsV2(const SessionState& s,
+                                                          absl::string_view body) {
   aobj::v1::ListObjectsV2Request req;
-  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
   AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
   AOBJ_RETURN_IF_ERROR(CheckListString("prefix", req.prefix()));
   AOBJ_RETURN_IF_ERROR(CheckListString("delimiter", req.delimiter()));

@@ -51,10 +51,10 @@ absl::StatusOr<MultipartManager*> RequestHandler::Multipart() {
   return multipart_;
 }
 
-absl::StatusOr<std::string> RequestHandler::CreateMultipartUpload(absl::string_view body,
-                                                                  const std::string& initiator) {
+absl::StatusOr<std::string> RequestHandler::CreateMultipartUpload(const SessionState& s,
+                                                                  absl::string_view body) {
   pb::CreateMultipartUploadRequest req;
-  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
   AOBJ_RETURN_IF_ERROR(CheckNames(req.bucket(), req.key()));
   AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
   auto mp = Multipart();
@@ -65,7 +65,8 @@ absl::StatusOr<std::string> RequestHandler::CreateMultipartUpload(absl::string_v
   WriteOptions attributes;
   attributes.content_type = req.content_type();
   attributes.user_metadata = *std::move(metadata);
-  auto upload = (*mp)->Create(req.bucket(), req.key(), attributes, initiator);  // AOBJ-OBJ-200
+  auto upload =
+      (*mp)->Create(req.bucket(), req.key(), attributes, s.access_key_id);  // AOBJ-OBJ-200
   if (!upload.ok()) return upload.status();
   Log(absl::StrCat("event=upload_created bucket=", req.bucket(), " upload=", upload->upload_id));
   pb::CreateMultipartUploadResponse resp;
@@ -79,7 +80,7 @@ absl::StatusOr<std::string> RequestHandler::UploadPart(const SessionState& s,
                                                        absl::string_view body,
                                                        const ActiveCall& call) {
   pb::UploadPartRequest req;
-  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
   AOBJ_RETURN_IF_ERROR(CheckNames(req.bucket(), req.key()));
   AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
   AOBJ_RETURN_IF_ERROR(CheckUploadId(req.upload_id()));
@@ -124,9 +125,10 @@ absl::StatusOr<std::string> RequestHandler::UploadPart(const SessionState& s,
   return Serialize(resp);
 }
 
-absl::StatusOr<std::string> RequestHandler::CompleteMultipartUpload(absl::string_view body) {
+absl::StatusOr<std::string> RequestHandler::CompleteMultipartUpload(const SessionState& s,
+                                                                    absl::string_view body) {
   pb::CompleteMultipartUploadRequest req;
-  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
   AOBJ_RETURN_IF_ERROR(CheckNames(req.bucket(), req.key()));
   AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
   AOBJ_RETURN_IF_ERROR(CheckUploadId(req.upload_id()));
@@ -155,9 +157,10 @@ absl::StatusOr<std::string> RequestHandler::CompleteMultipartUpload(absl::string
   return Serialize(resp);
 }
 
-absl::StatusOr<std::string> RequestHandler::AbortMultipartUpload(absl::string_view body) {
+absl::StatusOr<std::string> RequestHandler::AbortMultipartUpload(const SessionState& s,
+                                                                 absl::string_view body) {
   pb::AbortMultipartUploadRequest req;
-  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
   AOBJ_RETURN_IF_ERROR(CheckNames(req.bucket(), req.key()));
   AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
   AOBJ_RETURN_IF_ERROR(CheckUploadId(req.upload_id()));
@@ -168,9 +171,10 @@ absl::StatusOr<std::string> RequestHandler::AbortMultipartUpload(absl::string_vi
   return Serialize(pb::AbortMultipartUploadResponse());
 }
 
-absl::StatusOr<std::string> RequestHandler::ListParts(absl::string_view body) {
+absl::StatusOr<std::string> RequestHandler::ListParts(const SessionState& s,
+                                                      absl::string_view body) {
   pb::ListPartsRequest req;
-  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
   AOBJ_RETURN_IF_ERROR(CheckNames(req.bucket(), req.key()));
   AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
   AOBJ_RETURN_IF_ERROR(CheckUploadId(req.upload_id()));
@@ -197,9 +201,10 @@ absl::StatusOr<std::string> RequestHandler::ListParts(absl::string_view body) {
   return Serialize(resp);
 }
 
-absl::StatusOr<std::string> RequestHandler::ListMultipartUploads(absl::string_view body) {
+absl::StatusOr<std::string> RequestHandler::ListMultipartUploads(const SessionState& s,
+                                                                 absl::string_view body) {
   pb::ListMultipartUploadsRequest req;
-  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
   AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
   if (req.prefix().size() > kMaxListStringBytes || req.key_marker().size() > kMaxListStringBytes) {
     return MakeError(ErrorCode::kInvalidArgument, absl::StrCat("prefix and key_marker are at most ",

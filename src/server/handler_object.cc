@@ -62,9 +62,10 @@ absl::StatusOr<WriteOptions> RequestHandler::PrepareWrite(
   return options;
 }
 
-absl::StatusOr<std::string> RequestHandler::HeadObject(absl::string_view body) {
+absl::StatusOr<std::string> RequestHandler::HeadObject(const SessionState& s,
+                                                       absl::string_view body) {
   aobj::v1::HeadObjectRequest req;
-  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
   AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
   AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
   auto conditions = ConditionsFromProto(req.preconditions());  // AOBJ-OBJ-131
@@ -79,9 +80,10 @@ absl::StatusOr<std::string> RequestHandler::HeadObject(absl::string_view body) {
   return Serialize(resp);
 }
 
-absl::StatusOr<std::string> RequestHandler::DeleteObjects(absl::string_view body) {
+absl::StatusOr<std::string> RequestHandler::DeleteObjects(const SessionState& s,
+                                                          absl::string_view body) {
   aobj::v1::DeleteObjectsRequest req;
-  AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
   AOBJ_RETURN_IF_ERROR(ValidateBucketName(req.bucket()));
   // AOBJ-OBJ-140
   if (req.keys_size() == 0 || req.keys_size() > kMaxDeleteKeys) {

@@ -16,9 +16,9 @@
 #include "absl/time/time.h"
 #include "aobj/server.h"
 #include "aobj/status.h"
-#include "control/rpc.h"
 #include "server/scheduler.h"
 #include "session/session_table.h"
+#include "wire/methods.h"
 
 namespace aobj {
 

@@ -8,10 +8,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
+#include <set>
+#include <string>
 
+#include "absl/strings/match.h"
 #include "aobj/client.h"
 #include "aobj/status.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 #include "gtest/gtest.h"
+#include "integration/raw_session.h"
 #include "integration/server_process.h"
 
 namespace aobj {
@@ -101,6 +108,62 @@ TEST_F(AuthzTest, OwnerOnlyBucketsRefuseOtherPrincipals) {
   EXPECT_TRUE(Denied(b_->Copy("alpha", "k", "beta", "stolen", {}).status()));
   EXPECT_TRUE(Denied(a_->Copy("alpha", "k", "beta", "pushed", {}).status()));
   EXPECT_TRUE(a_->Copy("alpha", "k", "alpha", "k2", {}).ok());
+}
+
+// AOBJ-SEC-008, issue 21: authorization reads the typed request the handler serves. Every method
+// of aobj.v1.ObjectService is accounted for: one that names a bucket is refused to another
+// principal when it names the owner's bucket (in every field whose name ends in "bucket", the rest
+// left empty: authorization comes before validation); the session's calls and ListBuckets name
+// none, and CreateBucket needs no grant (whoever creates a bucket owns it). A method added to the
+// .proto, or a bucket field renamed, fails here.
+TEST_F(AuthzTest, EveryMethodThatNamesABucketIsAuthorizedBeforeAnythingElse) {
+  ASSERT_TRUE(a_->CreateBucket("alpha").ok());
+  testing::RawSession raw(server_->endpoint(), kSecond, kSecondSecret);
+  RawReply opened = raw.Open();
+  ASSERT_TRUE(opened.status.ok()) << opened.status;
+  const std::set<std::string> name_none = {"OpenSession",     "RenewSession", "CloseSession",
+                                           "ConfirmEndpoint", "CreateBucket", "ListBuckets"};
+  const google::protobuf::ServiceDescriptor* service =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+          "aobj.v1.ObjectService");
+  ASSERT_NE(service, nullptr);
+  int refused = 0;
+  for (int i = 0; i < service->method_count(); ++i) {
+    const google::protobuf::MethodDescriptor* md = service->method(i);
+    const Method method = MethodFromName(md->name());
+    ASSERT_NE(method, Method::kCount) << md->name() << " is not in wire/methods.h";
+    std::unique_ptr<google::protobuf::Message> req(
+        google::protobuf::MessageFactory::generated_factory()
+            ->GetPrototype(md->input_type())
+            ->New());
+    int buckets = 0;
+    for (int f = 0; f < md->input_type()->field_count(); ++f) {
+      const google::protobuf::FieldDescriptor* fd = md->input_type()->field(f);
+      if (fd->type() == google::protobuf::FieldDescriptor::TYPE_STRING && !fd->is_repeated() &&
+          absl::EndsWith(fd->name(), "bucket")) {
+        req->GetReflection()->SetString(req.get(), fd, "alpha");
+        ++buckets;
+      }
+    }
+    if (md->name() == "CreateBucket") continue;  // names one, but whoever creates it owns it
+    if (name_none.count(md->name()) != 0) {
+      EXPECT_EQ(buckets, 0) << md->name() << " names a bucket now: authorize it";
+      continue;
+    }
+    ASSERT_GT(buckets, 0) << md->name() << " names no bucket: list it among those that name none";
+    RawReply r = raw.Send(method, req->SerializeAsString());
+    EXPECT_EQ(ErrorCodeOf(r.status), ErrorCode::kAccessDenied) << md->name() << ": " << r.status;
+    ++refused;
+  }
+  EXPECT_EQ(refused + static_cast<int>(name_none.size()), service->method_count());
+  EXPECT_GE(refused, 17);
+  // A refused request had no effect: the bucket is A's and empty, and no upload was begun.
+  auto listed = a_->ListObjects("alpha", {});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_TRUE(listed->objects.empty());
+  auto uploads = a_->ListMultipartUploads("alpha", {});
+  ASSERT_TRUE(uploads.ok()) << uploads.status();
+  EXPECT_TRUE(uploads->uploads.empty());
 }
 
 // Control-plane probe finding 2 (AOBJ-OBJ-232): A's upload cannot pass to B through a bucket

@@ -166,6 +166,59 @@ TEST_P(RoundTripTest, CallerRegisteredMemoryRoundTrips) {
   EXPECT_EQ(0, std::memcmp(src.data(), dst.data(), size));
 }
 
+// A Client uses only the buffers it issued (include/aobj/client.h, issue 21): a class the caller
+// derives from Buffer, or another Client's buffer (registered in another UCX context), is
+// refused with INVALID_ARGUMENT before anything is sent, on every path that takes buffers; the
+// same memory registered with this Client moves.
+TEST_P(RoundTripTest, BuffersOfAnotherClientOrTheCallersOwnClassAreRefused) {
+  class CallerBuffer final : public Buffer {
+   public:
+    explicit CallerBuffer(std::vector<uint8_t>* bytes) : bytes_(bytes) {}
+    uint8_t* data() const override { return bytes_->data(); }
+    size_t size() const override { return bytes_->size(); }
+    bool allocated_by_library() const override { return false; }
+
+   private:
+    std::vector<uint8_t>* bytes_;
+  };
+  std::vector<uint8_t> bytes(size_t{1} << 20, 7);
+  CallerBuffer caller(&bytes);
+  auto other = Client::Connect(Options(*server_));
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto foreign = (*other)->AllocateBuffer(bytes.size());
+  ASSERT_TRUE(foreign.ok()) << foreign.status();
+  for (const Buffer* b :
+       {static_cast<const Buffer*>(&caller), static_cast<const Buffer*>(foreign->get())}) {
+    for (uint64_t size : {uint64_t{100}, uint64_t{1} << 20}) {  // inline and RMA alike
+      SCOPED_TRACE(size);
+      EXPECT_EQ(ErrorCodeOf(client_->Put("test-bucket", "refused", *b, size).status()),
+                ErrorCode::kInvalidArgument);
+      EXPECT_EQ(
+          ErrorCodeOf(
+              client_->UploadPart("test-bucket", "refused", "no-upload", 1, *b, 0, size).status()),
+          ErrorCode::kInvalidArgument);
+    }
+    EXPECT_EQ(ErrorCodeOf(client_->Get("test-bucket", "refused", *const_cast<Buffer*>(b)).status()),
+              ErrorCode::kInvalidArgument);
+    auto got = client_->GetObjects("test-bucket",
+                                   {BatchGetItem{"refused", std::nullopt, BufferSlice{b, 0, 100}}});
+    EXPECT_EQ(ErrorCodeOf(got.status()), ErrorCode::kInvalidArgument);
+    BatchPutItem item;
+    item.key = "refused";
+    item.source = BufferSlice{b, 0, 100};
+    auto put = client_->PutObjects("test-bucket", {item});
+    EXPECT_EQ(ErrorCodeOf(put.status()), ErrorCode::kInvalidArgument);
+  }
+  // Nothing was stored, and the other Client's buffer serves the other Client.
+  EXPECT_EQ(ErrorCodeOf(client_->Head("test-bucket", "refused").status()), ErrorCode::kNoSuchKey);
+  auto own = (*other)->Put("test-bucket", "theirs", **foreign, 100);
+  EXPECT_TRUE(own.ok()) << own.status();
+  auto mine = client_->RegisterBuffer(bytes.data(), bytes.size());
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  auto moved = client_->Put("test-bucket", "mine", **mine, bytes.size());
+  EXPECT_TRUE(moved.ok()) << moved.status();
+}
+
 TEST_P(RoundTripTest, OverwriteReplacesWholeObject) {
   auto a = client_->AllocateBuffer(300000);
   ASSERT_TRUE(a.ok());

@@ -1,0 +1,22 @@
+#include "wire/error_detail.h"
+
+#include "aobj/status.h"
+#include "wire/error_registry.h"
+
+namespace aobj {
+
+aobj::v1::Error ErrorDetail(const absl::Status& status, const aobj::v1::VersionRange* supported) {
+  const ErrorInfo info = GetErrorInfo(ErrorCodeOf(status));
+  aobj::v1::Error error;
+  // AOBJ-ERR-010: codes of 0x80000000 and above travel as the int32 of the same bit pattern.
+  error.set_code(static_cast<aobj::v1::ErrorCode>(info.code));
+  // AOBJ-ERR-004: name, s3_code and retryable come from the registry row of the code.
+  error.set_name(std::string(info.name));
+  error.set_s3_code(std::string(info.s3_code));
+  error.set_message(std::string(status.message()));
+  error.set_retryable(info.retryable);
+  if (supported != nullptr) *error.mutable_supported_versions() = *supported;
+  return error;
+}
+
+}  // namespace aobj

@@ -1,0 +1,21 @@
+// The aobj.v1.Error that carries a failed request's code to the peer (AOBJ-ERR-003/004/010): one
+// conversion for every transport that sends it (the gRPC trailer `aobj-error-bin`, control/rpc.h,
+// and the fast path's error replies, section 8.9).
+#ifndef AOBJ_WIRE_ERROR_DETAIL_H_
+#define AOBJ_WIRE_ERROR_DETAIL_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "aobj/v1/aobj.pb.h"
+
+namespace aobj {
+
+// The Error of a non-OK `status`: code, name, s3_code and retryable from the registry row of its
+// code, its message, and `supported` (optional) for UNSUPPORTED_VERSION (AOBJ-SES-003).
+aobj::v1::Error ErrorDetail(const absl::Status& status,
+                            const aobj::v1::VersionRange* supported = nullptr);
+
+}  // namespace aobj
+
+#endif  // AOBJ_WIRE_ERROR_DETAIL_H_

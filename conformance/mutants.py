@@ -550,9 +550,9 @@ MUTANTS = {
 MUTANTS.update({
     "cl-batch-put-skips-checksum": (
         "the client does not compare a PutObjects result's checksum with the one it sent (AOBJ-OBJ-252)",
-        [("src/client/client.cc",
-          "    if (r.checksum() != item.checksum()) {",
-          "    if (false) {")],
+        [("src/client/client_batch.cc",
+          "  if (r.checksum() != item.checksum()) {",
+          "  if (false) {")],
         "cli/9.17/1", []),
     "cl-batch-put-failed-request-trusted": (
         "the CLI reports the files of a failed PutObjects request uploaded (AOBJ-OBJ-253)",
@@ -562,63 +562,59 @@ MUTANTS.update({
         "cli/9.17/1", []),
     "cl-batch-skips-checksum": (
         "the client does not compare a GetObjects result's checksum with its region (AOBJ-OBJ-244)",
-        [("src/client/client.cc",
-          "    if (ChecksumOf(options_.checksum, {item.destination}, size) != r.checksum()) {",
-          "    if (false) {")],
+        [("src/client/client_batch.cc",
+          "  if (ChecksumOf(options_.checksum, {item.destination}, size) != r.checksum()) {",
+          "  if (false) {")],
         "cli/9.16/1", []),
     "cl-get-skips-checksum": (
         "the client does not compare a GET's checksum with the octets it received (AOBJ-DAT-004)",
-        [("src/client/client.cc",
-          "    if (ChecksumOf(algo, destination, size) != resp.checksum()) {",
-          "    if (false) {")],
+        [("src/client/client_objects.cc",
+          "  if (ChecksumOf(algo, destination, size) != resp.checksum()) {",
+          "  if (false) {")],
         "cli/8.7", []),
     "cl-get-skips-byte-count": (
         "the client does not compare a GET's bytes_transferred with the size (AOBJ-DAT-004)",
-        [("src/client/client.cc",
-          "    if (resp.bytes_transferred() != size || size > *capacity) {",
-          "    if (size > *capacity) {")],
+        [("src/client/client_objects.cc",
+          "  if (resp.bytes_transferred() != size || size > *capacity) {",
+          "  if (size > *capacity) {")],
         "cli/8.7", []),
     "cl-inline-too-long-is-incomplete": (
         "an inline GET body longer than the client's windows is reported as INCOMPLETE_TRANSFER, "
         "not DESCRIPTOR_TOO_SMALL (AOBJ-DAT-162)",
-        [("src/client/client.cc",
-          "    if (path == TransferPath::kInline && resp.bytes_transferred() == size && size > *capacity) {",
-          "    if (false) {")],
+        [("src/client/client_objects.cc",
+          "  if (path == TransferPath::kInline && resp.bytes_transferred() == size && size > *capacity) {",
+          "  if (false) {")],
         "cli/8.4", []),
     "cl-put-skips-checksum": (
         "the client does not compare the checksum a PUT reply reports with its own (AOBJ-DAT-004)",
-        [("src/client/client.cc",
-          "    if (resp.checksum() != checksum) {\n      return MakeError(ErrorCode::kBadDigest,\n"
-          "                       \"the server's checksum of the received body differs from ours\");",
-          "    if (false) {\n      return MakeError(ErrorCode::kBadDigest, \"\");")],
+        [("src/client/client_objects.cc",
+          "  if (resp.checksum() != checksum) {\n    return MakeError(ErrorCode::kBadDigest,\n                     \"the server's checksum of the received body differs from ours\");",
+          "  if (false) {\n    return MakeError(ErrorCode::kBadDigest, \"\");")],
         "cli/8.7", []),
     "cl-part-skips-byte-count": (
         "an UploadPart reply one octet short is accepted (AOBJ-DAT-154)",
-        [("src/client/client.cc",
-          "    // AOBJ-DAT-154: never report success for a short or different transfer.\n"
-          "    if (resp.bytes_transferred() != size) {",
-          "    // AOBJ-DAT-154: never report success for a short or different transfer.\n"
-          "    if (false) {")],
+        [("src/client/client_multipart.cc",
+          "  // AOBJ-DAT-154: never report success for a short or different transfer.\n  if (resp.bytes_transferred() != size) {",
+          "  // AOBJ-DAT-154: never report success for a short or different transfer.\n  if (false) {")],
         "cli/9.15", []),
     "cl-inline-accepted-unasked": (
         "a GET answered inline is accepted although the request refused inline (AOBJ-DAT-031)",
-        [("src/client/client.cc",
-          "    if (path == TransferPath::kInline && !req.accept_inline()) {",
-          "    if (false) {")],
+        [("src/client/client_objects.cc",
+          "  if (path == TransferPath::kInline && !req.accept_inline()) {",
+          "  if (false) {")],
         "cli/8.1", []),
     "cl-range-length-unchecked": (
         "a ranged GET's complete_length is not compared with the object's size (AOBJ-DAT-105)",
-        [("src/client/client.cc",
+        [("src/client/client_impl.h",
           "    if (!expected.ok() || cr.complete_length() != total || cr.first() != expected->first ||",
           "    if (!expected.ok() || cr.first() != expected->first ||")],
         "cli/9.9", []),
     "cl-retries-every-error": (
         "the client repeats a request after any error, not only SLOW_DOWN and TOO_MANY_TRANSFERS "
         "(AOBJ-ERR-005)",
-        [("src/client/client.cc",
-          "          (code != ErrorCode::kSlowDown && code != ErrorCode::kTooManyTransfers &&\n"
-          "           !unknown_outcome)) {",
-          "          code == ErrorCode::kNoSuchKey) {")],
+        [("src/client/client_call.cc",
+          "        (code != ErrorCode::kSlowDown && code != ErrorCode::kTooManyTransfers &&\n         !unknown_outcome)) {",
+          "        code == ErrorCode::kNoSuchKey) {")],
         "cli/4.3,cli/11", []),
     "cl-counter-nonces": (
         "nonces are a per-process counter, so they repeat in the next run (AOBJ-AUTH-011)",
@@ -629,9 +625,9 @@ MUTANTS.update({
         "cli/6.2", []),
     "cl-session-kept-after-expiry": (
         "after SESSION_EXPIRED the client goes on naming the session (AOBJ-SES-022)",
-        [("src/client/client.cc",
-          "        session_gone_.store(static_cast<uint32_t>(code));  // AOBJ-SES-022",
-          "        (void)code;  // AOBJ-SES-022")],
+        [("src/client/client_call.cc",
+          "      session_gone_.store(static_cast<uint32_t>(code));  // AOBJ-SES-022",
+          "      (void)code;  // AOBJ-SES-022")],
         "cli/5.9", []),
 })
 

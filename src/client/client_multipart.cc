@@ -1,0 +1,267 @@
+#include "client/client_impl.h"
+
+namespace aobj::client_internal {
+
+absl::StatusOr<UploadInfo> ClientImpl::CreateMultipartUpload(const std::string& bucket,
+                                                             const std::string& key,
+                                                             const PutOptions& options) {
+  pb::CreateMultipartUploadRequest req;
+  req.set_bucket(bucket);
+  req.set_key(key);
+  req.set_content_type(options.content_type);
+  for (const auto& [name, value] : options.user_metadata) {
+    (*req.mutable_user_metadata())[name] = value;
+  }
+  pb::CreateMultipartUploadResponse resp;
+  if (absl::Status s = Call(Method::kCreateMultipartUpload, req, &resp); !s.ok()) return s;
+  if (resp.upload_id().empty()) {
+    return MakeError(ErrorCode::kInternal, "server sent an empty upload ID");
+  }
+  UploadInfo info;
+  info.bucket = bucket;
+  info.key = key;
+  info.upload_id = resp.upload_id();
+  info.content_type = options.content_type;
+  info.user_metadata = options.user_metadata;
+  return info;
+}
+
+absl::StatusOr<UploadPartResult> ClientImpl::UploadPart(const std::string& bucket,
+                                                        const std::string& key,
+                                                        const std::string& upload_id,
+                                                        uint32_t part_number, const Buffer& buffer,
+                                                        uint64_t offset, uint64_t size) {
+  if (offset > buffer.size() || size > buffer.size() - offset) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("part [", offset, ", +", size, ") exceeds the buffer's ",
+                                  buffer.size(), " bytes"));
+  }
+  absl::StatusOr<const BufferImpl*> issued = Issued(buffer);
+  if (!issued.ok()) return issued.status();
+  const BufferImpl& buf = **issued;
+  const uint8_t* data = buf.data() + offset;
+  const std::string checksum = ChecksumOf(options_.checksum, {{&buffer, offset, size}}, size);
+  pb::UploadPartRequest req;
+  req.set_bucket(bucket);
+  req.set_key(key);
+  req.set_upload_id(upload_id);
+  req.set_part_number(part_number);
+  req.set_size(size);
+  req.set_checksum_algorithm(static_cast<pb::ChecksumAlgorithm>(options_.checksum));
+  req.set_checksum(checksum);
+  RequestRegistrations registrations;  // unmapped after the reply
+  if (size > 0 && UseInline(size)) {
+    req.set_inline_data(reinterpret_cast<const char*>(data), size);
+  } else if (size > 0) {
+    // Grant exactly this part's window, nothing more (AOBJ-MEM-010).
+    if (absl::Status s =
+            AddWindows({{&buffer, offset, size}}, req.mutable_source(), &registrations);
+        !s.ok()) {
+      return s;
+    }
+  }
+  pb::UploadPartResponse resp;
+  if (absl::Status s = DataCall(Method::kUploadPart, req, &resp, registrations.emulated_windows);
+      !s.ok()) {
+    return s;
+  }
+  // AOBJ-DAT-154: never report success for a short or different transfer.
+  if (resp.bytes_transferred() != size) {
+    return MakeError(
+        ErrorCode::kIncompleteTransfer,
+        absl::StrCat("server reports ", resp.bytes_transferred(), " bytes moved of ", size));
+  }
+  if (resp.checksum() != checksum) {
+    return MakeError(ErrorCode::kBadDigest,
+                     "the server's checksum of the received part differs from ours");
+  }
+  return UploadPartResult{resp.etag(), resp.bytes_transferred(),
+                          static_cast<TransferPath>(resp.path())};
+}
+
+absl::StatusOr<ObjectInfo> ClientImpl::CompleteMultipartUpload(
+    const std::string& bucket, const std::string& key, const std::string& upload_id,
+    const std::vector<CompletedPart>& parts, const Preconditions& conditions) {
+  pb::CompleteMultipartUploadRequest req;
+  req.set_bucket(bucket);
+  req.set_key(key);
+  req.set_upload_id(upload_id);
+  SetPreconditions(conditions, &req);
+  for (const CompletedPart& p : parts) {
+    pb::CompletedPart* c = req.add_parts();
+    c->set_part_number(p.part_number);
+    c->set_etag(p.etag);
+  }
+  pb::CompleteMultipartUploadResponse resp;
+  if (absl::Status s = Call(Method::kCompleteMultipartUpload, req, &resp); !s.ok()) return s;
+  return InfoFrom(resp.metadata());
+}
+
+absl::Status ClientImpl::AbortMultipartUpload(const std::string& bucket, const std::string& key,
+                                              const std::string& upload_id) {
+  pb::AbortMultipartUploadRequest req;
+  req.set_bucket(bucket);
+  req.set_key(key);
+  req.set_upload_id(upload_id);
+  pb::AbortMultipartUploadResponse resp;
+  return Call(Method::kAbortMultipartUpload, req, &resp);
+}
+
+absl::StatusOr<PartsPage> ClientImpl::ListParts(const std::string& bucket, const std::string& key,
+                                                const std::string& upload_id,
+                                                uint32_t part_number_marker, uint32_t max_parts) {
+  pb::ListPartsRequest req;
+  req.set_bucket(bucket);
+  req.set_key(key);
+  req.set_upload_id(upload_id);
+  req.set_part_number_marker(part_number_marker);
+  req.set_max_parts(max_parts);
+  pb::ListPartsResponse resp;
+  if (absl::Status s = Call(Method::kListParts, req, &resp); !s.ok()) return s;
+  PartsPage page;
+  page.upload.bucket = bucket;
+  page.upload.key = key;
+  page.upload.upload_id = upload_id;
+  page.upload.content_type = resp.content_type();
+  page.upload.initiated_ms = resp.initiated_ms();
+  for (const pb::PartEntry& e : resp.parts()) {
+    PartInfo p;
+    p.part_number = e.part_number();
+    p.size = e.size();
+    p.etag = e.etag();
+    p.last_modified_ms = e.last_modified_ms();
+    if (e.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC32C && e.checksum().size() == 4) {
+      const auto* c = reinterpret_cast<const uint8_t*>(e.checksum().data());
+      p.crc32c = (uint32_t{c[0]} << 24) | (uint32_t{c[1]} << 16) | (uint32_t{c[2]} << 8) | c[3];
+    }
+    page.parts.push_back(std::move(p));
+  }
+  page.truncated = resp.is_truncated();
+  page.next_part_number_marker = resp.next_part_number_marker();
+  return page;
+}
+
+absl::StatusOr<UploadsPage> ClientImpl::ListMultipartUploads(const std::string& bucket,
+                                                             const ListUploadsOptions& options) {
+  pb::ListMultipartUploadsRequest req;
+  req.set_bucket(bucket);
+  req.set_prefix(options.prefix);
+  req.set_key_marker(options.key_marker);
+  req.set_upload_id_marker(options.upload_id_marker);
+  req.set_max_uploads(options.max_uploads);
+  pb::ListMultipartUploadsResponse resp;
+  if (absl::Status s = Call(Method::kListMultipartUploads, req, &resp); !s.ok()) return s;
+  UploadsPage page;
+  for (const pb::UploadEntry& e : resp.uploads()) {
+    UploadInfo u;
+    u.bucket = bucket;
+    u.key = e.key();
+    u.upload_id = e.upload_id();
+    u.initiated_ms = e.initiated_ms();
+    page.uploads.push_back(std::move(u));
+  }
+  page.truncated = resp.is_truncated();
+  page.next_key_marker = resp.next_key_marker();
+  page.next_upload_id_marker = resp.next_upload_id_marker();
+  return page;
+}
+
+absl::StatusOr<ObjectInfo> ClientImpl::UploadMultipart(const std::string& bucket,
+                                                       const std::string& key, const Buffer& buffer,
+                                                       uint64_t size, uint64_t part_size,
+                                                       const PutOptions& put,
+                                                       const MultipartUploadOptions& options) {
+  if (part_size == 0) return MakeError(ErrorCode::kInvalidArgument, "part size 0");
+  if (size > buffer.size()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("size ", size, " exceeds the buffer's ", buffer.size()));
+  }
+  // An empty object is one empty part (S3 allows the last part to be of any size).
+  const uint64_t count = size == 0 ? 1 : size / part_size + (size % part_size != 0 ? 1 : 0);
+  if (count > kMaxPartNumber) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat(size, " bytes in parts of ", part_size, " make ", count,
+                                  " parts; at most ", kMaxPartNumber));
+  }
+  auto upload = CreateMultipartUpload(bucket, key, put);
+  if (!upload.ok()) return upload.status();
+  const std::string& id = upload->upload_id;
+
+  // AOBJ-FLO-001: no more parts in flight than the session allows.
+  uint32_t lanes = options.parallelism != 0 ? options.parallelism
+                                            : std::min<uint32_t>(info_.limits.max_in_flight, 16);
+  lanes = static_cast<uint32_t>(
+      std::clamp<uint64_t>(std::min<uint64_t>(lanes, info_.limits.max_in_flight), 1, count));
+  std::vector<std::string> etags(count);
+  absl::Mutex mu;
+  uint64_t next = 0;                         // guarded by mu
+  uint64_t done_bytes = 0;                   // guarded by mu
+  absl::Status first_error;                  // guarded by mu
+  const absl::Time deadline = tls_deadline;  // the caller's, for every lane
+  OpControl* const op = tls_op;  // an UploadMultipartAsync: its cancellation reaches every lane
+  auto lane = [&] {
+    ScopedDeadline scope(deadline);
+    struct RestoreOp {
+      OpControl* saved;
+      ~RestoreOp() { tls_op = saved; }
+    } restore{tls_op};
+    tls_op = op;
+    for (;;) {
+      uint64_t i;
+      {
+        absl::MutexLock l(&mu);
+        if (!first_error.ok() || next == count) return;
+        i = next++;
+      }
+      const uint64_t off = i * part_size;
+      const uint64_t len = size == 0 ? 0 : std::min(part_size, size - off);
+      // A busy server's refusals are retried by Call (ClientOptions::busy_retries).
+      absl::StatusOr<UploadPartResult> r =
+          UploadPart(bucket, key, id, static_cast<uint32_t>(i + 1), buffer, off, len);
+      absl::MutexLock l(&mu);
+      if (!r.ok()) {
+        if (first_error.ok()) first_error = r.status();
+        return;
+      }
+      etags[i] = r->etag;
+      done_bytes += len;
+      if (options.progress) options.progress(done_bytes, size);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (uint32_t t = 1; t < lanes; ++t) threads.emplace_back(lane);
+  lane();
+  for (auto& t : threads) t.join();
+  if (!first_error.ok()) {
+    AbortOutsideOperation(bucket, key, id).IgnoreError();  // AOBJ-OBJ-229
+    return first_error;
+  }
+  std::vector<CompletedPart> parts(count);
+  for (uint64_t i = 0; i < count; ++i) parts[i] = {static_cast<uint32_t>(i + 1), etags[i]};
+  // Not repeated: a failed Complete is final here (AOBJ-ERR-122), the upload is aborted.
+  auto completed = CompleteMultipartUpload(bucket, key, id, parts, put.conditions);
+  if (completed.ok()) return completed;
+  // The outcome may be unknown (no reply): an abort that finds no upload means the upload
+  // was completed, and the object then carries the ETag we expect (AOBJ-ERR-121).
+  absl::Status aborted = AbortOutsideOperation(bucket, key, id);
+  if (ErrorCodeOf(aborted) == ErrorCode::kNoSuchUpload) {
+    auto expected = MultipartEtag(etags);
+    auto head = Head(bucket, key);
+    if (expected.ok() && head.ok() && head->etag == *expected) return *head;
+  }
+  return completed.status();
+}
+
+absl::Status ClientImpl::AbortOutsideOperation(const std::string& bucket, const std::string& key,
+                                               const std::string& upload_id) {
+  OpControl* const op = tls_op;
+  const absl::Time deadline = tls_deadline;
+  tls_op = nullptr;
+  tls_deadline = absl::InfiniteFuture();
+  absl::Status s = AbortMultipartUpload(bucket, key, upload_id);
+  tls_op = op;
+  tls_deadline = deadline;
+  return s;
+}
+
+}  // namespace aobj::client_internal

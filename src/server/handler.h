@@ -1,5 +1,6 @@
 // Request handling of the AOBJ/1 server, independent of gRPC: bytes and authentication in,
-// response bytes or an error out. The gRPC service (service.cc) and the fuzzers both drive it.
+// response bytes or an error out. The gRPC service (control_service.cc), the fast path
+// (fast_path.cc) and the fuzzers all drive it.
 //
 // Threading: Handle() is called from many request threads at once; all state it touches is
 // thread-safe (store, data channel, authenticator, session table, counters).

@@ -1,0 +1,564 @@
+// The server's gRPC edge (control_service.h).
+#include "server/control_service.h"
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/support/byte_buffer.h>
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "aobj/status.h"
+#include "control/rpc.h"
+#include "google/protobuf/descriptor.h"
+#include "server/handler.h"
+#include "server/listener.h"
+#include "server/scheduler.h"
+#include "session/authenticator.h"
+
+namespace aobj {
+namespace {
+
+// The call's deadline; gRPC reports "none" as the largest time_point, which does not convert.
+absl::Time DeadlineOf(const grpc::ServerContextBase& ctx) {
+  const auto deadline = ctx.deadline();
+  const auto now = std::chrono::system_clock::now();
+  if (deadline - now > std::chrono::hours(24 * 365)) return absl::InfiniteFuture();
+  return absl::Now() + absl::FromChrono(deadline - now);
+}
+
+std::string MetadataValue(const std::multimap<grpc::string_ref, grpc::string_ref>& md,
+                          const char* key) {
+  // AOBJ-AUTH-014: a repeated authentication entry makes the request malformed; the value
+  // returned here fails the syntax check (AOBJ-AUTH-001).
+  if (md.count(key) > 1) return "\x01repeated";
+  auto it = md.find(key);
+  if (it == md.end()) return "";
+  // Bounded: nothing in AOBJ metadata is longer than 128 bytes (AOBJ-AUTH-001).
+  return std::string(it->second.data(), std::min<size_t>(it->second.size(), 256));
+}
+
+// aobj.v1.ObjectService with every method taking raw bytes, so that the signature is checked
+// over exactly the bytes the client sent (AOBJ-AUTH-002).
+//
+// Every method is served as a bidirectional stream of one message each way, which is what a
+// unary call is on the wire. Unlike gRPC's unary handler, which reads the whole request message
+// before the handler runs, this reads the message only after the authentication metadata names a
+// known access key (AOBJ-SEC-012): a request without it is answered from its headers, and its
+// body is never buffered (third hostile probe of issue 16, F4: a flood of unsigned 7 MiB
+// requests pushed gRPC's memory quota into cancelling other tenants' calls and sending GOAWAY
+// on their connections).
+class ServiceImpl final : public ControlService {
+ public:
+  // Registers a raw handler for every method of the service, matched by name, so the order of
+  // rpcs in the .proto and of the Method enum are independent.
+  ServiceImpl(RequestHandler* handler, const Authenticator* auth, RequestScheduler* scheduler,
+              ReadBounds read_bounds)
+      : handler_(handler), auth_(auth), scheduler_(scheduler), read_bounds_(read_bounds) {
+    const google::protobuf::ServiceDescriptor* sd =
+        google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+            "aobj.v1.ObjectService");
+    for (int i = 0; i < sd->method_count(); ++i) {
+      const Method method = MethodFromName(sd->method(i)->name());
+      auto handler = [this, method] {
+        return new grpc::internal::CallbackBidiHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
+            [this, method](grpc::CallbackServerContext* ctx) {
+              return new Call(this, method, ctx);
+            });
+      };
+      // MarkMethodStreamed sets the method type, so that gRPC reads no message before the
+      // reactor asks; MarkMethodRawCallback the callback API. Each takes ownership of (and
+      // frees the previous) handler, so each gets its own.
+      MarkMethodStreamed(i, handler());
+      MarkMethodRawCallback(i, handler());
+    }
+  }
+
+  // Requests that succeed mark their connection authenticated there (see ControlListener).
+  void set_listener(ControlListener* l) override { listener_.store(l, std::memory_order_release); }
+
+  // AOBJ-SEC-019: HTTP/2 Rapid Reset (CVE-2023-44487; gRPC 1.51 predates its mitigation; fifth
+  // hostile probe of issue 16, B): a client that resets its streams as fast as it opens them
+  // makes gRPC create and queue server calls faster than they are finished, and the server's
+  // memory grew by 210 MB/s from one unauthenticated connection. A connection whose calls are
+  // mostly cancelled by its client (at least kResetsToCut of them, four times as many as it
+  // let finish) is cut.
+  void NoteCallEnded(const std::string& peer, bool cancelled) {
+    bool cut = false;
+    {
+      absl::MutexLock l(&churn_mu_);
+      Churn& c = churn_[peer];
+      c.last = absl::Now();
+      ++(cancelled ? c.cancelled : c.completed);
+      if (!c.cut && c.cancelled >= kResetsToCut && c.cancelled > 4 * c.completed) {
+        c.cut = cut = true;
+      }
+    }
+    if (!cut) return;
+    if (ControlListener* l = listener_.load(std::memory_order_acquire)) l->CutConnection(peer);
+    handler_->LogEvent(absl::StrCat("event=connection_cut reason=reset_streams peer=", peer,
+                                    " (its client cancelled at least ", kResetsToCut,
+                                    " calls, four times as many as it let finish)"));
+  }
+
+  // AOBJ-SEC-018: ends the calls whose message has not arrived whole within the deadline (called
+  // by the server's reaper, every 200 ms).
+  void CutSlowReads(absl::Time now) override {
+    {
+      // Connections idle a minute are forgotten (many connections: those idle a second).
+      absl::MutexLock l(&churn_mu_);
+      const absl::Duration idle = churn_.size() > 65536 ? absl::Seconds(1) : absl::Minutes(1);
+      if (now - churn_swept_ > absl::Seconds(10) || churn_.size() > 65536) {
+        churn_swept_ = now;
+        absl::erase_if(churn_, [&](const auto& e) { return now - e.second.last > idle; });
+      }
+    }
+    std::vector<Call*> late;
+    std::vector<Call*> preempted;
+    {
+      absl::MutexLock l(&reading_mu_);
+      for (auto& [call, r] : reading_) {
+        if (now - r.started > read_bounds_.deadline) late.push_back(call);
+      }
+      for (Call* c : late) Strike(c);
+      Admit();
+      for (size_t i = 0; i < read_bounds_.slots; ++i) {
+        Call* p = Preempt();
+        if (p == nullptr) break;
+        preempted.push_back(p);
+      }
+    }
+    for (Call* c : preempted) {
+      c->Cut(MakeError(ErrorCode::kSlowDown,
+                       "the server reads a few messages at once, shared between access keys; "
+                       "this one arrived too slowly and was ended for another key's request"));
+    }
+    for (Call* c : late) {
+      c->Cut(
+          MakeError(ErrorCode::kDeadlineExceeded,
+                    absl::StrCat("the request message did not arrive within ",
+                                 absl::FormatDuration(read_bounds_.deadline), " of its headers")));
+    }
+  }
+
+ private:
+  class Call;
+  struct Reading {
+    std::string key;  // the access key the call claims
+    absl::Time started;
+    std::string peer;       // its connection (grpc::ServerContext::peer())
+    bool proven = false;    // that connection carried a verified request of `key` before
+    bool reading = false;   // holds a read slot (else it waits for one)
+    absl::Time slot_since;  // when it got its slot
+  };
+  struct Churn {
+    uint64_t cancelled = 0;
+    uint64_t completed = 0;
+    bool cut = false;
+    absl::Time last;
+  };
+  static constexpr uint64_t kResetsToCut = 64;
+  // A slot is taken from a call only after it has held it this long: a message that arrives at
+  // the speed of the connection is read by then.
+  static constexpr absl::Duration kSlowReadAfter = absl::Milliseconds(200);
+  // A slot held this long without its message is taken for a waiting call of the same key whose
+  // connection is not proven either: a message sent with its headers is whole long before.
+  static constexpr absl::Duration kStaleHold = absl::Seconds(1);
+
+  // AOBJ-SEC-018: `call` is about to read its message: it waits for a read slot (Admit). Past a
+  // bound in number, the oldest registered call of its key (per-key bound) or of the key with
+  // the most (total bound) is ended to make room; when none can be, `call` is refused instead:
+  // returns false and the caller answers SLOW_DOWN.
+  bool StartReading(Call* call, const std::string& key, const std::string& peer, bool proven) {
+    Call* victim = nullptr;
+    Call* preempted = nullptr;
+    {
+      absl::MutexLock l(&reading_mu_);
+      size_t& mine = reading_per_key_[key];
+      const bool key_full = mine >= read_bounds_.max_per_key;
+      const bool all_full = reading_.size() >= read_bounds_.max_total;
+      if (key_full || all_full) {
+        std::string from = key;
+        if (!key_full) {
+          for (const auto& [k, n] : reading_per_key_) {
+            if (n > reading_per_key_[from]) from = k;
+          }
+        }
+        for (const auto& [c, r] : reading_) {
+          if (r.key == from && (victim == nullptr || r.started < reading_.at(victim).started)) {
+            victim = c;
+          }
+        }
+        if (victim == nullptr) {
+          if (mine == 0) reading_per_key_.erase(key);
+          return false;
+        }
+        Strike(victim);
+      }
+      reading_[call] = Reading{key, absl::Now(), peer, proven, /*reading=*/false, absl::Time()};
+      ++reading_per_key_[key];
+      std::deque<Call*>& q = waiting_[key];
+      q.push_back(call);
+      if (q.size() == 1 && in_turn_.insert(key).second) turns_.push_back(key);
+      Admit();
+      preempted = Preempt();
+    }
+    if (victim != nullptr) {
+      victim->Cut(MakeError(ErrorCode::kSlowDown,
+                            "too many requests of this access key (or in all) are still sending "
+                            "their message; the oldest was ended"));
+    }
+    if (preempted != nullptr) {
+      preempted->Cut(MakeError(ErrorCode::kSlowDown,
+                               "the server reads a few messages at once, shared between access "
+                               "keys; this one arrived too slowly and was ended for another "
+                               "key's request"));
+    }
+    return true;
+  }
+
+  // Gives free read slots to waiting calls, one key after another. Each read is started under
+  // the lock, so that no cut reaches a call between its admission and its read; StartRead only
+  // queues the operation (in a reactor's constructor it is recorded until gRPC binds the
+  // reactor), so no reaction runs here.
+  void Admit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    while (slots_used_ < read_bounds_.slots && !turns_.empty()) {
+      const std::string key = std::move(turns_.front());
+      turns_.pop_front();
+      auto w = waiting_.find(key);
+      if (w == waiting_.end() || w->second.empty()) {
+        in_turn_.erase(key);
+        if (w != waiting_.end()) waiting_.erase(w);
+        continue;
+      }
+      // Within a key, a call on a connection that carried a verified request of the key goes
+      // first; then the call whose connection holds the fewest slots (the oldest of those):
+      // whoever forges the key's claim cannot keep the key's own clients waiting behind it
+      // (fifth hostile probe of issue 16, A).
+      auto pick = w->second.begin();
+      std::pair<size_t, size_t> fewest{SIZE_MAX, SIZE_MAX};  // (strikes, slots) of its connection
+      for (auto it = w->second.begin(); it != w->second.end(); ++it) {
+        const Reading& r = reading_.at(*it);
+        if (r.proven) {
+          pick = it;
+          break;
+        }
+        auto held = slots_per_conn_.find(r.peer);
+        auto struck = strikes_.find(r.peer);
+        const std::pair<size_t, size_t> n{struck == strikes_.end() ? 0 : struck->second,
+                                          held == slots_per_conn_.end() ? 0 : held->second};
+        if (n < fewest) {
+          fewest = n;
+          pick = it;
+        }
+      }
+      Call* call = *pick;
+      w->second.erase(pick);
+      if (w->second.empty()) {
+        waiting_.erase(w);
+        in_turn_.erase(key);
+      } else {
+        turns_.push_back(key);
+      }
+      Reading& r = reading_.at(call);
+      r.reading = true;
+      r.slot_since = absl::Now();
+      ++slots_used_;
+      ++slots_per_key_[key];
+      ++slots_per_conn_[r.peer];
+      call->BeginRead();
+    }
+  }
+
+  // When calls wait and every slot is taken, the key holding the most slots gives up the one it
+  // has held longest (at least kSlowReadAfter), if it holds more than one more than a waiting
+  // key (a slow sender cannot keep other keys' requests from being read). Returns that call,
+  // already forgotten, for the caller to end outside the lock; the freed slot is given out here.
+  Call* Preempt() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    if (slots_used_ < read_bounds_.slots || waiting_.empty()) return nullptr;
+    if (Call* c = PreemptWithinKey()) return c;
+    size_t fewest_waiting = SIZE_MAX;  // slots held by a key that has a waiting call
+    for (const auto& [key, q] : waiting_) {
+      if (q.empty()) continue;
+      auto it = slots_per_key_.find(key);
+      fewest_waiting = std::min(fewest_waiting, it == slots_per_key_.end() ? 0 : it->second);
+    }
+    if (fewest_waiting == SIZE_MAX) return nullptr;
+    const std::string* most = nullptr;
+    for (const auto& [key, n] : slots_per_key_) {
+      if (most == nullptr || n > slots_per_key_.at(*most)) most = &key;
+    }
+    if (most == nullptr || slots_per_key_.at(*most) <= fewest_waiting + 1) return nullptr;
+    const absl::Time slow = absl::Now() - kSlowReadAfter;
+    Call* victim = nullptr;
+    for (const auto& [c, r] : reading_) {
+      if (r.reading && r.key == *most && r.slot_since < slow &&
+          (victim == nullptr || r.slot_since < reading_.at(victim).slot_since)) {
+        victim = c;
+      }
+    }
+    if (victim == nullptr) return nullptr;
+    Strike(victim);
+    Admit();
+    return victim;
+  }
+
+  // Within one claimed key (fifth hostile probe of issue 16, A: eight header-only calls forging a
+  // tenant's claim held every slot, and each of the tenant's requests waited 20 s behind them):
+  // a waiting call on a proven connection takes the slot of an unproven holder of its key held
+  // kSlowReadAfter; any waiting call takes that of an unproven holder of its key held
+  // kStaleHold. A proven holder is never taken for this: its message is the key's own.
+  Call* PreemptWithinKey() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    const absl::Time now = absl::Now();
+    // One pass over the registered calls (at most ReadBounds::max_total): the longest-held
+    // unproven slot of a key that has a waiting call, past that key's threshold.
+    absl::flat_hash_map<std::string, absl::Time> before;  // per waiting key, lazily
+    Call* victim = nullptr;
+    for (const auto& [c, r] : reading_) {
+      if (!r.reading || r.proven) continue;
+      auto b = before.find(r.key);
+      if (b == before.end()) {
+        auto w = waiting_.find(r.key);
+        if (w == waiting_.end() || w->second.empty()) continue;
+        bool proven_waits = false;
+        for (Call* q : w->second) proven_waits = proven_waits || reading_.at(q).proven;
+        b = before.emplace(r.key, now - (proven_waits ? kSlowReadAfter : kStaleHold)).first;
+      }
+      if (r.slot_since < b->second &&
+          (victim == nullptr || r.slot_since < reading_.at(victim).slot_since)) {
+        victim = c;
+      }
+    }
+    if (victim == nullptr) return nullptr;
+    Strike(victim);
+    Admit();
+    return victim;
+  }
+
+  // The call's message arrived (or its read failed). False when it was cut meanwhile: the
+  // cutter finishes it.
+  bool DoneReading(Call* call) {
+    absl::MutexLock l(&reading_mu_);
+    if (!reading_.contains(call)) return false;
+    Forget(call);
+    Admit();
+    return true;
+  }
+
+  // Forgets a call that is ended for being slow or to make room, and counts it against its
+  // connection: within a key, calls of connections with fewer such ends are read first.
+  void Strike(Call* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    auto it = reading_.find(call);
+    if (it != reading_.end() && !it->second.proven) {
+      if (strikes_.size() > 65536) strikes_.clear();  // many connections: start again
+      ++strikes_[it->second.peer];
+    }
+    Forget(call);
+  }
+
+  // Drops `call` from every account: its slot, or its place in its key's queue.
+  void Forget(Call* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    auto it = reading_.find(call);
+    const std::string& key = it->second.key;
+    if (it->second.reading) {
+      --slots_used_;
+      auto s = slots_per_key_.find(key);
+      if (s != slots_per_key_.end() && --s->second == 0) slots_per_key_.erase(s);
+      auto c = slots_per_conn_.find(it->second.peer);
+      if (c != slots_per_conn_.end() && --c->second == 0) slots_per_conn_.erase(c);
+    } else if (auto w = waiting_.find(key); w != waiting_.end()) {
+      auto pos = std::find(w->second.begin(), w->second.end(), call);
+      if (pos != w->second.end()) w->second.erase(pos);
+      if (w->second.empty()) waiting_.erase(w);  // its turn entry is dropped when reached
+    }
+    auto k = reading_per_key_.find(key);
+    if (k != reading_per_key_.end() && --k->second == 0) reading_per_key_.erase(k);
+    reading_.erase(it);
+  }
+
+  // One call: created when its headers arrive; deletes itself when gRPC is done with it.
+  class Call final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+   public:
+    Call(ServiceImpl* service, Method method, grpc::CallbackServerContext* ctx)
+        : service_(service), method_(method), ctx_(ctx), peer_(ctx->peer()) {
+      if (method == Method::kCount) {
+        Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "method not implemented"));
+        return;
+      }
+      const auto& md = ctx->client_metadata();
+      auth_.access_key_id = MetadataValue(md, kMetaAccessKeyId);
+      auth_.timestamp = MetadataValue(md, kMetaTimestamp);
+      auth_.nonce_hex = MetadataValue(md, kMetaNonce);
+      auth_.session_hex = MetadataValue(md, kMetaSessionId);
+      auth_.signature_hex = MetadataValue(md, kMetaSignature);
+      // AOBJ-SEC-012: a request whose claim already fails (no or malformed authentication, an
+      // unknown access key) is answered now, without reading its message: verification fails
+      // on the claim before it would look at the body (Authenticator::CheckClaim).
+      if (!service_->auth_->CheckClaim(auth_, method != Method::kOpenSession).ok()) {
+        Run(std::string());
+        return;
+      }
+      // AOBJ-SEC-018: calls still sending their message are bounded in number and time.
+      ControlListener* listener = service_->listener_.load(std::memory_order_acquire);
+      const bool proven =
+          listener != nullptr && listener->IsAuthenticated(peer_, auth_.access_key_id);
+      if (!service_->StartReading(this, auth_.access_key_id, peer_, proven)) {
+        Fail(service_->handler_->Refuse(
+                 method, auth_,
+                 MakeError(ErrorCode::kSlowDown,
+                           "too many requests are still sending their message; retry later")),
+             nullptr);
+        return;
+      }
+    }
+
+    void BeginRead() { StartRead(&request_); }
+
+    // Ends a call whose message is still being read (StartReading, CutSlowReads): the pending
+    // read then completes with ok = false, and OnReadDone leaves the call alone.
+    void Cut(const absl::Status& why) {
+      Fail(service_->handler_->Refuse(method_, auth_, why), nullptr);
+    }
+
+    void OnReadDone(bool ok) override {
+      if (!service_->DoneReading(this)) return;  // cut meanwhile: already finished
+      if (!ok) {  // no message before the client half-closed, or the call was cancelled
+        Fail(MakeError(ErrorCode::kInvalidArgument, "the call carried no request message"),
+             nullptr);
+        return;
+      }
+      // Copied out and released here, on gRPC's thread: a slice whose last reference goes on a
+      // thread of ours returns its memory to gRPC's quota without gRPC's execution context,
+      // which crashes gRPC 1.51 (found by the hostile probe of issue 16: forged 7 MiB requests
+      // under memory pressure).
+      std::string body;
+      body.reserve(request_.Length());
+      {
+        std::vector<grpc::Slice> slices;
+        if (request_.Dump(&slices).ok()) {
+          for (const auto& s : slices) {
+            body.append(reinterpret_cast<const char*>(s.begin()), s.size());
+          }
+        }
+      }
+      request_.Clear();
+      // AOBJ-DAT-156, AOBJ-DAT-160: a cancellation must not queue behind the data requests it
+      // is meant to stop (they may hold every request thread). A RenewSession never blocks, so
+      // it runs here (its cancel entries may be in the signed body, unparsed yet); one larger
+      // than any valid one (16 cancel entries) is queued like other requests, so that forged
+      // ones cannot make gRPC's threads hash megabytes.
+      if (method_ == Method::kRenewSession && body.size() <= kMaxInlineRenewBytes) {
+        Run(std::move(body));
+        return;
+      }
+      // AOBJ-SEC-013, AOBJ-SEC-014: queued under the principal it claims, within the bounds.
+      const size_t size = body.size();
+      absl::Status queued = service_->scheduler_->Submit(
+          auth_.access_key_id, size, [this, b = std::move(body)]() mutable { Run(std::move(b)); });
+      if (!queued.ok()) Fail(service_->handler_->Refuse(method_, auth_, queued), nullptr);
+    }
+
+    // The client went away: a call still waiting for its message is finished here (and its
+    // place freed) rather than at the read deadline.
+    void OnCancel() override {
+      counted_ = true;  // counted now rather than when the call is finally done
+      service_->NoteCallEnded(peer_, /*cancelled=*/true);
+      if (service_->DoneReading(this)) {
+        Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+      }
+    }
+
+    void OnDone() override {
+      if (!counted_) service_->NoteCallEnded(peer_, ctx_->IsCancelled());
+      delete this;
+    }
+
+   private:
+    // Handles the request and finishes the call; on a request thread, or on gRPC's.
+    void Run(std::string body) {
+      // Spec section 3.7, AOBJ-DAT-016: the request sees its call's cancellation and deadline.
+      auto call = std::make_shared<CallControl>();
+      grpc::CallbackServerContext* ctx = ctx_;
+      call->cancelled = [ctx] { return ctx->IsCancelled(); };
+      call->deadline = DeadlineOf(*ctx);
+      if (method_ == Method::kRenewSession) {
+        call->cancel_nonce = MetadataValue(ctx->client_metadata(), kMetaCancel);
+      }
+      aobj::v1::VersionRange supported;
+      absl::StatusOr<std::string> out =
+          service_->handler_->Handle(method_, auth_, body, absl::Now(), &supported, call.get());
+      if (out.ok()) {
+        // This connection carries signed requests: never cut to make room (ControlListener).
+        if (ControlListener* l = service_->listener_.load(std::memory_order_acquire)) {
+          l->MarkAuthenticated(ctx->peer(), auth_.access_key_id);
+        }
+        grpc::Slice slice(out->data(), out->size());
+        response_ = grpc::ByteBuffer(&slice, 1);
+        // AOBJ-CTL-008: no error trailer on success.
+        StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+        return;
+      }
+      const bool version_error = ErrorCodeOf(out.status()) == ErrorCode::kUnsupportedVersion;
+      Fail(out.status(), version_error ? &supported : nullptr);
+    }
+
+    void Fail(const absl::Status& error, const aobj::v1::VersionRange* supported) {
+      std::string trailer;
+      grpc::Status gs = ToGrpcStatus(error, &trailer, supported);
+      ctx_->AddTrailingMetadata(kErrorTrailer, trailer);
+      Finish(gs);
+    }
+
+    // A RenewSessionRequest with 16 cancel entries (AOBJ-DAT-161) is 16 * 34 octets.
+    static constexpr size_t kMaxInlineRenewBytes = 4096;
+
+    ServiceImpl* const service_;
+    const Method method_;
+    grpc::CallbackServerContext* const ctx_;
+    const std::string peer_;
+    bool counted_ = false;  // by OnCancel, for NoteCallEnded
+    RequestAuth auth_;
+    grpc::ByteBuffer request_;
+    grpc::ByteBuffer response_;
+  };
+
+  RequestHandler* handler_;
+  const Authenticator* auth_;
+  RequestScheduler* scheduler_;
+  const ReadBounds read_bounds_;
+  std::atomic<ControlListener*> listener_{nullptr};  // set once it is bound
+  absl::Mutex churn_mu_;
+  absl::flat_hash_map<std::string, Churn> churn_ ABSL_GUARDED_BY(churn_mu_);  // by peer
+  absl::Time churn_swept_ ABSL_GUARDED_BY(churn_mu_);
+  absl::Mutex reading_mu_;
+  absl::flat_hash_map<Call*, Reading> reading_ ABSL_GUARDED_BY(reading_mu_);
+  absl::flat_hash_map<std::string, size_t> reading_per_key_ ABSL_GUARDED_BY(reading_mu_);
+  // Read slots (ReadBounds::slots): taken in all and per key; the waiting calls of each key in
+  // arrival order, and the order in which keys with waiting calls get the next slot.
+  size_t slots_used_ ABSL_GUARDED_BY(reading_mu_) = 0;
+  absl::flat_hash_map<std::string, size_t> slots_per_key_ ABSL_GUARDED_BY(reading_mu_);
+  absl::flat_hash_map<std::string, size_t> slots_per_conn_ ABSL_GUARDED_BY(reading_mu_);
+  // Unproven calls of each connection ended for being slow or to make room (Strike).
+  absl::flat_hash_map<std::string, size_t> strikes_ ABSL_GUARDED_BY(reading_mu_);
+  absl::flat_hash_map<std::string, std::deque<Call*>> waiting_ ABSL_GUARDED_BY(reading_mu_);
+  std::deque<std::string> turns_ ABSL_GUARDED_BY(reading_mu_);
+  absl::flat_hash_set<std::string> in_turn_ ABSL_GUARDED_BY(reading_mu_);
+};
+
+}  // namespace
+
+std::unique_ptr<ControlService> ControlService::Create(RequestHandler* handler,
+                                                       const Authenticator* auth,
+                                                       RequestScheduler* scheduler,
+                                                       ReadBounds read_bounds) {
+  return std::make_unique<ServiceImpl>(handler, auth, scheduler, read_bounds);
+}
+
+}  // namespace aobj

@@ -1,0 +1,49 @@
+// The server's gRPC edge: aobj.v1.ObjectService with a raw handler for every method, so that
+// the signature is checked over exactly the octets the client sent (AOBJ-AUTH-002). A call's
+// message is read only after its authentication metadata names a known access key
+// (AOBJ-SEC-012), in one of a few read slots given out in turn between keys (AOBJ-SEC-018); the
+// request then goes to the RequestScheduler, and RequestHandler answers it. Connections whose
+// streams are mostly reset by their client are cut (AOBJ-SEC-019).
+//
+// Threading: gRPC's callback threads; the methods below are thread-safe.
+#ifndef AOBJ_SERVER_CONTROL_SERVICE_H_
+#define AOBJ_SERVER_CONTROL_SERVICE_H_
+
+#include <cstddef>
+#include <memory>
+
+#include "absl/time/time.h"
+#include "aobj/v1/aobj.grpc.pb.h"
+
+namespace aobj {
+
+class Authenticator;
+class ControlListener;
+class RequestHandler;
+class RequestScheduler;
+
+class ControlService : public aobj::v1::ObjectService::Service {
+ public:
+  struct ReadBounds {
+    size_t max_total = 1024;
+    size_t max_per_key = 128;
+    absl::Duration deadline = absl::Seconds(20);
+    // Messages read at once (each up to 8 MiB in gRPC's memory quota); the other calls wait
+    // with only their flow-control window buffered.
+    size_t slots = 8;
+  };
+
+  // `handler`, `auth` and `scheduler` are borrowed and must outlive the service.
+  static std::unique_ptr<ControlService> Create(RequestHandler* handler, const Authenticator* auth,
+                                                RequestScheduler* scheduler,
+                                                ReadBounds read_bounds);
+
+  // Requests that succeed mark their connection authenticated there (see ControlListener).
+  virtual void set_listener(ControlListener* listener) = 0;
+  // AOBJ-SEC-018: ends the reads that held a slot past their bound; called periodically.
+  virtual void CutSlowReads(absl::Time now) = 0;
+};
+
+}  // namespace aobj
+
+#endif  // AOBJ_SERVER_CONTROL_SERVICE_H_

@@ -486,6 +486,25 @@ MUTANTS = {
         'a fast request of a session that did not negotiate FAST_PATH is served as if it had (AOBJ-DAT-167)',
         [('src/server/fast_path.cc', '  if (!session->HasCapability(kCapFastPath)) {', '  if (false) {')],
         'dat/8.9/5', []),
+    # The tenth blind set's survivors (2026-11-27), each now caught by a case of its own.
+    'batch-put-crc64-crc32c-unrecorded': (
+        "a PutObjects item sent with CRC-64/NVME is stored with the CRC32C of nothing, so its metadata and a CRC32C GET report 00000000 (AOBJ-OBJ-248, AOBJ-OBJ-012)",
+        [('src/server/handler_batch.cc',
+          '    if (*algo != ChecksumAlgorithm::kCrc32c) r.crc32c.Update(data, n);',
+          '    if (*algo == ChecksumAlgorithm::kCrc32c) r.crc32c.Update(data, n);')],
+        'obj/9.17/6', []),
+    'nonce-not-scoped-by-key': (
+        "the replay cache is keyed by nonce alone, so a correctly signed request of one principal fails REQUEST_REPLAYED when another principal used its nonce (AOBJ-AUTH-008)",
+        [('src/session/authenticator.cc',
+          '  std::string nonce_key = absl::StrCat(auth.access_key_id, "/", auth.nonce_hex);',
+          '  std::string nonce_key = auth.nonce_hex;')],
+        'auth/6.6/5', []),
+    'fast-timeout-ignored': (
+        "a fast request's timeout_ms is not its deadline, so a PUT that cannot finish within it is served to the end (AOBJ-DAT-166)",
+        [('src/server/fast_path.cc',
+          '    if (req->timeout_ms > 0) call.deadline = arrived + absl::Milliseconds(req->timeout_ms);\n',
+          '')],
+        'dat/8.9/6', []),
     'fast-trailing-octets-accepted': (
         'a fast frame with octets after its message parses (and is answered) instead of being dropped (AOBJ-DAT-171)',
         [('src/wire/fast_frame.cc', '  if (!r.U32(&n) || !r.Bytes(n, &v) || r.remaining() != 0) return false;', '  if (!r.U32(&n) || !r.Bytes(n, &v)) return false;')],

@@ -440,6 +440,23 @@ void RegisterAuthCases(Registry& r) {
                         "the same nonce in another session of the same access key");
         ctx.RequireStillServes();
       });
+  Add(r, "auth/6.6/5",
+      "the replay cache is kept per access key: a nonce one principal used is served in a "
+      "correctly signed request of another",
+      "access", {"AOBJ-AUTH-008"}, true, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        auto q = ctx.Open(/*second=*/true);
+        Tamper t;
+        t.nonce_hex = HexEncode(RandomBytes(16));
+        ctx.RequireOk(p->Send(Method::kListBuckets, pb::ListBucketsRequest(), t),
+                      "the first principal's ListBuckets with nonce N");
+        ctx.RequireOk(q->Send(Method::kListBuckets, pb::ListBucketsRequest(), t),
+                      "the second principal's own ListBuckets with the same nonce N: the server "
+                      "remembers (access key, nonce) pairs");
+        ctx.RequireCode(q->Send(Method::kListBuckets, pb::ListBucketsRequest(), t),
+                        ErrorCode::kRequestReplayed, "the second principal's nonce N again");
+        ctx.RequireStillServes();
+      });
   Add(r, "auth/6.7/1", "a session of another principal: NO_SUCH_SESSION", "access",
       {"AOBJ-AUTH-010"}, true, [](CaseContext& ctx) {
         auto p = ctx.Open();

@@ -718,6 +718,75 @@ void RegisterBatchCases(Registry& r) {
                       "HeadObject in the session whose data channel failed");
         ctx.RequireStillServes();
       });
+
+  Add(r, "obj/9.17/6",
+      "BATCH_PUT with CRC-64/NVME: each stored item's metadata carries a full-object checksum "
+      "that matches its octets, and a CRC32C GET of it reports its octets' CRC32C",
+      "core", {"AOBJ-OBJ-248", "AOBJ-OBJ-250", "AOBJ-OBJ-012", "AOBJ-DAT-004"}, false,
+      [](CaseContext& ctx) {
+        auto p = OpenBatch(ctx, 0, kCapCrc64, kCapBatchPut);
+        RequireCapability(ctx, *p, kCapCrc64, "CRC64NVME");
+        const std::string bucket = ctx.NewBucket(*p);
+        const std::vector<std::string> contents = {Content(100, 180), Content(70000, 181),
+                                                   Content(1, 182)};
+        std::string all;
+        for (const std::string& c : contents) all += c;
+        auto mem = p->Allocate(all.size());
+        std::memcpy(mem->data(), all.data(), all.size());
+        pb::PutObjectsRequest req;
+        req.set_bucket(bucket);
+        req.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC64NVME);
+        *req.add_source() = Peer::Descriptor(*mem, 0, mem->size());
+        uint64_t offset = 0;
+        for (size_t i = 0; i < contents.size(); ++i) {
+          AddPut(&req, absl::StrCat("crc64-", i), offset, contents[i])
+              ->set_checksum(Crc64Of(contents[i]));
+          offset += contents[i].size();
+        }
+        RawReply rr = p->Send(Method::kPutObjects, req);
+        ctx.RequireOk(rr, "PutObjects of three items with CRC-64/NVME");
+        auto resp = Parse<pb::PutObjectsResponse>(ctx, rr, "PutObjectsResponse");
+        ctx.Require(resp.results_size() == req.items_size(), "one result per item", "3",
+                    absl::StrCat(resp.results_size()));
+        // The full-object checksum of ObjectMetadata, in whichever algorithm it names.
+        auto matches = [](const pb::ObjectMetadata& m, const std::string& c) {
+          return (m.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC32C &&
+                  m.checksum() == Crc32cOf(c)) ||
+                 (m.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC64NVME &&
+                  m.checksum() == Crc64Of(c));
+        };
+        for (size_t i = 0; i < contents.size(); ++i) {
+          const std::string& c = contents[i];
+          const std::string key = absl::StrCat("crc64-", i);
+          const pb::PutObjectsResult& g = resp.results(static_cast<int>(i));
+          ctx.Require(!g.has_error() && g.checksum() == Crc64Of(c),
+                      absl::StrCat(key,
+                                   ": stored, with the CRC-64/NVME of its octets "
+                                   "(AOBJ-OBJ-250)"),
+                      Hex(Crc64Of(c)), g.has_error() ? CodeOfPut(g) : Hex(g.checksum()));
+          ctx.Require(
+              matches(g.metadata(), c),
+              absl::StrCat(key,
+                           ": the result's metadata checksum is its octets' "
+                           "(AOBJ-OBJ-012)"),
+              absl::StrCat("CRC32C ", Hex(Crc32cOf(c)), " or CRC-64/NVME ", Hex(Crc64Of(c))),
+              g.metadata().ShortDebugString());
+          pb::HeadObjectResponse head;
+          ctx.RequireOk(p->Head(bucket, key, &head), absl::StrCat("HEAD of ", key));
+          ctx.Require(
+              matches(head.metadata(), c),
+              absl::StrCat(key, ": HEAD's checksum is its octets' (AOBJ-OBJ-012)"),
+              absl::StrCat("CRC32C ", Hex(Crc32cOf(c)), " or CRC-64/NVME ", Hex(Crc64Of(c))),
+              head.metadata().ShortDebugString());
+          std::string back;
+          pb::GetObjectResponse get;
+          ctx.RequireOk(p->Get(bucket, key, &back, &get), absl::StrCat("CRC32C GET of ", key));
+          ctx.Require(back == c && get.checksum() == Crc32cOf(c),
+                      absl::StrCat(key, ": its octets, with their CRC32C (AOBJ-DAT-004)"),
+                      absl::StrCat(c.size(), " octets, CRC32C ", Hex(Crc32cOf(c))),
+                      absl::StrCat(back.size(), " octets, CRC32C ", Hex(get.checksum())));
+        }
+      });
 }
 
 }  // namespace aobj::conformance

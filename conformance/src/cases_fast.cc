@@ -1,5 +1,6 @@
 // Section 8.9: the fast request path (capability FAST_PATH). Each case opens a session that
 // offers FAST_PATH; a target that does not negotiate it reports the cases UNSUPPORTED.
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -27,9 +28,10 @@ std::unique_ptr<Peer> OpenFast(CaseContext& ctx) {
 
 // A signed fast request frame of `method` with `body` on `p`'s session.
 std::string SignedFrame(Peer& p, const std::string& access_key, const std::string& secret,
-                        Method method, const std::string& body, std::string* nonce) {
+                        Method method, const std::string& body, std::string* nonce,
+                        uint32_t timeout_ms = 5000) {
   FastRequest r;
-  r.timeout_ms = 5000;
+  r.timeout_ms = timeout_ms;
   r.method = MethodName(method);
   r.auth.access_key_id = access_key;
   r.auth.timestamp = std::to_string(absl::ToUnixMillis(absl::Now()));
@@ -257,6 +259,36 @@ void RegisterFastPathCases(Registry& r) {
         ctx.RequireOk(plain->Send(Method::kHeadObject, head), "the same HEAD by gRPC");
         ctx.Require(plain->stray_fast_replies() == 0, "no reply for a request not waited for", "0",
                     absl::StrCat(plain->stray_fast_replies()));
+        ctx.RequireStillServes();
+      });
+
+  Add(r, "dat/8.9/6",
+      "a fast request's timeout is its call's deadline: a PUT by RMA that cannot finish within "
+      "timeout_ms 1 is answered DEADLINE_EXCEEDED and stores nothing",
+      "fast-path", {"AOBJ-DAT-166", "AOBJ-DAT-016", "AOBJ-DAT-155"}, true, [](CaseContext& ctx) {
+        auto p = OpenFast(ctx);
+        const std::string bucket = ctx.NewBucket(*p);
+        // 64 MiB (or the session's largest body): longer than a millisecond on any transport.
+        const uint64_t size = std::min<uint64_t>(
+            uint64_t{64} << 20, std::max<uint64_t>(p->session().limits().max_transfer_bytes(), 1));
+        auto mem = p->Allocate(size);
+        std::memset(mem->data(), 0x5a, size);
+        std::string nonce;
+        const std::string frame =
+            SignedFrame(*p, ctx.target().access_key_id, ctx.target().secret, Method::kPutObject,
+                        p->PutRequest(bucket, "late", *mem, size).SerializeAsString(), &nonce,
+                        /*timeout_ms=*/1);
+        bool got = false;
+        RawReply reply = p->SendFastFrame(frame, nonce, ctx.target().call_timeout, &got);
+        ctx.Require(got, "a reply to the fast PUT (its deadline passing is an answer, not silence)",
+                    "a reply", "none within the call timeout");
+        ctx.RequireCode(reply, ErrorCode::kDeadlineExceeded,
+                        absl::StrCat("a fast PUT of ", size,
+                                     " octets by RMA with timeout_ms 1 "
+                                     "(the timeout is the call's deadline, AOBJ-DAT-166)"));
+        p->set_fast(false);
+        ctx.RequireCode(p->Head(bucket, "late"), ErrorCode::kNoSuchKey,
+                        "the PUT stopped at its deadline stored nothing (AOBJ-DAT-155)");
         ctx.RequireStillServes();
       });
 }

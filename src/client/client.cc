@@ -254,7 +254,7 @@ absl::Status ClientImpl::AddWindows(const std::vector<BufferSlice>& slices,
                      absl::StrCat(windows, " windows; the session allows ", max));
   }
   for (const BufferSlice& s : slices) {
-    if (s.length > 0) AOBJ_CLIENT_RETURN_IF_ERROR(AddWindow(s, out->Add(), registrations));
+    if (s.length > 0) AOBJ_RETURN_IF_ERROR(AddWindow(s, out->Add(), registrations));
   }
   return absl::OkStatus();
 }

@@ -8,7 +8,7 @@ absl::StatusOr<BatchGetResults> ClientImpl::GetObjects(const std::string& bucket
   ScopedDeadline scope(call);
   for (const BatchGetItem& item : items) {  // every buffer this Client's, before anything moves
     if (item.destination.buffer != nullptr) {
-      AOBJ_CLIENT_RETURN_IF_ERROR(Issued(*item.destination.buffer).status());
+      AOBJ_RETURN_IF_ERROR(Issued(*item.destination.buffer).status());
     }
   }
   const uint32_t max_windows =
@@ -31,12 +31,10 @@ absl::StatusOr<BatchGetResults> ClientImpl::GetObjects(const std::string& bucket
       it->set_length(item.destination.length);
     }
     RequestRegistrations registrations;  // unmapped after the reply
-    AOBJ_CLIENT_RETURN_IF_ERROR(
-        AddWindows(plan.windows, req.mutable_destination(), &registrations));
+    AOBJ_RETURN_IF_ERROR(AddWindows(plan.windows, req.mutable_destination(), &registrations));
     pb::GetObjectsResponse resp;
-    AOBJ_CLIENT_RETURN_IF_ERROR(
-        DataCall(Method::kGetObjects, req, &resp, registrations.emulated_windows));
-    AOBJ_CLIENT_RETURN_IF_ERROR(CheckBatchReply(resp, req.items_size()));  // AOBJ-OBJ-240
+    AOBJ_RETURN_IF_ERROR(DataCall(Method::kGetObjects, req, &resp, registrations.emulated_windows));
+    AOBJ_RETURN_IF_ERROR(CheckBatchReply(resp, req.items_size()));  // AOBJ-OBJ-240
     for (size_t k = 0; k < plan.items.size(); ++k) {
       out[plan.items[k]] = CheckBatchResult(items[plan.items[k]], resp.results(k));
     }
@@ -55,7 +53,7 @@ absl::StatusOr<BatchPutResults> ClientImpl::PutObjects(const std::string& bucket
   absl::flat_hash_set<std::string_view> keys;
   for (size_t i = 0; i < items.size(); ++i) {
     if (items[i].source.buffer != nullptr) {
-      AOBJ_CLIENT_RETURN_IF_ERROR(Issued(*items[i].source.buffer).status());
+      AOBJ_RETURN_IF_ERROR(Issued(*items[i].source.buffer).status());
     }
     regions.push_back(items[i].source);
     if (!keys.insert(items[i].key).second) {  // AOBJ-OBJ-247
@@ -83,11 +81,10 @@ absl::StatusOr<BatchPutResults> ClientImpl::PutObjects(const std::string& bucket
       it->set_content_type(item.content_type);
     }
     RequestRegistrations registrations;  // unmapped after the reply
-    AOBJ_CLIENT_RETURN_IF_ERROR(AddWindows(plan.windows, req.mutable_source(), &registrations));
+    AOBJ_RETURN_IF_ERROR(AddWindows(plan.windows, req.mutable_source(), &registrations));
     pb::PutObjectsResponse resp;
-    AOBJ_CLIENT_RETURN_IF_ERROR(
-        DataCall(Method::kPutObjects, req, &resp, registrations.emulated_windows));
-    AOBJ_CLIENT_RETURN_IF_ERROR(CheckBatchReply(resp, req.items_size()));  // AOBJ-OBJ-249
+    AOBJ_RETURN_IF_ERROR(DataCall(Method::kPutObjects, req, &resp, registrations.emulated_windows));
+    AOBJ_RETURN_IF_ERROR(CheckBatchReply(resp, req.items_size()));  // AOBJ-OBJ-249
     for (size_t k = 0; k < plan.items.size(); ++k) {
       out[plan.items[k]] = CheckBatchPutResult(req.items(k), resp.results(k));
     }

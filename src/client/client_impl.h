@@ -45,13 +45,7 @@
 #include "wire/fast_frame.h"
 #include "wire/protocol.h"
 #include "wire/range.h"
-
-#define AOBJ_CLIENT_RETURN_IF_ERROR(expr)     \
-  do {                                        \
-    if (absl::Status _s = (expr); !_s.ok()) { \
-      return _s;                              \
-    }                                         \
-  } while (0)
+#include "wire/status_macros.h"
 
 namespace aobj::client_internal {
 
@@ -398,6 +392,35 @@ class ClientImpl final : public Client, public CancelSender {
   // sends it only after its last RMA for the request (AOBJ-DAT-155), so the channel stays. That
   // is how Operation::Cancel() gets its acknowledgment. Unmapping the windows instead would not
   // stop the server on EMULATED sessions (AOBJ-MEM-025).
+  // The body of an upload (PutObject, UploadPart): `size` octets of `source`, inline when the
+  // session allows it, else windows of exactly the body (AOBJ-MEM-010); the reply must report
+  // exactly those octets and their checksum, else the upload failed (AOBJ-DAT-004,
+  // AOBJ-DAT-154: never report success for a short or different transfer).
+  template <class Req, class Resp>
+  absl::Status SendBody(Method method, const std::vector<BufferSlice>& source, uint64_t size,
+                        const std::string& checksum, Req* req, Resp* resp) {
+    RequestRegistrations registrations;  // unmapped after the reply
+    if (size > 0 && UseInline(size)) {
+      std::string body;
+      body.reserve(size);
+      ForEachSpan(source, size,
+                  [&](uint8_t* p, size_t n) { body.append(reinterpret_cast<char*>(p), n); });
+      req->set_inline_data(std::move(body));
+    } else if (size > 0) {
+      AOBJ_RETURN_IF_ERROR(AddWindows(source, req->mutable_source(), &registrations));
+    }
+    AOBJ_RETURN_IF_ERROR(DataCall(method, *req, resp, registrations.emulated_windows));
+    if (resp->bytes_transferred() != size) {
+      return MakeError(
+          ErrorCode::kIncompleteTransfer,
+          absl::StrCat("server reports ", resp->bytes_transferred(), " bytes moved of ", size));
+    }
+    if (resp->checksum() != checksum) {
+      return MakeError(ErrorCode::kBadDigest,
+                       "the server's checksum of the received body differs from ours");
+    }
+    return absl::OkStatus();
+  }
   // `spin`: the request's windows need this side's UCX progress (RequestRegistrations).
   absl::Status DataCall(Method method, const google::protobuf::Message& req,
                         google::protobuf::Message* resp, bool spin = false);

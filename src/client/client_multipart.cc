@@ -36,10 +36,7 @@ absl::StatusOr<UploadPartResult> ClientImpl::UploadPart(const std::string& bucke
                      absl::StrCat("part [", offset, ", +", size, ") exceeds the buffer's ",
                                   buffer.size(), " bytes"));
   }
-  absl::StatusOr<const BufferImpl*> issued = Issued(buffer);
-  if (!issued.ok()) return issued.status();
-  const BufferImpl& buf = **issued;
-  const uint8_t* data = buf.data() + offset;
+  AOBJ_RETURN_IF_ERROR(Issued(buffer).status());
   const std::string checksum = ChecksumOf(options_.checksum, {{&buffer, offset, size}}, size);
   pb::UploadPartRequest req;
   req.set_bucket(bucket);
@@ -49,32 +46,9 @@ absl::StatusOr<UploadPartResult> ClientImpl::UploadPart(const std::string& bucke
   req.set_size(size);
   req.set_checksum_algorithm(static_cast<pb::ChecksumAlgorithm>(options_.checksum));
   req.set_checksum(checksum);
-  RequestRegistrations registrations;  // unmapped after the reply
-  if (size > 0 && UseInline(size)) {
-    req.set_inline_data(reinterpret_cast<const char*>(data), size);
-  } else if (size > 0) {
-    // Grant exactly this part's window, nothing more (AOBJ-MEM-010).
-    if (absl::Status s =
-            AddWindows({{&buffer, offset, size}}, req.mutable_source(), &registrations);
-        !s.ok()) {
-      return s;
-    }
-  }
   pb::UploadPartResponse resp;
-  if (absl::Status s = DataCall(Method::kUploadPart, req, &resp, registrations.emulated_windows);
-      !s.ok()) {
-    return s;
-  }
-  // AOBJ-DAT-154: never report success for a short or different transfer.
-  if (resp.bytes_transferred() != size) {
-    return MakeError(
-        ErrorCode::kIncompleteTransfer,
-        absl::StrCat("server reports ", resp.bytes_transferred(), " bytes moved of ", size));
-  }
-  if (resp.checksum() != checksum) {
-    return MakeError(ErrorCode::kBadDigest,
-                     "the server's checksum of the received part differs from ours");
-  }
+  AOBJ_RETURN_IF_ERROR(
+      SendBody(Method::kUploadPart, {{&buffer, offset, size}}, size, checksum, &req, &resp));
   return UploadPartResult{resp.etag(), resp.bytes_transferred(),
                           static_cast<TransferPath>(resp.path())};
 }

@@ -29,34 +29,8 @@ absl::StatusOr<TransferResult> ClientImpl::Put(const std::string& bucket, const 
   req.set_content_type(options.content_type);
   req.mutable_user_metadata()->insert(options.user_metadata.begin(), options.user_metadata.end());
   SetPreconditions(options.conditions, &req);
-  RequestRegistrations registrations;  // unmapped after the reply
-  if (size > 0 && UseInline(size)) {
-    std::string body;
-    body.reserve(size);
-    ForEachSpan(source, size,
-                [&](uint8_t* p, size_t n) { body.append(reinterpret_cast<char*>(p), n); });
-    req.set_inline_data(std::move(body));
-  } else if (size > 0) {
-    // Grant exactly the body, nothing more (AOBJ-MEM-010).
-    if (absl::Status s = AddWindows(source, req.mutable_source(), &registrations); !s.ok()) {
-      return s;
-    }
-  }
   pb::PutObjectResponse resp;
-  if (absl::Status s = DataCall(Method::kPutObject, req, &resp, registrations.emulated_windows);
-      !s.ok()) {
-    return s;
-  }
-  // AOBJ-DAT-004: never report success for a short or different transfer.
-  if (resp.bytes_transferred() != size) {
-    return MakeError(
-        ErrorCode::kIncompleteTransfer,
-        absl::StrCat("server reports ", resp.bytes_transferred(), " bytes moved of ", size));
-  }
-  if (resp.checksum() != checksum) {
-    return MakeError(ErrorCode::kBadDigest,
-                     "the server's checksum of the received body differs from ours");
-  }
+  AOBJ_RETURN_IF_ERROR(SendBody(Method::kPutObject, source, size, checksum, &req, &resp));
   // AOBJ-DAT-031: the reported path is the one this request used.
   const TransferPath sent = size == 0                   ? TransferPath::kNone
                             : req.inline_data().empty() ? TransferPath::kRma

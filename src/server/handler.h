@@ -245,6 +245,10 @@ class RequestHandler {
   absl::StatusOr<std::string> ListParts(const SessionState& s, absl::string_view body);
   absl::StatusOr<std::string> ListMultipartUploads(const SessionState& s, absl::string_view body);
   absl::StatusOr<MultipartManager*> Multipart();
+  // The manager of the upload a request names (bucket, key, upload_id), once the three are well
+  // formed: UploadPart, Complete, Abort and ListParts begin with it.
+  absl::StatusOr<MultipartManager*> UploadScope(const std::string& bucket, const std::string& key,
+                                                const std::string& upload_id);
   // S3 object semantics of issue 4 (spec sections 9.8 to 9.14): HeadObject with conditions,
   // DeleteObjects and PrepareWrite in handler_object.cc; ListBuckets and ListObjectsV2 in
   // handler_list.cc; CopyObject in handler_copy.cc.

@@ -51,6 +51,15 @@ absl::StatusOr<MultipartManager*> RequestHandler::Multipart() {
   return multipart_;
 }
 
+absl::StatusOr<MultipartManager*> RequestHandler::UploadScope(const std::string& bucket,
+                                                              const std::string& key,
+                                                              const std::string& upload_id) {
+  AOBJ_RETURN_IF_ERROR(CheckNames(bucket, key));
+  AOBJ_RETURN_IF_ERROR(CheckKey(key));
+  AOBJ_RETURN_IF_ERROR(CheckUploadId(upload_id));
+  return Multipart();
+}
+
 absl::StatusOr<std::string> RequestHandler::CreateMultipartUpload(const SessionState& s,
                                                                   absl::string_view body) {
   pb::CreateMultipartUploadRequest req;
@@ -81,12 +90,9 @@ absl::StatusOr<std::string> RequestHandler::UploadPart(const SessionState& s,
                                                        const ActiveCall& call) {
   pb::UploadPartRequest req;
   AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
-  AOBJ_RETURN_IF_ERROR(CheckNames(req.bucket(), req.key()));
-  AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
-  AOBJ_RETURN_IF_ERROR(CheckUploadId(req.upload_id()));
-  AOBJ_RETURN_IF_ERROR(CheckPartNumber(req.part_number()));
-  auto mp = Multipart();
+  auto mp = UploadScope(req.bucket(), req.key(), req.upload_id());
   if (!mp.ok()) return mp.status();
+  AOBJ_RETURN_IF_ERROR(CheckPartNumber(req.part_number()));
   // AOBJ-OBJ-209
   if (req.size() > (*mp)->limits().max_part_size) {
     return MakeError(
@@ -129,10 +135,7 @@ absl::StatusOr<std::string> RequestHandler::CompleteMultipartUpload(const Sessio
                                                                     absl::string_view body) {
   pb::CompleteMultipartUploadRequest req;
   AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
-  AOBJ_RETURN_IF_ERROR(CheckNames(req.bucket(), req.key()));
-  AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
-  AOBJ_RETURN_IF_ERROR(CheckUploadId(req.upload_id()));
-  auto mp = Multipart();
+  auto mp = UploadScope(req.bucket(), req.key(), req.upload_id());
   if (!mp.ok()) return mp.status();
   // AOBJ-OBJ-210: bounded before the list is copied.
   if (static_cast<uint64_t>(req.parts_size()) > kMaxPartNumber) {
@@ -161,10 +164,7 @@ absl::StatusOr<std::string> RequestHandler::AbortMultipartUpload(const SessionSt
                                                                  absl::string_view body) {
   pb::AbortMultipartUploadRequest req;
   AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
-  AOBJ_RETURN_IF_ERROR(CheckNames(req.bucket(), req.key()));
-  AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
-  AOBJ_RETURN_IF_ERROR(CheckUploadId(req.upload_id()));
-  auto mp = Multipart();
+  auto mp = UploadScope(req.bucket(), req.key(), req.upload_id());
   if (!mp.ok()) return mp.status();
   AOBJ_RETURN_IF_ERROR((*mp)->Abort(req.bucket(), req.key(), req.upload_id()));  // AOBJ-OBJ-220
   Log(absl::StrCat("event=upload_aborted bucket=", req.bucket(), " upload=", req.upload_id()));
@@ -175,10 +175,7 @@ absl::StatusOr<std::string> RequestHandler::ListParts(const SessionState& s,
                                                       absl::string_view body) {
   pb::ListPartsRequest req;
   AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
-  AOBJ_RETURN_IF_ERROR(CheckNames(req.bucket(), req.key()));
-  AOBJ_RETURN_IF_ERROR(CheckKey(req.key()));
-  AOBJ_RETURN_IF_ERROR(CheckUploadId(req.upload_id()));
-  auto mp = Multipart();
+  auto mp = UploadScope(req.bucket(), req.key(), req.upload_id());
   if (!mp.ok()) return mp.status();
   // AOBJ-OBJ-221: max_parts is capped by the manager.
   auto page = (*mp)->ListParts(req.bucket(), req.key(), req.upload_id(), req.part_number_marker(),

@@ -18,13 +18,7 @@
 #include "server/data_channel.h"
 #include "session/session_table.h"
 #include "wire/descriptor.h"
-
-#define AOBJ_RETURN_IF_ERROR(expr)            \
-  do {                                        \
-    if (absl::Status _s = (expr); !_s.ok()) { \
-      return _s;                              \
-    }                                         \
-  } while (0)
+#include "wire/status_macros.h"
 
 namespace aobj {
 

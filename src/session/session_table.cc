@@ -40,15 +40,21 @@ std::string SessionTable::Create(SessionState state, absl::Time now) {
   return id;
 }
 
+SessionTable::Sessions::iterator SessionTable::FindOwned(absl::string_view id_hex,
+                                                         absl::string_view access_key_id) {
+  auto it = sessions_.find(id_hex);
+  if (it == sessions_.end() || it->second.state->access_key_id != access_key_id ||
+      it->second.phase == Entry::kClosed) {
+    return sessions_.end();
+  }
+  return it;
+}
+
 absl::StatusOr<std::shared_ptr<const SessionState>> SessionTable::Use(
     absl::string_view id_hex, absl::string_view access_key_id, absl::Time now) {
   absl::MutexLock l(&mu_);
-  auto it = sessions_.find(id_hex);
-  // AOBJ-AUTH-010: another principal's session looks exactly like an unknown one.
-  if (it == sessions_.end() || it->second.state->access_key_id != access_key_id ||
-      it->second.phase == Entry::kClosed) {
-    return MakeError(ErrorCode::kNoSuchSession, "no such session");
-  }
+  auto it = FindOwned(id_hex, access_key_id);
+  if (it == sessions_.end()) return MakeError(ErrorCode::kNoSuchSession, "no such session");
   Entry& e = it->second;
   if (e.phase == Entry::kOpen && now >= e.expires) {
     e.phase = Entry::kExpired;
@@ -95,11 +101,8 @@ void SessionTable::Release(const std::string& id_hex) {
 absl::StatusOr<std::vector<uint64_t>> SessionTable::Close(absl::string_view id_hex,
                                                           absl::string_view access_key_id) {
   absl::MutexLock l(&mu_);
-  auto it = sessions_.find(id_hex);
-  if (it == sessions_.end() || it->second.state->access_key_id != access_key_id ||
-      it->second.phase == Entry::kClosed) {
-    return MakeError(ErrorCode::kNoSuchSession, "no such session");
-  }
+  auto it = FindOwned(id_hex, access_key_id);
+  if (it == sessions_.end()) return MakeError(ErrorCode::kNoSuchSession, "no such session");
   Entry& e = it->second;
   if (e.phase == Entry::kExpired) {
     return MakeError(ErrorCode::kSessionExpired, "the session's lease expired");  // Table 1

@@ -110,7 +110,12 @@ class SessionTable {
   const absl::Duration lease_;
   const absl::Duration tombstone_;
   absl::Mutex mu_;
-  absl::flat_hash_map<std::string, Entry> sessions_ ABSL_GUARDED_BY(mu_);
+  using Sessions = absl::flat_hash_map<std::string, Entry>;
+  // AOBJ-AUTH-010: the session `id_hex` if `access_key_id` owns it and it is not closed, else
+  // sessions_.end(): another principal's session looks exactly like an unknown one.
+  Sessions::iterator FindOwned(absl::string_view id_hex, absl::string_view access_key_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Sessions sessions_ ABSL_GUARDED_BY(mu_);
 };
 
 class TransferSlot {

@@ -28,13 +28,7 @@
 #include "wire/checksum.h"
 #include "wire/crypto.h"
 #include "wire/etag.h"
-
-#define AOBJ_MP_RETURN_IF_ERROR(expr)         \
-  do {                                        \
-    if (absl::Status _s = (expr); !_s.ok()) { \
-      return _s;                              \
-    }                                         \
-  } while (0)
+#include "wire/status_macros.h"
 
 namespace aobj {
 namespace {
@@ -223,7 +217,7 @@ class PartWriter final : public ObjectWriter {
       return NoSuchUpload(upload_->info.upload_id);
     }
     const bool replaces = upload_->parts.count(part_number_) > 0;  // AOBJ-OBJ-208
-    if (!replaces) AOBJ_MP_RETURN_IF_ERROR(core_->CheckPartRoom(upload_->info.initiator));
+    if (!replaces) AOBJ_RETURN_IF_ERROR(core_->CheckPartRoom(upload_->info.initiator));
     auto blob = pending_->Install();
     if (!blob.ok()) return blob.status();
     pending_.reset();
@@ -263,7 +257,7 @@ class Manager final : public MultipartManager {
   absl::StatusOr<UploadInfo> Create(absl::string_view bucket, absl::string_view key,
                                     const WriteOptions& attributes,
                                     absl::string_view initiator) override {
-    AOBJ_MP_RETURN_IF_ERROR(CheckNames(bucket, key));
+    AOBJ_RETURN_IF_ERROR(CheckNames(bucket, key));
     if (attributes.content_type.size() > kMaxContentTypeBytes) {
       return MakeError(ErrorCode::kInvalidArgument,
                        absl::StrCat("content type of ", attributes.content_type.size(),
@@ -287,7 +281,7 @@ class Manager final : public MultipartManager {
       absl::MutexLock lock(&core_->mu);
       // AOBJ-OBJ-200, checked under the lock that DeleteBucket holds (AOBJ-OBJ-232): the bucket
       // exists, and cannot be deleted until this upload is created or has failed.
-      AOBJ_MP_RETURN_IF_ERROR(core_->store->HeadBucket(StdView(bucket)));
+      AOBJ_RETURN_IF_ERROR(core_->store->HeadBucket(StdView(bucket)));
       // AOBJ-OBJ-228
       if (core_->by_id.size() + core_->creating >= core_->limits.max_uploads) {
         return MakeError(ErrorCode::kTooManyUploads,
@@ -377,7 +371,7 @@ class Manager final : public MultipartManager {
                                                           absl::string_view upload_id,
                                                           uint32_t part_number,
                                                           uint64_t size) override {
-    AOBJ_MP_RETURN_IF_ERROR(CheckNames(bucket, key));
+    AOBJ_RETURN_IF_ERROR(CheckNames(bucket, key));
     // AOBJ-OBJ-205
     if (part_number == 0) {
       return MakeError(ErrorCode::kInvalidArgument, "part numbers start at 1");
@@ -392,12 +386,12 @@ class Manager final : public MultipartManager {
                        absl::StrCat("part of ", size, " bytes exceeds the maximum part size of ",
                                     core_->limits.max_part_size));
     }
-    AOBJ_MP_RETURN_IF_ERROR(core_->store->HeadBucket(StdView(bucket)));
+    AOBJ_RETURN_IF_ERROR(core_->store->HeadBucket(StdView(bucket)));
     absl::MutexLock lock(&core_->mu);
     auto upload = core_->FindActive(bucket, key, upload_id);
     if (!upload.ok()) return upload.status();
     if ((*upload)->parts.count(part_number) == 0) {
-      AOBJ_MP_RETURN_IF_ERROR(core_->CheckPartRoom((*upload)->info.initiator));
+      AOBJ_RETURN_IF_ERROR(core_->CheckPartRoom((*upload)->info.initiator));
     }
     // Under the lock, so that the part's temporary file is created in an upload that is still
     // there (Abort and Complete detach it under the same lock).
@@ -411,7 +405,7 @@ class Manager final : public MultipartManager {
                                       absl::string_view upload_id,
                                       const std::vector<CompletedPart>& list,
                                       const WriteOptions& conditions) override {
-    AOBJ_MP_RETURN_IF_ERROR(CheckNames(bucket, key));
+    AOBJ_RETURN_IF_ERROR(CheckNames(bucket, key));
     // AOBJ-OBJ-210
     if (list.size() > kMaxPartNumber) {
       return MakeError(
@@ -430,7 +424,7 @@ class Manager final : public MultipartManager {
                          "; part numbers must be strictly ascending"));
       }
     }
-    AOBJ_MP_RETURN_IF_ERROR(core_->store->HeadBucket(StdView(bucket)));
+    AOBJ_RETURN_IF_ERROR(core_->store->HeadBucket(StdView(bucket)));
 
     std::shared_ptr<Upload> upload;
     std::vector<Part> parts;
@@ -505,8 +499,8 @@ class Manager final : public MultipartManager {
 
   absl::Status Abort(absl::string_view bucket, absl::string_view key,
                      absl::string_view upload_id) override {
-    AOBJ_MP_RETURN_IF_ERROR(CheckNames(bucket, key));
-    AOBJ_MP_RETURN_IF_ERROR(core_->store->HeadBucket(StdView(bucket)));
+    AOBJ_RETURN_IF_ERROR(CheckNames(bucket, key));
+    AOBJ_RETURN_IF_ERROR(core_->store->HeadBucket(StdView(bucket)));
     std::string token;
     {
       absl::MutexLock lock(&core_->mu);
@@ -525,8 +519,8 @@ class Manager final : public MultipartManager {
   absl::StatusOr<PartsPage> ListParts(absl::string_view bucket, absl::string_view key,
                                       absl::string_view upload_id, uint32_t marker,
                                       uint32_t max_parts) override {
-    AOBJ_MP_RETURN_IF_ERROR(CheckNames(bucket, key));
-    AOBJ_MP_RETURN_IF_ERROR(core_->store->HeadBucket(StdView(bucket)));
+    AOBJ_RETURN_IF_ERROR(CheckNames(bucket, key));
+    AOBJ_RETURN_IF_ERROR(core_->store->HeadBucket(StdView(bucket)));
     // AOBJ-OBJ-221
     const uint32_t limit = max_parts == 0 ? kMaxListedParts : std::min(max_parts, kMaxListedParts);
     absl::MutexLock lock(&core_->mu);
@@ -551,7 +545,7 @@ class Manager final : public MultipartManager {
                                           absl::string_view upload_id_marker,
                                           uint32_t max_uploads) override {
     if (bucket.empty()) return MakeError(ErrorCode::kInvalidArgument, "invalid bucket name");
-    AOBJ_MP_RETURN_IF_ERROR(core_->store->HeadBucket(StdView(bucket)));
+    AOBJ_RETURN_IF_ERROR(core_->store->HeadBucket(StdView(bucket)));
     // AOBJ-OBJ-224
     const uint32_t limit =
         max_uploads == 0 ? kMaxListedUploads : std::min(max_uploads, kMaxListedUploads);
@@ -622,7 +616,7 @@ class Manager final : public MultipartManager {
         if (!direct.empty()) {
           std::memcpy(direct.data() + at, view.data(), view.size());
         } else {
-          AOBJ_MP_RETURN_IF_ERROR((*writer)->Append(view));
+          AOBJ_RETURN_IF_ERROR((*writer)->Append(view));
         }
       } else if (size > 0) {
         auto reader = p.blob->Open();
@@ -640,7 +634,7 @@ class Manager final : public MultipartManager {
           }
           part_crc = Crc32c(part_crc, target, n);
           if (direct.empty()) {
-            AOBJ_MP_RETURN_IF_ERROR((*writer)->Append({target, static_cast<size_t>(n)}));
+            AOBJ_RETURN_IF_ERROR((*writer)->Append({target, static_cast<size_t>(n)}));
           }
           off += n;
         }

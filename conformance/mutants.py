@@ -30,7 +30,7 @@ MUTANTS = {
           "if (op.length == 0 || op.remote < w.address || op.length > w.length ||\n"
           "        op.remote - w.address > w.length - op.length) {",
           "if (false) {"),
-         ("src/transport/ucx_worker.cc",
+         ("src/transport/rkey_cache.cc",
           "if (lo < entry->lo || lo >= entry->hi || w.length > entry->hi - lo) {",
           "if (false) {")],
         "mem/7.4", []),
@@ -62,9 +62,9 @@ MUTANTS = {
         "ses/5.9/2", []),
     "leak-registration": (
         "closing a session leaks its unpacked remote keys (the client's segment stays attached)",
-        [("src/transport/ucx_worker.cc",
-          "for (auto& entry : it->second.rkeys) DestroyRkey(entry);",
-          "for (auto& entry : it->second.rkeys) (void)entry.release();")],
+        [("src/transport/ucx_worker_endpoints.cc",
+          "    it->second.rkeys.Clear();\n",
+          "    it->second.rkeys.ForgetAll();\n")],
         "mem/7.4/4", []),
     "ignore-cancellation": (
         "the server ignores cancellations and deadlines and keeps writing (AOBJ-DAT-016/155/156)",
@@ -257,9 +257,9 @@ MUTANTS = {
     "rma-rounded-up": (
         "RMA operations are issued rounded up to 64 octets: a GET writes up to 63 octets past its "
         "window (AOBJ-MEM-009); only the suite's guards see it",
-        [("src/transport/ucx_worker.cc",
-          "? ucp_put_nbx(key.ep, op.local, op.length, op.remote, key.rkey, &param)",
-          "? ucp_put_nbx(key.ep, op.local, (op.length + 63) & ~size_t{63}, op.remote, key.rkey, &param)")],
+        [("src/transport/ucx_worker_rma.cc",
+          "? ucp_put_nbx(key.ep, op.local, op.length, op.remote, key.rkey.get(), &param)",
+          "? ucp_put_nbx(key.ep, op.local, (op.length + 63) & ~size_t{63}, op.remote, key.rkey.get(), &param)")],
         "ses/5.6/3,dat/8.6/2", []),
     # Second blind set (2026-11-26): the six of 30 the suite missed, kept as regressions.
     'ses-inline-threshold-raisable': (
@@ -472,7 +472,7 @@ MUTANTS = {
     # The fast request path (spec 8.9): the faults an implementation of it is most likely to ship.
     'fast-reply-unconfirmed': (
         'fast replies go to an endpoint whose ConfirmEndpoint has not been accepted (AOBJ-DAT-168)',
-        [('src/transport/ucx_worker.cc', '      !(it->second.bound || it->second.outgoing)) {', '      false) {')],
+        [('src/transport/ucx_worker_messages.cc', '      !(it->second.bound || it->second.outgoing)) {', '      false) {')],
         'dat/8.9/4', []),
     'fast-foreign-claim-answered': (
         "a fast request claiming another access key than its session's is answered on that session's endpoint (AOBJ-DAT-168)",

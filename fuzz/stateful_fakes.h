@@ -111,7 +111,7 @@ struct Grant {
 
 class FakeChannel final : public aobj::DataChannel {
  public:
-  static constexpr size_t kRkeyCache = 8;  // as UcxWorker::kRkeyCacheEntries
+  static constexpr size_t kRkeyCache = 8;  // as RkeyCache::kEntries
 
   // Set by the harness for the duration of one data request; null otherwise.
   const Grant* grant = nullptr;

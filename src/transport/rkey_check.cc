@@ -2,15 +2,23 @@
 #include "transport/rkey_check.h"
 
 #include <sys/shm.h>
+#include <ucs/memory/memory_type.h>
 
 #include <bit>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
-#include <ucs/memory/memory_type.h>
 #include "aobj/status.h"
+#include "wire/le_codec.h"
 
 namespace aobj {
+
+namespace {
+
+// The bounded reader over an absl view (a distinct type from std::string_view in Debian's Abseil).
+LeReader ReaderOf(absl::string_view b) { return LeReader(std::string_view(b.data(), b.size())); }
+
+}  // namespace
 
 absl::Status CheckPackedRkey(absl::string_view blob, size_t max_bytes) {
   // AOBJ-MEM-003: non-empty and bounded.
@@ -20,13 +28,13 @@ absl::Status CheckPackedRkey(absl::string_view blob, size_t max_bytes) {
                      absl::StrCat("rkey is ", blob.size(), " bytes; the limit is ", max_bytes));
   }
   // AOBJ-MEM-004: the declared structure fits in the blob.
-  const auto* p = reinterpret_cast<const uint8_t*>(blob.data());
-  const size_t n = blob.size();
-  if (n < 9) return MakeError(ErrorCode::kInvalidRkey, "rkey shorter than its header");
+  LeReader in = ReaderOf(blob);
   uint64_t md_map = 0;
-  for (int i = 0; i < 8; ++i) md_map |= static_cast<uint64_t>(p[i]) << (8 * i);
+  uint8_t mem_type = 0;
+  if (!in.U64(&md_map) || !in.U8(&mem_type)) {
+    return MakeError(ErrorCode::kInvalidRkey, "rkey shorter than its header");
+  }
   if (md_map == 0) return MakeError(ErrorCode::kInvalidRkey, "rkey names no memory domain");
-  const uint8_t mem_type = p[8];
   if (mem_type >= UCS_MEMORY_TYPE_LAST) {
     // Not a memory type of this UCX release: the blob is not a packed rkey (found by
     // aobj-conformance case mem/7.2/2: random octets were reported as an unsupported type).
@@ -37,43 +45,44 @@ absl::Status CheckPackedRkey(absl::string_view blob, size_t max_bytes) {
     return MakeError(ErrorCode::kUnsupportedMemoryType,
                      absl::StrCat("rkey memory type ", mem_type, " is not host memory"));
   }
-  size_t off = 9;
   for (int i = 0; i < std::popcount(md_map); ++i) {
-    if (off >= n) return MakeError(ErrorCode::kInvalidRkey, "rkey truncated in its md list");
-    const size_t md_size = p[off++];
-    if (md_size > n - off) {
+    uint8_t md_size = 0;
+    std::string_view entry;
+    if (!in.U8(&md_size)) {
+      return MakeError(ErrorCode::kInvalidRkey, "rkey truncated in its md list");
+    }
+    if (!in.Bytes(md_size, &entry)) {
       return MakeError(ErrorCode::kInvalidRkey, "rkey md entry runs past the end");
     }
-    off += md_size;
   }
-  if (n - off > kMaxRkeyTrailer) {
+  if (in.remaining() > kMaxRkeyTrailer) {
     return MakeError(ErrorCode::kInvalidRkey,
-                     absl::StrCat("rkey has ", n - off, " unexpected trailing bytes"));
+                     absl::StrCat("rkey has ", in.remaining(), " unexpected trailing bytes"));
   }
   return absl::OkStatus();
 }
 
 std::vector<absl::string_view> PackedRkeyEntries(absl::string_view blob) {
   std::vector<absl::string_view> out;
-  if (blob.size() < 9) return out;
-  const auto* p = reinterpret_cast<const uint8_t*>(blob.data());
+  LeReader in = ReaderOf(blob);
   uint64_t md_map = 0;
-  for (int i = 0; i < 8; ++i) md_map |= static_cast<uint64_t>(p[i]) << (8 * i);
-  size_t off = 9;
-  for (int i = 0; i < std::popcount(md_map) && off < blob.size(); ++i) {
-    const size_t md_size = p[off++];
-    if (md_size > blob.size() - off) break;
-    out.push_back(blob.substr(off, md_size));
-    off += md_size;
+  uint8_t mem_type = 0;
+  if (!in.U64(&md_map) || !in.U8(&mem_type)) return out;
+  for (int i = 0; i < std::popcount(md_map); ++i) {
+    uint8_t md_size = 0;
+    std::string_view entry;
+    if (!in.U8(&md_size) || !in.Bytes(md_size, &entry)) break;
+    out.push_back(absl::string_view(entry.data(), entry.size()));
   }
   return out;
 }
 
 namespace {
 
+// The little-endian uint64 at `at` of an entry of at least at + 8 octets.
 uint64_t LoadLe64(absl::string_view b, size_t at) {
   uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<uint8_t>(b[at + i])} << (8 * i);
+  ReaderOf(b.substr(at, 8)).U64(&v);
   return v;
 }
 
@@ -117,14 +126,20 @@ KeyedMemory KeyedMemoryOf(absl::string_view blob) {
   return kind;
 }
 
-absl::StatusOr<SysvSegmentPins> SysvSegmentPins::Pin(absl::string_view blob, pid_t creator) {
-  SysvSegmentPins pins;
+std::vector<uint32_t> SysvSegmentIds(absl::string_view blob) {
+  std::vector<uint32_t> ids;
   for (absl::string_view entry : PackedRkeyEntries(blob)) {
     if (entry.size() != kSysvPackedRkeySize) continue;
     uint32_t shmid = 0;
-    for (int i = 0; i < 4; ++i) {
-      shmid |= static_cast<uint32_t>(static_cast<uint8_t>(entry[i])) << (8 * i);
-    }
+    ReaderOf(entry).U32(&shmid);
+    ids.push_back(shmid);
+  }
+  return ids;
+}
+
+absl::StatusOr<SysvSegmentPins> SysvSegmentPins::Pin(absl::string_view blob, pid_t creator) {
+  SysvSegmentPins pins;
+  for (const uint32_t shmid : SysvSegmentIds(blob)) {
     if (creator != 0) {
       struct shmid_ds ds {};
       if (shmctl(static_cast<int>(shmid), IPC_STAT, &ds) == 0 && ds.shm_cpid != creator) {

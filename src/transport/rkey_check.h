@@ -36,6 +36,10 @@ std::vector<absl::string_view> PackedRkeyEntries(absl::string_view blob);
 // Size of UCX 1.13's System V packed key: uint32 shmid + uintptr owner address, packed.
 inline constexpr size_t kSysvPackedRkeySize = 12;
 
+// The System V segment IDs that the entries of System V size of `blob` (which passed
+// CheckPackedRkey) name, in order: each entry's first four octets, little endian.
+std::vector<uint32_t> SysvSegmentIds(absl::string_view blob);
+
 // Sizes of UCX 1.13.1's posix packed key (uct_posix_packed_rkey_t: uint64 seg_id with flags in
 // bits 60-63, uintptr segment address, size_t segment length, packed) and its variants: +8 octets
 // of PID namespace (flag bit 60), or a NUL-terminated directory path when neither the procfs

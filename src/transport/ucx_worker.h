@@ -22,19 +22,23 @@
 //
 // Threading: all public methods are thread-safe. Destruction stops the thread after failing
 // pending commands; the UcxContexts must outlive the worker.
+//
+// Where each part lives: ucx_worker.cc (creation, commands, the progress loop, shutdown),
+// ucx_worker_endpoints.cc (connect, bind, fail, close, the emulation workers),
+// ucx_worker_rma.cc (Execute's batches), ucx_worker_messages.cc (active messages and
+// challenges). UCX's handles are owned by the types of ucx_handles.h, rkeys by RkeyCache.
 #ifndef AOBJ_TRANSPORT_UCX_WORKER_H_
 #define AOBJ_TRANSPORT_UCX_WORKER_H_
 
 #include <sys/types.h>
 
-#include <cstddef>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <thread>
 #include <vector>
 
@@ -42,18 +46,15 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "transport/challenge_inbox.h"
+#include "transport/rkey_cache.h"
 #include "transport/ucx_context.h"
+#include "transport/ucx_handles.h"
 
 namespace aobj {
-
-// A window of peer memory granted by one descriptor.
-struct RemoteWindow {
-  uint64_t address = 0;
-  uint64_t length = 0;
-  absl::string_view rkey;  // packed; borrowed, must outlive Execute()
-};
 
 // One RMA operation: `length` bytes between local memory and window `window` at `remote`.
 struct RmaOp {
@@ -184,41 +185,23 @@ class UcxWorker {
   size_t endpoint_count();
   uint64_t rkeys_outstanding();  // unpacked and not yet destroyed (cached ones included)
 
-  // Unpacked rkeys kept per endpoint. Unpacking attaches the client's segment and checking a
-  // shared-memory window reads /proc/self/maps; both cost more than a 64 MiB copy's worth of
-  // page faults, so a client that reuses its buffers (the normal case) pays them once.
-  // 64: a client with one buffer per thread and 16 requests in flight (the default
-  // max_in_flight) must not evict its own keys; with 8 entries every request of such a client
-  // missed and paid the attach and the maps read (docs/benchmarks.md section 5).
-  static constexpr size_t kRkeyCacheEntries = 64;
-  // How often a cache hit also looks for other entries whose segments the client released.
-  static constexpr absl::Duration kRkeySweepInterval = absl::Milliseconds(100);
+  // Unpacked rkeys are kept per endpoint (RkeyCache, at most RkeyCache::kEntries each).
   // Sessions with a worker of their own for emulated windows (about 4 MB and 7 ms each here).
   static constexpr size_t kMaxEmulationWorkers = 32;
 
  private:
   struct Command;
   struct Job;
-  // One unpacked rkey of an endpoint, reused while the client keeps the same registration.
-  struct CachedRkey {
-    std::string blob;                 // the packed rkey exactly as the client sent it
-    ucp_rkey_h rkey = nullptr;
-    ucp_ep_h ep = nullptr;            // the endpoint it was unpacked on and whose RMA uses it
-    std::vector<uint32_t> shmids;     // System V segments the blob names
-    bool maps_local = false;          // UCX maps the window into this process
-    uintptr_t lo = 0, hi = 0;         // the client's mapping that holds it (when maps_local)
-    uint32_t in_use = 0;              // jobs using it now
-    uint64_t last_use = 0;
-  };
   struct EndpointState {
-    ucp_ep_h net_ep = nullptr;  // mode PEER, main worker: every window UCX does not map here
-    ucp_ep_h shm_ep = nullptr;  // mode NONE, shared-memory worker: only windows mapped here
+    explicit EndpointState(std::atomic<uint64_t>* rkeys_outstanding) : rkeys(rkeys_outstanding) {}
+    UcxEndpoint net_ep;  // mode PEER, main worker: every window UCX does not map here
+    UcxEndpoint shm_ep;  // mode NONE, shared-memory worker: only windows mapped here
     // Mode NONE on a worker of this session's own (System V), for windows UCX reaches by
     // active-message emulation (caller memory): shared-memory speed, and still ended for
     // certain, because destroying a worker ends everything it had in flight. Made on first
     // use, at most kMaxEmulationWorkers at once; beyond them such windows take net_ep.
-    ucp_worker_h emu_worker = nullptr;
-    ucp_ep_h emu_ep = nullptr;
+    WorkerPtr emu_worker;
+    UcxEndpoint emu_ep;  // declared after emu_worker: released before it
     int emu_fd = -1;
     std::string peer_address;   // for emu_ep
     // The process that created the System V FIFO the address names (0: none); the segments a
@@ -230,21 +213,15 @@ class UcxWorker {
     absl::Status failed;        // OK while usable; why it failed (AOBJ-DAT-158)
     size_t jobs = 0;            // batches running on it
     bool disconnected = false;  // Disconnect() came while batches ran; erased after them
-    std::vector<std::unique_ptr<CachedRkey>> rkeys;
-    absl::Time last_sweep = absl::InfinitePast();
+    RkeyCache rkeys;
   };
-  // Finds or unpacks the rkey of `w` for `state` (AOBJ-MEM-004, AOBJ-MEM-012), and checks that
-  // the window lies in the client's mapping.
-  absl::StatusOr<CachedRkey*> AcquireRkey(EndpointState& state, const RemoteWindow& w,
-                                          size_t max_rkey_bytes);
-  void DestroyRkey(std::unique_ptr<CachedRkey>& entry);
-  UcxWorker(ucp_worker_h worker, ucp_worker_h shm_worker, ucp_context_h shm_context,
-            int epoll_fd, int wake_fd,
-            std::string name, std::string address, std::string shm_address);
+  UcxWorker(WorkerPtr worker, WorkerPtr shm_worker, ucp_context_h shm_context, int epoll_fd,
+            int wake_fd, std::string name, std::string address, std::string shm_address);
   // Fails `state` for good: its endpoints are closed (the PEER one by force, which completes its
   // outstanding operations with UCS_ERR_CANCELED) and later batches get DATA_CHANNEL_UNAVAILABLE.
   void FailEndpoint(uint64_t id, EndpointState& state, absl::string_view why);
-  void CloseEp(ucp_ep_h ep, bool force);
+  // Starts closing `ep` (see UcxEndpoint::Close) and keeps its request until it completes.
+  void CloseEp(UcxEndpoint& ep, bool force);
   // The session's emulation endpoint, made on first use; null when over the cap or it fails.
   ucp_ep_h EmulationEp(EndpointState& state);
   // Destroys the session's emulation worker (its rkeys first); jobs lose what ran on it.
@@ -257,6 +234,8 @@ class UcxWorker {
   void DoDisconnect(Command& cmd);
   void DoChallenge(Command& cmd);
   void DoBind(Command& cmd);
+  // Registers OnChallenge on the main worker (AOBJ-SES-025).
+  absl::Status SetChallengeHandler();
   // Active-message handler of endpoint challenges (client side; runs inside progress).
   static ucs_status_t OnChallenge(void* arg, const void* header, size_t header_length, void* data,
                                   size_t length, const ucp_am_recv_param_t* param);
@@ -275,16 +254,25 @@ class UcxWorker {
   void Post(std::shared_ptr<Command> cmd, const std::function<bool()>& abandoned = nullptr);
   void Loop();
   void StartJob(const std::shared_ptr<Command>& cmd);
+  // Checks a batch and unpacks its keys (AOBJ-MEM-009, AOBJ-MEM-004); OK when it may issue.
+  absl::Status PrepareJob(Job& job, EndpointState& state);
+  // Issues `job`'s operations; their completions come through OnRmaDone.
+  void IssueJob(Job& job, EndpointState& state);
+  static void OnRmaDone(void* request, ucs_status_t status, void* user_data);
+  // Frees close and send requests that completed; true when a close is still worth polling for.
+  bool ReapRequests(absl::Time now);
+  // The last steps of the progress thread: closes, flushes and destroys the workers.
+  void TearDown();
   void AdvanceJobs();
   void FinishJob(Job& job, absl::Status status);
 
-  ucp_worker_h worker_;
-  ucp_worker_h shm_worker_;  // null without a shared-memory lane
-  ucp_worker_h msg_worker_ = nullptr;    // StartMessageWorker's; progress thread only
+  WorkerPtr worker_;
+  WorkerPtr shm_worker_;                 // null without a shared-memory lane
+  WorkerPtr msg_worker_;                 // StartMessageWorker's; progress thread only
   const UcxContext* context_ = nullptr;  // the main worker's (outlives this)
   absl::Status peer_rma_refusal_;
   ucp_context_h shm_context_;  // the shared-memory lane's context (emulation workers)
-  std::vector<ucp_worker_h> emulation_workers_;  // every session's, for progress and arming
+  std::vector<ucp_worker_h> emulation_workers_;  // every session's (owned there), for progress
   int epoll_fd_;
   int wake_fd_;
   std::string name_;
@@ -298,14 +286,13 @@ class UcxWorker {
 
   // Progress-thread state (touched only by thread_).
   absl::flat_hash_map<uint64_t, EndpointState> endpoints_;
-  uint64_t use_clock_ = 0;
   uint64_t next_endpoint_ = 1;
   std::vector<std::unique_ptr<Job>> jobs_;
   // ucp_ep_close_nbx requests in progress. A close that has not finished by `poll_until` (a NONE
   // endpoint to a peer that never answers) is still checked each round, but no longer shortens
   // the sleep: the endpoint is out of our tables and nothing uses it.
   struct Closing {
-    void* request;
+    UcxRequest request;
     absl::Time poll_until;
   };
   std::vector<Closing> closing_;
@@ -317,7 +304,7 @@ class UcxWorker {
   std::vector<PeerError> peer_errors_;
   // Challenge sends still in progress, with the payload UCX may still read.
   struct ChallengeSend {
-    void* request;
+    UcxRequest request;
     std::unique_ptr<std::string> payload;
   };
   std::vector<ChallengeSend> challenge_sends_;  // and SendMessage's
@@ -328,15 +315,8 @@ class UcxWorker {
   };
   absl::flat_hash_map<uint16_t, std::unique_ptr<MessageSlot>> message_handlers_;
   std::unique_ptr<MessageSlot> msg_worker_slot_;  // msg_worker_'s handler
-  // Client side: challenges received, per session ID (at most kMaxChallengeSessions sessions,
-  // oldest dropped), indexed by challenge index.
-  static constexpr size_t kMaxChallengeSessions = 16;
-  struct Received {
-    std::string session_id;
-    std::vector<std::string> challenges;  // empty string: not yet received
-  };
-  absl::Mutex challenges_mu_;
-  std::deque<Received> received_ ABSL_GUARDED_BY(challenges_mu_);
+  // Client side: challenges received (OnChallenge), until AwaitChallenges collects them.
+  ChallengeInbox inbox_;
   int spurious_wakeups_ = 0;         // Sleep(): UCX fd wake-ups in a row that brought no progress
   bool awaiting_progress_ = false;   // the last Sleep() was ended by a UCX fd
 

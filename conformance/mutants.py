@@ -26,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MUTANTS = {
     "skip-bounds-check": (
         "the server skips the descriptor window checks (handler and worker)",
-        [("src/server/handler.cc",
+        [("src/transport/rma_batch.cc",
           "if (op.length == 0 || op.remote < w.address || op.length > w.length ||\n"
           "        op.remote - w.address > w.length - op.length) {",
           "if (false) {"),

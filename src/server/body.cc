@@ -7,7 +7,7 @@
 #include "aobj/status.h"
 #include "server/handler.h"
 #include "server/handler_util.h"
-#include "server/overlap.h"
+#include "server/staged_transfer.h"
 #include "wire/checksum.h"
 #include "wire/crypto.h"
 #include "wire/descriptor.h"
@@ -95,48 +95,23 @@ absl::StatusOr<ReceivedBody> RequestHandler::ReceiveBody(const SessionState& s,
     account(data, size);
     AOBJ_RETURN_IF_ERROR(writer->Append({data, size}));
   } else if (plan.path == aobj::v1::TRANSFER_PATH_RMA) {
-    // The body travels in chunks; the checksums (and, for a store without a direct buffer, the
-    // append) of chunk k run on a helper thread while chunk k+1 travels, so a large PUT costs
-    // about max(transfer, MD5) rather than their sum. Chunks are accounted strictly in order.
-    const uint64_t chunk = staging_.buffer_bytes();
-    absl::Status behind;  // the helper's result for the chunk before; read after Wait()
+    // Staged (server/staged_transfer.h): the checksums (and, for a store without a direct
+    // buffer, the append) of one chunk run on a helper thread while the next one travels, so a
+    // large PUT costs about max(transfer, MD5) rather than their sum.
     absl::Span<uint8_t> direct = writer->DirectBuffer();
-    std::unique_ptr<uint8_t[]> bufs[2];
-    Overlap overlap;  // after what its work uses: joined first, also when unwinding
-    if (direct.empty()) {
-      bufs[0] = staging_.Take();
-      if (size > chunk) bufs[1] = staging_.Take();
-    }
-    absl::Status st;
-    int k = 0;
-    for (uint64_t off = 0; off < size; off += chunk, ++k) {
-      const uint64_t n = std::min(chunk, size - off);
-      uint8_t* dst = direct.empty() ? bufs[k % 2].get() : direct.data() + off;
+    auto receive = [&](uint8_t* dst, uint64_t off, uint64_t n) {
       RmaBatch batch = MakeBatch(RmaDirection::kRead, *body.source, plan.pieces, off, n, dst,
                                  s.limits.max_rkey_bytes);
-      st = ExecuteRma(s, batch, call);  // AOBJ-DAT-016; the helper works on the chunk before
-      overlap.Wait();
-      if (st.ok()) st = behind;
-      if (!st.ok()) break;
-      auto step = [&, dst, n] {
-        account(dst, n);
-        if (direct.empty()) behind = writer->Append({dst, static_cast<size_t>(n)});
-      };
-      // The last chunk has nothing to overlap with (and a one-chunk body is not worth a thread).
-      if (off + n < size && chunk >= kOverlapMinBytes) {
-        overlap.Run(step);
-      } else {
-        step();
-      }
-    }
-    overlap.Wait();
-    if (st.ok()) st = behind;
-    for (auto& b : bufs) {
-      if (b) staging_.Give(std::move(b));
-    }
+      return ExecuteRma(s, batch, call);  // AOBJ-DAT-016
+    };
+    auto store = [&](uint8_t* dst, uint64_t, uint64_t n) -> absl::Status {
+      account(dst, n);
+      return direct.empty() ? writer->Append({dst, static_cast<size_t>(n)}) : absl::OkStatus();
+    };
     // AOBJ-DAT-002: everything read and verified before anything is committed; AOBJ-DAT-010: on
     // error the writer is dropped and nothing is committed.
-    if (!st.ok()) return st;
+    AOBJ_RETURN_IF_ERROR(
+        RunStaged(staging_, size, StageOrder::kTransferFirst, direct, receive, store));
   }
   ReceivedBody got;
   got.checksum = sum.Finish();

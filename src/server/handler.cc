@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "aobj/status.h"
 #include "server/handler_util.h"
-#include "server/overlap.h"
+#include "server/staged_transfer.h"
 #include "wire/checksum.h"
 #include "wire/conditions.h"
 #include "wire/crypto.h"
@@ -27,25 +27,6 @@ const char* ProtectionName(Protection p) {
 }
 
 }  // namespace
-
-std::unique_ptr<uint8_t[]> StagingPool::Take() {
-  {
-    absl::MutexLock l(&mu_);
-    if (!free_.empty()) {
-      auto b = std::move(free_.back());
-      free_.pop_back();
-      return b;
-    }
-  }
-  auto b = std::unique_ptr<uint8_t[]>(new uint8_t[buffer_bytes_]);
-  std::memset(b.get(), 0, buffer_bytes_);  // fault the pages in once
-  return b;
-}
-
-void StagingPool::Give(std::unique_ptr<uint8_t[]> buffer) {
-  absl::MutexLock l(&mu_);
-  if (free_.size() < 16) free_.push_back(std::move(buffer));
-}
 
 RequestHandler::RequestHandler(HandlerConfig config, ObjectStore* store, DataChannel* channel,
                                Authenticator* auth, SessionTable* sessions,
@@ -308,16 +289,13 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
     case Method::kPutObjects:
     case Method::kUploadPart: {
       // AOBJ-DAT-156: a data request can be cancelled by its nonce while it runs.
-      InFlightRequests::Flag flag = in_flight_.Begin(s.id_hex, auth.nonce_hex);
-      ActiveCall active(call, flag);
-      absl::StatusOr<std::string> out =
-          method == Method::kPutObject    ? PutObject(s, body, active)
-          : method == Method::kGetObject  ? GetObject(s, body, active)
-          : method == Method::kGetObjects ? GetObjects(s, body, active)
-          : method == Method::kPutObjects ? PutObjects(s, body, active)
-                                          : UploadPart(s, body, active);
-      in_flight_.End(s.id_hex, auth.nonce_hex);
-      return out;
+      const InFlightRequests::Entry entry = in_flight_.Begin(s.id_hex, auth.nonce_hex);
+      ActiveCall active(call, entry.flag());
+      return method == Method::kPutObject    ? PutObject(s, body, active)
+             : method == Method::kGetObject  ? GetObject(s, body, active)
+             : method == Method::kGetObjects ? GetObjects(s, body, active)
+             : method == Method::kPutObjects ? PutObjects(s, body, active)
+                                             : UploadPart(s, body, active);
     }
     case Method::kHeadObject:
       return HeadObject(s, body);  // handler_object.cc
@@ -633,58 +611,32 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
       // runs on a helper thread over the same octets while they travel.
       Overlap overlap;
       if (compute && size >= kOverlapMinBytes) {
-        overlap.Run([&sum, from, size] { sum.Update(from, size); });
+        overlap.Run([&sum, from, size] {
+          sum.Update(from, size);
+          return absl::OkStatus();
+        });
       }
       // AOBJ-TRN-008: only this session's endpoint.
       absl::Status st = ExecuteRma(s, batch, call);  // AOBJ-DAT-001, AOBJ-DAT-016
-      overlap.Wait();
+      overlap.Wait().IgnoreError();                  // a checksum update cannot fail
       if (!st.ok()) return st;
       if (compute && size < kOverlapMinBytes) sum.Update(from, size);
     } else {
-      // Staged through two buffers: the file read (and checksum) of chunk k+1 runs on a helper
-      // thread while chunk k travels, so a large GET costs about max(read, transfer) rather than
-      // their sum. Chunks are read and summed strictly in order.
-      const uint64_t chunk = staging_.buffer_bytes();
-      std::unique_ptr<uint8_t[]> bufs[2];
-      bufs[0] = staging_.Take();
-      if (size > chunk) bufs[1] = staging_.Take();
-      absl::Status read_st;  // the helper's result; read after Wait()
-      auto read_chunk = [&](uint64_t off, uint8_t* buf) {
-        const uint64_t n = std::min(chunk, size - off);
+      // Staged (server/staged_transfer.h): the store read and checksum of the next chunk run
+      // on a helper thread while this one travels.
+      auto read = [&](uint8_t* buf, uint64_t off, uint64_t n) -> absl::Status {
         auto got = (*reader)->ReadAt(first + off, {buf, static_cast<size_t>(n)});
-        if (!got.ok()) {
-          read_st = got.status();
-        } else if (*got != n) {
-          read_st = MakeError(ErrorCode::kStorageError, "object shorter than recorded");
-        } else if (compute) {
-          sum.Update(buf, n);
-        }
+        if (!got.ok()) return got.status();
+        if (*got != n) return MakeError(ErrorCode::kStorageError, "object shorter than recorded");
+        if (compute) sum.Update(buf, n);
+        return absl::OkStatus();
       };
-      Overlap overlap;
-      read_chunk(0, bufs[0].get());
-      absl::Status st = read_st;
-      int k = 0;
-      for (uint64_t off = 0; off < size && st.ok(); off += chunk, ++k) {
-        const uint64_t n = std::min(chunk, size - off);
-        uint8_t* buf = bufs[k % 2].get();
-        uint8_t* next = bufs[(k + 1) % 2].get();
-        const bool more = off + n < size;
-        if (more && chunk >= kOverlapMinBytes) {
-          overlap.Run([&, off, n, next] { read_chunk(off + n, next); });
-        }
+      auto send = [&](uint8_t* buf, uint64_t off, uint64_t n) {
         RmaBatch batch = MakeBatch(RmaDirection::kWrite, req.destination(), pieces, off, n, buf,
                                    s.limits.max_rkey_bytes);
-        st = ExecuteRma(s, batch, call);  // AOBJ-DAT-016
-        overlap.Wait();
-        // Small chunks: the next read after the transfer, on this thread.
-        if (st.ok() && more && chunk < kOverlapMinBytes) read_chunk(off + n, next);
-        if (st.ok()) st = read_st;
-      }
-      overlap.Wait();
-      for (auto& b : bufs) {
-        if (b) staging_.Give(std::move(b));
-      }
-      if (!st.ok()) return st;
+        return ExecuteRma(s, batch, call);  // AOBJ-DAT-016
+      };
+      AOBJ_RETURN_IF_ERROR(RunStaged(staging_, size, StageOrder::kIoFirst, {}, send, read));
     }
   }
   counters_.bytes_out.fetch_add(size, std::memory_order_relaxed);
@@ -702,8 +654,8 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
   return Serialize(resp);
 }
 
-InFlightRequests::Flag InFlightRequests::Begin(const std::string& session_hex,
-                                               const std::string& nonce_hex) {
+InFlightRequests::Entry InFlightRequests::Begin(const std::string& session_hex,
+                                                const std::string& nonce_hex) {
   auto flag = std::make_shared<std::atomic<bool>>(false);
   const std::string id = absl::StrCat(session_hex, "/", nonce_hex);
   absl::MutexLock l(&mu_);
@@ -712,12 +664,12 @@ InFlightRequests::Flag InFlightRequests::Begin(const std::string& session_hex,
     flag->store(true);
   }
   running_[id] = flag;
-  return flag;
+  return Entry(this, id, std::move(flag));
 }
 
-void InFlightRequests::End(const std::string& session_hex, const std::string& nonce_hex) {
+void InFlightRequests::End(const std::string& id) {
   absl::MutexLock l(&mu_);
-  running_.erase(absl::StrCat(session_hex, "/", nonce_hex));
+  running_.erase(id);
 }
 
 bool InFlightRequests::Cancel(const std::string& session_hex, const std::string& nonce_hex) {
@@ -765,17 +717,7 @@ absl::Status RequestHandler::ExecuteRma(const SessionState& s, const RmaBatch& b
   uint64_t in_part = 0;
   // AOBJ-MEM-009, AOBJ-MEM-021: every operation of the request is inside its window before the
   // first step is issued (the worker checks each step again).
-  for (const RmaOp& op : batch.ops) {
-    if (op.window >= batch.windows.size()) {
-      return MakeError(ErrorCode::kInternal, "RMA op names no window");
-    }
-    const RemoteWindow& w = batch.windows[op.window];
-    if (op.length == 0 || op.remote < w.address || op.length > w.length ||
-        op.remote - w.address > w.length - op.length) {
-      return MakeError(ErrorCode::kDescriptorOutOfBounds,
-                       "RMA operation outside its descriptor window");
-    }
-  }
+  AOBJ_RETURN_IF_ERROR(CheckBatchBounds(batch));
   auto run = [&]() -> absl::Status {
     // AOBJ-DAT-016: nothing more is issued once the call is cancelled or past its deadline.
     // AOBJ-DAT-155: every earlier step has completed (Execute returns only then), so the error

@@ -28,6 +28,7 @@
 #include "server/data_channel.h"
 #include "server/handler_util.h"
 #include "server/metrics.h"
+#include "server/staged_transfer.h"
 #include "session/authenticator.h"
 #include "session/session_table.h"
 #include "store/multipart.h"
@@ -62,20 +63,6 @@ struct HandlerConfig {
   std::string list_token_key;  // ServerOptions::list_token_key; empty: random
   std::function<std::vector<std::string>()> gateways;  // ServerOptions::gateways
   std::function<void(const std::string&)> log;
-};
-
-// Reusable staging buffers (pre-faulted once, reused: fresh pages are slow to first touch).
-class StagingPool {
- public:
-  explicit StagingPool(size_t buffer_bytes) : buffer_bytes_(buffer_bytes) {}
-  std::unique_ptr<uint8_t[]> Take();
-  void Give(std::unique_ptr<uint8_t[]> buffer);
-  size_t buffer_bytes() const { return buffer_bytes_; }
-
- private:
-  const size_t buffer_bytes_;
-  absl::Mutex mu_;
-  std::vector<std::unique_ptr<uint8_t[]>> free_ ABSL_GUARDED_BY(mu_);
 };
 
 // The body fields of a request that uploads bytes (PutObject, UploadPart), borrowed from the
@@ -131,10 +118,25 @@ struct CallControl {
 class InFlightRequests {
  public:
   using Flag = std::shared_ptr<std::atomic<bool>>;
-  // Records a request; the returned flag becomes true when it is cancelled (already true when a
-  // cancellation for it came first).
-  Flag Begin(const std::string& session_hex, const std::string& nonce_hex);
-  void End(const std::string& session_hex, const std::string& nonce_hex);
+  // A running request's record, ended when it goes (every return of the request ends it).
+  class Entry {
+   public:
+    ~Entry() { owner_->End(id_); }
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+    // Becomes true when the request is cancelled (already true when a cancellation came first).
+    const Flag& flag() const { return flag_; }
+
+   private:
+    friend class InFlightRequests;
+    Entry(InFlightRequests* owner, std::string id, Flag flag)
+        : owner_(owner), id_(std::move(id)), flag_(std::move(flag)) {}
+    InFlightRequests* owner_;
+    std::string id_;
+    Flag flag_;
+  };
+  // Records a request until the returned entry goes.
+  Entry Begin(const std::string& session_hex, const std::string& nonce_hex);
   // Cancels the request; true when it was in progress.
   bool Cancel(const std::string& session_hex, const std::string& nonce_hex);
   size_t size();
@@ -142,6 +144,7 @@ class InFlightRequests {
   static constexpr size_t kMaxEarlyCancels = 1024;
 
  private:
+  void End(const std::string& id);
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, Flag> running_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> early_ ABSL_GUARDED_BY(mu_);  // cancellations seen before requests

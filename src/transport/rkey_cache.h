@@ -26,16 +26,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "transport/rma_batch.h"
 #include "transport/ucx_handles.h"
 
 namespace aobj {
-
-// A window of peer memory granted by one descriptor.
-struct RemoteWindow {
-  uint64_t address = 0;
-  uint64_t length = 0;
-  absl::string_view rkey;  // packed; borrowed, must outlive the batch that names it
-};
 
 // One unpacked rkey, reused while the client keeps the same registration.
 struct CachedRkey {

@@ -51,28 +51,11 @@
 #include "absl/time/time.h"
 #include "transport/challenge_inbox.h"
 #include "transport/rkey_cache.h"
+#include "transport/rma_batch.h"
 #include "transport/ucx_context.h"
 #include "transport/ucx_handles.h"
 
 namespace aobj {
-
-// One RMA operation: `length` bytes between local memory and window `window` at `remote`.
-struct RmaOp {
-  size_t window = 0;
-  uint64_t remote = 0;
-  uint8_t* local = nullptr;
-  size_t length = 0;
-};
-
-enum class RmaDirection { kWrite /* ucp_put_nbx: GET data to the client */,
-                          kRead /* ucp_get_nbx: PUT data from the client */ };
-
-struct RmaBatch {
-  RmaDirection direction = RmaDirection::kWrite;
-  std::vector<RemoteWindow> windows;
-  std::vector<RmaOp> ops;
-  size_t max_rkey_bytes = 1024;
-};
 
 // Whether a connection's RMA lanes enforce rkeys in hardware (AOBJ-SES-013).
 enum class Protection { kHardware, kEmulated };

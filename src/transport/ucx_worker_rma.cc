@@ -6,6 +6,7 @@
 #include "aobj/status.h"
 #include "transport/ucx_worker.h"
 #include "transport/ucx_worker_internal.h"
+#include "wire/status_macros.h"
 
 namespace aobj {
 
@@ -43,20 +44,9 @@ void UcxWorker::StartJob(const std::shared_ptr<Command>& cmd) {
 
 absl::Status UcxWorker::PrepareJob(Job& job, EndpointState& state) {
   const RmaBatch& batch = *job.cmd->batch;
-  // AOBJ-MEM-009: every op inside its window, before anything reaches UCX.
-  // AOBJ-MEM-021: otherwise nothing is issued and the request fails DESCRIPTOR_OUT_OF_BOUNDS.
-  // AOBJ-SEC-001: checked here whatever the memory protection, EMULATED included.
-  for (const RmaOp& op : batch.ops) {
-    if (op.window >= batch.windows.size()) {
-      return MakeError(ErrorCode::kInternal, "RMA op names no window");
-    }
-    const RemoteWindow& w = batch.windows[op.window];
-    if (op.length == 0 || op.remote < w.address || op.length > w.length ||
-        op.remote - w.address > w.length - op.length) {
-      return MakeError(ErrorCode::kDescriptorOutOfBounds,
-                       "RMA operation outside its descriptor window");
-    }
-  }
+  // AOBJ-MEM-009, AOBJ-MEM-021, AOBJ-SEC-001: every op inside its window, before anything
+  // reaches UCX (checked again here: the handler's check is not this process's to trust).
+  AOBJ_RETURN_IF_ERROR(CheckBatchBounds(batch));
   // Unpack rkeys (AOBJ-MEM-004) and check shared-memory windows (AOBJ-MEM-012).
   auto emulation = [&] { return EmulationEp(state); };  // outlives `lanes`, which borrows it
   const RkeyLanes lanes{state.shm_ep.get(), emulation, state.net_ep.get(), state.fifo_creator};

@@ -1,0 +1,158 @@
+// RunStaged (server/staged_transfer.h): the chunk loop that GetObject and ReceiveBody share.
+// Chunks of 1 MiB run their I/O step on the helper thread, smaller ones inline; both are run.
+#include "server/staged_transfer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "aobj/status.h"
+#include "gtest/gtest.h"
+
+namespace aobj {
+namespace {
+
+// The octet at `offset` of the test body.
+uint8_t At(uint64_t offset) { return static_cast<uint8_t>((offset * 7 + offset / 251) & 0xff); }
+
+struct Record {
+  absl::Mutex mu;
+  std::vector<std::string> events;  // "io 0", "transfer 0", ... in the order they ended
+  void Add(const std::string& e) {
+    absl::MutexLock l(&mu);
+    events.push_back(e);
+  }
+};
+
+class StagedTransferTest : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(StagedTransferTest, AGetReadsEachChunkBeforeItTravelsAndDeliversTheBodyInOrder) {
+  const size_t chunk = GetParam();
+  StagingPool pool(chunk);
+  const uint64_t size = 3 * chunk + chunk / 3;  // four chunks, the last one short
+  std::vector<uint8_t> out(size, 0);
+  Record rec;
+  uint64_t next_read = 0;  // reads come strictly in order
+  auto read = [&](uint8_t* buf, uint64_t off, uint64_t n) -> absl::Status {
+    EXPECT_EQ(off, next_read);
+    next_read = off + n;
+    for (uint64_t i = 0; i < n; ++i) buf[i] = At(off + i);
+    rec.Add("io " + std::to_string(off / chunk));
+    return absl::OkStatus();
+  };
+  auto send = [&](uint8_t* buf, uint64_t off, uint64_t n) -> absl::Status {
+    std::memcpy(out.data() + off, buf, n);
+    rec.Add("transfer " + std::to_string(off / chunk));
+    return absl::OkStatus();
+  };
+  ASSERT_TRUE(RunStaged(pool, size, StageOrder::kIoFirst, {}, send, read).ok());
+  for (uint64_t i = 0; i < size; ++i) ASSERT_EQ(out[i], At(i)) << "octet " << i;
+  EXPECT_EQ(next_read, size);
+  // Every chunk was read before it travelled.
+  for (int k = 0; k < 4; ++k) {
+    const auto io = std::find(rec.events.begin(), rec.events.end(), "io " + std::to_string(k));
+    const auto tr =
+        std::find(rec.events.begin(), rec.events.end(), "transfer " + std::to_string(k));
+    ASSERT_NE(io, rec.events.end());
+    ASSERT_NE(tr, rec.events.end());
+    EXPECT_LT(io, tr) << "chunk " << k;
+  }
+}
+
+TEST_P(StagedTransferTest, APutChecksEachChunkAfterItArrivedInOrder) {
+  const size_t chunk = GetParam();
+  StagingPool pool(chunk);
+  const uint64_t size = 2 * chunk + 5;
+  std::vector<uint8_t> stored;
+  auto receive = [&](uint8_t* buf, uint64_t off, uint64_t n) -> absl::Status {
+    for (uint64_t i = 0; i < n; ++i) buf[i] = At(off + i);
+    return absl::OkStatus();
+  };
+  auto store = [&](uint8_t* buf, uint64_t off, uint64_t n) -> absl::Status {
+    EXPECT_EQ(off, stored.size());  // in order, each chunk once
+    stored.insert(stored.end(), buf, buf + n);
+    return absl::OkStatus();
+  };
+  ASSERT_TRUE(RunStaged(pool, size, StageOrder::kTransferFirst, {}, receive, store).ok());
+  ASSERT_EQ(stored.size(), size);
+  for (uint64_t i = 0; i < size; ++i) ASSERT_EQ(stored[i], At(i)) << "octet " << i;
+}
+
+TEST_P(StagedTransferTest, AFailedTransferEndsTheLoopAndNoLaterStepRuns) {
+  const size_t chunk = GetParam();
+  StagingPool pool(chunk);
+  const uint64_t size = 5 * chunk;
+  int transfers = 0, ios = 0;
+  auto transfer = [&](uint8_t*, uint64_t off, uint64_t) -> absl::Status {
+    ++transfers;
+    if (off / chunk == 2) return MakeError(ErrorCode::kTransferFailed, "chunk 2 failed");
+    return absl::OkStatus();
+  };
+  auto io = [&](uint8_t*, uint64_t off, uint64_t) -> absl::Status {
+    ++ios;
+    EXPECT_LT(off / chunk, 2u) << "a PUT's chunk is stored only after it arrived";
+    return absl::OkStatus();
+  };
+  const absl::Status st = RunStaged(pool, size, StageOrder::kTransferFirst, {}, transfer, io);
+  EXPECT_EQ(ErrorCodeOf(st), ErrorCode::kTransferFailed);
+  EXPECT_EQ(transfers, 3);
+  EXPECT_EQ(ios, 2);
+}
+
+TEST_P(StagedTransferTest, AFailedReadIsReportedAndItsChunkNeverTravels) {
+  const size_t chunk = GetParam();
+  StagingPool pool(chunk);
+  const uint64_t size = 5 * chunk;
+  std::vector<uint64_t> sent;
+  auto read = [&](uint8_t*, uint64_t off, uint64_t) -> absl::Status {
+    if (off / chunk == 2) return MakeError(ErrorCode::kStorageError, "short object");
+    return absl::OkStatus();
+  };
+  auto send = [&](uint8_t*, uint64_t off, uint64_t) -> absl::Status {
+    sent.push_back(off / chunk);
+    return absl::OkStatus();
+  };
+  const absl::Status st = RunStaged(pool, size, StageOrder::kIoFirst, {}, send, read);
+  EXPECT_EQ(ErrorCodeOf(st), ErrorCode::kStorageError);
+  EXPECT_EQ(sent, (std::vector<uint64_t>{0, 1}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Chunks, StagedTransferTest,
+                         ::testing::Values(size_t{4096}, size_t{kOverlapMinBytes}),
+                         [](const auto& info) {
+                           return info.param >= kOverlapMinBytes ? "Overlapped" : "Inline";
+                         });
+
+TEST(StagedTransferDirectTest, ADirectBufferIsUsedInPlaceOfStaging) {
+  StagingPool pool(4096);
+  std::vector<uint8_t> direct(3 * 4096 + 1);
+  auto receive = [&](uint8_t* buf, uint64_t off, uint64_t n) -> absl::Status {
+    EXPECT_EQ(buf, direct.data() + off);
+    std::memset(buf, 0xab, n);
+    return absl::OkStatus();
+  };
+  uint64_t seen = 0;
+  auto io = [&](uint8_t* buf, uint64_t off, uint64_t n) -> absl::Status {
+    EXPECT_EQ(buf, direct.data() + off);
+    seen += n;
+    return absl::OkStatus();
+  };
+  ASSERT_TRUE(RunStaged(pool, direct.size(), StageOrder::kTransferFirst, absl::MakeSpan(direct),
+                        receive, io)
+                  .ok());
+  EXPECT_EQ(seen, direct.size());
+  for (uint8_t b : direct) ASSERT_EQ(b, 0xab);
+}
+
+TEST(OverlapTest, WaitReturnsWhatTheWorkReported) {
+  Overlap overlap;
+  EXPECT_TRUE(overlap.Wait().ok());  // nothing ran
+  overlap.Run([] { return MakeError(ErrorCode::kStorageError, "disk"); });
+  EXPECT_EQ(ErrorCodeOf(overlap.Wait()), ErrorCode::kStorageError);
+  EXPECT_TRUE(overlap.Wait().ok());  // reported once
+}
+
+}  // namespace
+}  // namespace aobj

@@ -297,13 +297,27 @@ class ServiceImpl final : public ControlService {
     }
     if (most == nullptr || slots_per_key_.at(*most) <= fewest_waiting + 1) return nullptr;
     const absl::Time slow = absl::Now() - kSlowReadAfter;
+    return TakeSlotOf(
+        LongestHolder([&](const Reading& r) { return r.key == *most && r.slot_since < slow; }));
+  }
+
+  // Of the calls holding a read slot that `eligible` accepts, the one that has held it longest;
+  // null when none.
+  template <class Eligible>
+  Call* LongestHolder(Eligible eligible) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
     Call* victim = nullptr;
     for (const auto& [c, r] : reading_) {
-      if (r.reading && r.key == *most && r.slot_since < slow &&
+      if (r.reading && eligible(r) &&
           (victim == nullptr || r.slot_since < reading_.at(victim).slot_since)) {
         victim = c;
       }
     }
+    return victim;
+  }
+
+  // Takes `victim`'s slot (null: none to take) and gives it out; returns the victim, for the
+  // caller to end outside the lock.
+  Call* TakeSlotOf(Call* victim) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
     if (victim == nullptr) return nullptr;
     Strike(victim);
     Admit();
@@ -320,26 +334,19 @@ class ServiceImpl final : public ControlService {
     // One pass over the registered calls (at most ReadBounds::max_total): the longest-held
     // unproven slot of a key that has a waiting call, past that key's threshold.
     absl::flat_hash_map<std::string, absl::Time> before;  // per waiting key, lazily
-    Call* victim = nullptr;
-    for (const auto& [c, r] : reading_) {
-      if (!r.reading || r.proven) continue;
-      auto b = before.find(r.key);
-      if (b == before.end()) {
-        auto w = waiting_.find(r.key);
-        if (w == waiting_.end() || w->second.empty()) continue;
-        bool proven_waits = false;
-        for (Call* q : w->second) proven_waits = proven_waits || reading_.at(q).proven;
-        b = before.emplace(r.key, now - (proven_waits ? kSlowReadAfter : kStaleHold)).first;
-      }
-      if (r.slot_since < b->second &&
-          (victim == nullptr || r.slot_since < reading_.at(victim).slot_since)) {
-        victim = c;
-      }
-    }
-    if (victim == nullptr) return nullptr;
-    Strike(victim);
-    Admit();
-    return victim;
+    return TakeSlotOf(
+        LongestHolder([&](const Reading& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+          if (r.proven) return false;
+          auto b = before.find(r.key);
+          if (b == before.end()) {
+            auto w = waiting_.find(r.key);
+            if (w == waiting_.end() || w->second.empty()) return false;
+            bool proven_waits = false;
+            for (Call* q : w->second) proven_waits = proven_waits || reading_.at(q).proven;
+            b = before.emplace(r.key, now - (proven_waits ? kSlowReadAfter : kStaleHold)).first;
+          }
+          return r.slot_since < b->second;
+        }));
   }
 
   // The call's message arrived (or its read failed). False when it was cut meanwhile: the

@@ -187,23 +187,13 @@ absl::StatusOr<Header> ReadHeader(int fd, const std::string& path) {
 
 // ---- store ---------------------------------------------------------------------------------
 
-// Defence in depth: the server validates bucket names to S3 rules before they reach a store.
 // Names starting with '.' are never buckets here: they are left to things kept beside the
 // buckets in the root (the server's multipart area, <root>/.multipart), which Recover and
 // ListBuckets must not mistake for buckets.
-absl::Status CheckBucketName(std::string_view bucket) {
-  if (bucket.empty() || bucket.front() == '.' ||
-      bucket.find_first_of(std::string_view("/\0", 2)) != std::string_view::npos) {
-    return MakeError(ErrorCode::kInvalidArgument, "invalid bucket name");
-  }
-  return absl::OkStatus();
-}
-
+constexpr StoreNameRules kNames{.reserve_dot_names = true, .max_key_bytes = kMaxKeyBytes};
+absl::Status CheckBucketName(std::string_view bucket) { return CheckStoreBucket(bucket, kNames); }
 absl::Status CheckKey(std::string_view bucket, std::string_view key) {
-  if (absl::Status s = CheckBucketName(bucket); !s.ok()) return s;
-  if (key.empty()) return MakeError(ErrorCode::kInvalidArgument, "empty object key");
-  if (key.size() > kMaxKeyBytes) return MakeError(ErrorCode::kInvalidArgument, "key too long");
-  return absl::OkStatus();
+  return CheckStoreKey(bucket, key, kNames);
 }
 
 // The listing index of one bucket: key -> what a listing reports, ordered by key octets.

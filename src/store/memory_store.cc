@@ -199,20 +199,9 @@ class MemoryState {
   }
 };
 
-// Defence in depth: the server validates bucket names to S3 rules before they reach a store.
-absl::Status CheckBucketName(std::string_view bucket) {
-  if (bucket.empty() || bucket == "." || bucket == ".." ||
-      bucket.find_first_of(std::string_view("/\0", 2)) != std::string_view::npos) {
-    return MakeError(ErrorCode::kInvalidArgument, "invalid bucket name");
-  }
-  return absl::OkStatus();
-}
-
-// An empty key cannot name an S3 object.
+absl::Status CheckBucketName(std::string_view bucket) { return CheckStoreBucket(bucket); }
 absl::Status CheckKey(std::string_view bucket, std::string_view key) {
-  if (absl::Status s = CheckBucketName(bucket); !s.ok()) return s;
-  if (key.empty()) return MakeError(ErrorCode::kInvalidArgument, "empty object key");
-  return absl::OkStatus();
+  return CheckStoreKey(bucket, key);
 }
 
 // Writes one object into a private buffer. Used by one thread at a time.

@@ -25,6 +25,7 @@
 #include "absl/time/time.h"
 #include "aobj/status.h"
 #include "store/multipart_area.h"
+#include "store/store_rules.h"
 #include "wire/checksum.h"
 #include "wire/crypto.h"
 #include "wire/etag.h"
@@ -53,18 +54,11 @@ absl::Status NoSuchUpload(absl::string_view id) {
                                                           " in progress for this bucket and key"));
 }
 
-// Defence in depth: the server validates names to S3 rules before they get here; these checks
-// keep names usable as one path component.
-absl::Status CheckNames(absl::string_view bucket, absl::string_view key) {
-  if (bucket.empty() || bucket == "." || bucket == ".." ||
-      bucket.find_first_of(absl::string_view("/\0", 2)) != absl::string_view::npos) {
-    return MakeError(ErrorCode::kInvalidArgument, "invalid bucket name");
-  }
-  if (key.empty()) return MakeError(ErrorCode::kInvalidArgument, "empty object key");
-  return absl::OkStatus();
-}
-
 std::string_view StdView(absl::string_view s) { return std::string_view(s.data(), s.size()); }
+
+absl::Status CheckNames(absl::string_view bucket, absl::string_view key) {
+  return CheckStoreKey(StdView(bucket), StdView(key));
+}
 
 // State shared by the manager and its part writers.
 struct Core {

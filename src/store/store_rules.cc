@@ -23,6 +23,28 @@ absl::Status CheckCommitConditions(const WriteOptions& options, const std::strin
   return absl::OkStatus();
 }
 
+absl::Status CheckStoreBucket(std::string_view bucket, const StoreNameRules& rules) {
+  if (bucket.empty() || bucket == "." || bucket == ".." ||
+      (rules.reserve_dot_names && bucket.front() == '.') ||
+      bucket.find_first_of(std::string_view("/\0", 2)) != std::string_view::npos) {
+    return MakeError(ErrorCode::kInvalidArgument, "invalid bucket name");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckStoreKey(std::string_view bucket, std::string_view key,
+                           const StoreNameRules& rules) {
+  if (absl::Status s = CheckStoreBucket(bucket, rules); !s.ok()) return s;
+  if (key.empty()) return MakeError(ErrorCode::kInvalidArgument, "empty object key");
+  if (key.size() > rules.max_key_bytes) {
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        absl::StrCat("key of ", key.size(), " octets; this store holds keys of at most ",
+                     rules.max_key_bytes));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<absl::StatusOr<ObjectInfo>> ObjectStore::CommitBatch(
     absl::Span<ObjectWriter* const> writers, absl::Span<const ObjectInfo> infos) {
   std::vector<absl::StatusOr<ObjectInfo>> out;

@@ -528,7 +528,15 @@ class Cluster final : public RadosStore, public MultipartProvider, public Bucket
                            const rados_format::Segment& s, const PartTarget* part,
                            std::string* value_out = nullptr, std::string* name_out = nullptr) {
     if (s.size == 0) return absl::OkStatus();  // no stripes
-    GcIntent intent{kind, NowMs(), s.uuid, incarnation, s.size, s.stripe_bytes, encoded_key};
+    GcIntent intent{kind,
+                    NowMs(),
+                    s.uuid,
+                    incarnation,
+                    s.size,
+                    s.stripe_bytes,
+                    encoded_key,
+                    /*upload_id=*/{},
+                    /*part_number=*/0};
     if (part != nullptr) {
       intent.upload_id = part->upload_id;
       intent.part_number = part->part_number;
@@ -759,19 +767,9 @@ class Cluster final : public RadosStore, public MultipartProvider, public Bucket
   }
 
  private:
-  static absl::Status CheckBucket(std::string_view bucket) {
-    if (bucket.empty() || bucket.find('\0') != std::string_view::npos) {
-      return MakeError(ErrorCode::kInvalidArgument, "invalid bucket name");
-    }
-    return absl::OkStatus();
-  }
+  static absl::Status CheckBucket(std::string_view bucket) { return CheckStoreBucket(bucket); }
   static absl::Status CheckObjectKey(std::string_view bucket, std::string_view key) {
-    if (absl::Status s = CheckBucket(bucket); !s.ok()) return s;
-    if (key.empty()) return MakeError(ErrorCode::kInvalidArgument, "empty object key");
-    if (key.size() > rados_format::kMaxKeyBytes) {
-      return MakeError(ErrorCode::kInvalidArgument, "key too long");
-    }
-    return absl::OkStatus();
+    return CheckStoreKey(bucket, key, {.max_key_bytes = rados_format::kMaxKeyBytes});
   }
 
   void CollectorLoop() {

@@ -29,6 +29,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "store/store_rules.h"
 #include "store_rados/rados_cluster.h"
 #include "wire/checksum.h"
 #include "wire/etag.h"
@@ -50,18 +51,10 @@ absl::Status NoSuchUpload(absl::string_view id) {
                                                           " in progress for this bucket and key"));
 }
 
-absl::string_view AV(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 std::string_view SV(absl::string_view s) { return std::string_view(s.data(), s.size()); }
 
 absl::Status CheckNames(absl::string_view bucket, absl::string_view key) {
-  if (bucket.empty() || bucket.find('\0') != absl::string_view::npos) {
-    return MakeError(ErrorCode::kInvalidArgument, "invalid bucket name");
-  }
-  if (key.empty()) return MakeError(ErrorCode::kInvalidArgument, "empty object key");
-  if (key.size() > rados_format::kMaxKeyBytes) {
-    return MakeError(ErrorCode::kInvalidArgument, "key too long");
-  }
-  return absl::OkStatus();
+  return CheckStoreKey(SV(bucket), SV(key), {.max_key_bytes = rados_format::kMaxKeyBytes});
 }
 
 UploadInfo InfoOf(absl::string_view bucket, const UploadRecord& r) {

@@ -71,6 +71,7 @@
 #include "store/store_rules.h"
 #include "wire/checksum.h"
 #include "wire/crypto.h"
+#include "wire/status_macros.h"
 
 namespace aobj {
 namespace {
@@ -297,15 +298,7 @@ class FileWriter final : public ObjectWriter {
   // stored.
   absl::StatusOr<ObjectInfo> Prepare(const ObjectInfo& info, bool start_writeback) {
     if (absl::Status s = CheckUsable(); !s.ok()) return s;
-    if (written_ != size_) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       absl::StrCat("only ", written_, " of ", size_, " bytes were written"));
-    }
-    if (info.size != size_) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       absl::StrCat("commit size ", info.size, " differs from the size ", size_,
-                                    " given to BeginPut"));
-    }
+    AOBJ_RETURN_IF_ERROR(CheckWriteComplete(written_, size_, info.size, "object"));
     if (info.etag.size() > kEtagCapacity) {
       return MakeError(ErrorCode::kInvalidArgument, "etag too long");
     }

@@ -48,6 +48,7 @@
 #include "aobj/status.h"
 #include "aobj/store.h"
 #include "store/store_rules.h"
+#include "wire/status_macros.h"
 
 namespace aobj {
 namespace {
@@ -245,15 +246,8 @@ class MemoryWriter final : public ObjectWriter {
       return MakeError(ErrorCode::kInvalidArgument, "Commit called twice");
     }
     // With DirectBuffer the caller promised to fill the whole buffer; we cannot tell.
-    if (!direct_used_ && offset_ != size_) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       absl::StrCat("only ", offset_, " of ", size_, " bytes were written"));
-    }
-    if (info.size != size_) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       absl::StrCat("commit size ", info.size, " differs from the size ", size_,
-                                    " given to BeginPut"));
-    }
+    AOBJ_RETURN_IF_ERROR(
+        CheckWriteComplete(direct_used_ ? size_ : offset_, size_, info.size, "object"));
     auto object = std::make_shared<Object>();
     object->info.size = size_;
     object->info.etag = info.etag;

@@ -70,8 +70,10 @@
 #include "absl/time/time.h"
 #include "aobj/status.h"
 #include "store/posix_util.h"
+#include "store/store_rules.h"
 #include "wire/checksum.h"
 #include "wire/crypto.h"
+#include "wire/status_macros.h"
 
 namespace aobj {
 namespace {
@@ -124,11 +126,7 @@ class MemoryPendingPart final : public PendingPart {
     return {data_.get(), static_cast<size_t>(size_)};
   }
   absl::Status Seal(const PartInfo& info) override {
-    if (!direct_ && written_ != size_) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       absl::StrCat("only ", written_, " of ", size_, " part bytes were written"));
-    }
-    return absl::OkStatus();
+    return CheckWriteComplete(direct_ ? size_ : written_, size_, info.size, "part");
   }
   absl::StatusOr<std::shared_ptr<const PartBlob>> Install() override {
     if (data_ == nullptr) return MakeError(ErrorCode::kInvalidArgument, "part installed twice");
@@ -415,10 +413,7 @@ class FilePendingPart final : public PendingPart {
 
   absl::Status Seal(const PartInfo& info) override {
     if (failed_ || !fd_.valid()) return MakeError(ErrorCode::kStorageError, "part writer failed");
-    if (written_ != size_ || info.size != size_) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       absl::StrCat("only ", written_, " of ", size_, " part bytes were written"));
-    }
+    AOBJ_RETURN_IF_ERROR(CheckWriteComplete(written_, size_, info.size, "part"));
     failed_ = true;  // any early return below leaves the writer unusable
     absl::string_view hex = info.etag;
     if (hex.size() == 34 && hex.front() == '"' && hex.back() == '"') hex = hex.substr(1, 32);

@@ -45,6 +45,21 @@ absl::Status CheckStoreKey(std::string_view bucket, std::string_view key,
   return absl::OkStatus();
 }
 
+absl::Status CheckWriteComplete(uint64_t written, uint64_t size, uint64_t committed_size,
+                                std::string_view what) {
+  if (written != size) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("only ", written, " of ", size, " ", std::string(what),
+                                  " bytes were written"));
+  }
+  if (committed_size != size) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat(std::string(what), " committed with size ", committed_size,
+                                  ", not the size ", size, " given when it began"));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<absl::StatusOr<ObjectInfo>> ObjectStore::CommitBatch(
     absl::Span<ObjectWriter* const> writers, absl::Span<const ObjectInfo> infos) {
   std::vector<absl::StatusOr<ObjectInfo>> out;

@@ -30,6 +30,13 @@ struct StoreNameRules {
 // A bucket name: non-empty, without '/' or NUL (one path component, one part of an object
 // name), not "." or "..".
 absl::Status CheckStoreBucket(std::string_view bucket, const StoreNameRules& rules = {});
+// What every writer (of an object or of a part) checks when its caller commits or seals it:
+// every octet announced at BeginPut (`size`) was written (`written`: what Append took; a writer
+// whose direct buffer was used cannot tell and passes `size`), and the size committed
+// (`committed_size`) is that size. INVALID_ARGUMENT naming `what` ("object", "part").
+absl::Status CheckWriteComplete(uint64_t written, uint64_t size, uint64_t committed_size,
+                                std::string_view what);
+
 // A key of `bucket`: the bucket as above; the key non-empty and at most rules.max_key_bytes.
 absl::Status CheckStoreKey(std::string_view bucket, std::string_view key,
                            const StoreNameRules& rules = {});

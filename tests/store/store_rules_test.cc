@@ -35,5 +35,15 @@ TEST(StoreRulesTest, KeysAreNonEmptyAndWithinWhatTheStoreHolds) {
   EXPECT_NE(over.message().find("at most 8"), absl::string_view::npos) << over;
 }
 
+TEST(StoreRulesTest, AWriterCommitsOnlyWhatWasAnnouncedAndWritten) {
+  EXPECT_TRUE(CheckWriteComplete(10, 10, 10, "object").ok());
+  const absl::Status short_write = CheckWriteComplete(9, 10, 10, "part");
+  EXPECT_EQ(ErrorCodeOf(short_write), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(short_write.message(), "only 9 of 10 part bytes were written");
+  const absl::Status other_size = CheckWriteComplete(10, 10, 11, "object");
+  EXPECT_EQ(ErrorCodeOf(other_size), ErrorCode::kInvalidArgument);
+  EXPECT_NE(other_size.message().find("size 11"), absl::string_view::npos) << other_size;
+}
+
 }  // namespace
 }  // namespace aobj

@@ -52,12 +52,7 @@ absl::Status ClientImpl::Init(const ClientOptions& options) {
   if (options_.fast_path) req.add_capabilities(kCapFastPath);
   if (options_.grease) req.add_capabilities(0x1A2A3A4A);  // AOBJ-EXT-002
   req.set_worker_address(worker_->address());
-  auto* l = req.mutable_requested_limits();
-  l->set_max_transfer_bytes(options_.requested_limits.max_transfer_bytes);
-  l->set_max_in_flight(options_.requested_limits.max_in_flight);
-  l->set_inline_threshold(options_.requested_limits.inline_threshold);
-  l->set_max_descriptors(options_.requested_limits.max_descriptors);
-  l->set_max_rkey_bytes(options_.requested_limits.max_rkey_bytes);
+  LimitsToProto(options_.requested_limits, req.mutable_requested_limits());
   req.set_client_name(options_.client_name);
   req.set_require_hardware_protection(options_.require_hardware_protection);
   pb::OpenSessionResponse resp;
@@ -68,12 +63,7 @@ absl::Status ClientImpl::Init(const ClientOptions& options) {
   info_.session_id = HexEncode(resp.session_id());
   info_.version = resp.version();
   info_.capabilities.assign(resp.capabilities().begin(), resp.capabilities().end());
-  info_.limits.max_transfer_bytes = resp.limits().max_transfer_bytes();
-  info_.limits.max_in_flight = resp.limits().max_in_flight();
-  info_.limits.inline_threshold = resp.limits().inline_threshold();
-  info_.limits.max_descriptors = resp.limits().max_descriptors();
-  info_.limits.max_rkey_bytes = resp.limits().max_rkey_bytes();
-  info_.limits.min_part_size = resp.limits().min_part_size();
+  info_.limits = AnnouncedLimitsFromProto(resp.limits());
   info_.protection = static_cast<MemoryProtection>(resp.memory_protection());
   info_.lease_ms = static_cast<int64_t>(resp.lease_ms());
   info_.server_name = resp.server_name();

@@ -113,7 +113,7 @@ absl::StatusOr<TransferResult> ClientImpl::CheckBatchResult(const BatchGetItem& 
                      absl::StrCat(ChecksumName(options_.checksum),
                                   " of the received octets does not match the server's"));
   }
-  TransferResult result{InfoFrom(r.metadata()), size,
+  TransferResult result{ObjectInfoFromProto(r.metadata()), size,
                         size == 0 ? TransferPath::kNone : TransferPath::kRma};
   result.range = *range;
   return result;
@@ -135,7 +135,7 @@ absl::StatusOr<ObjectInfo> ClientImpl::CheckBatchPutResult(const pb::PutObjectsI
         ErrorCode::kIncompleteTransfer,
         absl::StrCat("server stored ", r.metadata().size(), " octets of ", item.length()));
   }
-  return InfoFrom(r.metadata());
+  return ObjectInfoFromProto(r.metadata());
 }
 
 absl::StatusOr<BatchPutResults> ClientImpl::PutEach(const std::string& bucket,

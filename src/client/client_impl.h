@@ -40,6 +40,7 @@
 #include "transport/ucx_memory.h"
 #include "transport/ucx_worker.h"
 #include "wire/checksum.h"
+#include "wire/convert.h"
 #include "wire/crypto.h"
 #include "wire/etag.h"
 #include "wire/fast_frame.h"
@@ -83,20 +84,6 @@ struct RequestRegistrations {
   std::vector<std::unique_ptr<RegisteredMemory>> memory;
   bool emulated_windows = false;
 };
-
-inline ObjectInfo InfoFrom(const pb::ObjectMetadata& m) {
-  ObjectInfo info;
-  info.size = m.size();
-  info.etag = m.etag();
-  info.last_modified_ms = m.last_modified_ms();
-  info.content_type = m.content_type();
-  info.user_metadata.insert(m.user_metadata().begin(), m.user_metadata().end());
-  if (m.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC32C && m.checksum().size() == 4) {
-    const auto* c = reinterpret_cast<const uint8_t*>(m.checksum().data());
-    info.crc32c = (uint32_t{c[0]} << 24) | (uint32_t{c[1]} << 16) | (uint32_t{c[2]} << 8) | c[3];
-  }
-  return info;
-}
 
 class ClientImpl final : public Client, public CancelSender {
  public:

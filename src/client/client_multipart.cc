@@ -68,7 +68,7 @@ absl::StatusOr<ObjectInfo> ClientImpl::CompleteMultipartUpload(
   }
   pb::CompleteMultipartUploadResponse resp;
   if (absl::Status s = Call(Method::kCompleteMultipartUpload, req, &resp); !s.ok()) return s;
-  return InfoFrom(resp.metadata());
+  return ObjectInfoFromProto(resp.metadata());
 }
 
 absl::Status ClientImpl::AbortMultipartUpload(const std::string& bucket, const std::string& key,

@@ -39,7 +39,7 @@ absl::StatusOr<TransferResult> ClientImpl::Put(const std::string& bucket, const 
     return MakeError(ErrorCode::kInternal,
                      "server reported a transfer path this request did not use");
   }
-  return TransferResult{InfoFrom(resp.metadata()), resp.bytes_transferred(), sent};
+  return TransferResult{ObjectInfoFromProto(resp.metadata()), resp.bytes_transferred(), sent};
 }
 
 absl::StatusOr<TransferResult> ClientImpl::Get(const std::string& bucket, const std::string& key,
@@ -122,7 +122,7 @@ absl::StatusOr<TransferResult> ClientImpl::Get(const std::string& bucket, const 
         ErrorCode::kBadDigest,
         absl::StrCat(ChecksumName(algo), " of the received bytes does not match the server's"));
   }
-  TransferResult result{InfoFrom(resp.metadata()), size, path};
+  TransferResult result{ObjectInfoFromProto(resp.metadata()), size, path};
   result.range = *range;
   return result;
 }
@@ -139,7 +139,7 @@ absl::StatusOr<ObjectInfo> ClientImpl::Head(const std::string& bucket, const std
   SetPreconditions(conditions, &req);
   pb::HeadObjectResponse resp;
   if (absl::Status s = Call(Method::kHeadObject, req, &resp); !s.ok()) return s;
-  return InfoFrom(resp.metadata());
+  return ObjectInfoFromProto(resp.metadata());
 }
 
 absl::StatusOr<std::vector<BucketSummary>> ClientImpl::ListBuckets() {
@@ -225,7 +225,7 @@ absl::StatusOr<ObjectInfo> ClientImpl::Copy(const std::string& source_bucket,
   SetPreconditions(options.conditions, &req);
   pb::CopyObjectResponse resp;
   if (absl::Status s = Call(Method::kCopyObject, req, &resp); !s.ok()) return s;
-  return InfoFrom(resp.metadata());
+  return ObjectInfoFromProto(resp.metadata());
 }
 
 absl::Status ClientImpl::Delete(const std::string& bucket, const std::string& key) {

@@ -369,13 +369,7 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
       std::vector<uint32_t>(req.capabilities().begin(), req.capabilities().end()),
       config_.capabilities);
   // AOBJ-SES-006
-  SessionLimits requested;
-  requested.max_transfer_bytes = req.requested_limits().max_transfer_bytes();
-  requested.max_in_flight = req.requested_limits().max_in_flight();
-  requested.inline_threshold = req.requested_limits().inline_threshold();
-  requested.max_descriptors = req.requested_limits().max_descriptors();
-  requested.max_rkey_bytes = req.requested_limits().max_rkey_bytes();
-  state.limits = EffectiveLimits(config_.limits, requested);
+  state.limits = EffectiveLimits(config_.limits, RequestedLimitsFromProto(req.requested_limits()));
 
   // AOBJ-SES-017 (Table 1): past the session limit, refuse before creating an endpoint.
   // AOBJ-SES-021: SLOW_DOWN when full, in total or for the access key.
@@ -448,11 +442,7 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   resp.set_version(state.version);
   for (uint32_t c : state.capabilities) resp.add_capabilities(c);
   auto* l = resp.mutable_limits();
-  l->set_max_transfer_bytes(state.limits.max_transfer_bytes);
-  l->set_max_in_flight(state.limits.max_in_flight);
-  l->set_inline_threshold(state.limits.inline_threshold);
-  l->set_max_descriptors(state.limits.max_descriptors);
-  l->set_max_rkey_bytes(state.limits.max_rkey_bytes);
+  LimitsToProto(state.limits, l);
   l->set_data_wait_ms(config_.data_wait_ms);  // AOBJ-OPS-008
   l->set_skew_window_ms(config_.skew_window_ms);  // AOBJ-AUTH-019
   l->set_min_part_size(config_.min_part_size);    // AOBJ-OBJ-235
@@ -519,7 +509,7 @@ absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s,
   resp.set_checksum_algorithm(req.checksum_algorithm());
   resp.set_checksum(got->checksum);
   resp.set_path(plan->path);
-  FillMetadata(*committed, resp.mutable_metadata());
+  ObjectInfoToProto(*committed, resp.mutable_metadata());
   return Serialize(resp);
 }
 
@@ -645,7 +635,7 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
   resp.set_checksum(compute ? sum.Finish() : BigEndian32(info.crc32c));
   resp.set_path(path);
   // AOBJ-OBJ-009: the metadata of the version the reader held, whose octets moved.
-  FillMetadata(info, resp.mutable_metadata());
+  ObjectInfoToProto(info, resp.mutable_metadata());
   if (range.has_value()) {  // AOBJ-DAT-103
     resp.mutable_content_range()->set_first(first);
     resp.mutable_content_range()->set_last(first + size - 1);

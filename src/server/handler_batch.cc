@@ -244,7 +244,7 @@ absl::StatusOr<std::string> RequestHandler::GetObjects(const SessionState& s,
     }
     result->set_bytes_transferred(size);
     result->set_checksum(compute ? sum.Finish() : BigEndian32(info.crc32c));
-    FillMetadata(info, result->mutable_metadata());
+    ObjectInfoToProto(info, result->mutable_metadata());
     result->mutable_metadata()->clear_user_metadata();  // AOBJ-OBJ-242
     if (item.range.has_value()) {                       // AOBJ-DAT-103
       result->mutable_content_range()->set_first(first);
@@ -423,7 +423,7 @@ absl::StatusOr<std::string> RequestHandler::PutObjects(const SessionState& s,
     if (!committed.ok()) return result_error(r.index, committed.status());
     aobj::v1::PutObjectsResult* out = resp.mutable_results(r.index);
     out->set_checksum(r.got);
-    FillMetadata(*committed, out->mutable_metadata());
+    ObjectInfoToProto(*committed, out->mutable_metadata());
     out->mutable_metadata()->clear_user_metadata();
     stored += committed->size;
   };

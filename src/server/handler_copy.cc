@@ -126,7 +126,7 @@ absl::StatusOr<std::string> RequestHandler::CopyObject(const SessionState& s,
   auto committed = (*writer)->Commit(info);  // AOBJ-OBJ-010, AOBJ-OBJ-134
   if (!committed.ok()) return committed.status();
   aobj::v1::CopyObjectResponse resp;
-  FillMetadata(*committed, resp.mutable_metadata());
+  ObjectInfoToProto(*committed, resp.mutable_metadata());
   return Serialize(resp);
 }
 

@@ -156,7 +156,7 @@ absl::StatusOr<std::string> RequestHandler::CompleteMultipartUpload(const Sessio
   Log(absl::StrCat("event=upload_completed bucket=", req.bucket(), " upload=", req.upload_id(),
                    " parts=", parts.size(), " size=", info->size));
   pb::CompleteMultipartUploadResponse resp;
-  FillMetadata(*info, resp.mutable_metadata());
+  ObjectInfoToProto(*info, resp.mutable_metadata());
   return Serialize(resp);
 }
 

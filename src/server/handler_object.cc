@@ -76,7 +76,7 @@ absl::StatusOr<std::string> RequestHandler::HeadObject(const SessionState& s,
   // AOBJ-OBJ-130
   AOBJ_RETURN_IF_ERROR(EvaluateReadConditions(*conditions, info->etag, info->last_modified_ms));
   aobj::v1::HeadObjectResponse resp;
-  FillMetadata(*info, resp.mutable_metadata());  // AOBJ-OBJ-012, AOBJ-OBJ-122
+  ObjectInfoToProto(*info, resp.mutable_metadata());  // AOBJ-OBJ-012, AOBJ-OBJ-122
   return Serialize(resp);
 }
 

@@ -8,30 +8,6 @@
 
 namespace aobj {
 
-std::string BigEndian32(uint32_t v) {
-  std::string s(4, '\0');
-  for (int i = 0; i < 4; ++i) s[i] = static_cast<char>(v >> (24 - 8 * i));
-  return s;
-}
-
-uint32_t FromBigEndian32(absl::string_view be) {
-  uint32_t v = 0;
-  for (size_t i = 0; i < 4 && i < be.size(); ++i) {
-    v = (v << 8) | static_cast<uint8_t>(be[i]);
-  }
-  return v;
-}
-
-void FillMetadata(const ObjectInfo& info, aobj::v1::ObjectMetadata* m) {
-  m->set_size(info.size);
-  m->set_etag(info.etag);
-  m->set_last_modified_ms(info.last_modified_ms);
-  m->set_content_type(info.content_type);
-  m->set_checksum_algorithm(aobj::v1::CHECKSUM_ALGORITHM_CRC32C);
-  m->set_checksum(BigEndian32(info.crc32c));
-  UserMetadataToProto(info.user_metadata, m->mutable_user_metadata());  // AOBJ-OBJ-122
-}
-
 absl::StatusOr<ChecksumAlgorithm> SessionChecksum(const SessionState& s,
                                                   aobj::v1::ChecksumAlgorithm a,
                                                   bool default_crc32c) {

@@ -17,6 +17,7 @@
 #include "aobj/v1/aobj.pb.h"
 #include "server/data_channel.h"
 #include "session/session_table.h"
+#include "wire/convert.h"
 #include "wire/descriptor.h"
 #include "wire/status_macros.h"
 
@@ -38,13 +39,6 @@ std::string Serialize(const M& message) {
   message.SerializeToString(&out);
   return out;
 }
-
-// The 4 big-endian octets of a CRC32C value (AOBJ-DAT-021), and back (`be` holds 4 octets).
-std::string BigEndian32(uint32_t v);
-uint32_t FromBigEndian32(absl::string_view be);
-
-// ObjectMetadata of a stored object, checksum CRC32C (AOBJ-OBJ-012).
-void FillMetadata(const ObjectInfo& info, aobj::v1::ObjectMetadata* m);
 
 // AOBJ-DAT-020: an algorithm the session negotiated; UNSPECIFIED means CRC32C when
 // `default_crc32c` (GET), else it is an error (PUT).

@@ -1,0 +1,81 @@
+#include "wire/convert.h"
+
+#include "wire/user_metadata.h"
+
+namespace aobj {
+
+std::string BigEndian32(uint32_t v) {
+  std::string s(4, '\0');
+  for (int i = 0; i < 4; ++i) s[i] = static_cast<char>(v >> (24 - 8 * i));
+  return s;
+}
+
+uint32_t FromBigEndian32(absl::string_view be) {
+  uint32_t v = 0;
+  for (size_t i = 0; i < 4 && i < be.size(); ++i) {
+    v = (v << 8) | static_cast<uint8_t>(be[i]);
+  }
+  return v;
+}
+
+void ObjectInfoToProto(const ObjectInfo& info, aobj::v1::ObjectMetadata* out) {
+  out->set_size(info.size);
+  out->set_etag(info.etag);
+  out->set_last_modified_ms(info.last_modified_ms);
+  out->set_content_type(info.content_type);
+  out->set_checksum_algorithm(aobj::v1::CHECKSUM_ALGORITHM_CRC32C);
+  out->set_checksum(BigEndian32(info.crc32c));
+  UserMetadataToProto(info.user_metadata, out->mutable_user_metadata());  // AOBJ-OBJ-122
+}
+
+ObjectInfo ObjectInfoFromProto(const aobj::v1::ObjectMetadata& m) {
+  ObjectInfo info;
+  info.size = m.size();
+  info.etag = m.etag();
+  info.last_modified_ms = m.last_modified_ms();
+  info.content_type = m.content_type();
+  info.user_metadata.insert(m.user_metadata().begin(), m.user_metadata().end());
+  if (m.checksum_algorithm() == aobj::v1::CHECKSUM_ALGORITHM_CRC32C && m.checksum().size() == 4) {
+    info.crc32c = FromBigEndian32(m.checksum());
+  }
+  return info;
+}
+
+namespace {
+
+template <class L>
+void WriteNegotiated(const L& in, aobj::v1::Limits* out) {
+  out->set_max_transfer_bytes(in.max_transfer_bytes);
+  out->set_max_in_flight(in.max_in_flight);
+  out->set_inline_threshold(in.inline_threshold);
+  out->set_max_descriptors(in.max_descriptors);
+  out->set_max_rkey_bytes(in.max_rkey_bytes);
+}
+
+template <class L>
+L ReadNegotiated(const aobj::v1::Limits& m) {
+  L out;
+  out.max_transfer_bytes = m.max_transfer_bytes();
+  out.max_in_flight = m.max_in_flight();
+  out.inline_threshold = m.inline_threshold();
+  out.max_descriptors = m.max_descriptors();
+  out.max_rkey_bytes = m.max_rkey_bytes();
+  return out;
+}
+
+}  // namespace
+
+void LimitsToProto(const Limits& in, aobj::v1::Limits* out) { WriteNegotiated(in, out); }
+void LimitsToProto(const SessionLimits& in, aobj::v1::Limits* out) { WriteNegotiated(in, out); }
+
+SessionLimits RequestedLimitsFromProto(const aobj::v1::Limits& m) {
+  return ReadNegotiated<SessionLimits>(m);
+}
+
+Limits AnnouncedLimitsFromProto(const aobj::v1::Limits& m) {
+  Limits out = ReadNegotiated<Limits>(m);
+  out.min_part_size = m.min_part_size();  // AOBJ-OBJ-235
+  return out;
+}
+
+}  // namespace aobj

@@ -1,0 +1,43 @@
+// The one place where public types and the messages of proto/ are converted, for the fields both
+// sides read (STYLE.md: "convert in one place"): object metadata and session limits. The server
+// writes what the client reads with the same function pair, so a field added to one side and
+// not the other fails the round-trip test (tests/wire/convert_test.cc) rather than in the field.
+//
+// Pure; thread-safe.
+#ifndef AOBJ_WIRE_CONVERT_H_
+#define AOBJ_WIRE_CONVERT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "aobj/store.h"
+#include "aobj/types.h"
+#include "aobj/v1/aobj.pb.h"
+#include "wire/protocol.h"
+
+namespace aobj {
+
+// The 4 big-endian octets of a CRC32C value (AOBJ-DAT-021), and back (`be` holds 4 octets).
+std::string BigEndian32(uint32_t v);
+uint32_t FromBigEndian32(absl::string_view be);
+
+// ObjectMetadata (spec 9.x, AOBJ-OBJ-009): size, ETag, time, content type, user metadata and the
+// CRC32C recorded at commit (4 octets, big endian).
+void ObjectInfoToProto(const ObjectInfo& info, aobj::v1::ObjectMetadata* out);
+// What ObjectInfoToProto wrote. A checksum that is not a 4-octet CRC32C leaves crc32c 0.
+ObjectInfo ObjectInfoFromProto(const aobj::v1::ObjectMetadata& m);
+
+// The five negotiated limits (AOBJ-SES-006), in a request (from the client's Limits) or a reply
+// (from the server's effective SessionLimits). The fields only a server announces
+// (data_wait_ms, skew_window_ms, min_part_size) are the caller's to set.
+void LimitsToProto(const Limits& in, aobj::v1::Limits* out);
+void LimitsToProto(const SessionLimits& in, aobj::v1::Limits* out);
+// The five negotiated limits a client requested (the server's side).
+SessionLimits RequestedLimitsFromProto(const aobj::v1::Limits& m);
+// The limits a server announced (the client's side), min_part_size included.
+Limits AnnouncedLimitsFromProto(const aobj::v1::Limits& m);
+
+}  // namespace aobj
+
+#endif  // AOBJ_WIRE_CONVERT_H_

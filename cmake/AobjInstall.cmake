@@ -10,7 +10,7 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(AOBJ_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/aobj)
-set(_aobj_libs aobj_proto aobj_proto_grpc aobj_wire aobj_transport aobj_control aobj_session
+set(_aobj_libs aobj_proto aobj_proto_grpc aobj_wire aobj_transport aobj_control aobj_session aobj_exec
     aobj_store aobj_store_rados aobj_client aobj_server)
 foreach(lib ${_aobj_libs})
   string(REGEX REPLACE "^aobj_" "" _export_name ${lib})

@@ -1,4 +1,5 @@
 #include "client/client_impl.h"
+#include "exec/helpers.h"
 
 namespace aobj::client_internal {
 
@@ -202,10 +203,7 @@ absl::StatusOr<ObjectInfo> ClientImpl::UploadMultipart(const std::string& bucket
       if (options.progress) options.progress(done_bytes, size);
     }
   };
-  std::vector<std::thread> threads;
-  for (uint32_t t = 1; t < lanes; ++t) threads.emplace_back(lane);
-  lane();
-  for (auto& t : threads) t.join();
+  RunInParallel(lanes, [&](size_t) { lane(); });
   if (!first_error.ok()) {
     AbortOutsideOperation(bucket, key, id).IgnoreError();  // AOBJ-OBJ-229
     return first_error;

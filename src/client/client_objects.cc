@@ -1,4 +1,5 @@
 #include "client/client_impl.h"
+#include "exec/helpers.h"
 
 namespace aobj::client_internal {
 
@@ -268,15 +269,7 @@ std::string ClientImpl::ChecksumOf(ChecksumAlgorithm algo, const std::vector<Buf
     const uint64_t to = k + 1 == sums.size() ? size : bound(k + 1);
     ForEachSpanIn(slices, from, to - from, [&](uint8_t* p, size_t n) { sums[k].Update(p, n); });
   };
-  std::vector<std::thread> threads;
-  uint64_t k = 1;
-  try {
-    for (; k < sums.size(); ++k) threads.emplace_back(run, k);
-  } catch (const std::system_error&) {
-    for (; k < sums.size(); ++k) run(k);  // no thread to be had: this one does the rest
-  }
-  run(0);
-  for (std::thread& t : threads) t.join();
+  RunInParallel(sums.size(), run);
   for (uint64_t k = 1; k < sums.size(); ++k) {
     const uint64_t to = k + 1 == sums.size() ? size : bound(k + 1);
     sums[0].Append(sums[k], to - bound(k));

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <system_error>
 #include <utility>
 
 namespace aobj {
@@ -24,23 +23,6 @@ std::unique_ptr<uint8_t[]> StagingPool::Take() {
 void StagingPool::Give(std::unique_ptr<uint8_t[]> buffer) {
   absl::MutexLock l(&mu_);
   if (free_.size() < 16) free_.push_back(std::move(buffer));
-}
-
-void Overlap::Run(std::function<absl::Status()> work) {
-  Wait().IgnoreError();
-  work_ = std::move(work);
-  // std::thread reports a thread it cannot start only by throwing; that is the one exception
-  // caught here, and the work then runs on this thread.
-  try {
-    thread_ = std::thread([this] { result_ = work_(); });
-  } catch (const std::system_error&) {
-    result_ = work_();
-  }
-}
-
-absl::Status Overlap::Wait() {
-  if (thread_.joinable()) thread_.join();
-  return std::exchange(result_, absl::OkStatus());
 }
 
 absl::Status RunStaged(StagingPool& pool, uint64_t size, StageOrder order,

@@ -10,7 +10,8 @@
 // of the two rather than their sum. I/O steps run strictly in chunk order; the first error of
 // either kind ends the loop after the helper has finished (no step runs after it returns).
 //
-// Threading: StagingPool is thread-safe; Overlap and RunStaged are used by one thread.
+// Threading: StagingPool is thread-safe; RunStaged is used by one thread (its helper is
+// exec/helpers.h's Overlap).
 #ifndef AOBJ_SERVER_STAGED_TRANSFER_H_
 #define AOBJ_SERVER_STAGED_TRANSFER_H_
 
@@ -26,6 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "exec/helpers.h"
 
 namespace aobj {
 
@@ -46,27 +48,6 @@ class StagingPool {
 // Chunks smaller than this are not worth a thread (a server configured with small staging
 // buffers would otherwise start one per few kilobytes); their work runs on the caller's thread.
 inline constexpr uint64_t kOverlapMinBytes = uint64_t{1} << 20;
-
-// One piece of work at a time on a helper thread, so that it runs while the caller does the
-// next step of a transfer. The work reports a Status, which Wait() returns.
-class Overlap {
- public:
-  Overlap() = default;
-  Overlap(const Overlap&) = delete;
-  Overlap& operator=(const Overlap&) = delete;
-  ~Overlap() { Wait().IgnoreError(); }  // work nobody waited for is joined; its result dropped
-
-  // Waits for the previous work (its result is dropped: call Wait() first to see it), then
-  // starts `work`; runs it on the caller's thread when no thread can be started.
-  void Run(std::function<absl::Status()> work);
-  // Joins the work and returns its result (OK when there was none).
-  absl::Status Wait();
-
- private:
-  std::function<absl::Status()> work_;
-  absl::Status result_;  // written by the helper, read after the join
-  std::thread thread_;
-};
 
 // Whether a chunk's I/O step comes before its transfer (GET: read, then send) or after (PUT:
 // receive, then check and store).

@@ -3,12 +3,15 @@
 #include "server/staged_transfer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "aobj/status.h"
+#include "exec/helpers.h"
 #include "gtest/gtest.h"
 
 namespace aobj {
@@ -144,6 +147,22 @@ TEST(StagedTransferDirectTest, ADirectBufferIsUsedInPlaceOfStaging) {
                   .ok());
   EXPECT_EQ(seen, direct.size());
   for (uint8_t b : direct) ASSERT_EQ(b, 0xab);
+}
+
+TEST(RunInParallelTest, RunsEveryIndexOnceAndTheFirstOnTheCaller) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{4}}) {
+    std::vector<std::atomic<int>> runs(n);
+    std::atomic<bool> zero_on_caller{false};
+    const std::thread::id caller = std::this_thread::get_id();
+    RunInParallel(n, [&](size_t k) {
+      runs[k].fetch_add(1);
+      if (k == 0) zero_on_caller = std::this_thread::get_id() == caller;
+    });
+    for (size_t k = 0; k < n; ++k) EXPECT_EQ(runs[k].load(), 1) << "index " << k << " of " << n;
+    if (n > 0) {
+      EXPECT_TRUE(zero_on_caller.load());
+    }
+  }
 }
 
 TEST(OverlapTest, WaitReturnsWhatTheWorkReported) {

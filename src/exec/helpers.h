@@ -1,0 +1,52 @@
+// Helper threads for work that runs beside the caller's, in one place: a fan-out that joins
+// (RunInParallel: a large body's checksum in pieces, a multipart upload's lanes) and one piece of
+// work overlapped with the caller's next step (Overlap: a transfer's store side while its data
+// moves). Long-lived pools are separate and named for what they run: the server's
+// RequestScheduler (requests) and the client's AsyncPool (asynchronous operations).
+//
+// No exception crosses these: work reports through its own results or a Status, and a thread
+// that cannot be started (std::thread's only way to say so is std::system_error, caught here and
+// nowhere else) leaves its work to the calling thread.
+//
+// Threading: each object is used by one thread; the work runs on helpers and must synchronize
+// what it shares with the caller beyond the join.
+#ifndef AOBJ_EXEC_HELPERS_H_
+#define AOBJ_EXEC_HELPERS_H_
+
+#include <cstddef>
+#include <functional>
+#include <thread>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+
+namespace aobj {
+
+// Runs fn(0) .. fn(n - 1) at once, fn(0) on the calling thread and the others on helper threads,
+// and returns when all have returned.
+void RunInParallel(size_t n, absl::FunctionRef<void(size_t)> fn);
+
+// One piece of work at a time on a helper thread, so that it runs while the caller does the
+// next step of a transfer. The work reports a Status, which Wait() returns.
+class Overlap {
+ public:
+  Overlap() = default;
+  Overlap(const Overlap&) = delete;
+  Overlap& operator=(const Overlap&) = delete;
+  ~Overlap() { Wait().IgnoreError(); }  // work nobody waited for is joined; its result dropped
+
+  // Waits for the previous work (its result is dropped: call Wait() first to see it), then
+  // starts `work`; runs it on the caller's thread when no thread can be started.
+  void Run(std::function<absl::Status()> work);
+  // Joins the work and returns its result (OK when there was none).
+  absl::Status Wait();
+
+ private:
+  std::function<absl::Status()> work_;
+  absl::Status result_;  // written by the helper, read after the join
+  std::thread thread_;
+};
+
+}  // namespace aobj
+
+#endif  // AOBJ_EXEC_HELPERS_H_

@@ -209,7 +209,7 @@ WorkerProcess::~WorkerProcess() {
   close(fd_);
   if (pidfd_ >= 0) close(pidfd_);
   absl::MutexLock l(&mu_);
-  for (const Buffer& b : all_) munmap(b.base, b.size);
+  for (const ProcessBuffer& b : all_) munmap(b.base, b.size);
 }
 
 void WorkerProcess::ReadReplies() {
@@ -374,7 +374,7 @@ void WorkerProcess::Post(Op op, const FrameWriter& fields) {
   if (!sent.ok()) Kill();
 }
 
-absl::StatusOr<Buffer> WorkerProcess::TakeBuffer(uint64_t bytes) {
+absl::StatusOr<ProcessBuffer> WorkerProcess::TakeBuffer(uint64_t bytes) {
   uint64_t id;
   {
     absl::MutexLock l(&mu_);
@@ -383,7 +383,7 @@ absl::StatusOr<Buffer> WorkerProcess::TakeBuffer(uint64_t bytes) {
       if (it->size >= bytes && (best == free_.end() || it->size < best->size)) best = it;
     }
     if (best != free_.end()) {
-      Buffer b = *best;
+      ProcessBuffer b = *best;
       free_.erase(best);
       return b;
     }
@@ -405,7 +405,7 @@ absl::StatusOr<Buffer> WorkerProcess::TakeBuffer(uint64_t bytes) {
     close(fd);
     return MakeError(ErrorCode::kSlowDown, absl::StrCat("no transfer buffer: ", why));
   }
-  Buffer b{id, static_cast<uint8_t*>(base), size};
+  ProcessBuffer b{id, static_cast<uint8_t*>(base), size};
   {
     absl::MutexLock l(&mu_);
     all_.push_back(b);
@@ -419,8 +419,8 @@ absl::StatusOr<Buffer> WorkerProcess::TakeBuffer(uint64_t bytes) {
     // Not the process's: unmapped at once, so that refusals cannot pile up mappings here.
     {
       absl::MutexLock l(&mu_);
-      all_.erase(
-          std::find_if(all_.begin(), all_.end(), [&](const Buffer& x) { return x.id == b.id; }));
+      all_.erase(std::find_if(all_.begin(), all_.end(),
+                              [&](const ProcessBuffer& x) { return x.id == b.id; }));
     }
     munmap(b.base, b.size);
     return added.status();
@@ -428,7 +428,7 @@ absl::StatusOr<Buffer> WorkerProcess::TakeBuffer(uint64_t bytes) {
   return b;
 }
 
-void WorkerProcess::GiveBuffer(Buffer buffer) {
+void WorkerProcess::GiveBuffer(ProcessBuffer buffer) {
   {
     absl::MutexLock l(&mu_);
     if (ended_) return;  // unmapped at destruction
@@ -438,23 +438,23 @@ void WorkerProcess::GiveBuffer(Buffer buffer) {
 }
 
 void WorkerProcess::TrimBuffers(uint64_t keep_bytes) {
-  std::vector<Buffer> drop;
+  std::vector<ProcessBuffer> drop;
   {
     absl::MutexLock l(&mu_);
     if (ended_) return;
     uint64_t kept = 0;
-    for (const Buffer& b : free_) kept += b.size;
+    for (const ProcessBuffer& b : free_) kept += b.size;
     // The oldest go first (free_ is in the order buffers came back).
     while (!free_.empty() && kept > keep_bytes) {
       kept -= free_.front().size;
       drop.push_back(free_.front());
       const uint64_t id = free_.front().id;
       free_.erase(free_.begin());
-      all_.erase(
-          std::find_if(all_.begin(), all_.end(), [&](const Buffer& b) { return b.id == id; }));
+      all_.erase(std::find_if(all_.begin(), all_.end(),
+                              [&](const ProcessBuffer& b) { return b.id == id; }));
     }
   }
-  for (const Buffer& b : drop) {
+  for (const ProcessBuffer& b : drop) {
     FrameWriter f;
     f.U64(b.id);
     Post(Op::kDropBuffer, f);

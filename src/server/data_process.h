@@ -38,7 +38,7 @@ namespace aobj {
 inline constexpr absl::Duration kDataProcessRequestBound = absl::Seconds(10);
 
 // A shared-memory buffer: mapped here and in the process.
-struct Buffer {
+struct ProcessBuffer {
   uint64_t id = 0;
   uint8_t* base = nullptr;
   uint64_t size = 0;
@@ -92,8 +92,8 @@ class WorkerProcess {
   void set_fast_sink(const DataChannel::FastRequestSink* sink) { fast_sink_.store(sink); }
 
   // A buffer of at least `bytes`, mapped in the process; back with GiveBuffer.
-  absl::StatusOr<Buffer> TakeBuffer(uint64_t bytes);
-  void GiveBuffer(Buffer buffer);
+  absl::StatusOr<ProcessBuffer> TakeBuffer(uint64_t bytes);
+  void GiveBuffer(ProcessBuffer buffer);
   // Unmaps free buffers (here and in the process) until at most `keep_bytes` of them remain.
   void TrimBuffers(uint64_t keep_bytes);
 
@@ -137,8 +137,8 @@ class WorkerProcess {
   std::string end_reason_ ABSL_GUARDED_BY(mu_);
   std::string principal_ ABSL_GUARDED_BY(mu_);
   uint64_t next_buffer_ ABSL_GUARDED_BY(mu_) = 1;
-  std::vector<Buffer> free_ ABSL_GUARDED_BY(mu_);
-  std::vector<Buffer> all_ ABSL_GUARDED_BY(mu_);  // every mapping, unmapped at destruction
+  std::vector<ProcessBuffer> free_ ABSL_GUARDED_BY(mu_);
+  std::vector<ProcessBuffer> all_ ABSL_GUARDED_BY(mu_);  // every mapping, unmapped at destruction
 };
 
 }  // namespace aobj

@@ -274,11 +274,10 @@ void UcxWorker::DestroyEmulationWorker(uint64_t id, EndpointState& state) {
   state.emu_fd = -2;
   for (auto& job : jobs_) {
     if (job->endpoint != id) continue;
-    std::erase_if(job->flushes, [gone](Job::Flush& f) {
-      if (f.ep != gone) return false;
-      f.request.Forget();  // it died with the worker
-      return true;
-    });
+    for (Job::Flush& f : job->flushes) {
+      if (f.ep == gone) f.request.Forget();  // it died with the worker
+    }
+    std::erase_if(job->flushes, [gone](const Job::Flush& f) { return f.ep == gone; });
     // Whatever ran on the destroyed worker is over (its callbacks, if the destruction ran them,
     // already counted themselves out). Operations on the PEER endpoint are not: its forced
     // close completes them through their callbacks, which may come on a later progress call,

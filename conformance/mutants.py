@@ -385,7 +385,7 @@ MUTANTS = {
         'auth/6.5/5', []),
     'mem-get-checked-against-server-limits': (
         "GetObject validates its descriptors against the server's configured limits instead of the session's effective ones, so a GET with more descriptors (or a longer rkey) than the client's lowered max_descriptors (max_rkey_bytes) is accepted (AOBJ-MEM-005, AOBJ-MEM-003, AOBJ-SES-016)",
-        [('src/server/handler.cc', '    AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.destination(), s.limits));', '    AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.destination(), config_.limits));')],
+        [('src/server/handler.cc', '    AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));', '    AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.destination(), config_.limits));')],
         'dat/8.4/6,mem/7.2/8', []),
     'dat-put-unspecified-algorithm-defaults': (
         'a PutObject or UploadPart whose checksum_algorithm is UNSPECIFIED is taken as CRC32C (as GetObject does) instead of failing INVALID_ARGUMENT (AOBJ-DAT-020)',
@@ -412,7 +412,7 @@ MUTANTS = {
     # first, as it does surrogates). Each led to a case.
     'dat-inline-get-validates-descriptors': (
         'a GetObject answered inline still has its destination descriptors validated, so an inline-eligible GET carrying two descriptors without MULTI_DESCRIPTOR (or a zero-length or UNSPECIFIED-type one) fails INVALID_DESCRIPTOR instead of returning the body inline (AOBJ-DAT-014)',
-        [('src/server/handler.cc', '  if (path == aobj::v1::TRANSFER_PATH_RMA) {\n    AOBJ_RETURN_IF_ERROR(CheckDescriptorCount(s, req.destination_size()));', '  if (path != aobj::v1::TRANSFER_PATH_NONE) {\n    AOBJ_RETURN_IF_ERROR(CheckDescriptorCount(s, req.destination_size()));\n    AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.destination(), s.limits));\n  }\n  if (path == aobj::v1::TRANSFER_PATH_RMA) {\n    AOBJ_RETURN_IF_ERROR(CheckDescriptorCount(s, req.destination_size()));')],
+        [('src/server/handler.cc', '  if (path == aobj::v1::TRANSFER_PATH_RMA) {\n    AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));', '  if (path != aobj::v1::TRANSFER_PATH_NONE) {\n    AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));\n  }\n  if (path == aobj::v1::TRANSFER_PATH_RMA) {\n    AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));')],
         'dat/8.4/8', []),
     'obj-headbucket-name-unchecked': (
         'HeadBucket does not validate the bucket name (a lookup only), so an invalid name such as Bad_Name answers NO_SUCH_BUCKET instead of INVALID_BUCKET_NAME (AOBJ-OBJ-001)',
@@ -561,6 +561,17 @@ MUTANTS = {
         'a PutObjects whose RMA read failed is answered with the results so far instead of failing whole (AOBJ-OBJ-251)',
         [('src/server/handler_batch.cc', '  if (!failed.ok()) return failed;  // AOBJ-OBJ-251', '  if (!failed.ok()) return Serialize(resp);  // AOBJ-OBJ-251')],
         'obj/9.17/5', []),
+    # The eleventh blind set's one visible survivor (2026-11-27): a batch that checks its windows
+    # without the MULTI_DESCRIPTOR rule. The rule now lives in one call (CheckWindows) that every
+    # request carrying windows makes; these are the shape of the fault on each path.
+    'batch-put-multi-descriptor-unchecked': (
+        'PutObjects takes several source windows in a session that did not negotiate MULTI_DESCRIPTOR (only max_descriptors is checked) instead of failing INVALID_DESCRIPTOR (AOBJ-MEM-015, AOBJ-OBJ-247)',
+        [('src/server/handler_batch.cc', '  AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.source()));', '  AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.source(), s.limits));')],
+        'obj/9.17/7', []),
+    'batch-get-multi-descriptor-unchecked': (
+        'GetObjects writes into several destination windows in a session that did not negotiate MULTI_DESCRIPTOR instead of failing INVALID_DESCRIPTOR (AOBJ-MEM-015, AOBJ-OBJ-238)',
+        [('src/server/handler_batch.cc', '  AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));', '  AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.destination(), s.limits));')],
+        'obj/9.17/7', []),
 }
 
 

@@ -787,6 +787,74 @@ void RegisterBatchCases(Registry& r) {
                       absl::StrCat(back.size(), " octets, CRC32C ", Hex(get.checksum())));
         }
       });
+  Add(r, "obj/9.17/7",
+      "the MULTI_DESCRIPTOR rule on a batch's windows: GetObjects and PutObjects carrying two "
+      "windows in a session that did not negotiate it are INVALID_DESCRIPTOR, and nothing is "
+      "written into the windows or stored",
+      "core", {"AOBJ-MEM-015", "AOBJ-OBJ-238", "AOBJ-OBJ-247"}, true, [](CaseContext& ctx) {
+        auto p = ctx.NewPeer();
+        pb::OpenSessionRequest open = p->DefaultOpen();
+        open.clear_capabilities();
+        for (uint32_t c : {kCapCrc32c, kCapBatchGet, kCapBatchPut}) open.add_capabilities(c);
+        ctx.RequireOk(p->Open(open),
+                      "OpenSession offering BATCH_GET and BATCH_PUT without MULTI_DESCRIPTOR");
+        ctx.Require(!p->Negotiated(kCapMultiDescriptor),
+                    "MULTI_DESCRIPTOR not negotiated when the client did not offer it "
+                    "(AOBJ-SES-005)",
+                    "absent", "negotiated");
+        const bool get = p->Negotiated(kCapBatchGet), put = p->Negotiated(kCapBatchPut);
+        if (!get && !put) ctx.Unsupported("the target negotiated neither BATCH_GET nor BATCH_PUT");
+        const std::string bucket = ctx.NewBucket(*p);
+        const std::string content = Content(3000, 190);
+        auto mem = p->Allocate(2 * content.size());
+        if (get) {
+          ctx.RequireOk(p->Put(bucket, "stored", content), "PUT of the object to read");
+          std::memset(mem->data(), kUntouched, mem->size());
+          pb::GetObjectsRequest req;
+          req.set_bucket(bucket);
+          *req.add_destination() = Peer::Descriptor(*mem, 0, content.size());
+          *req.add_destination() = Peer::Descriptor(*mem, content.size(), content.size());
+          AddItem(&req, "stored", 0, content.size());
+          AddItem(&req, "stored", content.size(), content.size());
+          ctx.RequireCode(p->Send(Method::kGetObjects, req), ErrorCode::kInvalidDescriptor,
+                          "GetObjects into two windows without MULTI_DESCRIPTOR");
+          ctx.Require(Untouched(*mem, 0, mem->size()), "nothing written into either window",
+                      "untouched", "written");
+          // One window, the same items: the refusal was about the count alone.
+          req.clear_destination();
+          *req.add_destination() = Peer::Descriptor(*mem, 0, mem->size());
+          ctx.RequireOk(p->Send(Method::kGetObjects, req),
+                        "the same GetObjects into one window covering both");
+        } else {
+          ctx.Note("BATCH_GET not negotiated: only PutObjects checked");
+        }
+        if (put) {
+          std::memcpy(mem->data(), content.data(), content.size());
+          std::memcpy(mem->data() + content.size(), content.data(), content.size());
+          pb::PutObjectsRequest req;
+          req.set_bucket(bucket);
+          req.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+          *req.add_source() = Peer::Descriptor(*mem, 0, content.size());
+          *req.add_source() = Peer::Descriptor(*mem, content.size(), content.size());
+          AddPut(&req, "two-windows-a", 0, content);
+          AddPut(&req, "two-windows-b", content.size(), content);
+          ctx.RequireCode(p->Send(Method::kPutObjects, req), ErrorCode::kInvalidDescriptor,
+                          "PutObjects from two windows without MULTI_DESCRIPTOR");
+          for (const char* key : {"two-windows-a", "two-windows-b"}) {
+            ctx.RequireCode(p->Head(bucket, key), ErrorCode::kNoSuchKey,
+                            absl::StrCat("HEAD of ", key,
+                                         ": the refused PutObjects stored "
+                                         "nothing"));
+          }
+          req.clear_source();
+          *req.add_source() = Peer::Descriptor(*mem, 0, mem->size());
+          ctx.RequireOk(p->Send(Method::kPutObjects, req),
+                        "the same PutObjects from one window covering both");
+        } else {
+          ctx.Note("BATCH_PUT not negotiated: only GetObjects checked");
+        }
+        ctx.RequireStillServes();
+      });
 }
 
 }  // namespace aobj::conformance

@@ -1074,6 +1074,39 @@ void RegisterMultipartCases(Registry& r) {
         ctx.RequireOk(Part(u, 1, body), "the same part, well formed");
         ctx.RequireStillServes();
       });
+  Add(r, "mpu/9.15.2/4",
+      "UploadPart follows PutObject's descriptor rule: a part from two windows in a session that "
+      "did not negotiate MULTI_DESCRIPTOR is INVALID_DESCRIPTOR and stores nothing",
+      "multipart", {"AOBJ-MEM-015", "AOBJ-OBJ-206"}, true, [](CaseContext& ctx) {
+        Upload u = Create(ctx, "two-windows");
+        auto q = ctx.NewPeer();
+        pb::OpenSessionRequest o = q->DefaultOpen();
+        o.clear_capabilities();
+        o.add_capabilities(kCapCrc32c);
+        ctx.RequireOk(q->Open(o),
+                      "a second session of the same principal without MULTI_DESCRIPTOR");
+        ctx.Require(!q->Negotiated(kCapMultiDescriptor),
+                    "MULTI_DESCRIPTOR not negotiated when the client did not offer it "
+                    "(AOBJ-SES-005)",
+                    "absent", "negotiated");
+        const std::string body = Content(4096, 16);
+        auto m = q->Allocate(body.size());
+        pb::UploadPartRequest two = PartRequest(u, 1, *m, body);
+        two.clear_source();
+        *two.add_source() = Peer::Descriptor(*m, 0, 2048);
+        *two.add_source() = Peer::Descriptor(*m, 2048, 2048);
+        ctx.RequireCode(q->Send(Method::kUploadPart, two), ErrorCode::kInvalidDescriptor,
+                        "UploadPart from two windows without MULTI_DESCRIPTOR");
+        RawReply lr = ListParts(u, 0, 0);
+        ctx.RequireOk(lr, "ListParts");
+        ctx.Require(Parse<pb::ListPartsResponse>(ctx, lr, "ListParts").parts_size() == 0,
+                    "no part was stored", "0 parts", "a part");
+        // One window over the same octets: the refusal was about the count alone.
+        ctx.RequireOk(q->Send(Method::kUploadPart, PartRequest(u, 1, *m, body)),
+                      "the same part from one window, in the same session");
+        ctx.RequireOk(Abort(u, u.id), "Abort");
+        ctx.RequireStillServes();
+      });
   Add(r, "flo/10/4",
       "every way a data request can fail gives its slot back: with max_in_flight 1, each failure "
       "is followed by a request that is admitted",

@@ -65,8 +65,7 @@ absl::StatusOr<BodyPlan> RequestHandler::PlanBody(const SessionState& s, const B
                      "a non-empty body needs descriptors or inline data");
   }
   if (plan.path == aobj::v1::TRANSFER_PATH_RMA) {
-    AOBJ_RETURN_IF_ERROR(CheckDescriptorCount(s, body.source->size()));
-    AOBJ_RETURN_IF_ERROR(ValidateDescriptors(*body.source, s.limits));
+    AOBJ_RETURN_IF_ERROR(CheckWindows(s, *body.source));
     auto planned = PlanTransfer(*body.source, size, config_.max_rma_piece);  // AOBJ-MEM-008
     if (!planned.ok()) return planned.status();
     plan.pieces = std::move(*planned);

@@ -567,8 +567,7 @@ absl::StatusOr<std::string> RequestHandler::GetObject(const SessionState& s,
   }
   std::vector<TransferPiece> pieces;
   if (path == aobj::v1::TRANSFER_PATH_RMA) {
-    AOBJ_RETURN_IF_ERROR(CheckDescriptorCount(s, req.destination_size()));
-    AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.destination(), s.limits));
+    AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));
     // AOBJ-MEM-007: too small a window is refused before any byte is written.
     auto planned = PlanTransfer(req.destination(), size, config_.max_rma_piece);
     if (!planned.ok()) return planned.status();

@@ -76,8 +76,7 @@ absl::StatusOr<std::string> RequestHandler::GetObjects(const SessionState& s,
   // AOBJ-OBJ-238: everything that does not depend on the objects, before any is opened.
   auto algo = SessionChecksum(s, req.checksum_algorithm(), /*default_crc32c=*/true);
   if (!algo.ok()) return algo.status();
-  AOBJ_RETURN_IF_ERROR(CheckDescriptorCount(s, req.destination_size()));
-  AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.destination(), s.limits));
+  AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));
   const uint64_t capacity = Capacity(req.destination());
   std::vector<BatchItem> items(req.items_size());
   uint64_t total = 0;
@@ -280,8 +279,7 @@ absl::StatusOr<std::string> RequestHandler::PutObjects(const SessionState& s,
   // AOBJ-OBJ-247: everything that does not depend on the store, before any octet moves.
   auto algo = SessionChecksum(s, req.checksum_algorithm(), /*default_crc32c=*/false);
   if (!algo.ok()) return algo.status();
-  AOBJ_RETURN_IF_ERROR(CheckDescriptorCount(s, req.source_size()));
-  AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.source(), s.limits));
+  AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.source()));
   const uint64_t capacity = Capacity(req.source());
   uint64_t total = 0;
   {

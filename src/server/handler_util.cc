@@ -70,13 +70,13 @@ void FillError(const absl::Status& status, aobj::v1::Error* e, size_t max_messag
   e->set_retryable(info.retryable);
 }
 
-absl::Status CheckDescriptorCount(const SessionState& s, int count) {
-  if (count > 1 && !s.HasCapability(kCapMultiDescriptor)) {
+absl::Status CheckWindows(const SessionState& s, const Descriptors& windows) {
+  if (windows.size() > 1 && !s.HasCapability(kCapMultiDescriptor)) {
     return MakeError(ErrorCode::kInvalidDescriptor,
-                     absl::StrCat("request carries ", count,
+                     absl::StrCat("request carries ", windows.size(),
                                   " descriptors but MULTI_DESCRIPTOR was not negotiated"));
   }
-  return absl::OkStatus();
+  return ValidateDescriptors(windows, s.limits);
 }
 
 }  // namespace aobj

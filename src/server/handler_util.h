@@ -66,8 +66,11 @@ std::string TruncateUtf8(const std::string& s, size_t max);
 // the registry row (AOBJ-ERR-004), the message cut to at most `max_message` octets.
 void FillError(const absl::Status& status, aobj::v1::Error* e, size_t max_message = SIZE_MAX);
 
-// AOBJ-MEM-015: several descriptors only when MULTI_DESCRIPTOR was negotiated.
-absl::Status CheckDescriptorCount(const SessionState& s, int count);
+// Every rule on a request's memory windows that does not depend on the body: several windows
+// only when MULTI_DESCRIPTOR was negotiated (AOBJ-MEM-015), then each window against the
+// session's effective limits (ValidateDescriptors: AOBJ-MEM-001..006, AOBJ-SES-016). The one
+// check every request that carries windows makes (PUT, GET, UploadPart, GetObjects, PutObjects).
+absl::Status CheckWindows(const SessionState& s, const Descriptors& windows);
 
 }  // namespace aobj
 

@@ -1,10 +1,10 @@
 // Asynchronous operations and per-call deadlines of the client library (spec sections 3.7 and
-// 7.5): the thread's deadline (ScopedDeadline), an operation's cancellation state (OpControl),
-// the async threads (AsyncPool) and Operation<T> itself (OperationImpl). Internal to
-// src/client/.
+// 7.5): what every call of an operation carries (CallContext), an operation's cancellation
+// state (OpControl), the async threads (AsyncPool) and Operation<T> itself (OperationImpl).
+// Internal to src/client/.
 //
-// Threading: AsyncPool and OperationImpl are thread-safe; tls_deadline and tls_op belong to the
-// thread that reads them.
+// Threading: AsyncPool and OperationImpl are thread-safe; a CallContext is a value, passed
+// explicitly from the public method down to every call it makes (nothing is thread-local).
 #ifndef AOBJ_CLIENT_ASYNC_H_
 #define AOBJ_CLIENT_ASYNC_H_
 
@@ -26,29 +26,6 @@
 
 namespace aobj::client_internal {
 
-// The deadline that the calls this thread makes carry on top of ClientOptions::timeout_ms:
-// set for the duration of one operation (PutOptions::call, WithCallOptions, async operations).
-extern thread_local absl::Time tls_deadline;
-
-// Narrows this thread's deadline by `call` until destroyed.
-class ScopedDeadline {
- public:
-  explicit ScopedDeadline(const CallOptions& call) : saved_(tls_deadline) {
-    absl::Time d = std::min(tls_deadline, call.deadline);
-    if (call.timeout > absl::ZeroDuration()) d = std::min(d, absl::Now() + call.timeout);
-    tls_deadline = d;
-  }
-  explicit ScopedDeadline(absl::Time deadline) : saved_(tls_deadline) {
-    tls_deadline = std::min(tls_deadline, deadline);
-  }
-  ~ScopedDeadline() { tls_deadline = saved_; }
-  ScopedDeadline(const ScopedDeadline&) = delete;
-  ScopedDeadline& operator=(const ScopedDeadline&) = delete;
-
- private:
-  absl::Time saved_;
-};
-
 // The cancellation state of one asynchronous operation, which its calls consult (Call()).
 class OpControl {
  public:
@@ -67,8 +44,24 @@ class OpControl {
   std::string nonce_ ABSL_GUARDED_BY(mu_);  // of the call in flight, empty before the first
 };
 
-// The operation this thread is running (set on async threads only).
-extern thread_local OpControl* tls_op;
+// What every call of one operation carries, on top of ClientOptions::timeout_ms: the
+// operation's deadline (PutOptions::call, GetOptions::call, WithCallOptions, the CallOptions of
+// an async method) and, for an asynchronous operation, its cancellation state, which Call()
+// consults before it sends (AOBJ-DAT-156). A default context is a call outside any operation.
+struct CallContext {
+  absl::Time deadline = absl::InfiniteFuture();
+  OpControl* op = nullptr;  // null: not an asynchronous operation
+
+  // This context narrowed by `call`, whose timeout counts from now.
+  CallContext Within(const CallOptions& call) const {
+    CallContext c = *this;
+    c.deadline = std::min(c.deadline, call.deadline);
+    if (call.timeout > absl::ZeroDuration()) {
+      c.deadline = std::min(c.deadline, absl::Now() + call.timeout);
+    }
+    return c;
+  }
+};
 
 // A fixed set of threads, started on first use, that run asynchronous operations.
 class AsyncPool {
@@ -175,8 +168,10 @@ class OperationImpl final : public Operation<T>, public OpControl {
     return mu_.AwaitWithTimeout(absl::Condition(&done_), timeout);
   }
 
-  // On an async thread: runs `fn` unless the operation was cancelled first.
-  void Run(const std::function<absl::StatusOr<T>()>& fn, absl::Time deadline, bool stopping) {
+  // On an async thread: runs `fn` in `ctx` and this operation's cancellation, unless the
+  // operation was cancelled first.
+  void Run(const std::function<absl::StatusOr<T>(const CallContext&)>& fn, CallContext ctx,
+           bool stopping) {
     bool cancelled;
     {
       absl::MutexLock l(&mu_);
@@ -191,14 +186,8 @@ class OperationImpl final : public Operation<T>, public OpControl {
                                           : "cancelled before it was sent"));
       return;
     }
-    absl::StatusOr<T> result = [&] {
-      ScopedDeadline scope(deadline);
-      tls_op = this;
-      absl::StatusOr<T> r = fn();
-      tls_op = nullptr;
-      return r;
-    }();
-    CompleteUnlocked(std::move(result));
+    ctx.op = this;
+    CompleteUnlocked(fn(ctx));
   }
 
  private:
@@ -219,11 +208,6 @@ class OperationImpl final : public Operation<T>, public OpControl {
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   absl::StatusOr<T> result_ = absl::UnknownError("not done");  // set once, under mu_
 };
-
-
-// Client::WithCallOptions: a view of `base` (borrowed; must outlive it) whose calls carry
-// `call`'s deadline too.
-std::unique_ptr<Client> NewCallScopedClient(Client* base, const CallOptions& call);
 
 }  // namespace aobj::client_internal
 

@@ -56,7 +56,7 @@ absl::Status ClientImpl::Init(const ClientOptions& options) {
   req.set_client_name(options_.client_name);
   req.set_require_hardware_protection(options_.require_hardware_protection);
   pb::OpenSessionResponse resp;
-  if (absl::Status s = Call(Method::kOpenSession, req, &resp); !s.ok()) return s;
+  if (absl::Status s = Call(CallContext(), Method::kOpenSession, req, &resp); !s.ok()) return s;
   if (resp.session_id().size() != kSessionIdBytes) {
     return MakeError(ErrorCode::kInternal, "server sent a malformed session id");
   }
@@ -85,11 +85,11 @@ absl::Status ClientImpl::Init(const ClientOptions& options) {
       pb::ConfirmEndpointRequest confirm;
       confirm.set_proof(signer_->EndpointProof(resp.session_id(), *challenges));
       pb::ConfirmEndpointResponse ack;
-      s = Call(Method::kConfirmEndpoint, confirm, &ack);
+      s = Call(CallContext(), Method::kConfirmEndpoint, confirm, &ack);
     }
     if (!s.ok()) {
       pb::CloseSessionResponse closed;
-      Call(Method::kCloseSession, pb::CloseSessionRequest(), &closed).IgnoreError();
+      Call(CallContext(), Method::kCloseSession, pb::CloseSessionRequest(), &closed).IgnoreError();
       return s;
     }
   }
@@ -152,13 +152,13 @@ absl::StatusOr<std::unique_ptr<Buffer>> ClientImpl::RegisterBuffer(void* data, s
   return std::unique_ptr<Buffer>(new BufferImpl(this, std::move(*mem)));
 }
 
-absl::Status ClientImpl::Renew() {
+absl::Status ClientImpl::Renew(const CallContext& ctx) {
   pb::RenewSessionRequest req;
   pb::RenewSessionResponse resp;
-  return Call(Method::kRenewSession, req, &resp);
+  return Call(ctx, Method::kRenewSession, req, &resp);
 }
 
-absl::Status ClientImpl::Close() {
+absl::Status ClientImpl::Close(const CallContext& ctx) {
   {
     absl::MutexLock l(&mu_);
     if (!open_) return absl::OkStatus();
@@ -169,7 +169,7 @@ absl::Status ClientImpl::Close() {
   if (session_gone_.load() == 0) {  // AOBJ-SES-022: otherwise nothing to close
     pb::CloseSessionRequest req;
     pb::CloseSessionResponse resp;
-    closed = Call(Method::kCloseSession, req, &resp);
+    closed = Call(ctx, Method::kCloseSession, req, &resp);
   }
   // Spec 8.9: the server forgets the session's endpoint once its transfers end, and drops fast
   // requests for it after that; from now on every request goes by gRPC (and learns that the

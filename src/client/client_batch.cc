@@ -2,10 +2,11 @@
 
 namespace aobj::client_internal {
 
-absl::StatusOr<BatchGetResults> ClientImpl::GetObjects(const std::string& bucket,
+absl::StatusOr<BatchGetResults> ClientImpl::GetObjects(const CallContext& outer,
+                                                       const std::string& bucket,
                                                        const std::vector<BatchGetItem>& items,
                                                        const CallOptions& call) {
-  ScopedDeadline scope(call);
+  const CallContext ctx = outer.Within(call);
   for (const BatchGetItem& item : items) {  // every buffer this Client's, before anything moves
     if (item.destination.buffer != nullptr) {
       AOBJ_RETURN_IF_ERROR(Issued(*item.destination.buffer).status());
@@ -17,7 +18,7 @@ absl::StatusOr<BatchGetResults> ClientImpl::GetObjects(const std::string& bucket
                                              info_.limits.max_transfer_bytes);
   if (!plans.ok()) return plans.status();
   BatchGetResults out(items.size(), MakeError(ErrorCode::kInternal, "not sent"));
-  if (!HasCapability(kCapBatchGet)) return GetEach(bucket, items, std::move(out));
+  if (!HasCapability(kCapBatchGet)) return GetEach(ctx, bucket, items, std::move(out));
   for (const client_internal::BatchRequestPlan& plan : *plans) {
     pb::GetObjectsRequest req;
     req.set_bucket(bucket);
@@ -33,7 +34,8 @@ absl::StatusOr<BatchGetResults> ClientImpl::GetObjects(const std::string& bucket
     RequestRegistrations registrations;  // unmapped after the reply
     AOBJ_RETURN_IF_ERROR(AddWindows(plan.windows, req.mutable_destination(), &registrations));
     pb::GetObjectsResponse resp;
-    AOBJ_RETURN_IF_ERROR(DataCall(Method::kGetObjects, req, &resp, registrations.emulated_windows));
+    AOBJ_RETURN_IF_ERROR(
+        DataCall(ctx, Method::kGetObjects, req, &resp, registrations.emulated_windows));
     AOBJ_RETURN_IF_ERROR(CheckBatchReply(resp, req.items_size()));  // AOBJ-OBJ-240
     for (size_t k = 0; k < plan.items.size(); ++k) {
       out[plan.items[k]] = CheckBatchResult(items[plan.items[k]], resp.results(k));
@@ -42,10 +44,11 @@ absl::StatusOr<BatchGetResults> ClientImpl::GetObjects(const std::string& bucket
   return out;
 }
 
-absl::StatusOr<BatchPutResults> ClientImpl::PutObjects(const std::string& bucket,
+absl::StatusOr<BatchPutResults> ClientImpl::PutObjects(const CallContext& outer,
+                                                       const std::string& bucket,
                                                        const std::vector<BatchPutItem>& items,
                                                        const CallOptions& call) {
-  ScopedDeadline scope(call);
+  const CallContext ctx = outer.Within(call);
   const uint32_t max_windows =
       HasCapability(kCapMultiDescriptor) ? info_.limits.max_descriptors : 1;
   std::vector<BufferSlice> regions;
@@ -66,7 +69,7 @@ absl::StatusOr<BatchPutResults> ClientImpl::PutObjects(const std::string& bucket
                                           /*overlap_allowed=*/true);
   if (!plans.ok()) return plans.status();
   BatchPutResults out(items.size(), MakeError(ErrorCode::kInternal, "not sent"));
-  if (!HasCapability(kCapBatchPut)) return PutEach(bucket, items, std::move(out));
+  if (!HasCapability(kCapBatchPut)) return PutEach(ctx, bucket, items, std::move(out));
   for (const client_internal::BatchRequestPlan& plan : *plans) {
     pb::PutObjectsRequest req;
     req.set_bucket(bucket);
@@ -83,7 +86,8 @@ absl::StatusOr<BatchPutResults> ClientImpl::PutObjects(const std::string& bucket
     RequestRegistrations registrations;  // unmapped after the reply
     AOBJ_RETURN_IF_ERROR(AddWindows(plan.windows, req.mutable_source(), &registrations));
     pb::PutObjectsResponse resp;
-    AOBJ_RETURN_IF_ERROR(DataCall(Method::kPutObjects, req, &resp, registrations.emulated_windows));
+    AOBJ_RETURN_IF_ERROR(
+        DataCall(ctx, Method::kPutObjects, req, &resp, registrations.emulated_windows));
     AOBJ_RETURN_IF_ERROR(CheckBatchReply(resp, req.items_size()));  // AOBJ-OBJ-249
     for (size_t k = 0; k < plan.items.size(); ++k) {
       out[plan.items[k]] = CheckBatchPutResult(req.items(k), resp.results(k));
@@ -138,13 +142,14 @@ absl::StatusOr<ObjectInfo> ClientImpl::CheckBatchPutResult(const pb::PutObjectsI
   return ObjectInfoFromProto(r.metadata());
 }
 
-absl::StatusOr<BatchPutResults> ClientImpl::PutEach(const std::string& bucket,
+absl::StatusOr<BatchPutResults> ClientImpl::PutEach(const CallContext& ctx,
+                                                    const std::string& bucket,
                                                     const std::vector<BatchPutItem>& items,
                                                     BatchPutResults out) {
   for (size_t i = 0; i < items.size(); ++i) {
     PutOptions options;
     options.content_type = items[i].content_type;
-    auto put = Put(bucket, items[i].key, std::vector<BufferSlice>{items[i].source}, options);
+    auto put = Put(ctx, bucket, items[i].key, std::vector<BufferSlice>{items[i].source}, options);
     out[i] = put.ok() ? absl::StatusOr<ObjectInfo>(put->info) : put.status();
     const ErrorCode code = ErrorCodeOf(out[i].status());
     if (code == ErrorCode::kNoSuchBucket || code == ErrorCode::kDataChannelUnavailable ||
@@ -155,13 +160,15 @@ absl::StatusOr<BatchPutResults> ClientImpl::PutEach(const std::string& bucket,
   return out;
 }
 
-absl::StatusOr<BatchGetResults> ClientImpl::GetEach(const std::string& bucket,
+absl::StatusOr<BatchGetResults> ClientImpl::GetEach(const CallContext& ctx,
+                                                    const std::string& bucket,
                                                     const std::vector<BatchGetItem>& items,
                                                     BatchGetResults out) {
   for (size_t i = 0; i < items.size(); ++i) {
     GetOptions options;
     options.range = items[i].range;
-    out[i] = Get(bucket, items[i].key, std::vector<BufferSlice>{items[i].destination}, options);
+    out[i] =
+        Get(ctx, bucket, items[i].key, std::vector<BufferSlice>{items[i].destination}, options);
     const ErrorCode code = ErrorCodeOf(out[i].status());
     if (code == ErrorCode::kNoSuchBucket || code == ErrorCode::kDataChannelUnavailable ||
         code == ErrorCode::kTransferFailed || code == ErrorCode::kAccessDenied) {

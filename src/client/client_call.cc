@@ -35,20 +35,19 @@ absl::Duration BusyPause(int attempt) {
 }  // namespace
 
 void ClientImpl::SendCancel(const std::string& nonce) {
-  OpControl* saved = tls_op;
-  tls_op = nullptr;  // this call is not part of the operation being cancelled
+  const CallContext ctx;  // not part of the operation being cancelled
   pb::RenewSessionRequest req;
   pb::RenewSessionResponse resp;
   if (HasCapability(kCapCancel)) {
     req.add_cancel(nonce);
-    Call(Method::kRenewSession, req, &resp).IgnoreError();
+    Call(ctx, Method::kRenewSession, req, &resp).IgnoreError();
   } else {
-    Call(Method::kRenewSession, req, &resp, nullptr, {{kMetaCancel, nonce}}).IgnoreError();
+    Call(ctx, Method::kRenewSession, req, &resp, nullptr, {{kMetaCancel, nonce}}).IgnoreError();
   }
-  tls_op = saved;
 }
 
-absl::Status ClientImpl::DataCall(Method method, const google::protobuf::Message& req,
+absl::Status ClientImpl::DataCall(const CallContext& ctx, Method method,
+                                  const google::protobuf::Message& req,
                                   google::protobuf::Message* resp, bool spin) {
   std::shared_ptr<std::atomic<int>> spinning;
   {
@@ -65,7 +64,7 @@ absl::Status ClientImpl::DataCall(Method method, const google::protobuf::Message
     }
   }
   bool no_reply = false;
-  absl::Status s = Call(method, req, resp, &no_reply);
+  absl::Status s = Call(ctx, method, req, resp, &no_reply);
   if (spinning) spinning->fetch_sub(1);
   // AOBJ-MEM-027: TRANSFER_FAILED or DATA_CHANNEL_UNAVAILABLE means the server failed the
   // session's data channel (AOBJ-DAT-159) by closing its endpoint; operations it sent before
@@ -86,8 +85,9 @@ absl::Status ClientImpl::DataCall(Method method, const google::protobuf::Message
   return s;
 }
 
-absl::Status ClientImpl::Call(Method method, const google::protobuf::Message& req,
-                              google::protobuf::Message* resp, bool* no_reply,
+absl::Status ClientImpl::Call(const CallContext& ctx, Method method,
+                              const google::protobuf::Message& req, google::protobuf::Message* resp,
+                              bool* no_reply,
                               std::vector<std::pair<std::string, std::string>> extra_md) {
   std::string body;
   req.SerializeToString(&body);  // AOBJ-AUTH-016: hashed and sent as these same octets
@@ -100,7 +100,7 @@ absl::Status ClientImpl::Call(Method method, const google::protobuf::Message& re
   // AOBJ-CTL-010: every call carries a deadline, the earliest of the client's and the
   // operation's (CallOptions).
   const absl::Time now = absl::Now();
-  const absl::Time deadline = std::min(now + absl::Milliseconds(options_.timeout_ms), tls_deadline);
+  const absl::Time deadline = std::min(now + absl::Milliseconds(options_.timeout_ms), ctx.deadline);
   if (deadline <= now) {
     // Nothing sent, so nothing to wait for.
     return MakeError(ErrorCode::kDeadlineExceeded,
@@ -114,7 +114,7 @@ absl::Status ClientImpl::Call(Method method, const google::protobuf::Message& re
     RequestAuth auth = signer_->Sign(MethodPath(method), session, body, sent);
     // An asynchronous operation that was cancelled sends nothing more; otherwise Cancel()
     // can name this call by its nonce (AOBJ-DAT-156).
-    if (tls_op != nullptr && !tls_op->Sending(auth.nonce_hex)) {
+    if (ctx.op != nullptr && !ctx.op->Sending(auth.nonce_hex)) {
       return MakeError(ErrorCode::kCancelled, "cancelled before it was sent");
     }
     // Spec 8.9: on the fast path when it carries the method and the message fits a frame.

@@ -99,85 +99,199 @@ class ClientImpl final : public Client, public CancelSender {
 
   absl::StatusOr<TransferResult> Put(const std::string& bucket, const std::string& key,
                                      const Buffer& buffer, uint64_t size,
-                                     const PutOptions& options) override;
+                                     const PutOptions& options) override {
+    return Put(CallContext(), bucket, key, buffer, size, options);
+  }
+  absl::StatusOr<TransferResult> Put(const CallContext& ctx, const std::string& bucket,
+                                     const std::string& key, const Buffer& buffer, uint64_t size,
+                                     const PutOptions& options);
 
   absl::StatusOr<TransferResult> Put(const std::string& bucket, const std::string& key,
                                      const std::vector<BufferSlice>& source,
-                                     const PutOptions& options) override;
+                                     const PutOptions& options) override {
+    return Put(CallContext(), bucket, key, source, options);
+  }
+  absl::StatusOr<TransferResult> Put(const CallContext& ctx, const std::string& bucket,
+                                     const std::string& key, const std::vector<BufferSlice>& source,
+                                     const PutOptions& options);
 
   absl::StatusOr<TransferResult> Get(const std::string& bucket, const std::string& key,
-                                     Buffer& buffer) override;
+                                     Buffer& buffer) override {
+    return Get(CallContext(), bucket, key, buffer);
+  }
+  absl::StatusOr<TransferResult> Get(const CallContext& ctx, const std::string& bucket,
+                                     const std::string& key, Buffer& buffer);
 
   absl::StatusOr<TransferResult> Get(const std::string& bucket, const std::string& key,
-                                     Buffer& buffer, const GetOptions& options) override;
+                                     Buffer& buffer, const GetOptions& options) override {
+    return Get(CallContext(), bucket, key, buffer, options);
+  }
+  absl::StatusOr<TransferResult> Get(const CallContext& ctx, const std::string& bucket,
+                                     const std::string& key, Buffer& buffer,
+                                     const GetOptions& options);
 
   absl::StatusOr<TransferResult> Get(const std::string& bucket, const std::string& key,
                                      const std::vector<BufferSlice>& destination,
-                                     const GetOptions& options) override;
+                                     const GetOptions& options) override {
+    return Get(CallContext(), bucket, key, destination, options);
+  }
+  absl::StatusOr<TransferResult> Get(const CallContext& ctx, const std::string& bucket,
+                                     const std::string& key,
+                                     const std::vector<BufferSlice>& destination,
+                                     const GetOptions& options);
 
-  absl::StatusOr<ObjectInfo> Head(const std::string& bucket, const std::string& key) override;
+  absl::StatusOr<ObjectInfo> Head(const std::string& bucket, const std::string& key) override {
+    return Head(CallContext(), bucket, key);
+  }
+  absl::StatusOr<ObjectInfo> Head(const CallContext& ctx, const std::string& bucket,
+                                  const std::string& key);
 
   absl::StatusOr<ObjectInfo> Head(const std::string& bucket, const std::string& key,
-                                  const Preconditions& conditions) override;
+                                  const Preconditions& conditions) override {
+    return Head(CallContext(), bucket, key, conditions);
+  }
+  absl::StatusOr<ObjectInfo> Head(const CallContext& ctx, const std::string& bucket,
+                                  const std::string& key, const Preconditions& conditions);
 
-  absl::StatusOr<std::vector<BucketSummary>> ListBuckets() override;
+  absl::StatusOr<std::vector<BucketSummary>> ListBuckets() override {
+    return ListBuckets(CallContext());
+  }
+  absl::StatusOr<std::vector<BucketSummary>> ListBuckets(const CallContext& ctx);
 
   absl::StatusOr<ObjectListing> ListObjects(const std::string& bucket,
-                                            const ListObjectsOptions& options) override;
+                                            const ListObjectsOptions& options) override {
+    return ListObjects(CallContext(), bucket, options);
+  }
+  absl::StatusOr<ObjectListing> ListObjects(const CallContext& ctx, const std::string& bucket,
+                                            const ListObjectsOptions& options);
 
   absl::StatusOr<DeleteObjectsResult> DeleteObjects(const std::string& bucket,
                                                     const std::vector<std::string>& keys,
-                                                    bool quiet) override;
+                                                    bool quiet) override {
+    return DeleteObjects(CallContext(), bucket, keys, quiet);
+  }
+  absl::StatusOr<DeleteObjectsResult> DeleteObjects(const CallContext& ctx,
+                                                    const std::string& bucket,
+                                                    const std::vector<std::string>& keys,
+                                                    bool quiet);
 
   absl::StatusOr<BatchGetResults> GetObjects(const std::string& bucket,
                                              const std::vector<BatchGetItem>& items,
-                                             const CallOptions& call) override;
+                                             const CallOptions& call) override {
+    return GetObjects(CallContext(), bucket, items, call);
+  }
+  absl::StatusOr<BatchGetResults> GetObjects(const CallContext& ctx, const std::string& bucket,
+                                             const std::vector<BatchGetItem>& items,
+                                             const CallOptions& call);
 
   absl::StatusOr<BatchPutResults> PutObjects(const std::string& bucket,
                                              const std::vector<BatchPutItem>& items,
-                                             const CallOptions& call) override;
+                                             const CallOptions& call) override {
+    return PutObjects(CallContext(), bucket, items, call);
+  }
+  absl::StatusOr<BatchPutResults> PutObjects(const CallContext& ctx, const std::string& bucket,
+                                             const std::vector<BatchPutItem>& items,
+                                             const CallOptions& call);
 
   absl::StatusOr<ObjectInfo> Copy(const std::string& source_bucket, const std::string& source_key,
                                   const std::string& bucket, const std::string& key,
-                                  const CopyOptions& options) override;
+                                  const CopyOptions& options) override {
+    return Copy(CallContext(), source_bucket, source_key, bucket, key, options);
+  }
+  absl::StatusOr<ObjectInfo> Copy(const CallContext& ctx, const std::string& source_bucket,
+                                  const std::string& source_key, const std::string& bucket,
+                                  const std::string& key, const CopyOptions& options);
 
-  absl::Status Delete(const std::string& bucket, const std::string& key) override;
+  absl::Status Delete(const std::string& bucket, const std::string& key) override {
+    return Delete(CallContext(), bucket, key);
+  }
+  absl::Status Delete(const CallContext& ctx, const std::string& bucket, const std::string& key);
 
-  absl::Status CreateBucket(const std::string& bucket) override;
+  absl::Status CreateBucket(const std::string& bucket) override {
+    return CreateBucket(CallContext(), bucket);
+  }
+  absl::Status CreateBucket(const CallContext& ctx, const std::string& bucket);
 
-  absl::Status DeleteBucket(const std::string& bucket) override;
+  absl::Status DeleteBucket(const std::string& bucket) override {
+    return DeleteBucket(CallContext(), bucket);
+  }
+  absl::Status DeleteBucket(const CallContext& ctx, const std::string& bucket);
 
-  absl::Status HeadBucket(const std::string& bucket) override;
+  absl::Status HeadBucket(const std::string& bucket) override {
+    return HeadBucket(CallContext(), bucket);
+  }
+  absl::Status HeadBucket(const CallContext& ctx, const std::string& bucket);
 
   absl::StatusOr<UploadInfo> CreateMultipartUpload(const std::string& bucket,
                                                    const std::string& key,
-                                                   const PutOptions& options) override;
+                                                   const PutOptions& options) override {
+    return CreateMultipartUpload(CallContext(), bucket, key, options);
+  }
+  absl::StatusOr<UploadInfo> CreateMultipartUpload(const CallContext& ctx,
+                                                   const std::string& bucket,
+                                                   const std::string& key,
+                                                   const PutOptions& options);
 
   absl::StatusOr<UploadPartResult> UploadPart(const std::string& bucket, const std::string& key,
                                               const std::string& upload_id, uint32_t part_number,
                                               const Buffer& buffer, uint64_t offset,
-                                              uint64_t size) override;
+                                              uint64_t size) override {
+    return UploadPart(CallContext(), bucket, key, upload_id, part_number, buffer, offset, size);
+  }
+  absl::StatusOr<UploadPartResult> UploadPart(const CallContext& ctx, const std::string& bucket,
+                                              const std::string& key, const std::string& upload_id,
+                                              uint32_t part_number, const Buffer& buffer,
+                                              uint64_t offset, uint64_t size);
 
   absl::StatusOr<ObjectInfo> CompleteMultipartUpload(const std::string& bucket,
                                                      const std::string& key,
                                                      const std::string& upload_id,
                                                      const std::vector<CompletedPart>& parts,
-                                                     const Preconditions& conditions) override;
+                                                     const Preconditions& conditions) override {
+    return CompleteMultipartUpload(CallContext(), bucket, key, upload_id, parts, conditions);
+  }
+  absl::StatusOr<ObjectInfo> CompleteMultipartUpload(const CallContext& ctx,
+                                                     const std::string& bucket,
+                                                     const std::string& key,
+                                                     const std::string& upload_id,
+                                                     const std::vector<CompletedPart>& parts,
+                                                     const Preconditions& conditions);
 
   absl::Status AbortMultipartUpload(const std::string& bucket, const std::string& key,
-                                    const std::string& upload_id) override;
+                                    const std::string& upload_id) override {
+    return AbortMultipartUpload(CallContext(), bucket, key, upload_id);
+  }
+  absl::Status AbortMultipartUpload(const CallContext& ctx, const std::string& bucket,
+                                    const std::string& key, const std::string& upload_id);
 
   absl::StatusOr<PartsPage> ListParts(const std::string& bucket, const std::string& key,
                                       const std::string& upload_id, uint32_t part_number_marker,
-                                      uint32_t max_parts) override;
+                                      uint32_t max_parts) override {
+    return ListParts(CallContext(), bucket, key, upload_id, part_number_marker, max_parts);
+  }
+  absl::StatusOr<PartsPage> ListParts(const CallContext& ctx, const std::string& bucket,
+                                      const std::string& key, const std::string& upload_id,
+                                      uint32_t part_number_marker, uint32_t max_parts);
 
   absl::StatusOr<UploadsPage> ListMultipartUploads(const std::string& bucket,
-                                                   const ListUploadsOptions& options) override;
+                                                   const ListUploadsOptions& options) override {
+    return ListMultipartUploads(CallContext(), bucket, options);
+  }
+  absl::StatusOr<UploadsPage> ListMultipartUploads(const CallContext& ctx,
+                                                   const std::string& bucket,
+                                                   const ListUploadsOptions& options);
 
   absl::StatusOr<ObjectInfo> UploadMultipart(const std::string& bucket, const std::string& key,
                                              const Buffer& buffer, uint64_t size,
                                              uint64_t part_size, const PutOptions& put,
-                                             const MultipartUploadOptions& options) override;
+                                             const MultipartUploadOptions& options) override {
+    return UploadMultipart(CallContext(), bucket, key, buffer, size, part_size, put, options);
+  }
+  absl::StatusOr<ObjectInfo> UploadMultipart(const CallContext& ctx, const std::string& bucket,
+                                             const std::string& key, const Buffer& buffer,
+                                             uint64_t size, uint64_t part_size,
+                                             const PutOptions& put,
+                                             const MultipartUploadOptions& options);
 
   std::unique_ptr<Client> WithCallOptions(const CallOptions& call) override;
 
@@ -189,50 +303,101 @@ class ClientImpl final : public Client, public CancelSender {
 
   std::shared_ptr<Operation<TransferResult>> PutAsync(
       const std::string& bucket, const std::string& key, const Buffer& buffer, uint64_t size,
-      const PutOptions& options, Operation<TransferResult>::Callback done) override;
+      const PutOptions& options, Operation<TransferResult>::Callback done) override {
+    return PutAsync(CallContext(), bucket, key, buffer, size, options, std::move(done));
+  }
+  std::shared_ptr<Operation<TransferResult>> PutAsync(const CallContext& ctx,
+                                                      const std::string& bucket,
+                                                      const std::string& key, const Buffer& buffer,
+                                                      uint64_t size, const PutOptions& options,
+                                                      Operation<TransferResult>::Callback done);
   std::shared_ptr<Operation<TransferResult>> GetAsync(
       const std::string& bucket, const std::string& key, Buffer& buffer, const GetOptions& options,
-      Operation<TransferResult>::Callback done) override;
+      Operation<TransferResult>::Callback done) override {
+    return GetAsync(CallContext(), bucket, key, buffer, options, std::move(done));
+  }
+  std::shared_ptr<Operation<TransferResult>> GetAsync(const CallContext& ctx,
+                                                      const std::string& bucket,
+                                                      const std::string& key, Buffer& buffer,
+                                                      const GetOptions& options,
+                                                      Operation<TransferResult>::Callback done);
   std::shared_ptr<Operation<ObjectInfo>> HeadAsync(const std::string& bucket,
                                                    const std::string& key,
                                                    const Preconditions& conditions,
                                                    const CallOptions& call,
-                                                   Operation<ObjectInfo>::Callback done) override;
+                                                   Operation<ObjectInfo>::Callback done) override {
+    return HeadAsync(CallContext(), bucket, key, conditions, call, std::move(done));
+  }
+  std::shared_ptr<Operation<ObjectInfo>> HeadAsync(const CallContext& ctx,
+                                                   const std::string& bucket,
+                                                   const std::string& key,
+                                                   const Preconditions& conditions,
+                                                   const CallOptions& call,
+                                                   Operation<ObjectInfo>::Callback done);
   std::shared_ptr<Operation<std::monostate>> DeleteAsync(
       const std::string& bucket, const std::string& key, const CallOptions& call,
-      Operation<std::monostate>::Callback done) override;
+      Operation<std::monostate>::Callback done) override {
+    return DeleteAsync(CallContext(), bucket, key, call, std::move(done));
+  }
+  std::shared_ptr<Operation<std::monostate>> DeleteAsync(const CallContext& ctx,
+                                                         const std::string& bucket,
+                                                         const std::string& key,
+                                                         const CallOptions& call,
+                                                         Operation<std::monostate>::Callback done);
 
   std::shared_ptr<Operation<ObjectListing>> ListObjectsAsync(
       const std::string& bucket, const ListObjectsOptions& options, const CallOptions& call,
-      Operation<ObjectListing>::Callback done) override;
+      Operation<ObjectListing>::Callback done) override {
+    return ListObjectsAsync(CallContext(), bucket, options, call, std::move(done));
+  }
+  std::shared_ptr<Operation<ObjectListing>> ListObjectsAsync(
+      const CallContext& ctx, const std::string& bucket, const ListObjectsOptions& options,
+      const CallOptions& call, Operation<ObjectListing>::Callback done);
   std::shared_ptr<Operation<UploadPartResult>> UploadPartAsync(
       const std::string& bucket, const std::string& key, const std::string& upload_id,
       uint32_t part_number, const Buffer& buffer, uint64_t offset, uint64_t size,
-      const CallOptions& call, Operation<UploadPartResult>::Callback done) override;
+      const CallOptions& call, Operation<UploadPartResult>::Callback done) override {
+    return UploadPartAsync(CallContext(), bucket, key, upload_id, part_number, buffer, offset, size,
+                           call, std::move(done));
+  }
+  std::shared_ptr<Operation<UploadPartResult>> UploadPartAsync(
+      const CallContext& ctx, const std::string& bucket, const std::string& key,
+      const std::string& upload_id, uint32_t part_number, const Buffer& buffer, uint64_t offset,
+      uint64_t size, const CallOptions& call, Operation<UploadPartResult>::Callback done);
   std::shared_ptr<Operation<ObjectInfo>> UploadMultipartAsync(
       const std::string& bucket, const std::string& key, const Buffer& buffer, uint64_t size,
       uint64_t part_size, const PutOptions& put, const MultipartUploadOptions& options,
-      Operation<ObjectInfo>::Callback done) override;
+      Operation<ObjectInfo>::Callback done) override {
+    return UploadMultipartAsync(CallContext(), bucket, key, buffer, size, part_size, put, options,
+                                std::move(done));
+  }
+  std::shared_ptr<Operation<ObjectInfo>> UploadMultipartAsync(
+      const CallContext& ctx, const std::string& bucket, const std::string& key,
+      const Buffer& buffer, uint64_t size, uint64_t part_size, const PutOptions& put,
+      const MultipartUploadOptions& options, Operation<ObjectInfo>::Callback done);
 
   // Names a running request of this session on a RenewSession call: in the signed body when
   // CANCEL was negotiated (AOBJ-DAT-160), else in an `aobj-cancel` entry (AOBJ-DAT-156).
   // Failure is not reported: the operation then ends by its deadline.
   void SendCancel(const std::string& nonce) override;
 
-  absl::Status Renew() override;
+  absl::Status Renew() override { return Renew(CallContext()); }
+  absl::Status Renew(const CallContext& ctx);
 
-  absl::Status Close() override;
+  absl::Status Close() override { return Close(CallContext()); }
+  absl::Status Close(const CallContext& ctx);
 
  private:
-  // Queues `fn` as an asynchronous operation with this thread's deadline (ScopedDeadline).
+  // Queues `fn` as an asynchronous operation in `ctx` (the operation's own cancellation
+  // added when it runs).
   template <class T>
-  std::shared_ptr<Operation<T>> Submit(std::function<absl::StatusOr<T>()> fn,
+  std::shared_ptr<Operation<T>> Submit(const CallContext& ctx,
+                                       std::function<absl::StatusOr<T>(const CallContext&)> fn,
                                        typename Operation<T>::Callback done) {
     auto op = std::make_shared<OperationImpl<T>>(this, std::move(done));
-    const absl::Time deadline = tls_deadline;
     AsyncPool* pool = pool_.get();
-    if (!pool->Submit([op, fn, deadline, pool] { op->Run(fn, deadline, pool->stopping()); })) {
-      op->Run(fn, deadline, /*stopping=*/true);
+    if (!pool->Submit([op, fn, ctx, pool] { op->Run(fn, ctx, pool->stopping()); })) {
+      op->Run(fn, ctx, /*stopping=*/true);
     }
     return op;
   }
@@ -360,11 +525,11 @@ class ClientImpl final : public Client, public CancelSender {
 
   // PutObjects without BATCH_PUT: each item as a Put. A failure that is not the item's own ends
   // the call, as for GetEach.
-  absl::StatusOr<BatchPutResults> PutEach(const std::string& bucket,
+  absl::StatusOr<BatchPutResults> PutEach(const CallContext& ctx, const std::string& bucket,
                                           const std::vector<BatchPutItem>& items,
                                           BatchPutResults out);
 
-  absl::StatusOr<BatchGetResults> GetEach(const std::string& bucket,
+  absl::StatusOr<BatchGetResults> GetEach(const CallContext& ctx, const std::string& bucket,
                                           const std::vector<BatchGetItem>& items,
                                           BatchGetResults out);
 
@@ -384,7 +549,8 @@ class ClientImpl final : public Client, public CancelSender {
   // exactly those octets and their checksum, else the upload failed (AOBJ-DAT-004,
   // AOBJ-DAT-154: never report success for a short or different transfer).
   template <class Req, class Resp>
-  absl::Status SendBody(Method method, const std::vector<BufferSlice>& source, uint64_t size,
+  absl::Status SendBody(const CallContext& ctx, Method method,
+                        const std::vector<BufferSlice>& source, uint64_t size,
                         const std::string& checksum, Req* req, Resp* resp) {
     RequestRegistrations registrations;  // unmapped after the reply
     if (size > 0 && UseInline(size)) {
@@ -396,7 +562,7 @@ class ClientImpl final : public Client, public CancelSender {
     } else if (size > 0) {
       AOBJ_RETURN_IF_ERROR(AddWindows(source, req->mutable_source(), &registrations));
     }
-    AOBJ_RETURN_IF_ERROR(DataCall(method, *req, resp, registrations.emulated_windows));
+    AOBJ_RETURN_IF_ERROR(DataCall(ctx, method, *req, resp, registrations.emulated_windows));
     if (resp->bytes_transferred() != size) {
       return MakeError(
           ErrorCode::kIncompleteTransfer,
@@ -409,7 +575,7 @@ class ClientImpl final : public Client, public CancelSender {
     return absl::OkStatus();
   }
   // `spin`: the request's windows need this side's UCX progress (RequestRegistrations).
-  absl::Status DataCall(Method method, const google::protobuf::Message& req,
+  absl::Status DataCall(const CallContext& ctx, Method method, const google::protobuf::Message& req,
                         google::protobuf::Message* resp, bool spin = false);
 
   // AOBJ-SES-019: renews every third of the lease on its own thread, so also while a long data
@@ -420,7 +586,7 @@ class ClientImpl final : public Client, public CancelSender {
 
   // Signs and sends one request (AOBJ-AUTH-001/002): the signature covers exactly the bytes
   // that travel.
-  absl::Status Call(Method method, const google::protobuf::Message& req,
+  absl::Status Call(const CallContext& ctx, Method method, const google::protobuf::Message& req,
                     google::protobuf::Message* resp, bool* no_reply = nullptr,
                     std::vector<std::pair<std::string, std::string>> extra_md = {});
 
@@ -466,6 +632,10 @@ class ClientImpl final : public Client, public CancelSender {
   std::thread renewer_;
   std::unique_ptr<AsyncPool> pool_;
 };
+
+// Client::WithCallOptions: a view of `impl` (borrowed; must outlive it) whose operations carry
+// `call`'s deadline too (call_scoped_client.cc).
+std::unique_ptr<Client> NewCallScopedClient(ClientImpl* impl, const CallOptions& call);
 
 }  // namespace aobj::client_internal
 

@@ -3,7 +3,8 @@
 
 namespace aobj::client_internal {
 
-absl::StatusOr<UploadInfo> ClientImpl::CreateMultipartUpload(const std::string& bucket,
+absl::StatusOr<UploadInfo> ClientImpl::CreateMultipartUpload(const CallContext& ctx,
+                                                             const std::string& bucket,
                                                              const std::string& key,
                                                              const PutOptions& options) {
   pb::CreateMultipartUploadRequest req;
@@ -14,7 +15,7 @@ absl::StatusOr<UploadInfo> ClientImpl::CreateMultipartUpload(const std::string& 
     (*req.mutable_user_metadata())[name] = value;
   }
   pb::CreateMultipartUploadResponse resp;
-  if (absl::Status s = Call(Method::kCreateMultipartUpload, req, &resp); !s.ok()) return s;
+  if (absl::Status s = Call(ctx, Method::kCreateMultipartUpload, req, &resp); !s.ok()) return s;
   if (resp.upload_id().empty()) {
     return MakeError(ErrorCode::kInternal, "server sent an empty upload ID");
   }
@@ -27,7 +28,8 @@ absl::StatusOr<UploadInfo> ClientImpl::CreateMultipartUpload(const std::string& 
   return info;
 }
 
-absl::StatusOr<UploadPartResult> ClientImpl::UploadPart(const std::string& bucket,
+absl::StatusOr<UploadPartResult> ClientImpl::UploadPart(const CallContext& ctx,
+                                                        const std::string& bucket,
                                                         const std::string& key,
                                                         const std::string& upload_id,
                                                         uint32_t part_number, const Buffer& buffer,
@@ -49,14 +51,15 @@ absl::StatusOr<UploadPartResult> ClientImpl::UploadPart(const std::string& bucke
   req.set_checksum(checksum);
   pb::UploadPartResponse resp;
   AOBJ_RETURN_IF_ERROR(
-      SendBody(Method::kUploadPart, {{&buffer, offset, size}}, size, checksum, &req, &resp));
+      SendBody(ctx, Method::kUploadPart, {{&buffer, offset, size}}, size, checksum, &req, &resp));
   return UploadPartResult{resp.etag(), resp.bytes_transferred(),
                           static_cast<TransferPath>(resp.path())};
 }
 
 absl::StatusOr<ObjectInfo> ClientImpl::CompleteMultipartUpload(
-    const std::string& bucket, const std::string& key, const std::string& upload_id,
-    const std::vector<CompletedPart>& parts, const Preconditions& conditions) {
+    const CallContext& ctx, const std::string& bucket, const std::string& key,
+    const std::string& upload_id, const std::vector<CompletedPart>& parts,
+    const Preconditions& conditions) {
   pb::CompleteMultipartUploadRequest req;
   req.set_bucket(bucket);
   req.set_key(key);
@@ -68,21 +71,23 @@ absl::StatusOr<ObjectInfo> ClientImpl::CompleteMultipartUpload(
     c->set_etag(p.etag);
   }
   pb::CompleteMultipartUploadResponse resp;
-  if (absl::Status s = Call(Method::kCompleteMultipartUpload, req, &resp); !s.ok()) return s;
+  if (absl::Status s = Call(ctx, Method::kCompleteMultipartUpload, req, &resp); !s.ok()) return s;
   return ObjectInfoFromProto(resp.metadata());
 }
 
-absl::Status ClientImpl::AbortMultipartUpload(const std::string& bucket, const std::string& key,
+absl::Status ClientImpl::AbortMultipartUpload(const CallContext& ctx, const std::string& bucket,
+                                              const std::string& key,
                                               const std::string& upload_id) {
   pb::AbortMultipartUploadRequest req;
   req.set_bucket(bucket);
   req.set_key(key);
   req.set_upload_id(upload_id);
   pb::AbortMultipartUploadResponse resp;
-  return Call(Method::kAbortMultipartUpload, req, &resp);
+  return Call(ctx, Method::kAbortMultipartUpload, req, &resp);
 }
 
-absl::StatusOr<PartsPage> ClientImpl::ListParts(const std::string& bucket, const std::string& key,
+absl::StatusOr<PartsPage> ClientImpl::ListParts(const CallContext& ctx, const std::string& bucket,
+                                                const std::string& key,
                                                 const std::string& upload_id,
                                                 uint32_t part_number_marker, uint32_t max_parts) {
   pb::ListPartsRequest req;
@@ -92,7 +97,7 @@ absl::StatusOr<PartsPage> ClientImpl::ListParts(const std::string& bucket, const
   req.set_part_number_marker(part_number_marker);
   req.set_max_parts(max_parts);
   pb::ListPartsResponse resp;
-  if (absl::Status s = Call(Method::kListParts, req, &resp); !s.ok()) return s;
+  if (absl::Status s = Call(ctx, Method::kListParts, req, &resp); !s.ok()) return s;
   PartsPage page;
   page.upload.bucket = bucket;
   page.upload.key = key;
@@ -116,7 +121,8 @@ absl::StatusOr<PartsPage> ClientImpl::ListParts(const std::string& bucket, const
   return page;
 }
 
-absl::StatusOr<UploadsPage> ClientImpl::ListMultipartUploads(const std::string& bucket,
+absl::StatusOr<UploadsPage> ClientImpl::ListMultipartUploads(const CallContext& ctx,
+                                                             const std::string& bucket,
                                                              const ListUploadsOptions& options) {
   pb::ListMultipartUploadsRequest req;
   req.set_bucket(bucket);
@@ -125,7 +131,7 @@ absl::StatusOr<UploadsPage> ClientImpl::ListMultipartUploads(const std::string& 
   req.set_upload_id_marker(options.upload_id_marker);
   req.set_max_uploads(options.max_uploads);
   pb::ListMultipartUploadsResponse resp;
-  if (absl::Status s = Call(Method::kListMultipartUploads, req, &resp); !s.ok()) return s;
+  if (absl::Status s = Call(ctx, Method::kListMultipartUploads, req, &resp); !s.ok()) return s;
   UploadsPage page;
   for (const pb::UploadEntry& e : resp.uploads()) {
     UploadInfo u;
@@ -141,7 +147,8 @@ absl::StatusOr<UploadsPage> ClientImpl::ListMultipartUploads(const std::string& 
   return page;
 }
 
-absl::StatusOr<ObjectInfo> ClientImpl::UploadMultipart(const std::string& bucket,
+absl::StatusOr<ObjectInfo> ClientImpl::UploadMultipart(const CallContext& ctx,
+                                                       const std::string& bucket,
                                                        const std::string& key, const Buffer& buffer,
                                                        uint64_t size, uint64_t part_size,
                                                        const PutOptions& put,
@@ -158,7 +165,7 @@ absl::StatusOr<ObjectInfo> ClientImpl::UploadMultipart(const std::string& bucket
                      absl::StrCat(size, " bytes in parts of ", part_size, " make ", count,
                                   " parts; at most ", kMaxPartNumber));
   }
-  auto upload = CreateMultipartUpload(bucket, key, put);
+  auto upload = CreateMultipartUpload(ctx, bucket, key, put);
   if (!upload.ok()) return upload.status();
   const std::string& id = upload->upload_id;
 
@@ -172,15 +179,9 @@ absl::StatusOr<ObjectInfo> ClientImpl::UploadMultipart(const std::string& bucket
   uint64_t next = 0;                         // guarded by mu
   uint64_t done_bytes = 0;                   // guarded by mu
   absl::Status first_error;                  // guarded by mu
-  const absl::Time deadline = tls_deadline;  // the caller's, for every lane
-  OpControl* const op = tls_op;  // an UploadMultipartAsync: its cancellation reaches every lane
+  // Every lane runs in the caller's context: its deadline, and (UploadMultipartAsync) its
+  // cancellation.
   auto lane = [&] {
-    ScopedDeadline scope(deadline);
-    struct RestoreOp {
-      OpControl* saved;
-      ~RestoreOp() { tls_op = saved; }
-    } restore{tls_op};
-    tls_op = op;
     for (;;) {
       uint64_t i;
       {
@@ -192,7 +193,7 @@ absl::StatusOr<ObjectInfo> ClientImpl::UploadMultipart(const std::string& bucket
       const uint64_t len = size == 0 ? 0 : std::min(part_size, size - off);
       // A busy server's refusals are retried by Call (ClientOptions::busy_retries).
       absl::StatusOr<UploadPartResult> r =
-          UploadPart(bucket, key, id, static_cast<uint32_t>(i + 1), buffer, off, len);
+          UploadPart(ctx, bucket, key, id, static_cast<uint32_t>(i + 1), buffer, off, len);
       absl::MutexLock l(&mu);
       if (!r.ok()) {
         if (first_error.ok()) first_error = r.status();
@@ -211,14 +212,14 @@ absl::StatusOr<ObjectInfo> ClientImpl::UploadMultipart(const std::string& bucket
   std::vector<CompletedPart> parts(count);
   for (uint64_t i = 0; i < count; ++i) parts[i] = {static_cast<uint32_t>(i + 1), etags[i]};
   // Not repeated: a failed Complete is final here (AOBJ-ERR-122), the upload is aborted.
-  auto completed = CompleteMultipartUpload(bucket, key, id, parts, put.conditions);
+  auto completed = CompleteMultipartUpload(ctx, bucket, key, id, parts, put.conditions);
   if (completed.ok()) return completed;
   // The outcome may be unknown (no reply): an abort that finds no upload means the upload
   // was completed, and the object then carries the ETag we expect (AOBJ-ERR-121).
   absl::Status aborted = AbortOutsideOperation(bucket, key, id);
   if (ErrorCodeOf(aborted) == ErrorCode::kNoSuchUpload) {
     auto expected = MultipartEtag(etags);
-    auto head = Head(bucket, key);
+    auto head = Head(ctx, bucket, key);
     if (expected.ok() && head.ok() && head->etag == *expected) return *head;
   }
   return completed.status();
@@ -226,14 +227,7 @@ absl::StatusOr<ObjectInfo> ClientImpl::UploadMultipart(const std::string& bucket
 
 absl::Status ClientImpl::AbortOutsideOperation(const std::string& bucket, const std::string& key,
                                                const std::string& upload_id) {
-  OpControl* const op = tls_op;
-  const absl::Time deadline = tls_deadline;
-  tls_op = nullptr;
-  tls_deadline = absl::InfiniteFuture();
-  absl::Status s = AbortMultipartUpload(bucket, key, upload_id);
-  tls_op = op;
-  tls_deadline = deadline;
-  return s;
+  return AbortMultipartUpload(CallContext(), bucket, key, upload_id);
 }
 
 }  // namespace aobj::client_internal

@@ -3,20 +3,21 @@
 
 namespace aobj::client_internal {
 
-absl::StatusOr<TransferResult> ClientImpl::Put(const std::string& bucket, const std::string& key,
-                                               const Buffer& buffer, uint64_t size,
-                                               const PutOptions& options) {
+absl::StatusOr<TransferResult> ClientImpl::Put(const CallContext& ctx, const std::string& bucket,
+                                               const std::string& key, const Buffer& buffer,
+                                               uint64_t size, const PutOptions& options) {
   if (size > buffer.size()) {
     return MakeError(ErrorCode::kInvalidArgument,
                      absl::StrCat("size ", size, " exceeds the buffer's ", buffer.size()));
   }
-  return Put(bucket, key, std::vector<BufferSlice>{{&buffer, 0, size}}, options);
+  return Put(ctx, bucket, key, std::vector<BufferSlice>{{&buffer, 0, size}}, options);
 }
 
-absl::StatusOr<TransferResult> ClientImpl::Put(const std::string& bucket, const std::string& key,
+absl::StatusOr<TransferResult> ClientImpl::Put(const CallContext& outer, const std::string& bucket,
+                                               const std::string& key,
                                                const std::vector<BufferSlice>& source,
                                                const PutOptions& options) {
-  ScopedDeadline scope(options.call);
+  const CallContext ctx = outer.Within(options.call);
   absl::StatusOr<uint64_t> total = CheckSlices(source);
   if (!total.ok()) return total.status();
   const uint64_t size = *total;
@@ -31,7 +32,7 @@ absl::StatusOr<TransferResult> ClientImpl::Put(const std::string& bucket, const 
   req.mutable_user_metadata()->insert(options.user_metadata.begin(), options.user_metadata.end());
   SetPreconditions(options.conditions, &req);
   pb::PutObjectResponse resp;
-  AOBJ_RETURN_IF_ERROR(SendBody(Method::kPutObject, source, size, checksum, &req, &resp));
+  AOBJ_RETURN_IF_ERROR(SendBody(ctx, Method::kPutObject, source, size, checksum, &req, &resp));
   // AOBJ-DAT-031: the reported path is the one this request used.
   const TransferPath sent = size == 0                   ? TransferPath::kNone
                             : req.inline_data().empty() ? TransferPath::kRma
@@ -43,20 +44,22 @@ absl::StatusOr<TransferResult> ClientImpl::Put(const std::string& bucket, const 
   return TransferResult{ObjectInfoFromProto(resp.metadata()), resp.bytes_transferred(), sent};
 }
 
-absl::StatusOr<TransferResult> ClientImpl::Get(const std::string& bucket, const std::string& key,
-                                               Buffer& buffer) {
-  return Get(bucket, key, buffer, GetOptions{});
+absl::StatusOr<TransferResult> ClientImpl::Get(const CallContext& ctx, const std::string& bucket,
+                                               const std::string& key, Buffer& buffer) {
+  return Get(ctx, bucket, key, buffer, GetOptions{});
 }
 
-absl::StatusOr<TransferResult> ClientImpl::Get(const std::string& bucket, const std::string& key,
-                                               Buffer& buffer, const GetOptions& options) {
-  return Get(bucket, key, std::vector<BufferSlice>{{&buffer, 0, buffer.size()}}, options);
+absl::StatusOr<TransferResult> ClientImpl::Get(const CallContext& ctx, const std::string& bucket,
+                                               const std::string& key, Buffer& buffer,
+                                               const GetOptions& options) {
+  return Get(ctx, bucket, key, std::vector<BufferSlice>{{&buffer, 0, buffer.size()}}, options);
 }
 
-absl::StatusOr<TransferResult> ClientImpl::Get(const std::string& bucket, const std::string& key,
+absl::StatusOr<TransferResult> ClientImpl::Get(const CallContext& outer, const std::string& bucket,
+                                               const std::string& key,
                                                const std::vector<BufferSlice>& destination,
                                                const GetOptions& options) {
-  ScopedDeadline scope(options.call);
+  const CallContext ctx = outer.Within(options.call);
   absl::StatusOr<uint64_t> capacity = CheckSlices(destination);
   if (!capacity.ok()) return capacity.status();
   pb::GetObjectRequest req;
@@ -72,7 +75,8 @@ absl::StatusOr<TransferResult> ClientImpl::Get(const std::string& bucket, const 
     return s;
   }
   pb::GetObjectResponse resp;
-  if (absl::Status s = DataCall(Method::kGetObject, req, &resp, registrations.emulated_windows);
+  if (absl::Status s =
+          DataCall(ctx, Method::kGetObject, req, &resp, registrations.emulated_windows);
       !s.ok()) {
     return s;
   }
@@ -128,27 +132,29 @@ absl::StatusOr<TransferResult> ClientImpl::Get(const std::string& bucket, const 
   return result;
 }
 
-absl::StatusOr<ObjectInfo> ClientImpl::Head(const std::string& bucket, const std::string& key) {
-  return Head(bucket, key, Preconditions{});
+absl::StatusOr<ObjectInfo> ClientImpl::Head(const CallContext& ctx, const std::string& bucket,
+                                            const std::string& key) {
+  return Head(ctx, bucket, key, Preconditions{});
 }
 
-absl::StatusOr<ObjectInfo> ClientImpl::Head(const std::string& bucket, const std::string& key,
+absl::StatusOr<ObjectInfo> ClientImpl::Head(const CallContext& ctx, const std::string& bucket,
+                                            const std::string& key,
                                             const Preconditions& conditions) {
   pb::HeadObjectRequest req;
   req.set_bucket(bucket);
   req.set_key(key);
   SetPreconditions(conditions, &req);
   pb::HeadObjectResponse resp;
-  if (absl::Status s = Call(Method::kHeadObject, req, &resp); !s.ok()) return s;
+  if (absl::Status s = Call(ctx, Method::kHeadObject, req, &resp); !s.ok()) return s;
   return ObjectInfoFromProto(resp.metadata());
 }
 
-absl::StatusOr<std::vector<BucketSummary>> ClientImpl::ListBuckets() {
+absl::StatusOr<std::vector<BucketSummary>> ClientImpl::ListBuckets(const CallContext& ctx) {
   std::vector<BucketSummary> out;
   pb::ListBucketsRequest req;
   for (int page = 0;; ++page) {
     pb::ListBucketsResponse resp;
-    if (absl::Status s = Call(Method::kListBuckets, req, &resp); !s.ok()) return s;
+    if (absl::Status s = Call(ctx, Method::kListBuckets, req, &resp); !s.ok()) return s;
     for (const pb::BucketEntry& b : resp.buckets()) {
       out.push_back({b.name(), b.creation_time_ms()});
     }
@@ -161,7 +167,8 @@ absl::StatusOr<std::vector<BucketSummary>> ClientImpl::ListBuckets() {
   }
 }
 
-absl::StatusOr<ObjectListing> ClientImpl::ListObjects(const std::string& bucket,
+absl::StatusOr<ObjectListing> ClientImpl::ListObjects(const CallContext& ctx,
+                                                      const std::string& bucket,
                                                       const ListObjectsOptions& options) {
   pb::ListObjectsV2Request req;
   req.set_bucket(bucket);
@@ -171,7 +178,7 @@ absl::StatusOr<ObjectListing> ClientImpl::ListObjects(const std::string& bucket,
   req.set_continuation_token(options.continuation_token);
   req.set_max_keys(options.max_keys);
   pb::ListObjectsV2Response resp;
-  if (absl::Status s = Call(Method::kListObjectsV2, req, &resp); !s.ok()) return s;
+  if (absl::Status s = Call(ctx, Method::kListObjectsV2, req, &resp); !s.ok()) return s;
   ObjectListing out;
   for (const pb::ObjectEntry& e : resp.objects()) {
     out.objects.push_back({e.key(), e.size(), e.etag(), e.last_modified_ms()});
@@ -185,7 +192,8 @@ absl::StatusOr<ObjectListing> ClientImpl::ListObjects(const std::string& bucket,
   return out;
 }
 
-absl::StatusOr<DeleteObjectsResult> ClientImpl::DeleteObjects(const std::string& bucket,
+absl::StatusOr<DeleteObjectsResult> ClientImpl::DeleteObjects(const CallContext& ctx,
+                                                              const std::string& bucket,
                                                               const std::vector<std::string>& keys,
                                                               bool quiet) {
   constexpr size_t kBatch = 1000;  // AOBJ-OBJ-140
@@ -196,7 +204,7 @@ absl::StatusOr<DeleteObjectsResult> ClientImpl::DeleteObjects(const std::string&
     req.set_quiet(quiet);
     for (size_t i = at; i < std::min(keys.size(), at + kBatch); ++i) req.add_keys(keys[i]);
     pb::DeleteObjectsResponse resp;
-    if (absl::Status s = Call(Method::kDeleteObjects, req, &resp); !s.ok()) return s;
+    if (absl::Status s = Call(ctx, Method::kDeleteObjects, req, &resp); !s.ok()) return s;
     out.deleted.insert(out.deleted.end(), resp.deleted().begin(), resp.deleted().end());
     for (const pb::DeleteObjectsError& e : resp.errors()) {
       ErrorCode code = static_cast<ErrorCode>(e.error().code());
@@ -207,7 +215,8 @@ absl::StatusOr<DeleteObjectsResult> ClientImpl::DeleteObjects(const std::string&
   return out;
 }
 
-absl::StatusOr<ObjectInfo> ClientImpl::Copy(const std::string& source_bucket,
+absl::StatusOr<ObjectInfo> ClientImpl::Copy(const CallContext& ctx,
+                                            const std::string& source_bucket,
                                             const std::string& source_key,
                                             const std::string& bucket, const std::string& key,
                                             const CopyOptions& options) {
@@ -225,37 +234,38 @@ absl::StatusOr<ObjectInfo> ClientImpl::Copy(const std::string& source_bucket,
   }
   SetPreconditions(options.conditions, &req);
   pb::CopyObjectResponse resp;
-  if (absl::Status s = Call(Method::kCopyObject, req, &resp); !s.ok()) return s;
+  if (absl::Status s = Call(ctx, Method::kCopyObject, req, &resp); !s.ok()) return s;
   return ObjectInfoFromProto(resp.metadata());
 }
 
-absl::Status ClientImpl::Delete(const std::string& bucket, const std::string& key) {
+absl::Status ClientImpl::Delete(const CallContext& ctx, const std::string& bucket,
+                                const std::string& key) {
   pb::DeleteObjectRequest req;
   req.set_bucket(bucket);
   req.set_key(key);
   pb::DeleteObjectResponse resp;
-  return Call(Method::kDeleteObject, req, &resp);
+  return Call(ctx, Method::kDeleteObject, req, &resp);
 }
 
-absl::Status ClientImpl::CreateBucket(const std::string& bucket) {
+absl::Status ClientImpl::CreateBucket(const CallContext& ctx, const std::string& bucket) {
   pb::CreateBucketRequest req;
   req.set_bucket(bucket);
   pb::CreateBucketResponse resp;
-  return Call(Method::kCreateBucket, req, &resp);
+  return Call(ctx, Method::kCreateBucket, req, &resp);
 }
 
-absl::Status ClientImpl::DeleteBucket(const std::string& bucket) {
+absl::Status ClientImpl::DeleteBucket(const CallContext& ctx, const std::string& bucket) {
   pb::DeleteBucketRequest req;
   req.set_bucket(bucket);
   pb::DeleteBucketResponse resp;
-  return Call(Method::kDeleteBucket, req, &resp);
+  return Call(ctx, Method::kDeleteBucket, req, &resp);
 }
 
-absl::Status ClientImpl::HeadBucket(const std::string& bucket) {
+absl::Status ClientImpl::HeadBucket(const CallContext& ctx, const std::string& bucket) {
   pb::HeadBucketRequest req;
   req.set_bucket(bucket);
   pb::HeadBucketResponse resp;
-  return Call(Method::kHeadBucket, req, &resp);
+  return Call(ctx, Method::kHeadBucket, req, &resp);
 }
 
 std::string ClientImpl::ChecksumOf(ChecksumAlgorithm algo, const std::vector<BufferSlice>& slices,

@@ -572,6 +572,11 @@ MUTANTS = {
         'GetObjects writes into several destination windows in a session that did not negotiate MULTI_DESCRIPTOR instead of failing INVALID_DESCRIPTOR (AOBJ-MEM-015, AOBJ-OBJ-238)',
         [('src/server/handler_batch.cc', '  AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));', '  AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.destination(), s.limits));')],
         'obj/9.17/7', []),
+    # The twelfth blind set's one survivor (2026-11-27): bare entity tags tested on reads only.
+    'cond-write-if-match-bare-unmatched': (
+        'the if_match of a write (PutObject, CopyObject destination, CompleteMultipartUpload) is compared with the stored ETag as sent, so an entity tag without its optional quotes never matches and the write fails PRECONDITION_FAILED (AOBJ-OBJ-134, AOBJ-OBJ-131)',
+        [('src/wire/conditions.cc', '  return absl::StrCat("\\"", Opaque(tag, /*allow_weak=*/false), "\\"");', '  return std::string(tag);')],
+        'cond/9.10/12', []),
 }
 
 

@@ -645,6 +645,43 @@ void RegisterObjectCases(Registry& r) {
         ctx.RequireOk(f.p->Get(f.bucket, "k", &got), "GET after the copy");
         ctx.Require(got == "third", "the copy replaced the object", "third", got);
       });
+  Add(r, "cond/9.10/12",
+      "entity tags on writes compare as on reads: If-Match the ETag without its quotes lets a "
+      "PutObject and a CopyObject (destination and source) go ahead; the ETag in upper case does "
+      "not match, and changes nothing",
+      "conditional", {"AOBJ-OBJ-134", "AOBJ-OBJ-131", "AOBJ-OBJ-152"}, false, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        ctx.RequireOk(f.p->Put(f.bucket, "k", "first"), "PUT of the object");
+        auto bare = [](const std::string& etag) { return etag.substr(1, etag.size() - 2); };
+        const std::string first = bare(Md5Etag("first"));
+        std::string upper = first;
+        for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+        PutSpec match;
+        if (upper != first) {
+          match.pre.set_if_match(upper);
+          ctx.RequireCode(PutWith(*f.p, f.bucket, "k", "never", match),
+                          ErrorCode::kPreconditionFailed,
+                          "PUT If-Match the ETag in upper case, without quotes (opaque octets "
+                          "differ)");
+          ctx.Require(Read(ctx, *f.p, f.bucket, "k") == "first", "the key is unchanged", "first",
+                      "changed");
+        }
+        match.pre.set_if_match(first);
+        ctx.RequireOk(PutWith(*f.p, f.bucket, "k", "second", match),
+                      "PUT If-Match the current ETag without quotes");
+        ctx.Require(Read(ctx, *f.p, f.bucket, "k") == "second", "the PUT replaced the object",
+                    "second", "other");
+        ctx.RequireOk(f.p->Put(f.bucket, "source", "third"), "PUT of a copy source");
+        pb::CopyObjectRequest c = CopyRequest(f.bucket, "source", f.bucket, "k");
+        c.mutable_preconditions()->set_if_match(bare(Md5Etag("second")));
+        c.mutable_source_preconditions()->set_if_match(bare(Md5Etag("third")));
+        ctx.RequireOk(f.p->Send(Method::kCopyObject, c),
+                      "CopyObject If-Match the destination's ETag and the source's, both without "
+                      "quotes");
+        ctx.Require(Read(ctx, *f.p, f.bucket, "k") == "third", "the copy replaced the object",
+                    "third", "other");
+        ctx.RequireStillServes();
+      });
   Add(r, "cond/9.10/5", "eight concurrent create-only PUTs of one key: exactly one wins",
       "conditional", {"AOBJ-OBJ-134"}, true, [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);

@@ -23,11 +23,19 @@ bool RepeatableWhenUnknown(Method m) {
   }
 }
 
-// The pause before busy retry `attempt` (0 first): a random point in the upper half of
-// 20 ms * 2^attempt, at most 1 s (AOBJ-FLO-003: exponentially increasing, randomized).
+// The client's busy-retry policy (AOBJ-FLO-003: exponentially increasing, randomized): after
+// SLOW_DOWN or TOO_MANY_TRANSFERS, or a repeatable request whose outcome is unknown, up to
+// ClientOptions::busy_retries more attempts, the pause before attempt n + 1 a random point in
+// the upper half of kFirstBusyPauseUs * 2^n, at most kMaxBusyPauseUs, and never past the
+// operation's deadline (Call()).
+constexpr int64_t kFirstBusyPauseUs = 20000;
+constexpr int64_t kMaxBusyPauseUs = 1000000;
+
+// The pause before busy retry `attempt` (0 first).
 absl::Duration BusyPause(int attempt) {
   thread_local std::minstd_rand rng{std::random_device{}()};
-  const int64_t ceiling_us = std::min<int64_t>(int64_t{20000} << std::min(attempt, 10), 1000000);
+  const int64_t ceiling_us =
+      std::min<int64_t>(kFirstBusyPauseUs << std::min(attempt, 10), kMaxBusyPauseUs);
   std::uniform_int_distribution<int64_t> pick(ceiling_us / 2, ceiling_us);
   return absl::Microseconds(pick(rng));
 }

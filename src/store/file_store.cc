@@ -570,18 +570,13 @@ class FileStore final : public ObjectStore {
                                                          std::string_view start_after,
                                                          size_t limit) override {
     if (absl::Status s = CheckBucketName(bucket); !s.ok()) return s;
-    std::vector<ObjectSummary> out;
     absl::ReaderMutexLock lock(&state_->index_mu);
     auto bucket_it = state_->index.find(bucket);
     if (bucket_it == state_->index.end()) return NoSuchBucket();
-    const auto& objects = bucket_it->second.objects;
-    // The first key > start_after that is also >= prefix (every key with the prefix is).
-    auto it = prefix > start_after ? objects.lower_bound(prefix) : objects.upper_bound(start_after);
-    for (; it != objects.end() && out.size() < limit; ++it) {
-      if (std::string_view(it->first).substr(0, prefix.size()) != prefix) break;
-      out.push_back({it->first, it->second.size, it->second.etag, it->second.last_modified_ms});
-    }
-    return out;
+    return ListFromMap(bucket_it->second.objects, prefix, start_after, limit,
+                       [](const std::string& key, const auto& o) {
+                         return ObjectSummary{key, o.size, o.etag, o.last_modified_ms};
+                       });
   }
 
   absl::StatusOr<std::vector<BucketSummary>> ListBuckets() override {

@@ -420,19 +420,14 @@ class MemoryStore final : public ObjectStore {
                                                          std::string_view start_after,
                                                          size_t limit) override {
     if (absl::Status s = CheckBucketName(bucket); !s.ok()) return s;
-    std::vector<ObjectSummary> out;
     absl::ReaderMutexLock lock(&state_->mu);
     std::shared_ptr<Bucket> record = state_->FindBucket(bucket);
     if (record == nullptr) return NoSuchBucket();
-    // The first key > start_after that is also >= prefix (every key with the prefix is).
-    auto it = prefix > start_after ? record->objects.lower_bound(prefix)
-                                   : record->objects.upper_bound(start_after);
-    for (; it != record->objects.end() && out.size() < limit; ++it) {
-      if (std::string_view(it->first).substr(0, prefix.size()) != prefix) break;
-      const ObjectInfo& info = it->second->info;
-      out.push_back({it->first, info.size, info.etag, info.last_modified_ms});
-    }
-    return out;
+    return ListFromMap(record->objects, prefix, start_after, limit,
+                       [](const std::string& key, const auto& object) {
+                         const ObjectInfo& info = object->info;
+                         return ObjectSummary{key, info.size, info.etag, info.last_modified_ms};
+                       });
   }
 
   absl::StatusOr<std::vector<BucketSummary>> ListBuckets() override {

@@ -516,7 +516,7 @@ class Manager final : public MultipartManager {
     AOBJ_RETURN_IF_ERROR(CheckNames(bucket, key));
     AOBJ_RETURN_IF_ERROR(core_->store->HeadBucket(StdView(bucket)));
     // AOBJ-OBJ-221
-    const uint32_t limit = max_parts == 0 ? kMaxListedParts : std::min(max_parts, kMaxListedParts);
+    const uint32_t limit = PageLimit(max_parts, kMaxListedParts);
     absl::MutexLock lock(&core_->mu);
     auto upload = core_->Find(bucket, key, upload_id);
     if (!upload.ok()) return upload.status();
@@ -524,12 +524,7 @@ class Manager final : public MultipartManager {
     page.upload = (*upload)->info;
     const auto& parts = (*upload)->parts;
     for (auto it = parts.upper_bound(marker); it != parts.end(); ++it) {
-      if (page.parts.size() == limit) {
-        page.truncated = true;
-        page.next_part_number_marker = page.parts.back().part_number;
-        break;
-      }
-      page.parts.push_back(it->second.info);
+      if (!AddToPage(page, limit, it->second.info)) break;
     }
     return page;
   }
@@ -541,8 +536,7 @@ class Manager final : public MultipartManager {
     if (bucket.empty()) return MakeError(ErrorCode::kInvalidArgument, "invalid bucket name");
     AOBJ_RETURN_IF_ERROR(core_->store->HeadBucket(StdView(bucket)));
     // AOBJ-OBJ-224
-    const uint32_t limit =
-        max_uploads == 0 ? kMaxListedUploads : std::min(max_uploads, kMaxListedUploads);
+    const uint32_t limit = PageLimit(max_uploads, kMaxListedUploads);
     UploadsPage page;
     absl::MutexLock lock(&core_->mu);
     auto b = core_->by_bucket.find(std::string(bucket));
@@ -564,13 +558,7 @@ class Manager final : public MultipartManager {
     for (; it != uploads.end(); ++it) {
       const std::string& k = it->first.first;
       if (k.compare(0, prefix.size(), prefix.data(), prefix.size()) != 0) break;  // sorted
-      if (page.uploads.size() == limit) {
-        page.truncated = true;
-        page.next_key_marker = page.uploads.back().key;
-        page.next_upload_id_marker = page.uploads.back().upload_id;
-        break;
-      }
-      page.uploads.push_back(it->second->info);
+      if (!AddToPage(page, limit, it->second->info)) break;
     }
     return page;
   }

@@ -258,7 +258,7 @@ class RadosMultipart final : public MultipartManager {
                                       absl::string_view upload_id, uint32_t marker,
                                       uint32_t max_parts) override {
     if (absl::Status s = CheckNames(bucket, key); !s.ok()) return s;
-    const uint32_t limit = max_parts == 0 ? kMaxListedParts : std::min(max_parts, kMaxListedParts);
+    const uint32_t limit = PageLimit(max_parts, kMaxListedParts);
     absl::StatusOr<FoundUpload> found = Find(bucket, key, upload_id);
     if (!found.ok()) return found.status();
     PartsPage page;
@@ -276,12 +276,7 @@ class RadosMultipart final : public MultipartManager {
         });
     if (!s.ok()) return IsIndexGone(s) ? NoSuchUpload(upload_id) : s;
     for (const PartRecord& p : parts) {
-      if (page.parts.size() == limit) {
-        page.truncated = true;
-        page.next_part_number_marker = page.parts.back().part_number;
-        break;
-      }
-      page.parts.push_back(PartInfoOf(p));
+      if (!AddToPage(page, limit, PartInfoOf(p))) break;
     }
     return page;
   }
@@ -291,8 +286,7 @@ class RadosMultipart final : public MultipartManager {
                                           absl::string_view upload_id_marker,
                                           uint32_t max_uploads) override {
     if (bucket.empty()) return MakeError(ErrorCode::kInvalidArgument, "invalid bucket name");
-    const uint32_t limit =
-        max_uploads == 0 ? kMaxListedUploads : std::min(max_uploads, kMaxListedUploads);
+    const uint32_t limit = PageLimit(max_uploads, kMaxListedUploads);
     // AOBJ-OBJ-224: after (key_marker, upload_id_marker), or past every upload of key_marker.
     std::string start;
     if (!key_marker.empty() || !upload_id_marker.empty()) {
@@ -315,15 +309,9 @@ class RadosMultipart final : public MultipartManager {
                                });
           if (!s.ok()) return s;
           for (const UploadRecord& r : records) {
-            if (page.uploads.size() == limit) {
-              page.truncated = true;
-              page.next_key_marker = page.uploads.back().key;
-              page.next_upload_id_marker = page.uploads.back().upload_id;
-              break;
-            }
             UploadInfo info = InfoOf(bucket, r);
             info.content_type.clear();  // as the reference manager: not part of a listing
-            page.uploads.push_back(std::move(info));
+            if (!AddToPage(page, limit, std::move(info))) break;
           }
           return page;
         });

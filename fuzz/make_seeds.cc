@@ -10,6 +10,7 @@
 #include "aobj/status.h"
 #include "aobj/v1/aobj.pb.h"
 #include "control/rpc.h"
+#include "golden/rados_records.h"
 #include "stateful_script.h"
 #include "transport/ucx_context.h"
 #include "transport/ucx_memory.h"
@@ -256,6 +257,10 @@ int main(int argc, char** argv) {
   }
   dir = argv[1];
   mkdir(dir.c_str(), 0755);
+  // rados_record: the golden images of tests/golden/rados_records.h, after their selector.
+  for (const aobj::golden::GoldenRadosRecord& g : aobj::golden::kGoldenRadosRecords) {
+    Write("rados_record", std::string("golden-") + g.name, std::string(1, g.selector) + *g.image);
+  }
   auto ctx = aobj::UcxContext::Create(aobj::DataChannelOptions{});
   if (!ctx.ok()) return 1;
   std::vector<uint8_t> own(1 << 16);

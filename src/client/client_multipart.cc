@@ -111,8 +111,7 @@ absl::StatusOr<PartsPage> ClientImpl::ListParts(const CallContext& ctx, const st
     p.etag = e.etag();
     p.last_modified_ms = e.last_modified_ms();
     if (e.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC32C && e.checksum().size() == 4) {
-      const auto* c = reinterpret_cast<const uint8_t*>(e.checksum().data());
-      p.crc32c = (uint32_t{c[0]} << 24) | (uint32_t{c[1]} << 16) | (uint32_t{c[2]} << 8) | c[3];
+      p.crc32c = FromBigEndian32(e.checksum());
     }
     page.parts.push_back(std::move(p));
   }

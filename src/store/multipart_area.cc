@@ -73,6 +73,7 @@
 #include "store/store_rules.h"
 #include "wire/checksum.h"
 #include "wire/crypto.h"
+#include "wire/le_codec.h"
 #include "wire/status_macros.h"
 
 namespace aobj {
@@ -213,20 +214,18 @@ void RemoveFlatDir(const std::string& dir) {
   ::rmdir(dir.c_str());
 }
 
-void PutU32(std::string* out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void PutU64(std::string* out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
+// On the one little-endian codec (wire/le_codec.h). The decoders below check the record's
+// length before they read at fixed offsets; a read past the end gives 0.
+void PutU32(std::string* out, uint32_t v) { LeWriter(out).U32(v); }
+void PutU64(std::string* out, uint64_t v) { LeWriter(out).U64(v); }
 uint32_t GetU32(absl::string_view in, size_t at) {
   uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= uint32_t{static_cast<uint8_t>(in[at + i])} << (8 * i);
+  if (at <= in.size()) LeReader(std::string_view(in.data() + at, in.size() - at)).U32(&v);
   return v;
 }
 uint64_t GetU64(absl::string_view in, size_t at) {
   uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<uint8_t>(in[at + i])} << (8 * i);
+  if (at <= in.size()) LeReader(std::string_view(in.data() + at, in.size() - at)).U64(&v);
   return v;
 }
 

@@ -21,15 +21,11 @@ absl::Status Corrupt(absl::string_view what) {
   return MakeError(ErrorCode::kStorageError, absl::StrCat("corrupt RADOS record: ", what));
 }
 
-void PutString(LeWriter& w, std::string_view s) {
-  w.U32(static_cast<uint32_t>(s.size()));
-  w.Bytes(s);
-}
+void PutString(LeWriter& w, std::string_view s) { w.String32(s); }
 
 bool GetString(LeReader& r, std::string* out) {
-  uint32_t n;
   std::string_view b;
-  if (!r.U32(&n) || n > kMaxString || !r.Bytes(n, &b)) return false;
+  if (!r.String32(kMaxString, &b)) return false;
   out->assign(b);
   return true;
 }

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "aobj/status.h"
+#include "wire/le_codec.h"
 #include "wire/protocol.h"
 
 namespace aobj {
@@ -55,38 +56,36 @@ absl::Status Malformed(absl::string_view what) {
                                                              "worker address: ", what));
 }
 
-// Reads forward through the blob; every read is checked against the end.
+// Reads forward through the blob, on the one bounds-checked codec (wire/le_codec.h), in the
+// vocabulary of UCX's address format.
 class Reader {
  public:
   explicit Reader(absl::string_view blob)
-      : p_(reinterpret_cast<const uint8_t*>(blob.data())), n_(blob.size()) {}
-  size_t remaining() const { return n_ - off_; }
-  size_t offset() const { return off_; }
+      : r_(std::string_view(blob.data(), blob.size())), n_(blob.size()) {}
+  size_t remaining() const { return r_.remaining(); }
+  size_t offset() const { return n_ - r_.remaining(); }
   std::optional<uint8_t> Peek() const {
-    if (off_ >= n_) return std::nullopt;
-    return p_[off_];
+    if (r_.remaining() == 0) return std::nullopt;
+    return static_cast<uint8_t>(r_.rest()[0]);
   }
   std::optional<uint8_t> Byte() {
-    if (off_ >= n_) return std::nullopt;
-    return p_[off_++];
+    uint8_t v;
+    if (!r_.U8(&v)) return std::nullopt;
+    return v;
   }
   std::optional<uint32_t> Le32() {
-    if (remaining() < 4) return std::nullopt;
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(p_[off_ + i]) << (8 * i);
-    off_ += 4;
+    uint32_t v;
+    if (!r_.U32(&v)) return std::nullopt;
     return v;
   }
   std::optional<uint16_t> Le16() {
-    if (remaining() < 2) return std::nullopt;
-    uint16_t v = static_cast<uint16_t>(p_[off_] | (p_[off_ + 1] << 8));
-    off_ += 2;
+    uint16_t v;
+    if (!r_.U16(&v)) return std::nullopt;
     return v;
   }
   bool Skip(size_t k) {
-    if (k > remaining()) return false;
-    off_ += k;
-    return true;
+    std::string_view unused;
+    return r_.Bytes(k, &unused);
   }
   // ucp_address_unpack_byte_extended: the masked value, or in v2 the next byte when the masked
   // value is all ones.
@@ -97,9 +96,8 @@ class Reader {
   }
 
  private:
-  const uint8_t* p_;
-  size_t n_;
-  size_t off_ = 0;
+  LeReader r_;
+  const size_t n_;
 };
 
 float Float(uint32_t bits) {
@@ -129,7 +127,7 @@ absl::Status CheckPosixIfaceAddress(absl::string_view a) {
 
 uint64_t MmFifoSegmentId(absl::string_view iface_address) {
   uint64_t id = 0;
-  for (int i = 0; i < 8; ++i) id |= uint64_t{static_cast<uint8_t>(iface_address[i])} << (8 * i);
+  LeReader(std::string_view(iface_address.data(), iface_address.size())).U64(&id);
   return id;
 }
 

@@ -11,16 +11,6 @@
 namespace aobj::confined {
 namespace {
 
-void PutLe(std::string* out, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-uint64_t GetLe(const char* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
-  return v;
-}
-
 // Reads exactly `n` octets into `out`, keeping the first descriptor that arrives with them.
 absl::Status ReadFull(int fd, char* out, size_t n, int* received_fd, bool* clean_end) {
   size_t got = 0;
@@ -59,42 +49,6 @@ absl::Status ReadFull(int fd, char* out, size_t n, int* received_fd, bool* clean
 
 }  // namespace
 
-void FrameWriter::U32(uint32_t v) { PutLe(&body_, v, 4); }
-void FrameWriter::U64(uint64_t v) { PutLe(&body_, v, 8); }
-void FrameWriter::Bytes(absl::string_view s) {
-  U32(static_cast<uint32_t>(s.size()));
-  body_.append(s.data(), s.size());
-}
-
-bool FrameReader::U32(uint32_t* v) {
-  if (rest_.size() < 4) return false;
-  *v = static_cast<uint32_t>(GetLe(rest_.data(), 4));
-  rest_.remove_prefix(4);
-  return true;
-}
-
-bool FrameReader::U64(uint64_t* v) {
-  if (rest_.size() < 8) return false;
-  *v = GetLe(rest_.data(), 8);
-  rest_.remove_prefix(8);
-  return true;
-}
-
-bool FrameReader::I64(int64_t* v) {
-  uint64_t u;
-  if (!U64(&u)) return false;
-  *v = static_cast<int64_t>(u);
-  return true;
-}
-
-bool FrameReader::Bytes(std::string* s, size_t max) {
-  uint32_t n;
-  if (!U32(&n) || n > max || n > rest_.size()) return false;
-  s->assign(rest_.data(), n);
-  rest_.remove_prefix(n);
-  return true;
-}
-
 // AOBJ_PEER_INPUT: a data-channel process may have been taken over by its peer.
 absl::StatusOr<Reply> ParseReply(absl::string_view body) {
   FrameReader r(body);
@@ -113,7 +67,7 @@ absl::Status WriteFrame(int fd, absl::string_view body, int pass_fd) {
     return absl::InvalidArgumentError(absl::StrCat("frame of ", body.size(), " octets"));
   }
   std::string head;
-  PutLe(&head, body.size(), 4);
+  LeWriter(&head).U32(static_cast<uint32_t>(body.size()));
   iovec iov[2] = {{head.data(), head.size()}, {const_cast<char*>(body.data()), body.size()}};
   size_t skip = 0;  // octets already written
   const size_t total = head.size() + body.size();
@@ -163,7 +117,8 @@ absl::StatusOr<std::string> ReadFrame(int fd, size_t max, int* received_fd) {
     return why;
   };
   if (!st.ok()) return fail(clean_end ? absl::NotFoundError("the stream ended") : st);
-  const uint64_t n = GetLe(head, 4);
+  uint32_t n = 0;
+  LeReader(std::string_view(head, sizeof(head))).U32(&n);
   if (n > max) return fail(absl::DataLossError(absl::StrCat("frame of ", n, " octets")));
   std::string body(n, '\0');
   bool unused = false;

@@ -27,6 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "wire/le_codec.h"
 
 namespace aobj::confined {
 
@@ -62,32 +63,44 @@ constexpr size_t kMaxFrame = 8 << 20;
 // Longest error message a reply may carry (longer ones are cut).
 constexpr size_t kMaxReplyMessage = 1024;
 
+// A body in the framing's vocabulary, on the one little-endian codec (wire/le_codec.h).
 class FrameWriter {
  public:
-  void U32(uint32_t v);
-  void U64(uint64_t v);
-  void I64(int64_t v) { U64(static_cast<uint64_t>(v)); }
-  void Bytes(absl::string_view s);  // u32 length + octets
+  void U32(uint32_t v) { w_.U32(v); }
+  void U64(uint64_t v) { w_.U64(v); }
+  void I64(int64_t v) { w_.U64(static_cast<uint64_t>(v)); }
+  void Bytes(absl::string_view s) { w_.String32(std::string_view(s.data(), s.size())); }
   const std::string& body() const { return body_; }
 
  private:
   std::string body_;
+  LeWriter w_{&body_};
 };
 
 // Reads a body; every read fails (returns false) rather than run past the end.
 class FrameReader {
  public:
-  explicit FrameReader(absl::string_view body) : rest_(body) {}
-  bool U32(uint32_t* v);
-  bool U64(uint64_t* v);
-  bool I64(int64_t* v);
+  explicit FrameReader(absl::string_view body) : r_(std::string_view(body.data(), body.size())) {}
+  bool U32(uint32_t* v) { return r_.U32(v); }
+  bool U64(uint64_t* v) { return r_.U64(v); }
+  bool I64(int64_t* v) {
+    uint64_t u;
+    if (!r_.U64(&u)) return false;
+    *v = static_cast<int64_t>(u);
+    return true;
+  }
   // At most `max` octets; longer is malformed.
-  bool Bytes(std::string* s, size_t max);
-  bool done() const { return rest_.empty(); }
-  size_t rest_size() const { return rest_.size(); }
+  bool Bytes(std::string* s, size_t max) {
+    std::string_view b;
+    if (!r_.String32(max, &b)) return false;
+    s->assign(b);
+    return true;
+  }
+  bool done() const { return r_.remaining() == 0; }
+  size_t rest_size() const { return r_.remaining(); }
 
  private:
-  absl::string_view rest_;
+  LeReader r_;
 };
 
 // A reply as the server reads it from a data-channel process (which it no longer trusts once a

@@ -1,6 +1,8 @@
 // The one little-endian writer and bounds-checked reader for formats aobj encodes by hand (the
-// FileStore object header, RadosStore's records). Fields are written one by one, never by a cast
-// of a packed struct; every read checks that the octets are there first (STYLE.md).
+// FileStore object header and multipart records, RadosStore's records, listing tokens, the
+// messages between the server and its data-channel processes). Fields are written one by one,
+// never by a cast of a packed struct; every read checks that the octets are there first
+// (STYLE.md).
 #ifndef AOBJ_WIRE_LE_CODEC_H_
 #define AOBJ_WIRE_LE_CODEC_H_
 
@@ -19,6 +21,11 @@ class LeWriter {
   void U32(uint32_t v) { Int(v, 4); }
   void U64(uint64_t v) { Int(v, 8); }
   void Bytes(std::string_view b) { out_->append(b); }
+  // A u32 length, then the octets.
+  void String32(std::string_view b) {
+    U32(static_cast<uint32_t>(b.size()));
+    Bytes(b);
+  }
 
  private:
   void Int(uint64_t v, int n) {
@@ -57,7 +64,19 @@ class LeReader {
     pos_ += n;
     return true;
   }
+  // A u32 length, then that many octets, at most `max` of them (more is malformed).
+  bool String32(size_t max, std::string_view* out) {
+    const size_t at = pos_;
+    uint32_t n;
+    if (!U32(&n) || n > max || !Bytes(n, out)) {
+      pos_ = at;
+      return false;
+    }
+    return true;
+  }
   size_t remaining() const { return in_.size() - pos_; }
+  // The octets not read yet.
+  std::string_view rest() const { return in_.substr(pos_); }
 
  private:
   bool Int(size_t n, uint64_t* v) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "aobj/status.h"
 #include "wire/crypto.h"
+#include "wire/le_codec.h"
 #include "wire/names.h"
 #include "wire/protocol.h"
 
@@ -15,10 +16,6 @@ namespace {
 
 constexpr absl::string_view kTagLabel = "aobj-list-token-v1";
 constexpr size_t kTokenHeaderBytes = 4;
-
-void PutU32(std::string* out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
 
 std::string Tag(absl::string_view key, absl::string_view scope, absl::string_view body) {
   const Sha256Digest mac = HmacSha256(key, absl::StrCat(kTagLabel, scope, body));
@@ -40,9 +37,9 @@ std::string PastPrefix(absl::string_view common_prefix) {
 std::string ListScope(absl::string_view operation, absl::string_view bucket,
                       absl::string_view prefix, absl::string_view delimiter) {
   std::string out;
+  LeWriter w(&out);
   for (absl::string_view field : {operation, bucket, prefix, delimiter}) {
-    PutU32(&out, static_cast<uint32_t>(field.size()));
-    out.append(field.data(), field.size());
+    w.String32(std::string_view(field.data(), field.size()));
   }
   return out;
 }
@@ -50,12 +47,12 @@ std::string ListScope(absl::string_view operation, absl::string_view bucket,
 std::string EncodeListToken(absl::string_view key, absl::string_view scope,
                             const ListPosition& position) {
   std::string token;
-  token.push_back(static_cast<char>(kListTokenVersion));
-  token.push_back(static_cast<char>(position.kind));
+  LeWriter w(&token);
+  w.U8(kListTokenVersion);
+  w.U8(static_cast<uint8_t>(position.kind));
   const size_t n = std::min(position.position.size(), kMaxKeyBytes);
-  token.push_back(static_cast<char>(n & 0xff));
-  token.push_back(static_cast<char>((n >> 8) & 0xff));
-  token.append(position.position.data(), n);
+  w.U16(static_cast<uint16_t>(n));
+  w.Bytes(std::string_view(position.position).substr(0, n));
   token += Tag(key, scope, token);
   return token;
 }
@@ -66,12 +63,18 @@ absl::StatusOr<ListPosition> DecodeListToken(absl::string_view key, absl::string
   if (token.size() < kTokenHeaderBytes + kListTokenTagBytes || token.size() > kMaxListTokenBytes) {
     return BadToken(absl::StrCat(token.size(), " bytes is not a possible token length"));
   }
-  const auto* p = reinterpret_cast<const uint8_t*>(token.data());
-  if (p[0] != kListTokenVersion) return BadToken(absl::StrCat("unknown format version ", p[0]));
-  if (p[1] > static_cast<uint8_t>(ListPosition::Kind::kAfterPrefix)) {
-    return BadToken(absl::StrCat("unknown kind ", p[1]));
+  LeReader header(std::string_view(token.data(), kTokenHeaderBytes));
+  uint8_t version = 0, kind = 0;
+  uint16_t n = 0;
+  header.U8(&version);
+  header.U8(&kind);
+  header.U16(&n);  // the length was checked above: the header is there
+  if (version != kListTokenVersion) {
+    return BadToken(absl::StrCat("unknown format version ", version));
   }
-  const size_t n = static_cast<size_t>(p[2]) | static_cast<size_t>(p[3]) << 8;
+  if (kind > static_cast<uint8_t>(ListPosition::Kind::kAfterPrefix)) {
+    return BadToken(absl::StrCat("unknown kind ", kind));
+  }
   if (n > kMaxKeyBytes || token.size() != kTokenHeaderBytes + n + kListTokenTagBytes) {
     return BadToken("the position length disagrees with the token's size");
   }
@@ -82,7 +85,7 @@ absl::StatusOr<ListPosition> DecodeListToken(absl::string_view key, absl::string
     return BadToken("it was not issued by this server for this listing");
   }
   ListPosition out;
-  out.kind = static_cast<ListPosition::Kind>(p[1]);
+  out.kind = static_cast<ListPosition::Kind>(kind);
   out.position = std::string(body.substr(kTokenHeaderBytes));
   // Defence in depth: a server with a leaked key still never scans from a non-UTF-8 position.
   if (!IsValidUtf8(out.position)) return BadToken("the position is not UTF-8");

@@ -293,14 +293,8 @@ class Manager final : public MultipartManager {
       }
       const absl::Time now = absl::Now();
       info.initiated_ms = absl::ToUnixMillis(now);
-      // AOBJ-OBJ-203: 8 octets of initiation time (microseconds, big-endian) so that IDs sort
-      // by initiation, then 8 random octets.
       do {
-        std::string raw(8, '\0');
-        const uint64_t micros = static_cast<uint64_t>(absl::ToUnixMicros(now));
-        for (int i = 0; i < 8; ++i) raw[i] = static_cast<char>(micros >> (56 - 8 * i));
-        raw += RandomBytes(8);
-        info.upload_id = HexEncode(raw);
+        info.upload_id = NewUploadId(now);  // AOBJ-OBJ-203
       } while (core_->by_id.contains(info.upload_id));
       ++core_->creating;
       ++core_->creating_in[info.bucket];

@@ -282,12 +282,11 @@ absl::StatusOr<UploadInfo> DecodeManifest(absl::string_view in, const std::strin
   }
   // Reads one length-prefixed string; false when it overruns.
   auto read_string = [&](std::string* out) {
-    if (end - at < 4) return false;
-    const uint32_t len = GetU32(in, at);
-    at += 4;
-    if (len > kMaxManifestString || len > end - at) return false;
-    out->assign(in.data() + at, len);
-    at += len;
+    LeReader r(std::string_view(in.data() + at, end - at));
+    std::string_view s;
+    if (!r.String32(kMaxManifestString, &s)) return false;
+    out->assign(s);
+    at += 4 + s.size();
     return true;
   };
   if (end - at < 4) return corrupt("metadata count missing");

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "aobj/status.h"
+#include "wire/crypto.h"
 
 namespace aobj {
 
@@ -72,5 +73,13 @@ std::vector<absl::StatusOr<ObjectInfo>> ObjectStore::CommitBatch(
 }
 
 absl::Status NoSuchBucket() { return MakeError(ErrorCode::kNoSuchBucket, "no such bucket"); }
+
+std::string NewUploadId(absl::Time now) {
+  std::string raw(8, '\0');
+  const uint64_t micros = static_cast<uint64_t>(absl::ToUnixMicros(now));
+  for (int i = 0; i < 8; ++i) raw[i] = static_cast<char>(micros >> (56 - 8 * i));
+  raw += RandomBytes(8);
+  return HexEncode(raw);
+}
 
 }  // namespace aobj

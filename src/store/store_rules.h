@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "aobj/multipart.h"
 #include "aobj/store.h"
 
@@ -44,6 +45,11 @@ absl::Status CheckWriteComplete(uint64_t written, uint64_t size, uint64_t commit
 // A key of `bucket`: the bucket as above; the key non-empty and at most rules.max_key_bytes.
 absl::Status CheckStoreKey(std::string_view bucket, std::string_view key,
                            const StoreNameRules& rules = {});
+
+// A new multipart upload ID (AOBJ-OBJ-203): 8 octets of the initiation time `now` (microseconds
+// since the epoch, big-endian), so that IDs sort by initiation, then 8 random octets; 32
+// lower-case hex digits.
+std::string NewUploadId(absl::Time now);
 
 // The size of a listing page: `asked`, or `most` when `asked` is 0 or above it (AOBJ-OBJ-221,
 // AOBJ-OBJ-224).

@@ -103,14 +103,8 @@ class RadosMultipart final : public MultipartManager {
     for (int attempt = 0; attempt < 2; ++attempt) {
       absl::StatusOr<Uuid> inc = store_->Incarnation(SV(bucket), attempt > 0);
       if (!inc.ok()) return inc.status();
-      // AOBJ-OBJ-203: 8 octets of initiation time (microseconds, big-endian), so that IDs sort by
-      // initiation, then 8 random octets.
       const absl::Time now = absl::Now();
-      std::string raw(8, '\0');
-      const uint64_t micros = static_cast<uint64_t>(absl::ToUnixMicros(now));
-      for (int i = 0; i < 8; ++i) raw[i] = static_cast<char>(micros >> (56 - 8 * i));
-      raw += RandomBytes(8);
-      record.upload_id = HexEncode(raw);
+      record.upload_id = NewUploadId(now);  // AOBJ-OBJ-203
       record.initiated_ms = absl::ToUnixMillis(now);
       // The collector's entry first: whatever of this upload exists later, it finds.
       GcIntent gc{

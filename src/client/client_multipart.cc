@@ -104,17 +104,7 @@ absl::StatusOr<PartsPage> ClientImpl::ListParts(const CallContext& ctx, const st
   page.upload.upload_id = upload_id;
   page.upload.content_type = resp.content_type();
   page.upload.initiated_ms = resp.initiated_ms();
-  for (const pb::PartEntry& e : resp.parts()) {
-    PartInfo p;
-    p.part_number = e.part_number();
-    p.size = e.size();
-    p.etag = e.etag();
-    p.last_modified_ms = e.last_modified_ms();
-    if (e.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC32C && e.checksum().size() == 4) {
-      p.crc32c = FromBigEndian32(e.checksum());
-    }
-    page.parts.push_back(std::move(p));
-  }
+  for (const pb::PartEntry& e : resp.parts()) page.parts.push_back(PartEntryFromProto(e));
   page.truncated = resp.is_truncated();
   page.next_part_number_marker = resp.next_part_number_marker();
   return page;
@@ -133,12 +123,7 @@ absl::StatusOr<UploadsPage> ClientImpl::ListMultipartUploads(const CallContext& 
   if (absl::Status s = Call(ctx, Method::kListMultipartUploads, req, &resp); !s.ok()) return s;
   UploadsPage page;
   for (const pb::UploadEntry& e : resp.uploads()) {
-    UploadInfo u;
-    u.bucket = bucket;
-    u.key = e.key();
-    u.upload_id = e.upload_id();
-    u.initiated_ms = e.initiated_ms();
-    page.uploads.push_back(std::move(u));
+    page.uploads.push_back(UploadEntryFromProto(e, bucket));
   }
   page.truncated = resp.is_truncated();
   page.next_key_marker = resp.next_key_marker();

@@ -180,9 +180,7 @@ absl::StatusOr<ObjectListing> ClientImpl::ListObjects(const CallContext& ctx,
   pb::ListObjectsV2Response resp;
   if (absl::Status s = Call(ctx, Method::kListObjectsV2, req, &resp); !s.ok()) return s;
   ObjectListing out;
-  for (const pb::ObjectEntry& e : resp.objects()) {
-    out.objects.push_back({e.key(), e.size(), e.etag(), e.last_modified_ms()});
-  }
+  for (const pb::ObjectEntry& e : resp.objects()) out.objects.push_back(ObjectEntryFromProto(e));
   out.common_prefixes.assign(resp.common_prefixes().begin(), resp.common_prefixes().end());
   out.is_truncated = resp.is_truncated();
   out.next_continuation_token = resp.next_continuation_token();

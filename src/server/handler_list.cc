@@ -116,13 +116,7 @@ absl::StatusOr<std::string> RequestHandler::ListObjectsV2(const SessionState& s,
   auto page = ListObjectsPage(scan, prefix, req.delimiter(), start, *max_keys);
   if (!page.ok()) return page.status();
   aobj::v1::ListObjectsV2Response resp;
-  for (const ObjectSummary& o : page->objects) {
-    aobj::v1::ObjectEntry* e = resp.add_objects();
-    e->set_key(o.key);
-    e->set_size(o.size);
-    e->set_etag(o.etag);
-    e->set_last_modified_ms(o.last_modified_ms);
-  }
+  for (const ObjectSummary& o : page->objects) ObjectEntryToProto(o, resp.add_objects());
   for (const std::string& p : page->common_prefixes) resp.add_common_prefixes(p);
   resp.set_is_truncated(page->truncated);
   if (page->truncated) {

@@ -182,15 +182,7 @@ absl::StatusOr<std::string> RequestHandler::ListParts(const SessionState& s,
                                req.max_parts());
   if (!page.ok()) return page.status();
   pb::ListPartsResponse resp;
-  for (const PartInfo& p : page->parts) {
-    pb::PartEntry* e = resp.add_parts();
-    e->set_part_number(p.part_number);
-    e->set_size(p.size);
-    e->set_etag(p.etag);
-    e->set_last_modified_ms(p.last_modified_ms);
-    e->set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);  // AOBJ-OBJ-222
-    e->set_checksum(BigEndian32(p.crc32c));
-  }
+  for (const PartInfo& p : page->parts) PartEntryToProto(p, resp.add_parts());
   resp.set_is_truncated(page->truncated);
   if (page->truncated) resp.set_next_part_number_marker(page->next_part_number_marker);
   resp.set_content_type(page->upload.content_type);
@@ -219,12 +211,7 @@ absl::StatusOr<std::string> RequestHandler::ListMultipartUploads(const SessionSt
                                  req.max_uploads());
   if (!page.ok()) return page.status();
   pb::ListMultipartUploadsResponse resp;
-  for (const UploadInfo& u : page->uploads) {
-    pb::UploadEntry* e = resp.add_uploads();
-    e->set_key(u.key);
-    e->set_upload_id(u.upload_id);
-    e->set_initiated_ms(u.initiated_ms);
-  }
+  for (const UploadInfo& u : page->uploads) UploadEntryToProto(u, resp.add_uploads());
   resp.set_is_truncated(page->truncated);
   if (page->truncated) {
     resp.set_next_key_marker(page->next_key_marker);

@@ -41,6 +41,53 @@ ObjectInfo ObjectInfoFromProto(const aobj::v1::ObjectMetadata& m) {
   return info;
 }
 
+void ObjectEntryToProto(const ObjectSummary& o, aobj::v1::ObjectEntry* out) {
+  out->set_key(o.key);
+  out->set_size(o.size);
+  out->set_etag(o.etag);
+  out->set_last_modified_ms(o.last_modified_ms);
+}
+
+ObjectSummary ObjectEntryFromProto(const aobj::v1::ObjectEntry& e) {
+  return ObjectSummary{e.key(), e.size(), e.etag(), e.last_modified_ms()};
+}
+
+void PartEntryToProto(const PartInfo& p, aobj::v1::PartEntry* out) {
+  out->set_part_number(p.part_number);
+  out->set_size(p.size);
+  out->set_etag(p.etag);
+  out->set_last_modified_ms(p.last_modified_ms);
+  out->set_checksum_algorithm(aobj::v1::CHECKSUM_ALGORITHM_CRC32C);  // AOBJ-OBJ-222
+  out->set_checksum(BigEndian32(p.crc32c));
+}
+
+PartInfo PartEntryFromProto(const aobj::v1::PartEntry& e) {
+  PartInfo p;
+  p.part_number = e.part_number();
+  p.size = e.size();
+  p.etag = e.etag();
+  p.last_modified_ms = e.last_modified_ms();
+  if (e.checksum_algorithm() == aobj::v1::CHECKSUM_ALGORITHM_CRC32C && e.checksum().size() == 4) {
+    p.crc32c = FromBigEndian32(e.checksum());
+  }
+  return p;
+}
+
+void UploadEntryToProto(const UploadInfo& u, aobj::v1::UploadEntry* out) {
+  out->set_key(u.key);
+  out->set_upload_id(u.upload_id);
+  out->set_initiated_ms(u.initiated_ms);
+}
+
+UploadInfo UploadEntryFromProto(const aobj::v1::UploadEntry& e, const std::string& bucket) {
+  UploadInfo u;
+  u.bucket = bucket;
+  u.key = e.key();
+  u.upload_id = e.upload_id();
+  u.initiated_ms = e.initiated_ms();
+  return u;
+}
+
 namespace {
 
 template <class L>

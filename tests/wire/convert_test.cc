@@ -64,6 +64,72 @@ TEST(ConvertTest, AChecksumThatIsNotAFourOctetCrc32cIsNotTakenForOne) {
   EXPECT_EQ(FromBigEndian32(std::string("\xfe\xdc\xba\x98", 4)), 0xfedcba98u);
 }
 
+// The entries of listings. ObjectEntry: key=1 "k"; size=2 varint 300; etag=3 "\"e\"";
+// last_modified_ms=4 1.
+constexpr char kGoldenObjectEntry[] =
+    "0a016b"
+    "10ac02"
+    "1a03226522"
+    "2001";
+// PartEntry: part_number=1 2; size=2 5; etag=3 "\"e\""; last_modified_ms=4 1;
+// checksum_algorithm=5 CRC32C (1); checksum=6 01 02 03 04 (big endian).
+constexpr char kGoldenPartEntry[] =
+    "0802"
+    "1005"
+    "1a03226522"
+    "2001"
+    "2801"
+    "320401020304";
+// UploadEntry: key=1 "k"; upload_id=2 "u"; initiated_ms=3 7.
+constexpr char kGoldenUploadEntry[] =
+    "0a016b"
+    "120175"
+    "1807";
+
+TEST(ConvertTest, ListingEntriesWireImagesAreTheProtosAndReadBack) {
+  aobj::v1::ObjectEntry oe;
+  ObjectEntryToProto(ObjectSummary{"k", 300, "\"e\"", 1}, &oe);
+  EXPECT_EQ(Serialized(oe), kGoldenObjectEntry);
+  const ObjectSummary o = ObjectEntryFromProto(oe);
+  EXPECT_EQ(o.key, "k");
+  EXPECT_EQ(o.size, 300u);
+  EXPECT_EQ(o.etag, "\"e\"");
+  EXPECT_EQ(o.last_modified_ms, 1);
+
+  PartInfo part;
+  part.part_number = 2;
+  part.size = 5;
+  part.etag = "\"e\"";
+  part.last_modified_ms = 1;
+  part.crc32c = 0x01020304;
+  aobj::v1::PartEntry pe;
+  PartEntryToProto(part, &pe);
+  EXPECT_EQ(Serialized(pe), kGoldenPartEntry);
+  const PartInfo p = PartEntryFromProto(pe);
+  EXPECT_EQ(p.part_number, 2u);
+  EXPECT_EQ(p.size, 5u);
+  EXPECT_EQ(p.etag, "\"e\"");
+  EXPECT_EQ(p.last_modified_ms, 1);
+  EXPECT_EQ(p.crc32c, 0x01020304u);
+  pe.set_checksum_algorithm(aobj::v1::CHECKSUM_ALGORITHM_CRC64NVME);
+  EXPECT_EQ(PartEntryFromProto(pe).crc32c, 0u) << "a CRC-64 is not taken for a CRC32C";
+
+  UploadInfo upload;
+  upload.bucket = "not-on-the-wire";
+  upload.key = "k";
+  upload.upload_id = "u";
+  upload.initiated_ms = 7;
+  upload.content_type = "not on the wire either";
+  aobj::v1::UploadEntry ue;
+  UploadEntryToProto(upload, &ue);
+  EXPECT_EQ(Serialized(ue), kGoldenUploadEntry);
+  const UploadInfo u = UploadEntryFromProto(ue, "b");
+  EXPECT_EQ(u.bucket, "b");
+  EXPECT_EQ(u.key, "k");
+  EXPECT_EQ(u.upload_id, "u");
+  EXPECT_EQ(u.initiated_ms, 7);
+}
+
 TEST(ConvertTest, LimitsCarryTheFiveNegotiatedFieldsBothWays) {
   SessionLimits effective;
   effective.max_transfer_bytes = 1;

@@ -33,6 +33,13 @@ void RunInParallel(size_t n, absl::FunctionRef<void(size_t)> fn) {
   }
 }
 
+bool StartDetached(std::function<void()> work) {
+  std::thread thread;
+  if (!TryStart(&thread, std::move(work))) return false;
+  thread.detach();
+  return true;
+}
+
 void Overlap::Run(std::function<absl::Status()> work) {
   Wait().IgnoreError();
   work_ = std::move(work);

@@ -1,8 +1,9 @@
 // Helper threads for work that runs beside the caller's, in one place: a fan-out that joins
-// (RunInParallel: a large body's checksum in pieces, a multipart upload's lanes) and one piece of
+// (RunInParallel: a large body's checksum in pieces, a multipart upload's lanes), one piece of
 // work overlapped with the caller's next step (Overlap: a transfer's store side while its data
-// moves). Long-lived pools are separate and named for what they run: the server's
-// RequestScheduler (requests) and the client's AsyncPool (asynchronous operations).
+// moves), and work that ends on its own (StartDetached: a data-channel process's request, served
+// while the process reads the next). Long-lived pools are separate and named for what they run: the
+// server's RequestScheduler (requests) and the client's AsyncPool (asynchronous operations).
 //
 // No exception crosses these: work reports through its own results or a Status, and a thread
 // that cannot be started (std::thread's only way to say so is std::system_error, caught here and
@@ -25,6 +26,10 @@ namespace aobj {
 // Runs fn(0) .. fn(n - 1) at once, fn(0) on the calling thread and the others on helper threads,
 // and returns when all have returned.
 void RunInParallel(size_t n, absl::FunctionRef<void(size_t)> fn);
+
+// Starts `work` on a thread of its own that nobody joins; the work must keep alive what it uses.
+// False when no thread can be started: then nothing runs, and the caller answers for the work.
+bool StartDetached(std::function<void()> work);
 
 // One piece of work at a time on a helper thread, so that it runs while the caller does the
 // next step of a transfer. The work reports a Status, which Wait() returns.

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "aobj/status.h"
+#include "exec/helpers.h"
 #include "transport/confined_ipc.h"
 #include "transport/peer_rma_guard.h"
 #include "transport/ucx_context.h"
@@ -161,7 +162,7 @@ class Worker {
     }
     // Every other request may wait on the progress thread (or on its peer, for a bound), so
     // each runs on a thread of its own; the server has at most one request per request thread.
-    std::thread([this, body = std::move(body), op, id, flag] {
+    const bool started = StartDetached([this, body = std::move(body), op, id, flag] {
       FrameReader r(body);
       uint32_t skip32;
       uint64_t skip64;
@@ -172,7 +173,15 @@ class Worker {
         absl::MutexLock l(&mu_);
         abandoned_.erase(id);
       }
-    }).detach();
+    });
+    if (!started) {  // no thread to be had: the request fails, the process goes on
+      if (flag) {
+        absl::MutexLock l(&mu_);
+        abandoned_.erase(id);
+      }
+      Reply(id, MakeError(ErrorCode::kInternal,
+                          "the data-channel process could not start a thread for the request"));
+    }
   }
 
   void Serve(Op op, uint64_t id, FrameReader& r, const std::shared_ptr<std::atomic<bool>>& flag) {

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "aobj/status.h"
 #include "exec/helpers.h"
 #include "gtest/gtest.h"
@@ -163,6 +165,17 @@ TEST(RunInParallelTest, RunsEveryIndexOnceAndTheFirstOnTheCaller) {
       EXPECT_TRUE(zero_on_caller.load());
     }
   }
+}
+
+TEST(StartDetachedTest, RunsTheWorkOnAThreadOfItsOwnThatNobodyJoins) {
+  auto done = std::make_shared<absl::Notification>();
+  auto ran_on = std::make_shared<std::thread::id>();
+  ASSERT_TRUE(StartDetached([done, ran_on] {
+    *ran_on = std::this_thread::get_id();
+    done->Notify();
+  }));
+  ASSERT_TRUE(done->WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_NE(*ran_on, std::this_thread::get_id());
 }
 
 TEST(OverlapTest, WaitReturnsWhatTheWorkReported) {

@@ -135,7 +135,7 @@ absl::StatusOr<std::string> RequestHandler::GetObjects(const SessionState& s,
   aobj::v1::GetObjectsResponse resp;
   resp.set_checksum_algorithm(static_cast<aobj::v1::ChecksumAlgorithm>(*algo));
   const uint64_t chunk = staging_.buffer_bytes();
-  std::unique_ptr<uint8_t[]> staging = staging_.Take();
+  const StagingPool::Lease staging = staging_.Lend();
   uint64_t staged = 0;
   RmaBatch round;
   round.direction = RmaDirection::kWrite;
@@ -253,7 +253,6 @@ absl::StatusOr<std::string> RequestHandler::GetObjects(const SessionState& s,
     moved += size;
   }
   if (failed.ok()) failed = flush();
-  staging_.Give(std::move(staging));
   if (!failed.ok()) return failed;
   counters_.bytes_out.fetch_add(moved, std::memory_order_relaxed);
   return Serialize(resp);
@@ -338,7 +337,7 @@ absl::StatusOr<std::string> RequestHandler::PutObjects(const SessionState& s,
   for (int i = 0; i < req.items_size(); ++i) resp.add_results();
   const bool opaque = s.HasCapability(kCapOpaqueEtag);  // AOBJ-OBJ-016
   const uint64_t chunk = staging_.buffer_bytes();
-  std::unique_ptr<uint8_t[]> staging = staging_.Take();
+  const StagingPool::Lease staging = staging_.Lend();
   RmaBatch round;
   round.direction = RmaDirection::kRead;
   round.max_rkey_bytes = s.limits.max_rkey_bytes;
@@ -502,7 +501,6 @@ absl::StatusOr<std::string> RequestHandler::PutObjects(const SessionState& s,
     }
   }
   if (failed.ok()) failed = flush();
-  staging_.Give(std::move(staging));
   if (!failed.ok()) return failed;  // AOBJ-OBJ-251
   counters_.bytes_in.fetch_add(stored, std::memory_order_relaxed);
   return Serialize(resp);

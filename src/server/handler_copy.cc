@@ -91,7 +91,7 @@ absl::StatusOr<std::string> RequestHandler::CopyObject(const SessionState& s,
     crc = Crc32c(0, view.data(), size);
     AOBJ_RETURN_IF_ERROR((*writer)->Append(view));
   } else {
-    std::unique_ptr<uint8_t[]> buf = staging_.Take();
+    const StagingPool::Lease buf = staging_.Lend();
     const uint64_t chunk = staging_.buffer_bytes();
     absl::Status st;
     for (uint64_t off = 0; off < size && st.ok(); off += chunk) {
@@ -110,7 +110,6 @@ absl::StatusOr<std::string> RequestHandler::CopyObject(const SessionState& s,
       crc = Crc32c(crc, to, n);
       if (direct.empty()) st = (*writer)->Append({to, n});
     }
-    staging_.Give(std::move(buf));
     if (!st.ok()) return st;  // the writer is dropped; nothing is committed
   }
   // AOBJ-OBJ-157: the bytes read are the bytes the source's PUT recorded.

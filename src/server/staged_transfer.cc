@@ -28,10 +28,10 @@ void StagingPool::Give(std::unique_ptr<uint8_t[]> buffer) {
 absl::Status RunStaged(StagingPool& pool, uint64_t size, StageOrder order,
                        absl::Span<uint8_t> direct, StageStep transfer, StageStep io) {
   const uint64_t chunk = pool.buffer_bytes();
-  std::unique_ptr<uint8_t[]> bufs[2];
+  StagingPool::Lease bufs[2];  // returned to the pool on every return, after the helper's join
   if (direct.empty()) {
-    bufs[0] = pool.Take();
-    if (size > chunk) bufs[1] = pool.Take();
+    bufs[0] = pool.Lend();
+    if (size > chunk) bufs[1] = pool.Lend();
   }
   auto buffer = [&](int k, uint64_t offset) {
     return direct.empty() ? bufs[k % 2].get() : direct.data() + offset;
@@ -70,9 +70,6 @@ absl::Status RunStaged(StagingPool& pool, uint64_t size, StageOrder order,
       }
     }
     if (absl::Status behind = overlap.Wait(); st.ok()) st = std::move(behind);
-  }
-  for (auto& b : bufs) {
-    if (b) pool.Give(std::move(b));
   }
   return st;
 }

@@ -34,12 +34,39 @@ namespace aobj {
 // Reusable staging buffers (pre-faulted once, reused: fresh pages are slow to first touch).
 class StagingPool {
  public:
+  // One buffer of the pool, lent until the lease is destroyed (on every return of its user).
+  class Lease {
+   public:
+    Lease() = default;
+    Lease(Lease&&) = default;
+    Lease& operator=(Lease&& other) {
+      Return();
+      pool_ = other.pool_;
+      buffer_ = std::move(other.buffer_);
+      return *this;
+    }
+    ~Lease() { Return(); }
+    uint8_t* get() const { return buffer_.get(); }
+
+   private:
+    friend class StagingPool;
+    Lease(StagingPool* pool, std::unique_ptr<uint8_t[]> buffer)
+        : pool_(pool), buffer_(std::move(buffer)) {}
+    void Return() {
+      if (buffer_) pool_->Give(std::move(buffer_));
+    }
+    StagingPool* pool_ = nullptr;
+    std::unique_ptr<uint8_t[]> buffer_;
+  };
+
   explicit StagingPool(size_t buffer_bytes) : buffer_bytes_(buffer_bytes) {}
-  std::unique_ptr<uint8_t[]> Take();
-  void Give(std::unique_ptr<uint8_t[]> buffer);
+  Lease Lend() { return Lease(this, Take()); }
   size_t buffer_bytes() const { return buffer_bytes_; }
 
  private:
+  std::unique_ptr<uint8_t[]> Take();
+  void Give(std::unique_ptr<uint8_t[]> buffer);
+
   const size_t buffer_bytes_;
   absl::Mutex mu_;
   std::vector<std::unique_ptr<uint8_t[]>> free_ ABSL_GUARDED_BY(mu_);

@@ -151,6 +151,28 @@ TEST(StagedTransferDirectTest, ADirectBufferIsUsedInPlaceOfStaging) {
   for (uint8_t b : direct) ASSERT_EQ(b, 0xab);
 }
 
+TEST(StagingPoolTest, ALeaseGivesItsBufferBackOnEveryReturn) {
+  StagingPool pool(4096);
+  uint8_t* first = nullptr;
+  {
+    const StagingPool::Lease lease = pool.Lend();
+    first = lease.get();
+    ASSERT_NE(first, nullptr);
+    const StagingPool::Lease second = pool.Lend();
+    EXPECT_NE(second.get(), first) << "a lent buffer is not lent twice";
+  }
+  auto early_return = [&]() -> absl::Status {
+    const StagingPool::Lease lease = pool.Lend();
+    if (lease.get() != nullptr) return absl::InternalError("an early return");
+    return absl::OkStatus();
+  };
+  EXPECT_FALSE(early_return().ok());
+  // Both buffers went back: the next two leases reuse them (pre-faulted pages), whichever first.
+  const StagingPool::Lease a = pool.Lend();
+  const StagingPool::Lease b = pool.Lend();
+  EXPECT_TRUE(a.get() == first || b.get() == first);
+}
+
 TEST(RunInParallelTest, RunsEveryIndexOnceAndTheFirstOnTheCaller) {
   for (size_t n : {size_t{0}, size_t{1}, size_t{4}}) {
     std::vector<std::atomic<int>> runs(n);

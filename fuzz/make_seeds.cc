@@ -10,6 +10,7 @@
 #include "aobj/status.h"
 #include "aobj/v1/aobj.pb.h"
 #include "control/rpc.h"
+#include "golden/confined_frames.h"
 #include "golden/rados_records.h"
 #include "stateful_script.h"
 #include "transport/ucx_context.h"
@@ -257,6 +258,9 @@ int main(int argc, char** argv) {
   }
   dir = argv[1];
   mkdir(dir.c_str(), 0755);
+  // confined_reply: the golden replies of tests/golden/confined_frames.h.
+  Write("confined_reply", "golden-ok", aobj::golden::kGoldenOkReply);
+  Write("confined_reply", "golden-error", aobj::golden::kGoldenErrorReply);
   // rados_record: the golden images of tests/golden/rados_records.h, after their selector.
   for (const aobj::golden::GoldenRadosRecord& g : aobj::golden::kGoldenRadosRecords) {
     Write("rados_record", std::string("golden-") + g.name, std::string(1, g.selector) + *g.image);

@@ -11,6 +11,7 @@
 #include "aobj/v1/aobj.pb.h"
 #include "control/rpc.h"
 #include "golden/confined_frames.h"
+#include "golden/fast_frames.h"
 #include "golden/rados_records.h"
 #include "stateful_script.h"
 #include "transport/ucx_context.h"
@@ -258,6 +259,9 @@ int main(int argc, char** argv) {
   }
   dir = argv[1];
   mkdir(dir.c_str(), 0755);
+  // fast_frame: the golden frames of tests/golden/fast_frames.h.
+  Write("fast_frame", "golden-request", aobj::golden::kGoldenFastRequest);
+  Write("fast_frame", "golden-reply", aobj::golden::kGoldenFastReply);
   // confined_reply: the golden replies of tests/golden/confined_frames.h.
   Write("confined_reply", "golden-ok", aobj::golden::kGoldenOkReply);
   Write("confined_reply", "golden-error", aobj::golden::kGoldenErrorReply);

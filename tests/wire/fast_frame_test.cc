@@ -1,9 +1,13 @@
 // The fast-path frames of spec section 8.9 (AOBJ-DAT-165, AOBJ-DAT-170, AOBJ-DAT-171).
 #include "wire/fast_frame.h"
 
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <utility>
 
 #include "aobj/status.h"
+#include "golden/fast_frames.h"
 #include "gtest/gtest.h"
 
 namespace aobj {
@@ -25,17 +29,7 @@ FastRequest Sample() {
 TEST(FastFrameTest, RequestWireImageIsTheSpecs) {
   auto f = EncodeFastRequest(Sample());
   ASSERT_TRUE(f.ok()) << f.status();
-  const std::string want = std::string("\x01\x01\x00\x00\x04\x03\x02\x01", 8) +
-                           "\x0aHeadObject"
-                           "\x02"
-                           "AK"
-                           "\x02"
-                           "17"
-                           "\x01n"
-                           "\x01s"
-                           "\x03sig" +
-                           std::string("\x02\x00\x00\x00", 4) + "xy";
-  EXPECT_EQ(*f, want);
+  EXPECT_EQ(*f, golden::kGoldenFastRequest);
   auto back = ParseFastRequest(*f);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->timeout_ms, 0x01020304u);
@@ -55,11 +49,7 @@ TEST(FastFrameTest, ReplyWireImageIsTheSpecs) {
   r.body = "e";
   auto f = EncodeFastReply(r);
   ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_EQ(*f, std::string("\x01\x02\x01\x00\x02"
-                            "ab"
-                            "\x01\x00\x00\x00"
-                            "e",
-                            12));
+  EXPECT_EQ(*f, golden::kGoldenFastReply);
   auto back = ParseFastReply(*f);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_TRUE(back->error);
@@ -69,6 +59,20 @@ TEST(FastFrameTest, ReplyWireImageIsTheSpecs) {
   back = ParseFastReply(*EncodeFastReply(r));
   ASSERT_TRUE(back.ok());
   EXPECT_FALSE(back->error);
+}
+
+// The fuzz target fast_frame seeds from the golden frames (fuzz/make_seeds.cc).
+TEST(FastFrameTest, FuzzCorpusHoldsTheGoldenFrames) {
+  for (const auto& [name, image] :
+       {std::pair<const char*, const std::string*>{"golden-request", &golden::kGoldenFastRequest},
+        {"golden-reply", &golden::kGoldenFastReply}}) {
+    const std::string path = std::string(AOBJ_SOURCE_DIR) + "/fuzz/corpus/fast_frame/" + name;
+    std::ifstream in(path, std::ios::binary);
+    ASSERT_TRUE(in.good()) << path << " is missing: run aobj_fuzz_seeds (fuzz/README.md)";
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    EXPECT_EQ(bytes.str(), *image) << path;
+  }
 }
 
 TEST(FastFrameTest, RefusesEveryMalformedRequest) {

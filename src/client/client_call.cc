@@ -30,12 +30,13 @@ bool RepeatableWhenUnknown(Method m) {
 // operation's deadline (Call()).
 constexpr int64_t kFirstBusyPauseUs = 20000;
 constexpr int64_t kMaxBusyPauseUs = 1000000;
+constexpr int kMaxBusyDoublings = 10;  // 20 ms << 10 is past the cap: no shift overflows
 
 // The pause before busy retry `attempt` (0 first).
 absl::Duration BusyPause(int attempt) {
   thread_local std::minstd_rand rng{std::random_device{}()};
   const int64_t ceiling_us =
-      std::min<int64_t>(kFirstBusyPauseUs << std::min(attempt, 10), kMaxBusyPauseUs);
+      std::min<int64_t>(kFirstBusyPauseUs << std::min(attempt, kMaxBusyDoublings), kMaxBusyPauseUs);
   std::uniform_int_distribution<int64_t> pick(ceiling_us / 2, ceiling_us);
   return absl::Microseconds(pick(rng));
 }

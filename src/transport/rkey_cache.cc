@@ -93,36 +93,36 @@ absl::StatusOr<std::unique_ptr<CachedRkey>> RkeyCache::Unpack(const RemoteWindow
   // Held until UCX has attached the segments itself (rkey_check.h).
   auto pins = SysvSegmentPins::Pin(w.rkey, lanes.fifo_creator);
   if (!pins.ok()) return pins.status();
-  ucp_rkey_h rkey = nullptr;
+  // Every unpacked key is owned by a UcxRkey from the moment it exists (ucx_handles.h).
+  UcxRkey rkey;
   ucp_ep_h ep = nullptr;
   ucs_status_t st = UCS_ERR_UNREACHABLE;
+  auto unpack = [&](ucp_ep_h on) {
+    ucp_rkey_h raw = nullptr;
+    st = ucp_ep_rkey_unpack(on, w.rkey.data(), &raw);
+    if (st == UCS_OK) rkey = UcxRkey(raw, outstanding_);
+    return st == UCS_OK;
+  };
   bool unpacked_unmapped = false;  // a valid key for memory the shared-memory lane cannot map
   // AOBJ-TRN-003: the shared-memory lane (mode NONE) takes only windows UCX maps into this
   // process, whose RMA is a memcpy that cannot wait on the peer; emulated windows go to the
   // session's own worker, and everything else to the PEER endpoint, which a bound can
   // force-close.
-  if (lanes.shm != nullptr) {
-    st = ucp_ep_rkey_unpack(lanes.shm, w.rkey.data(), &rkey);
+  if (lanes.shm != nullptr && unpack(lanes.shm)) {
     void* mapped = nullptr;
-    if (st == UCS_OK && ucp_rkey_ptr(rkey, w.address, &mapped) == UCS_OK) {
+    if (ucp_rkey_ptr(rkey.get(), w.address, &mapped) == UCS_OK) {
       ep = lanes.shm;
-    } else if (st == UCS_OK) {
-      ucp_rkey_destroy(std::exchange(rkey, nullptr));
+    } else {
+      rkey.reset();
       unpacked_unmapped = true;
     }
   }
   // AOBJ-TRN-010: emulated windows at shared-memory speed on the session's own worker, which a
   // bound can destroy where it cannot force-close a NONE endpoint.
   if (ep == nullptr && unpacked_unmapped) {
-    if (ucp_ep_h emu = lanes.emulation(); emu != nullptr) {
-      st = ucp_ep_rkey_unpack(emu, w.rkey.data(), &rkey);
-      if (st == UCS_OK) ep = emu;
-    }
+    if (ucp_ep_h emu = lanes.emulation(); emu != nullptr && unpack(emu)) ep = emu;
   }
-  if (ep == nullptr && lanes.net != nullptr) {
-    st = ucp_ep_rkey_unpack(lanes.net, w.rkey.data(), &rkey);
-    if (st == UCS_OK) ep = lanes.net;
-  }
+  if (ep == nullptr && lanes.net != nullptr && unpack(lanes.net)) ep = lanes.net;
   if (ep == nullptr) {
     if (lanes.net == nullptr && unpacked_unmapped) {
       return MakeError(ErrorCode::kDataChannelUnavailable,
@@ -134,11 +134,11 @@ absl::StatusOr<std::unique_ptr<CachedRkey>> RkeyCache::Unpack(const RemoteWindow
   }
   auto fresh = std::make_unique<CachedRkey>();
   fresh->blob = std::string(w.rkey);
-  fresh->rkey = UcxRkey(rkey, outstanding_);
+  fresh->rkey = std::move(rkey);
   fresh->ep = ep;
   fresh->shmids = SysvSegmentIds(w.rkey);
   void* local = nullptr;
-  if (ucp_rkey_ptr(rkey, w.address, &local) == UCS_OK) {
+  if (ucp_rkey_ptr(fresh->rkey.get(), w.address, &local) == UCS_OK) {
     // AOBJ-MEM-012: the segment this key names, not merely any segment another process made.
     auto mapping = FindForeignSharedMapping(reinterpret_cast<uintptr_t>(local), fresh->shmids);
     if (!mapping.ok()) return mapping.status();

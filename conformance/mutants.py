@@ -115,9 +115,9 @@ MUTANTS = {
         'dat/8.3/3', []),
     'ranged-get-stored-crc': (
         'a ranged CRC32C GetObject answers with the CRC32C recorded for the whole object instead of the checksum of the octets it moved (AOBJ-DAT-106)',
-        [('src/server/handler.cc',
-          '  const bool compute = *algo != ChecksumAlgorithm::kCrc32c || range.has_value();',
-          '  const bool compute = *algo != ChecksumAlgorithm::kCrc32c;')],
+        [('src/server/handler_get.cc',
+          '  const bool compute = ask->algo != ChecksumAlgorithm::kCrc32c || ask->range.has_value();',
+          '  const bool compute = ask->algo != ChecksumAlgorithm::kCrc32c;')],
         'rng/9.9/1', []),
     'head-ignores-preconditions': (
         'HeadObject validates its preconditions but never evaluates them (GetObject does): a failing If-Match or a matching If-None-Match still answers OK (AOBJ-OBJ-130)',
@@ -214,15 +214,15 @@ MUTANTS = {
         'mem/7.3/2', []),
     'ranged-bytes-transferred-object-size': (
         "a ranged GetObject reports the object's size in bytes_transferred instead of the length of the range it moved (AOBJ-DAT-104, AOBJ-DAT-003)",
-        [('src/server/handler.cc',
-          '  resp.set_bytes_transferred(size);  // AOBJ-DAT-003',
+        [('src/server/handler_get.cc',
+          '  resp.set_bytes_transferred(sel.size);  // AOBJ-DAT-003',
           '  resp.set_bytes_transferred(info.size);  // AOBJ-DAT-003')],
         'rng/9.9/1', []),
     'ranged-rma-from-object-start': (
         "a ranged GetObject by RMA from a store with a contiguous view (the memory store) sends the object's first octets instead of the range's; inline and staged paths are right (AOBJ-DAT-101, AOBJ-DAT-107)",
-        [('src/server/handler.cc',
-          '      const uint8_t* from = view.data() + first;',
-          '      const uint8_t* from = view.data();')],
+        [('src/server/handler_get.cc',
+          '    const uint8_t* from = view.data() + first;',
+          '    const uint8_t* from = view.data();')],
         'rng/9.9/1', []),
     'delete-missing-key-fails': (
         'DeleteObject of a key that holds no object fails NO_SUCH_KEY instead of succeeding (and DeleteObjects reports it in errors) (AOBJ-OBJ-004, AOBJ-OBJ-141)',
@@ -313,9 +313,9 @@ MUTANTS = {
         'dat/8.4', []),
     'dat-empty-get-inline-path': (
         'a GET of an empty object with accept_inline is answered with path INLINE instead of NONE (AOBJ-DAT-011)',
-        [('src/server/handler.cc',
-          '  if (size == 0) {\n    path = aobj::v1::TRANSFER_PATH_NONE;  // AOBJ-DAT-011',
-          '  if (size == 0 && !req.accept_inline()) {\n    path = aobj::v1::TRANSFER_PATH_NONE;  // AOBJ-DAT-011')],
+        [('src/server/handler_get.cc',
+          '  if (sel.size == 0) {\n    sel.path = aobj::v1::TRANSFER_PATH_NONE;  // AOBJ-DAT-011',
+          '  if (sel.size == 0 && !req.accept_inline()) {\n    sel.path = aobj::v1::TRANSFER_PATH_NONE;  // AOBJ-DAT-011')],
         'dat/8.5', []),
     'err-delete-objects-s3-code-is-name': (
         "the per-key errors of DeleteObjects carry the AOBJ name (e.g. KEY_TOO_LONG) in s3_code instead of the registry's S3 name (AOBJ-ERR-004)",
@@ -384,8 +384,8 @@ MUTANTS = {
         [('src/server/handler.cc', '  l->set_skew_window_ms(config_.skew_window_ms);  // AOBJ-AUTH-019', '  l->set_skew_window_ms(config_.skew_window_ms / 1000);  // AOBJ-AUTH-019')],
         'auth/6.5/5', []),
     'mem-get-checked-against-server-limits': (
-        "GetObject validates its descriptors against the server's configured limits instead of the session's effective ones, so a GET with more descriptors (or a longer rkey) than the client's lowered max_descriptors (max_rkey_bytes) is accepted (AOBJ-MEM-005, AOBJ-MEM-003, AOBJ-SES-016)",
-        [('src/server/handler.cc', '    AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));', '    AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.destination(), config_.limits));')],
+        "GetObject validates its descriptors against the server's default limits instead of the session's effective ones, so a GET with more descriptors (or a longer rkey) than the client's lowered max_descriptors (max_rkey_bytes) is accepted (AOBJ-MEM-005, AOBJ-MEM-003, AOBJ-SES-016)",
+        [('src/server/handler_get.cc', '    AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));', '    AOBJ_RETURN_IF_ERROR(ValidateDescriptors(req.destination(), SessionLimits{}));')],
         'dat/8.4/6,mem/7.2/8', []),
     'dat-put-unspecified-algorithm-defaults': (
         'a PutObject or UploadPart whose checksum_algorithm is UNSPECIFIED is taken as CRC32C (as GetObject does) instead of failing INVALID_ARGUMENT (AOBJ-DAT-020)',
@@ -412,7 +412,7 @@ MUTANTS = {
     # first, as it does surrogates). Each led to a case.
     'dat-inline-get-validates-descriptors': (
         'a GetObject answered inline still has its destination descriptors validated, so an inline-eligible GET carrying two descriptors without MULTI_DESCRIPTOR (or a zero-length or UNSPECIFIED-type one) fails INVALID_DESCRIPTOR instead of returning the body inline (AOBJ-DAT-014)',
-        [('src/server/handler.cc', '  if (path == aobj::v1::TRANSFER_PATH_RMA) {\n    AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));', '  if (path != aobj::v1::TRANSFER_PATH_NONE) {\n    AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));\n  }\n  if (path == aobj::v1::TRANSFER_PATH_RMA) {\n    AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));')],
+        [('src/server/handler_get.cc', '  if (sel.path == aobj::v1::TRANSFER_PATH_RMA) {\n    AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));', '  if (sel.path != aobj::v1::TRANSFER_PATH_NONE) {\n    AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));\n  }\n  if (sel.path == aobj::v1::TRANSFER_PATH_RMA) {\n    AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));')],
         'dat/8.4/8', []),
     'obj-headbucket-name-unchecked': (
         'HeadBucket does not validate the bucket name (a lookup only), so an invalid name such as Bad_Name answers NO_SUCH_BUCKET instead of INVALID_BUCKET_NAME (AOBJ-OBJ-001)',

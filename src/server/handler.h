@@ -32,6 +32,7 @@
 #include "session/authenticator.h"
 #include "session/session_table.h"
 #include "store/multipart.h"
+#include "wire/checksum.h"
 #include "wire/crypto.h"
 #include "wire/descriptor.h"
 #include "wire/methods.h"
@@ -227,8 +228,13 @@ class RequestHandler {
                                           absl::Time now);
   absl::StatusOr<std::string> PutObject(const SessionState& s, absl::string_view body,
                                         const ActiveCall& call);
+  // GetObject and its transfer step (handler_get.cc): the selected octets inline into
+  // `*inline_data` or by RMA into the request's windows, checksummed into `sum` when not null.
   absl::StatusOr<std::string> GetObject(const SessionState& s, absl::string_view body,
                                         const ActiveCall& call);
+  absl::Status SendOctets(const SessionState& s, const aobj::v1::GetObjectRequest& req,
+                          ObjectReader& reader, const GetSelection& sel, Checksummer* sum,
+                          std::string* inline_data, const ActiveCall& call);
   // Validates the body fields of an upload before anything is admitted or touched: size
   // (AOBJ-DAT-006), checksum fields (AOBJ-DAT-020), path (AOBJ-DAT-007, AOBJ-DAT-011,
   // AOBJ-MEM-022) and descriptors (section 7.2). Defined in body.cc.

@@ -66,6 +66,15 @@ std::string TruncateUtf8(const std::string& s, size_t max);
 // the registry row (AOBJ-ERR-004), the message cut to at most `max_message` octets.
 void FillError(const absl::Status& status, aobj::v1::Error* e, size_t max_message = SIZE_MAX);
 
+// What a GetObject moves: octets [first, first + size) of the object, on `path`, by RMA laid over
+// the request's windows in `pieces` (handler_get.cc).
+struct GetSelection {
+  uint64_t first = 0;
+  uint64_t size = 0;
+  aobj::v1::TransferPath path = aobj::v1::TRANSFER_PATH_RMA;
+  std::vector<TransferPiece> pieces;
+};
+
 // Every rule on a request's memory windows that does not depend on the body: several windows
 // only when MULTI_DESCRIPTOR was negotiated (AOBJ-MEM-015), then each window against the
 // session's effective limits (ValidateDescriptors: AOBJ-MEM-001..006, AOBJ-SES-016). The one

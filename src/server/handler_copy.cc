@@ -10,6 +10,7 @@
 #include "aobj/status.h"
 #include "server/handler.h"
 #include "server/handler_util.h"
+#include "server/staged_transfer.h"
 #include "wire/checksum.h"
 #include "wire/conditions.h"
 #include "wire/crypto.h"
@@ -91,26 +92,23 @@ absl::StatusOr<std::string> RequestHandler::CopyObject(const SessionState& s,
     crc = Crc32c(0, view.data(), size);
     AOBJ_RETURN_IF_ERROR((*writer)->Append(view));
   } else {
-    const StagingPool::Lease buf = staging_.Lend();
-    const uint64_t chunk = staging_.buffer_bytes();
-    absl::Status st;
-    for (uint64_t off = 0; off < size && st.ok(); off += chunk) {
-      const size_t n = static_cast<size_t>(std::min(chunk, size - off));
-      uint8_t* to = direct.empty() ? buf.get() : direct.data() + off;
-      auto got = (*reader)->ReadAt(off, {to, n});
-      if (!got.ok()) {
-        st = got.status();
-        break;
-      }
-      if (*got != n) {
-        st = MakeError(ErrorCode::kStorageError, "source object shorter than recorded");
-        break;
-      }
+    // Staged (server/staged_transfer.h), store to store: the next chunk is read and hashed on a
+    // helper thread while this one is appended (into the writer's own buffer when it has one).
+    auto read = [&](uint8_t* to, uint64_t off, uint64_t n) -> absl::Status {
+      auto got = (*reader)->ReadAt(off, {to, static_cast<size_t>(n)});
+      if (!got.ok()) return got.status();
+      if (*got != n)
+        return MakeError(ErrorCode::kStorageError, "source object shorter than recorded");
       md5.Update(to, n);
       crc = Crc32c(crc, to, n);
-      if (direct.empty()) st = (*writer)->Append({to, n});
-    }
-    if (!st.ok()) return st;  // the writer is dropped; nothing is committed
+      return absl::OkStatus();
+    };
+    auto append = [&](uint8_t* from, uint64_t, uint64_t n) -> absl::Status {
+      if (!direct.empty()) return absl::OkStatus();  // already in place
+      return (*writer)->Append({from, static_cast<size_t>(n)});
+    };
+    // On an error the writer is dropped; nothing is committed.
+    AOBJ_RETURN_IF_ERROR(RunStaged(staging_, size, StageOrder::kIoFirst, direct, append, read));
   }
   // AOBJ-OBJ-157: the bytes read are the bytes the source's PUT recorded.
   if (crc != source.crc32c) {

@@ -18,13 +18,33 @@ uint32_t FromBigEndian32(absl::string_view be) {
   return v;
 }
 
+namespace {
+
+// A recorded CRC32C on the wire (ObjectMetadata, PartEntry): the algorithm CRC32C and the value's
+// 4 big-endian octets (AOBJ-DAT-021).
+template <class Message>
+void SetRecordedCrc32c(uint32_t crc, Message* out) {
+  out->set_checksum_algorithm(aobj::v1::CHECKSUM_ALGORITHM_CRC32C);
+  out->set_checksum(BigEndian32(crc));
+}
+
+// And back: 0 unless the message carries a 4-octet CRC32C.
+template <class Message>
+uint32_t RecordedCrc32c(const Message& m) {
+  if (m.checksum_algorithm() != aobj::v1::CHECKSUM_ALGORITHM_CRC32C || m.checksum().size() != 4) {
+    return 0;
+  }
+  return FromBigEndian32(m.checksum());
+}
+
+}  // namespace
+
 void ObjectInfoToProto(const ObjectInfo& info, aobj::v1::ObjectMetadata* out) {
   out->set_size(info.size);
   out->set_etag(info.etag);
   out->set_last_modified_ms(info.last_modified_ms);
   out->set_content_type(info.content_type);
-  out->set_checksum_algorithm(aobj::v1::CHECKSUM_ALGORITHM_CRC32C);
-  out->set_checksum(BigEndian32(info.crc32c));
+  SetRecordedCrc32c(info.crc32c, out);
   UserMetadataToProto(info.user_metadata, out->mutable_user_metadata());  // AOBJ-OBJ-122
 }
 
@@ -35,9 +55,7 @@ ObjectInfo ObjectInfoFromProto(const aobj::v1::ObjectMetadata& m) {
   info.last_modified_ms = m.last_modified_ms();
   info.content_type = m.content_type();
   info.user_metadata.insert(m.user_metadata().begin(), m.user_metadata().end());
-  if (m.checksum_algorithm() == aobj::v1::CHECKSUM_ALGORITHM_CRC32C && m.checksum().size() == 4) {
-    info.crc32c = FromBigEndian32(m.checksum());
-  }
+  info.crc32c = RecordedCrc32c(m);
   return info;
 }
 
@@ -57,8 +75,7 @@ void PartEntryToProto(const PartInfo& p, aobj::v1::PartEntry* out) {
   out->set_size(p.size);
   out->set_etag(p.etag);
   out->set_last_modified_ms(p.last_modified_ms);
-  out->set_checksum_algorithm(aobj::v1::CHECKSUM_ALGORITHM_CRC32C);  // AOBJ-OBJ-222
-  out->set_checksum(BigEndian32(p.crc32c));
+  SetRecordedCrc32c(p.crc32c, out);  // AOBJ-OBJ-222
 }
 
 PartInfo PartEntryFromProto(const aobj::v1::PartEntry& e) {
@@ -67,9 +84,7 @@ PartInfo PartEntryFromProto(const aobj::v1::PartEntry& e) {
   p.size = e.size();
   p.etag = e.etag();
   p.last_modified_ms = e.last_modified_ms();
-  if (e.checksum_algorithm() == aobj::v1::CHECKSUM_ALGORITHM_CRC32C && e.checksum().size() == 4) {
-    p.crc32c = FromBigEndian32(e.checksum());
-  }
+  p.crc32c = RecordedCrc32c(e);
   return p;
 }
 

@@ -47,6 +47,37 @@ TEST(ListTokenTest, DocumentedLayout) {
   EXPECT_EQ(token.substr(4, 3), "abc");
 }
 
+// The whole token and its scope as golden images written from listing.h's table, the tag
+// computed apart from the encoder (HMAC-SHA256 with the test key, cut to 16 octets).
+TEST(ListTokenTest, GoldenTokenAndScope) {
+  EXPECT_EQ(HexEncode(Scope()),
+            "0d000000"                    // operation: length 13,
+            "4c6973744f626a656374735632"  //   "ListObjectsV2"
+            "06000000"                    // bucket: length 6,
+            "6275636b6574"                //   "bucket"
+            "07000000"                    // prefix: length 7,
+            "70686f746f732f"              //   "photos/"
+            "01000000"                    // delimiter: length 1,
+            "2f");                        //   "/"
+  const std::string token =
+      EncodeListToken(kKey, Scope(), {ListPosition::Kind::kAfterPrefix, "abc"});
+  EXPECT_EQ(HexEncode(token),
+            "01"                                  // version 1
+            "01"                                  // kind 1: after the common prefix
+            "0300"                                // position length 3
+            "616263"                              // position "abc"
+            "992b699107a7699e5ad7f43745b89be9");  // tag
+  std::string golden;
+  ASSERT_TRUE(
+      HexDecode("0101030061626399"
+                "2b699107a7699e5ad7f43745b89be9",
+                &golden));
+  absl::StatusOr<ListPosition> back = DecodeListToken(kKey, Scope(), golden);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->kind, ListPosition::Kind::kAfterPrefix);
+  EXPECT_EQ(back->position, "abc");
+}
+
 ErrorCode DecodeCode(absl::string_view token, absl::string_view scope = "",
                      absl::string_view key = kKey) {
   const std::string s = scope.empty() ? Scope() : std::string(scope);

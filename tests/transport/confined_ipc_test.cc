@@ -56,7 +56,8 @@ TEST(ConfinedIpcGoldenTest, AnExecuteRequestIsWrittenFieldByField) {
   std::string too_long;
   // The rkey's string starts after op, id, endpoint, timeout, direction, max rkey bytes, the
   // window count and the window's address and length: 4 + 8 + 8 + 8 + 4 + 8 + 4 + 8 + 8 = 60.
-  FrameReader bounded(golden::kGoldenExecuteRequest.substr(60));
+  const std::string from_rkey = golden::kGoldenExecuteRequest.substr(60);  // outlives the reader
+  FrameReader bounded(from_rkey);
   EXPECT_FALSE(bounded.Bytes(&too_long, 1)) << "a string longer than its bound is malformed";
 }
 

@@ -647,9 +647,9 @@ MUTANTS.update({
     "cl-retries-every-error": (
         "the client repeats a request after any error, not only SLOW_DOWN and TOO_MANY_TRANSFERS "
         "(AOBJ-ERR-005)",
-        [("src/client/client_call.cc",
-          "        (code != ErrorCode::kSlowDown && code != ErrorCode::kTooManyTransfers &&\n         !unknown_outcome)) {",
-          "        code == ErrorCode::kNoSuchKey) {")],
+        [("src/client/session_channel.cc",
+          "  if (code == ErrorCode::kSlowDown || code == ErrorCode::kTooManyTransfers) return true;",
+          "  if (code != ErrorCode::kNoSuchKey) return true;")],
         "cli/4.3,cli/11", []),
     "cl-counter-nonces": (
         "nonces are a per-process counter, so they repeat in the next run (AOBJ-AUTH-011)",
@@ -660,7 +660,7 @@ MUTANTS.update({
         "cli/6.2", []),
     "cl-session-kept-after-expiry": (
         "after SESSION_EXPIRED the client goes on naming the session (AOBJ-SES-022)",
-        [("src/client/client_call.cc",
+        [("src/client/session_channel.cc",
           "      session_gone_.store(static_cast<uint32_t>(code));  // AOBJ-SES-022",
           "      (void)code;  // AOBJ-SES-022")],
         "cli/5.9", []),

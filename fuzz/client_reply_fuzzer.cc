@@ -1,4 +1,4 @@
-// AOBJ_FUZZ_COVERS: src/client/client_call.cc
+// AOBJ_FUZZ_COVERS: src/client/session_channel.cc
 // AOBJ_FUZZ_COVERS: src/client/client_objects.cc
 // The client's handling of every server reply (spec 8.7, 11.3): a real aobj::Client talks to an
 // in-process fake server whose answers come from the fuzz input (a response body, or a failure

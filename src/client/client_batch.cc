@@ -9,16 +9,16 @@ absl::StatusOr<BatchGetResults> ClientImpl::GetObjects(const CallContext& outer,
   const CallContext ctx = outer.Within(call);
   for (const BatchGetItem& item : items) {  // every buffer this Client's, before anything moves
     if (item.destination.buffer != nullptr) {
-      AOBJ_RETURN_IF_ERROR(Issued(*item.destination.buffer).status());
+      AOBJ_RETURN_IF_ERROR(buffers_.Issued(*item.destination.buffer).status());
     }
   }
   const uint32_t max_windows =
-      HasCapability(kCapMultiDescriptor) ? info_.limits.max_descriptors : 1;
+      session_.HasCapability(kCapMultiDescriptor) ? session_.info().limits.max_descriptors : 1;
   auto plans = client_internal::PlanBatchGet(items, kMaxBatchGetItems, max_windows,
-                                             info_.limits.max_transfer_bytes);
+                                             session_.info().limits.max_transfer_bytes);
   if (!plans.ok()) return plans.status();
   BatchGetResults out(items.size(), MakeError(ErrorCode::kInternal, "not sent"));
-  if (!HasCapability(kCapBatchGet)) return GetEach(ctx, bucket, items, std::move(out));
+  if (!session_.HasCapability(kCapBatchGet)) return GetEach(ctx, bucket, items, std::move(out));
   for (const client_internal::BatchRequestPlan& plan : *plans) {
     pb::GetObjectsRequest req;
     req.set_bucket(bucket);
@@ -32,10 +32,11 @@ absl::StatusOr<BatchGetResults> ClientImpl::GetObjects(const CallContext& outer,
       it->set_length(item.destination.length);
     }
     RequestRegistrations registrations;  // unmapped after the reply
-    AOBJ_RETURN_IF_ERROR(AddWindows(plan.windows, req.mutable_destination(), &registrations));
+    AOBJ_RETURN_IF_ERROR(
+        buffers_.AddWindows(plan.windows, MaxWindows(), req.mutable_destination(), &registrations));
     pb::GetObjectsResponse resp;
     AOBJ_RETURN_IF_ERROR(
-        DataCall(ctx, Method::kGetObjects, req, &resp, registrations.emulated_windows));
+        session_.DataCall(ctx, Method::kGetObjects, req, &resp, registrations.emulated_windows));
     AOBJ_RETURN_IF_ERROR(CheckBatchReply(resp, req.items_size()));  // AOBJ-OBJ-240
     for (size_t k = 0; k < plan.items.size(); ++k) {
       out[plan.items[k]] = CheckBatchResult(items[plan.items[k]], resp.results(k));
@@ -50,13 +51,13 @@ absl::StatusOr<BatchPutResults> ClientImpl::PutObjects(const CallContext& outer,
                                                        const CallOptions& call) {
   const CallContext ctx = outer.Within(call);
   const uint32_t max_windows =
-      HasCapability(kCapMultiDescriptor) ? info_.limits.max_descriptors : 1;
+      session_.HasCapability(kCapMultiDescriptor) ? session_.info().limits.max_descriptors : 1;
   std::vector<BufferSlice> regions;
   regions.reserve(items.size());
   absl::flat_hash_set<std::string_view> keys;
   for (size_t i = 0; i < items.size(); ++i) {
     if (items[i].source.buffer != nullptr) {
-      AOBJ_RETURN_IF_ERROR(Issued(*items[i].source.buffer).status());
+      AOBJ_RETURN_IF_ERROR(buffers_.Issued(*items[i].source.buffer).status());
     }
     regions.push_back(items[i].source);
     if (!keys.insert(items[i].key).second) {  // AOBJ-OBJ-247
@@ -65,11 +66,11 @@ absl::StatusOr<BatchPutResults> ClientImpl::PutObjects(const CallContext& outer,
     }
   }
   auto plans = client_internal::PlanBatch(regions, kMaxBatchPutItems, max_windows,
-                                          info_.limits.max_transfer_bytes,
+                                          session_.info().limits.max_transfer_bytes,
                                           /*overlap_allowed=*/true);
   if (!plans.ok()) return plans.status();
   BatchPutResults out(items.size(), MakeError(ErrorCode::kInternal, "not sent"));
-  if (!HasCapability(kCapBatchPut)) return PutEach(ctx, bucket, items, std::move(out));
+  if (!session_.HasCapability(kCapBatchPut)) return PutEach(ctx, bucket, items, std::move(out));
   for (const client_internal::BatchRequestPlan& plan : *plans) {
     pb::PutObjectsRequest req;
     req.set_bucket(bucket);
@@ -84,10 +85,11 @@ absl::StatusOr<BatchPutResults> ClientImpl::PutObjects(const CallContext& outer,
       it->set_content_type(item.content_type);
     }
     RequestRegistrations registrations;  // unmapped after the reply
-    AOBJ_RETURN_IF_ERROR(AddWindows(plan.windows, req.mutable_source(), &registrations));
+    AOBJ_RETURN_IF_ERROR(
+        buffers_.AddWindows(plan.windows, MaxWindows(), req.mutable_source(), &registrations));
     pb::PutObjectsResponse resp;
     AOBJ_RETURN_IF_ERROR(
-        DataCall(ctx, Method::kPutObjects, req, &resp, registrations.emulated_windows));
+        session_.DataCall(ctx, Method::kPutObjects, req, &resp, registrations.emulated_windows));
     AOBJ_RETURN_IF_ERROR(CheckBatchReply(resp, req.items_size()));  // AOBJ-OBJ-249
     for (size_t k = 0; k < plan.items.size(); ++k) {
       out[plan.items[k]] = CheckBatchPutResult(req.items(k), resp.results(k));

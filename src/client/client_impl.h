@@ -1,13 +1,19 @@
-// The Client's implementation, internal to the client layer: one AOBJ/1 session over a gRPC
-// channel, with a UCX worker as the RMA target. One class, its concerns in files of their own:
+// The Client's implementation, internal to the client layer: the operations of aobj/client.h
+// built on three parts, each a type of its own:
 //
-//   client.cc            session lifecycle (Init, renewal, Close) and buffers (registration,
-//                        the windows of a request, a buffer's origin)
-//   client_call.cc       one signed call: signing, busy retries, the fast path (spec 8.9), what
-//                        a lost data channel means (AOBJ-MEM-027)
-//   client_objects.cc    single-object operations, buckets, listings, checksums of the body
+//   SessionChannel       session_channel.h: the session (open, renew, close) and every signed
+//                        call on it: signing, the busy-retry policy (BusyRetryPolicy), the fast
+//                        path (spec 8.9), what a lost data channel means (AOBJ-MEM-027)
+//   BufferRegistry       buffers.h: the buffers the library issues, their origin, the windows
+//                        of a request, the checksum of a body in buffer slices
+//   AsyncPool            async.h: the asynchronous adapter's threads (Operation)
+//
+// and the operations in files by concern:
+//
+//   client.cc            Connect, shutdown, the buffer and session methods of Client
+//   client_objects.cc    single-object operations, buckets, listings
 //   client_batch.cc      GetObjects and PutObjects (spec 9.16, 9.17)
-//   client_multipart.cc  multipart upload, and the uploader that drives it in parallel
+//   client_multipart.cc  multipart upload; MultipartUploader drives one in parallel
 //   client_async.cc      the asynchronous adapter (Operation, async.h)
 #ifndef AOBJ_CLIENT_CLIENT_IMPL_H_
 #define AOBJ_CLIENT_CLIENT_IMPL_H_
@@ -30,7 +36,9 @@
 #include "aobj/status.h"
 #include "client/async.h"
 #include "client/batch_plan.h"
+#include "client/buffers.h"
 #include "client/range_spec.h"
+#include "client/session_channel.h"
 #include "control/raw_call.h"
 #include "control/rpc.h"
 #include "control/tls.h"
@@ -52,46 +60,13 @@ namespace aobj::client_internal {
 
 namespace pb = aobj::v1;
 
-// A Buffer: registered for its whole life, or (ClientOptions::register_per_request, caller
-// memory only) just a region that each request registers for itself (RequestRegistrations).
-// `issuer` is the Client that issued it: a Client uses only its own buffers (Issued()).
-class BufferImpl final : public Buffer {
- public:
-  BufferImpl(const void* issuer, std::unique_ptr<RegisteredMemory> mem)
-      : issuer_(issuer), mem_(std::move(mem)), data_(mem_->data()), size_(mem_->size()) {}
-  BufferImpl(const void* issuer, uint8_t* data, size_t size)
-      : issuer_(issuer), data_(data), size_(size) {}
-  uint8_t* data() const override { return data_; }
-  size_t size() const override { return size_; }
-  bool allocated_by_library() const override { return mem_ != nullptr && mem_->allocated_by_ucx(); }
-  bool registered() const { return mem_ != nullptr; }
-  const std::string& rkey() const { return mem_->packed_rkey(); }
-  const void* issuer() const { return issuer_; }
-
- private:
-  const void* const issuer_;
-  std::unique_ptr<RegisteredMemory> mem_;  // null: registered per request
-  uint8_t* data_;
-  size_t size_;
-};
-
-// The registrations one request made for windows of per-request buffers; destroying it unmaps
-// them (AOBJ-MEM-011: only after the reply, or after the worker is gone, AOBJ-MEM-014).
-// What a request registered for itself (unmapped after the reply), and whether any of its
-// windows is memory UCX did not allocate, which UCX's software RMA reaches through this side's
-// progress (the worker then polls for the length of the call: UcxWorker::spin_counter).
-struct RequestRegistrations {
-  std::vector<std::unique_ptr<RegisteredMemory>> memory;
-  bool emulated_windows = false;
-};
-
-class ClientImpl final : public Client, public CancelSender {
+class ClientImpl final : public Client {
  public:
   ~ClientImpl() override;
 
   absl::Status Init(const ClientOptions& options);
 
-  const SessionInfo& session() const override { return info_; }
+  const SessionInfo& session() const override { return session_.info(); }
 
   absl::StatusOr<std::unique_ptr<Buffer>> AllocateBuffer(size_t size) override;
 
@@ -376,11 +351,6 @@ class ClientImpl final : public Client, public CancelSender {
       const Buffer& buffer, uint64_t size, uint64_t part_size, const PutOptions& put,
       const MultipartUploadOptions& options, Operation<ObjectInfo>::Callback done);
 
-  // Names a running request of this session on a RenewSession call: in the signed body when
-  // CANCEL was negotiated (AOBJ-DAT-160), else in an `aobj-cancel` entry (AOBJ-DAT-156).
-  // Failure is not reported: the operation then ends by its deadline.
-  void SendCancel(const std::string& nonce) override;
-
   absl::Status Renew() override { return Renew(CallContext()); }
   absl::Status Renew(const CallContext& ctx);
 
@@ -394,7 +364,7 @@ class ClientImpl final : public Client, public CancelSender {
   std::shared_ptr<Operation<T>> Submit(const CallContext& ctx,
                                        std::function<absl::StatusOr<T>(const CallContext&)> fn,
                                        typename Operation<T>::Callback done) {
-    auto op = std::make_shared<OperationImpl<T>>(this, std::move(done));
+    auto op = std::make_shared<OperationImpl<T>>(&session_, std::move(done));
     AsyncPool* pool = pool_.get();
     if (!pool->Submit([op, fn, ctx, pool] { op->Run(fn, ctx, pool->stopping()); })) {
       op->Run(fn, ctx, /*stopping=*/true);
@@ -402,59 +372,15 @@ class ClientImpl final : public Client, public CancelSender {
     return op;
   }
 
-  bool HasCapability(uint32_t c) const {
-    return std::find(info_.capabilities.begin(), info_.capabilities.end(), c) !=
-           info_.capabilities.end();
-  }
   // AOBJ-EXT-007: INLINE (and MULTI_DESCRIPTOR, AddWindows) only once negotiated.
   bool UseInline(uint64_t size) const {
-    return options_.allow_inline && HasCapability(kCapInline) &&
-           size <= info_.limits.inline_threshold;
+    return options_.allow_inline && session_.HasCapability(kCapInline) &&
+           size <= session_.info().limits.inline_threshold;
   }
-  // The library's own view of `buffer`, when this Client issued it (AllocateBuffer,
-  // RegisterBuffer); INVALID_ARGUMENT for another Client's buffer (registered in another UCX
-  // context, its rkey means nothing to this session's endpoint) or a class the caller derived.
-  absl::StatusOr<const BufferImpl*> Issued(const Buffer& buffer) const;
-  // A descriptor for exactly the slice's window (checked by CheckSlices). A per-request buffer's
-  // window is registered now, exactly, and stays registered while `registrations` lives.
-  absl::Status AddWindow(const BufferSlice& s, pb::MemoryDescriptor* d,
-                         RequestRegistrations* registrations);
-  // The total length of `slices`; INVALID_ARGUMENT for a null buffer or a window past its
-  // buffer.
-  absl::StatusOr<uint64_t> CheckSlices(const std::vector<BufferSlice>& slices) const;
-  // Descriptors for the non-empty slices; INVALID_ARGUMENT when they are more than the session
-  // takes (AOBJ-MEM-005, AOBJ-MEM-015), before anything is sent.
-  absl::Status AddWindows(const std::vector<BufferSlice>& slices,
-                          google::protobuf::RepeatedPtrField<pb::MemoryDescriptor>* out,
-                          RequestRegistrations* registrations);
-  // Calls fn(pointer, length) over the first `n` octets of the windows, in order.
-  template <class Fn>
-  static void ForEachSpan(const std::vector<BufferSlice>& slices, uint64_t n, Fn fn) {
-    ForEachSpanIn(slices, 0, n, fn);
+  // AOBJ-MEM-005, AOBJ-MEM-015: more than one window only with MULTI_DESCRIPTOR.
+  uint32_t MaxWindows() const {
+    return session_.HasCapability(kCapMultiDescriptor) ? session_.info().limits.max_descriptors : 1;
   }
-  // The same for octets [from, from + n) of the slices' concatenation.
-  template <class Fn>
-  static void ForEachSpanIn(const std::vector<BufferSlice>& slices, uint64_t from, uint64_t n,
-                            Fn fn) {
-    for (const BufferSlice& s : slices) {
-      if (n == 0) break;
-      if (from >= s.length) {
-        from -= s.length;
-        continue;
-      }
-      const uint64_t take = std::min(n, s.length - from);
-      if (take > 0) fn(s.buffer->data() + s.offset + from, static_cast<size_t>(take));
-      from = 0;
-      n -= take;
-    }
-  }
-  // The end-to-end checksum of the first `size` octets of `slices` (AOBJ-DAT-004). A large body
-  // is checksummed in pieces of at least kParallelChecksumPiece on up to four threads, one per
-  // core, and the pieces combined (Checksummer::Append): after a GET this pass over the body
-  // is most of the client's time (docs/benchmarks.md), and the server is idle by then.
-  static constexpr uint64_t kParallelChecksumPiece = uint64_t{8} << 20;
-  static std::string ChecksumOf(ChecksumAlgorithm algo, const std::vector<BufferSlice>& slices,
-                                uint64_t size);
   static bool IsEmpty(const Preconditions& c) {
     return c.if_match.empty() && c.if_none_match.empty() && !c.if_modified_since_ms &&
            !c.if_unmodified_since_ms;
@@ -502,8 +428,6 @@ class ClientImpl final : public Client, public CancelSender {
   absl::StatusOr<TransferResult> CheckBatchResult(const BatchGetItem& item,
                                                   const pb::GetObjectsResult& r) const;
 
-  // GetObjects without BATCH_GET: each item as a Get. A failure that is not the item's own (the
-  // bucket, the data channel) fails the call, as it would fail a GetObjects request.
   // A GetObjects or PutObjects reply: one result per item, in the items' order, in the
   // request's checksum algorithm (AOBJ-OBJ-240, AOBJ-OBJ-249).
   template <class Resp>
@@ -529,21 +453,16 @@ class ClientImpl final : public Client, public CancelSender {
                                           const std::vector<BatchPutItem>& items,
                                           BatchPutResults out);
 
+  // GetObjects without BATCH_GET: each item as a Get. A failure that is not the item's own (the
+  // bucket, the data channel) fails the call, as it would fail a GetObjects request.
   absl::StatusOr<BatchGetResults> GetEach(const CallContext& ctx, const std::string& bucket,
                                           const std::vector<BatchGetItem>& items,
                                           BatchGetResults out);
 
-  // A PUT or GET. When it ends without a reply the server may still be moving bytes, so the
-  // data channel is shut for good: destroying the worker stops every emulated operation aimed at
-  // this client (AOBJ-MEM-014). The same after TRANSFER_FAILED or DATA_CHANNEL_UNAVAILABLE: the
-  // server has failed the session's data channel (AOBJ-MEM-027). The caller must not reuse the
-  // buffer before destroying the Client on HARDWARE sessions either; every later data request
-  // fails with DATA_CHANNEL_UNAVAILABLE.
-  // AOBJ-MEM-011: synchronous, so the caller's Buffer (its registration) is held until the reply.
-  // A reply with an AOBJ error (CANCELLED and DEADLINE_EXCEEDED included) is a reply: the server
-  // sends it only after its last RMA for the request (AOBJ-DAT-155), so the channel stays. That
-  // is how Operation::Cancel() gets its acknowledgment. Unmapping the windows instead would not
-  // stop the server on EMULATED sessions (AOBJ-MEM-025).
+  // AOBJ-MEM-011: synchronous, so the caller's Buffer (its registration) is held until the
+  // reply; SessionChannel::DataCall says what a call that ends without one does to the data
+  // channel (unmapping the windows would not stop the server on EMULATED sessions,
+  // AOBJ-MEM-025).
   // The body of an upload (PutObject, UploadPart): `size` octets of `source`, inline when the
   // session allows it, else windows of exactly the body (AOBJ-MEM-010); the reply must report
   // exactly those octets and their checksum, else the upload failed (AOBJ-DAT-004,
@@ -560,9 +479,11 @@ class ClientImpl final : public Client, public CancelSender {
                   [&](uint8_t* p, size_t n) { body.append(reinterpret_cast<char*>(p), n); });
       req->set_inline_data(std::move(body));
     } else if (size > 0) {
-      AOBJ_RETURN_IF_ERROR(AddWindows(source, req->mutable_source(), &registrations));
+      AOBJ_RETURN_IF_ERROR(
+          buffers_.AddWindows(source, MaxWindows(), req->mutable_source(), &registrations));
     }
-    AOBJ_RETURN_IF_ERROR(DataCall(ctx, method, *req, resp, registrations.emulated_windows));
+    AOBJ_RETURN_IF_ERROR(
+        session_.DataCall(ctx, method, *req, resp, registrations.emulated_windows));
     if (resp->bytes_transferred() != size) {
       return MakeError(
           ErrorCode::kIncompleteTransfer,
@@ -574,62 +495,9 @@ class ClientImpl final : public Client, public CancelSender {
     }
     return absl::OkStatus();
   }
-  // `spin`: the request's windows need this side's UCX progress (RequestRegistrations).
-  absl::Status DataCall(const CallContext& ctx, Method method, const google::protobuf::Message& req,
-                        google::protobuf::Message* resp, bool spin = false);
-
-  // AOBJ-SES-019: renews every third of the lease on its own thread, so also while a long data
-  // request is in flight.
-  void RenewLoop();
-
-  void StopRenewer();
-
-  // Signs and sends one request (AOBJ-AUTH-001/002): the signature covers exactly the bytes
-  // that travel.
-  absl::Status Call(const CallContext& ctx, Method method, const google::protobuf::Message& req,
-                    google::protobuf::Message* resp, bool* no_reply = nullptr,
-                    std::vector<std::pair<std::string, std::string>> extra_md = {});
-
-  // One fast request waiting for its reply (spec 8.9), by nonce.
-  struct FastWaiter {
-    absl::Notification done;
-    bool lost = false;  // the data channel went before the reply came
-    FastReply reply;
-  };
-
-  // Sends the signed request on the fast path and waits up to `timeout` for its reply, filling
-  // `*reply` as rpc_->Call would. False (nothing sent) when the path does not carry it: not
-  // negotiated, not a method it carries (AOBJ-DAT-167), extra metadata, too large for a frame
-  // (AOBJ-DAT-171), or the data channel is gone.
-  bool FastCall(Method method, const std::string& body, const RequestAuth& auth, bool plain,
-                absl::Duration timeout, RawReply* reply);
-
-  // On the progress thread (UcxWorker::SetMessageHandler): a reply goes to the request waiting
-  // for its nonce; anything else (malformed, unknown or late) is dropped (AOBJ-DAT-169).
-  void OnFastReply(absl::string_view message);
-
-  void FailFastWaiters();
-
   ClientOptions options_;
-  SessionInfo info_;
-  std::unique_ptr<RequestSigner> signer_;
-  std::unique_ptr<UcxContext> context_;
-  std::unique_ptr<UcxWorker> worker_;
-  std::shared_ptr<grpc::Channel> control_;  // rpc_'s, for its connection state
-  std::unique_ptr<RawChannel> rpc_;
-  // How often a fast request's wait looks at the control connection.
-  static constexpr absl::Duration kFastWatchInterval = absl::Milliseconds(50);
-  uint64_t fast_ep_ = 0;  // the worker's endpoint to the server for fast requests; 0: none
-  std::atomic<bool> fast_closed_{false};  // Close() ran: no more fast requests
-  absl::Mutex fast_mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<FastWaiter>> fast_waiters_
-      ABSL_GUARDED_BY(fast_mu_);
-  absl::Mutex mu_;
-  bool open_ ABSL_GUARDED_BY(mu_) = false;
-  bool data_channel_lost_ ABSL_GUARDED_BY(mu_) = false;
-  // The server answered SESSION_EXPIRED or NO_SUCH_SESSION: no request names the session again.
-  std::atomic<uint32_t> session_gone_{0};  // the ErrorCode, 0 while the session lives
-  std::thread renewer_;
+  SessionChannel session_;
+  BufferRegistry buffers_;
   std::unique_ptr<AsyncPool> pool_;
 };
 

@@ -1,5 +1,5 @@
 #include "client/client_impl.h"
-#include "exec/helpers.h"
+#include "client/uploader.h"
 
 namespace aobj::client_internal {
 
@@ -15,7 +15,8 @@ absl::StatusOr<UploadInfo> ClientImpl::CreateMultipartUpload(const CallContext& 
     (*req.mutable_user_metadata())[name] = value;
   }
   pb::CreateMultipartUploadResponse resp;
-  if (absl::Status s = Call(ctx, Method::kCreateMultipartUpload, req, &resp); !s.ok()) return s;
+  if (absl::Status s = session_.Call(ctx, Method::kCreateMultipartUpload, req, &resp); !s.ok())
+    return s;
   if (resp.upload_id().empty()) {
     return MakeError(ErrorCode::kInternal, "server sent an empty upload ID");
   }
@@ -39,7 +40,7 @@ absl::StatusOr<UploadPartResult> ClientImpl::UploadPart(const CallContext& ctx,
                      absl::StrCat("part [", offset, ", +", size, ") exceeds the buffer's ",
                                   buffer.size(), " bytes"));
   }
-  AOBJ_RETURN_IF_ERROR(Issued(buffer).status());
+  AOBJ_RETURN_IF_ERROR(buffers_.Issued(buffer).status());
   const std::string checksum = ChecksumOf(options_.checksum, {{&buffer, offset, size}}, size);
   pb::UploadPartRequest req;
   req.set_bucket(bucket);
@@ -71,7 +72,8 @@ absl::StatusOr<ObjectInfo> ClientImpl::CompleteMultipartUpload(
     c->set_etag(p.etag);
   }
   pb::CompleteMultipartUploadResponse resp;
-  if (absl::Status s = Call(ctx, Method::kCompleteMultipartUpload, req, &resp); !s.ok()) return s;
+  if (absl::Status s = session_.Call(ctx, Method::kCompleteMultipartUpload, req, &resp); !s.ok())
+    return s;
   return ObjectInfoFromProto(resp.metadata());
 }
 
@@ -83,7 +85,7 @@ absl::Status ClientImpl::AbortMultipartUpload(const CallContext& ctx, const std:
   req.set_key(key);
   req.set_upload_id(upload_id);
   pb::AbortMultipartUploadResponse resp;
-  return Call(ctx, Method::kAbortMultipartUpload, req, &resp);
+  return session_.Call(ctx, Method::kAbortMultipartUpload, req, &resp);
 }
 
 absl::StatusOr<PartsPage> ClientImpl::ListParts(const CallContext& ctx, const std::string& bucket,
@@ -97,7 +99,7 @@ absl::StatusOr<PartsPage> ClientImpl::ListParts(const CallContext& ctx, const st
   req.set_part_number_marker(part_number_marker);
   req.set_max_parts(max_parts);
   pb::ListPartsResponse resp;
-  if (absl::Status s = Call(ctx, Method::kListParts, req, &resp); !s.ok()) return s;
+  if (absl::Status s = session_.Call(ctx, Method::kListParts, req, &resp); !s.ok()) return s;
   PartsPage page;
   page.upload.bucket = bucket;
   page.upload.key = key;
@@ -120,7 +122,8 @@ absl::StatusOr<UploadsPage> ClientImpl::ListMultipartUploads(const CallContext& 
   req.set_upload_id_marker(options.upload_id_marker);
   req.set_max_uploads(options.max_uploads);
   pb::ListMultipartUploadsResponse resp;
-  if (absl::Status s = Call(ctx, Method::kListMultipartUploads, req, &resp); !s.ok()) return s;
+  if (absl::Status s = session_.Call(ctx, Method::kListMultipartUploads, req, &resp); !s.ok())
+    return s;
   UploadsPage page;
   for (const pb::UploadEntry& e : resp.uploads()) {
     page.uploads.push_back(UploadEntryFromProto(e, bucket));
@@ -137,76 +140,10 @@ absl::StatusOr<ObjectInfo> ClientImpl::UploadMultipart(const CallContext& ctx,
                                                        uint64_t size, uint64_t part_size,
                                                        const PutOptions& put,
                                                        const MultipartUploadOptions& options) {
-  if (part_size == 0) return MakeError(ErrorCode::kInvalidArgument, "part size 0");
-  if (size > buffer.size()) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     absl::StrCat("size ", size, " exceeds the buffer's ", buffer.size()));
-  }
-  // An empty object is one empty part (S3 allows the last part to be of any size).
-  const uint64_t count = size == 0 ? 1 : size / part_size + (size % part_size != 0 ? 1 : 0);
-  if (count > kMaxPartNumber) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     absl::StrCat(size, " bytes in parts of ", part_size, " make ", count,
-                                  " parts; at most ", kMaxPartNumber));
-  }
-  auto upload = CreateMultipartUpload(ctx, bucket, key, put);
-  if (!upload.ok()) return upload.status();
-  const std::string& id = upload->upload_id;
-
-  // AOBJ-FLO-001: no more parts in flight than the session allows.
-  uint32_t lanes = options.parallelism != 0 ? options.parallelism
-                                            : std::min<uint32_t>(info_.limits.max_in_flight, 16);
-  lanes = static_cast<uint32_t>(
-      std::clamp<uint64_t>(std::min<uint64_t>(lanes, info_.limits.max_in_flight), 1, count));
-  std::vector<std::string> etags(count);
-  absl::Mutex mu;
-  uint64_t next = 0;                         // guarded by mu
-  uint64_t done_bytes = 0;                   // guarded by mu
-  absl::Status first_error;                  // guarded by mu
-  // Every lane runs in the caller's context: its deadline, and (UploadMultipartAsync) its
-  // cancellation.
-  auto lane = [&] {
-    for (;;) {
-      uint64_t i;
-      {
-        absl::MutexLock l(&mu);
-        if (!first_error.ok() || next == count) return;
-        i = next++;
-      }
-      const uint64_t off = i * part_size;
-      const uint64_t len = size == 0 ? 0 : std::min(part_size, size - off);
-      // A busy server's refusals are retried by Call (ClientOptions::busy_retries).
-      absl::StatusOr<UploadPartResult> r =
-          UploadPart(ctx, bucket, key, id, static_cast<uint32_t>(i + 1), buffer, off, len);
-      absl::MutexLock l(&mu);
-      if (!r.ok()) {
-        if (first_error.ok()) first_error = r.status();
-        return;
-      }
-      etags[i] = r->etag;
-      done_bytes += len;
-      if (options.progress) options.progress(done_bytes, size);
-    }
-  };
-  RunInParallel(lanes, [&](size_t) { lane(); });
-  if (!first_error.ok()) {
-    AbortOutsideOperation(bucket, key, id).IgnoreError();  // AOBJ-OBJ-229
-    return first_error;
-  }
-  std::vector<CompletedPart> parts(count);
-  for (uint64_t i = 0; i < count; ++i) parts[i] = {static_cast<uint32_t>(i + 1), etags[i]};
-  // Not repeated: a failed Complete is final here (AOBJ-ERR-122), the upload is aborted.
-  auto completed = CompleteMultipartUpload(ctx, bucket, key, id, parts, put.conditions);
-  if (completed.ok()) return completed;
-  // The outcome may be unknown (no reply): an abort that finds no upload means the upload
-  // was completed, and the object then carries the ETag we expect (AOBJ-ERR-121).
-  absl::Status aborted = AbortOutsideOperation(bucket, key, id);
-  if (ErrorCodeOf(aborted) == ErrorCode::kNoSuchUpload) {
-    auto expected = MultipartEtag(etags);
-    auto head = Head(ctx, bucket, key);
-    if (expected.ok() && head.ok() && head->etag == *expected) return *head;
-  }
-  return completed.status();
+  absl::StatusOr<UploadPlan> plan = UploadPlan::Make(
+      buffer.size(), size, part_size, options.parallelism, session_.info().limits.max_in_flight);
+  if (!plan.ok()) return plan.status();
+  return MultipartUploader(this, ctx, bucket, key, buffer, *plan, put, options).Run();
 }
 
 absl::Status ClientImpl::AbortOutsideOperation(const std::string& bucket, const std::string& key,

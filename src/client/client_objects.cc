@@ -18,7 +18,7 @@ absl::StatusOr<TransferResult> ClientImpl::Put(const CallContext& outer, const s
                                                const std::vector<BufferSlice>& source,
                                                const PutOptions& options) {
   const CallContext ctx = outer.Within(options.call);
-  absl::StatusOr<uint64_t> total = CheckSlices(source);
+  absl::StatusOr<uint64_t> total = buffers_.CheckSlices(source);
   if (!total.ok()) return total.status();
   const uint64_t size = *total;
   const std::string checksum = ChecksumOf(options_.checksum, source, size);
@@ -60,23 +60,24 @@ absl::StatusOr<TransferResult> ClientImpl::Get(const CallContext& outer, const s
                                                const std::vector<BufferSlice>& destination,
                                                const GetOptions& options) {
   const CallContext ctx = outer.Within(options.call);
-  absl::StatusOr<uint64_t> capacity = CheckSlices(destination);
+  absl::StatusOr<uint64_t> capacity = buffers_.CheckSlices(destination);
   if (!capacity.ok()) return capacity.status();
   pb::GetObjectRequest req;
   req.set_bucket(bucket);
   req.set_key(key);
   req.set_checksum_algorithm(static_cast<pb::ChecksumAlgorithm>(options_.checksum));
-  req.set_accept_inline(options_.allow_inline && HasCapability(kCapInline));
+  req.set_accept_inline(options_.allow_inline && session_.HasCapability(kCapInline));
   if (options.range.has_value()) RangeToProto(ToSpec(*options.range), req.mutable_range());
   SetPreconditions(options.conditions, &req);
   RequestRegistrations registrations;  // unmapped after the reply
-  if (absl::Status s = AddWindows(destination, req.mutable_destination(), &registrations);
+  if (absl::Status s =
+          buffers_.AddWindows(destination, MaxWindows(), req.mutable_destination(), &registrations);
       !s.ok()) {
     return s;
   }
   pb::GetObjectResponse resp;
   if (absl::Status s =
-          DataCall(ctx, Method::kGetObject, req, &resp, registrations.emulated_windows);
+          session_.DataCall(ctx, Method::kGetObject, req, &resp, registrations.emulated_windows);
       !s.ok()) {
     return s;
   }
@@ -145,7 +146,7 @@ absl::StatusOr<ObjectInfo> ClientImpl::Head(const CallContext& ctx, const std::s
   req.set_key(key);
   SetPreconditions(conditions, &req);
   pb::HeadObjectResponse resp;
-  if (absl::Status s = Call(ctx, Method::kHeadObject, req, &resp); !s.ok()) return s;
+  if (absl::Status s = session_.Call(ctx, Method::kHeadObject, req, &resp); !s.ok()) return s;
   return ObjectInfoFromProto(resp.metadata());
 }
 
@@ -154,7 +155,7 @@ absl::StatusOr<std::vector<BucketSummary>> ClientImpl::ListBuckets(const CallCon
   pb::ListBucketsRequest req;
   for (int page = 0;; ++page) {
     pb::ListBucketsResponse resp;
-    if (absl::Status s = Call(ctx, Method::kListBuckets, req, &resp); !s.ok()) return s;
+    if (absl::Status s = session_.Call(ctx, Method::kListBuckets, req, &resp); !s.ok()) return s;
     for (const pb::BucketEntry& b : resp.buckets()) {
       out.push_back({b.name(), b.creation_time_ms()});
     }
@@ -178,7 +179,7 @@ absl::StatusOr<ObjectListing> ClientImpl::ListObjects(const CallContext& ctx,
   req.set_continuation_token(options.continuation_token);
   req.set_max_keys(options.max_keys);
   pb::ListObjectsV2Response resp;
-  if (absl::Status s = Call(ctx, Method::kListObjectsV2, req, &resp); !s.ok()) return s;
+  if (absl::Status s = session_.Call(ctx, Method::kListObjectsV2, req, &resp); !s.ok()) return s;
   ObjectListing out;
   for (const pb::ObjectEntry& e : resp.objects()) out.objects.push_back(ObjectEntryFromProto(e));
   out.common_prefixes.assign(resp.common_prefixes().begin(), resp.common_prefixes().end());
@@ -202,7 +203,7 @@ absl::StatusOr<DeleteObjectsResult> ClientImpl::DeleteObjects(const CallContext&
     req.set_quiet(quiet);
     for (size_t i = at; i < std::min(keys.size(), at + kBatch); ++i) req.add_keys(keys[i]);
     pb::DeleteObjectsResponse resp;
-    if (absl::Status s = Call(ctx, Method::kDeleteObjects, req, &resp); !s.ok()) return s;
+    if (absl::Status s = session_.Call(ctx, Method::kDeleteObjects, req, &resp); !s.ok()) return s;
     out.deleted.insert(out.deleted.end(), resp.deleted().begin(), resp.deleted().end());
     for (const pb::DeleteObjectsError& e : resp.errors()) {
       ErrorCode code = static_cast<ErrorCode>(e.error().code());
@@ -232,7 +233,7 @@ absl::StatusOr<ObjectInfo> ClientImpl::Copy(const CallContext& ctx,
   }
   SetPreconditions(options.conditions, &req);
   pb::CopyObjectResponse resp;
-  if (absl::Status s = Call(ctx, Method::kCopyObject, req, &resp); !s.ok()) return s;
+  if (absl::Status s = session_.Call(ctx, Method::kCopyObject, req, &resp); !s.ok()) return s;
   return ObjectInfoFromProto(resp.metadata());
 }
 
@@ -242,47 +243,28 @@ absl::Status ClientImpl::Delete(const CallContext& ctx, const std::string& bucke
   req.set_bucket(bucket);
   req.set_key(key);
   pb::DeleteObjectResponse resp;
-  return Call(ctx, Method::kDeleteObject, req, &resp);
+  return session_.Call(ctx, Method::kDeleteObject, req, &resp);
 }
 
 absl::Status ClientImpl::CreateBucket(const CallContext& ctx, const std::string& bucket) {
   pb::CreateBucketRequest req;
   req.set_bucket(bucket);
   pb::CreateBucketResponse resp;
-  return Call(ctx, Method::kCreateBucket, req, &resp);
+  return session_.Call(ctx, Method::kCreateBucket, req, &resp);
 }
 
 absl::Status ClientImpl::DeleteBucket(const CallContext& ctx, const std::string& bucket) {
   pb::DeleteBucketRequest req;
   req.set_bucket(bucket);
   pb::DeleteBucketResponse resp;
-  return Call(ctx, Method::kDeleteBucket, req, &resp);
+  return session_.Call(ctx, Method::kDeleteBucket, req, &resp);
 }
 
 absl::Status ClientImpl::HeadBucket(const CallContext& ctx, const std::string& bucket) {
   pb::HeadBucketRequest req;
   req.set_bucket(bucket);
   pb::HeadBucketResponse resp;
-  return Call(ctx, Method::kHeadBucket, req, &resp);
-}
-
-std::string ClientImpl::ChecksumOf(ChecksumAlgorithm algo, const std::vector<BufferSlice>& slices,
-                                   uint64_t size) {
-  static const uint64_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const uint64_t pieces = std::min<uint64_t>({cores, 4, size / kParallelChecksumPiece});
-  std::vector<Checksummer> sums(std::max<uint64_t>(pieces, 1), Checksummer(algo));
-  auto bound = [&](uint64_t k) { return size / sums.size() * k; };
-  auto run = [&](uint64_t k) {
-    const uint64_t from = bound(k);
-    const uint64_t to = k + 1 == sums.size() ? size : bound(k + 1);
-    ForEachSpanIn(slices, from, to - from, [&](uint8_t* p, size_t n) { sums[k].Update(p, n); });
-  };
-  RunInParallel(sums.size(), run);
-  for (uint64_t k = 1; k < sums.size(); ++k) {
-    const uint64_t to = k + 1 == sums.size() ? size : bound(k + 1);
-    sums[0].Append(sums[k], to - bound(k));
-  }
-  return sums[0].Finish();
+  return session_.Call(ctx, Method::kHeadBucket, req, &resp);
 }
 
 }  // namespace aobj::client_internal

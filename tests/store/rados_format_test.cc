@@ -1,12 +1,11 @@
 // RadosStore's records and key escape (src/store_rados/rados_format.h); no cluster needed.
 #include "store_rados/rados_format.h"
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "aobj/status.h"
+#include "golden/corpus.h"
 #include "golden/rados_records.h"
 #include "gtest/gtest.h"
 
@@ -318,13 +317,8 @@ TEST(RadosFormatGoldenTest, UploadStateAndKey) {
 // target's selector octet, then the image (fuzz/make_seeds.cc writes them).
 TEST(RadosFormatGoldenTest, FuzzCorpusHoldsEveryImage) {
   for (const golden::GoldenRadosRecord& g : golden::kGoldenRadosRecords) {
-    const std::string path =
-        std::string(AOBJ_SOURCE_DIR) + "/fuzz/corpus/rados_record/golden-" + g.name;
-    std::ifstream in(path, std::ios::binary);
-    ASSERT_TRUE(in.good()) << path << " is missing: run aobj_fuzz_seeds (fuzz/README.md)";
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    EXPECT_EQ(bytes.str(), std::string(1, g.selector) + *g.image) << path;
+    EXPECT_TRUE(golden::CorpusSeedHolds("rados_record", std::string("golden-") + g.name,
+                                        std::string(1, g.selector) + *g.image));
   }
 }
 

@@ -5,12 +5,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <utility>
 
 #include "golden/confined_frames.h"
+#include "golden/corpus.h"
 #include "gtest/gtest.h"
 
 namespace aobj::confined {
@@ -118,12 +117,7 @@ TEST(ConfinedIpcGoldenTest, FuzzCorpusHoldsTheGoldenReplies) {
   for (const auto& [name, image] :
        {std::pair<const char*, const std::string*>{"golden-ok", &golden::kGoldenOkReply},
         {"golden-error", &golden::kGoldenErrorReply}}) {
-    const std::string path = std::string(AOBJ_SOURCE_DIR) + "/fuzz/corpus/confined_reply/" + name;
-    std::ifstream in(path, std::ios::binary);
-    ASSERT_TRUE(in.good()) << path << " is missing: run aobj_fuzz_seeds (fuzz/README.md)";
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    EXPECT_EQ(bytes.str(), *image) << path;
+    EXPECT_TRUE(golden::CorpusSeedHolds("confined_reply", name, *image));
   }
 }
 

@@ -1,12 +1,11 @@
 // The fast-path frames of spec section 8.9 (AOBJ-DAT-165, AOBJ-DAT-170, AOBJ-DAT-171).
 #include "wire/fast_frame.h"
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <utility>
 
 #include "aobj/status.h"
+#include "golden/corpus.h"
 #include "golden/fast_frames.h"
 #include "gtest/gtest.h"
 
@@ -66,12 +65,7 @@ TEST(FastFrameTest, FuzzCorpusHoldsTheGoldenFrames) {
   for (const auto& [name, image] :
        {std::pair<const char*, const std::string*>{"golden-request", &golden::kGoldenFastRequest},
         {"golden-reply", &golden::kGoldenFastReply}}) {
-    const std::string path = std::string(AOBJ_SOURCE_DIR) + "/fuzz/corpus/fast_frame/" + name;
-    std::ifstream in(path, std::ios::binary);
-    ASSERT_TRUE(in.good()) << path << " is missing: run aobj_fuzz_seeds (fuzz/README.md)";
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    EXPECT_EQ(bytes.str(), *image) << path;
+    EXPECT_TRUE(golden::CorpusSeedHolds("fast_frame", name, *image));
   }
 }
 

@@ -1,6 +1,21 @@
-#include "client/client_impl.h"
+// SessionChannel (session_channel.h): opening, renewing and closing the session, and every
+// signed call on it.
+#include "client/session_channel.h"
+
+#include <algorithm>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "aobj/status.h"
+#include "control/tls.h"
+#include "wire/convert.h"
+#include "wire/crypto.h"
+#include "wire/protocol.h"
+#include "wire/status_macros.h"
 
 namespace aobj::client_internal {
+
+namespace pb = aobj::v1;
 
 namespace {
 
@@ -23,27 +38,154 @@ bool RepeatableWhenUnknown(Method m) {
   }
 }
 
-// The client's busy-retry policy (AOBJ-FLO-003: exponentially increasing, randomized): after
-// SLOW_DOWN or TOO_MANY_TRANSFERS, or a repeatable request whose outcome is unknown, up to
-// ClientOptions::busy_retries more attempts, the pause before attempt n + 1 a random point in
-// the upper half of kFirstBusyPauseUs * 2^n, at most kMaxBusyPauseUs, and never past the
-// operation's deadline (Call()).
-constexpr int64_t kFirstBusyPauseUs = 20000;
-constexpr int64_t kMaxBusyPauseUs = 1000000;
-constexpr int kMaxBusyDoublings = 10;  // 20 ms << 10 is past the cap: no shift overflows
+}  // namespace
 
-// The pause before busy retry `attempt` (0 first).
-absl::Duration BusyPause(int attempt) {
+bool BusyRetryPolicy::Retries(Method method, const RawReply& reply) {
+  const ErrorCode code = ErrorCodeOf(reply.status);
+  if (code == ErrorCode::kSlowDown || code == ErrorCode::kTooManyTransfers) return true;
+  // A connection the server's transport refused or closed (GOAWAY under memory pressure:
+  // UNAVAILABLE, no AOBJ error) leaves the outcome unknown; only a request that changes
+  // nothing is sent again.
+  return reply.error.code() == aobj::v1::ERROR_CODE_UNSPECIFIED &&
+         reply.grpc_status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+         RepeatableWhenUnknown(method);
+}
+
+absl::Duration BusyRetryPolicy::Pause(int attempt) {
   thread_local std::minstd_rand rng{std::random_device{}()};
   const int64_t ceiling_us =
-      std::min<int64_t>(kFirstBusyPauseUs << std::min(attempt, kMaxBusyDoublings), kMaxBusyPauseUs);
+      std::min<int64_t>(kFirstPauseUs << std::min(attempt, kMaxDoublings), kMaxPauseUs);
   std::uniform_int_distribution<int64_t> pick(ceiling_us / 2, ceiling_us);
   return absl::Microseconds(pick(rng));
 }
 
-}  // namespace
+SessionChannel::~SessionChannel() {
+  Close(CallContext()).IgnoreError();
+  StopRenewer();
+  // The worker's progress thread calls back into this object (fast replies, the fast
+  // endpoint's failure), so it stops here, before the members those callbacks use are gone.
+  std::unique_ptr<UcxWorker> worker;
+  {
+    absl::MutexLock l(&mu_);
+    worker = std::move(worker_);
+  }
+  worker.reset();
+}
 
-void ClientImpl::SendCancel(const std::string& nonce) {
+bool SessionChannel::HasCapability(uint32_t c) const {
+  return std::find(info_.capabilities.begin(), info_.capabilities.end(), c) !=
+         info_.capabilities.end();
+}
+
+absl::Status SessionChannel::Open(const ClientOptions& options) {
+  options_ = options;
+  if (options_.access_key_id.empty()) {
+    return MakeError(ErrorCode::kMissingAuthentication, "no access key id configured");
+  }
+  signer_ = std::make_unique<RequestSigner>(options_.access_key_id, options_.secret);
+  auto ctx = UcxContext::Create(options_.data_channel);
+  if (!ctx.ok()) return ctx.status();
+  context_ = std::move(*ctx);
+  auto worker = UcxWorker::Create(*context_, "client");
+  if (!worker.ok()) return worker.status();
+  worker_ = std::move(*worker);
+
+  auto channel = MakeChannel(options_.endpoint, options_.tls);
+  if (!channel.ok()) return channel.status();
+  control_ = *channel;
+  rpc_ = std::make_unique<RawChannel>(std::move(*channel));
+
+  pb::OpenSessionRequest req;
+  req.mutable_versions()->set_min(options_.min_version);
+  req.mutable_versions()->set_max(options_.max_version);
+  // AOBJ-DAT-022: CRC32C always offered. AOBJ-EXT-005: every capability the client may use is
+  // offered here, so HasCapability (the server's answer) never enables one it did not offer.
+  for (uint32_t c : {kCapInline, kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor, kCapCancel}) {
+    req.add_capabilities(c);
+  }
+  if (options_.batch_get) req.add_capabilities(kCapBatchGet);
+  if (options_.batch_put) req.add_capabilities(kCapBatchPut);
+  if (options_.opaque_etags) req.add_capabilities(kCapOpaqueEtag);
+  if (options_.fast_path) req.add_capabilities(kCapFastPath);
+  if (options_.grease) req.add_capabilities(0x1A2A3A4A);  // AOBJ-EXT-002
+  req.set_worker_address(worker_->address());
+  LimitsToProto(options_.requested_limits, req.mutable_requested_limits());
+  req.set_client_name(options_.client_name);
+  req.set_require_hardware_protection(options_.require_hardware_protection);
+  pb::OpenSessionResponse resp;
+  if (absl::Status s = Call(CallContext(), Method::kOpenSession, req, &resp); !s.ok()) return s;
+  if (resp.session_id().size() != kSessionIdBytes) {
+    return MakeError(ErrorCode::kInternal, "server sent a malformed session id");
+  }
+  info_.session_id = HexEncode(resp.session_id());
+  info_.version = resp.version();
+  info_.capabilities.assign(resp.capabilities().begin(), resp.capabilities().end());
+  info_.limits = AnnouncedLimitsFromProto(resp.limits());
+  info_.protection = static_cast<MemoryProtection>(resp.memory_protection());
+  info_.lease_ms = static_cast<int64_t>(resp.lease_ms());
+  info_.server_name = resp.server_name();
+  // AOBJ-SES-033: a hint; entries out of bounds are dropped, not followed.
+  for (const std::string& g : resp.gateways()) {
+    if (!g.empty() && g.size() <= kMaxGatewayAddressBytes && info_.gateways.size() < kMaxGateways) {
+      info_.gateways.push_back(g);
+    }
+  }
+  // A server that sends no challenges predates endpoint binding.
+  if (resp.endpoint_challenges() > 0) {
+    AOBJ_RETURN_IF_ERROR(ConfirmEndpoint(resp.session_id(), resp.endpoint_challenges()));
+  }
+  if (HasCapability(kCapFastPath) && !resp.fast_path_address().empty() &&
+      resp.fast_path_address().size() <= kMaxWorkerAddressBytes) {
+    ConnectFastPath(resp.fast_path_address());
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    open_ = true;
+  }
+  renewer_ = std::thread([this] { RenewLoop(); });
+  return absl::OkStatus();
+}
+
+absl::Status SessionChannel::ConfirmEndpoint(const std::string& session_id, uint32_t challenges) {
+  // AOBJ-SES-026: prove that this worker is the session's, over the challenges the server sent
+  // it; until then the server moves no byte by RMA (AOBJ-SES-027).
+  auto received = worker_->AwaitChallenges(
+      session_id, challenges,
+      absl::Milliseconds(std::clamp<int64_t>(options_.timeout_ms, 1000, 10000)));
+  absl::Status s = received.status();
+  if (s.ok()) {
+    pb::ConfirmEndpointRequest confirm;
+    confirm.set_proof(signer_->EndpointProof(session_id, *received));
+    pb::ConfirmEndpointResponse ack;
+    s = Call(CallContext(), Method::kConfirmEndpoint, confirm, &ack);
+  }
+  if (!s.ok()) {
+    pb::CloseSessionResponse closed;
+    Call(CallContext(), Method::kCloseSession, pb::CloseSessionRequest(), &closed).IgnoreError();
+  }
+  return s;
+}
+
+void SessionChannel::ConnectFastPath(const std::string& address) {
+  // AOBJ-DAT-163, AOBJ-DAT-164: fast requests only after the endpoint is confirmed, to the
+  // address the server gave.
+  absl::Status s =
+      worker_->SetMessageHandler(kFastReplyAmId, [this](absl::string_view m) { OnFastReply(m); });
+  if (!s.ok()) return;
+  // A server side that goes away fails the endpoint: the requests waiting for a reply end at
+  // once, and later ones go by gRPC.
+  auto ep = worker_->ConnectForMessages(address, [this](const absl::Status& why) {
+    fast_closed_.store(true);
+    FailFastWaiters();
+    (void)why;
+  });
+  if (ep.ok()) {
+    fast_ep_ = *ep;
+    info_.fast_path_address = address;
+  }
+}
+
+void SessionChannel::SendCancel(const std::string& nonce) {
   const CallContext ctx;  // not part of the operation being cancelled
   pb::RenewSessionRequest req;
   pb::RenewSessionResponse resp;
@@ -55,9 +197,9 @@ void ClientImpl::SendCancel(const std::string& nonce) {
   }
 }
 
-absl::Status ClientImpl::DataCall(const CallContext& ctx, Method method,
-                                  const google::protobuf::Message& req,
-                                  google::protobuf::Message* resp, bool spin) {
+absl::Status SessionChannel::DataCall(const CallContext& ctx, Method method,
+                                      const google::protobuf::Message& req,
+                                      google::protobuf::Message* resp, bool spin) {
   std::shared_ptr<std::atomic<int>> spinning;
   {
     absl::MutexLock l(&mu_);
@@ -94,10 +236,10 @@ absl::Status ClientImpl::DataCall(const CallContext& ctx, Method method,
   return s;
 }
 
-absl::Status ClientImpl::Call(const CallContext& ctx, Method method,
-                              const google::protobuf::Message& req, google::protobuf::Message* resp,
-                              bool* no_reply,
-                              std::vector<std::pair<std::string, std::string>> extra_md) {
+absl::Status SessionChannel::Call(const CallContext& ctx, Method method,
+                                  const google::protobuf::Message& req,
+                                  google::protobuf::Message* resp, bool* no_reply,
+                                  std::vector<std::pair<std::string, std::string>> extra_md) {
   std::string body;
   req.SerializeToString(&body);  // AOBJ-AUTH-016: hashed and sent as these same octets
   const std::string session = method == Method::kOpenSession ? "" : info_.session_id;
@@ -132,21 +274,13 @@ absl::Status ClientImpl::Call(const CallContext& ctx, Method method,
       for (const auto& entry : extra_md) md.push_back(entry);
       reply = rpc_->Call(MethodPath(method), body, md, deadline - sent);
     }
-    const ErrorCode code = ErrorCodeOf(reply.status);
-    // A connection the server's transport refused or closed (GOAWAY under memory pressure:
-    // UNAVAILABLE, no AOBJ error) leaves the outcome unknown; only a request that changes
-    // nothing is sent again.
-    const bool unknown_outcome = reply.error.code() == aobj::v1::ERROR_CODE_UNSPECIFIED &&
-                                 reply.grpc_status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-                                 RepeatableWhenUnknown(method);
     if (reply.status.ok() || attempt >= options_.busy_retries ||
-        (code != ErrorCode::kSlowDown && code != ErrorCode::kTooManyTransfers &&
-         !unknown_outcome)) {
+        !BusyRetryPolicy::Retries(method, reply)) {
       break;
     }
     // AOBJ-FLO-003: the server did nothing; wait a randomized, doubling pause, unless the
     // deadline would pass first.
-    const absl::Duration pause = BusyPause(attempt);
+    const absl::Duration pause = BusyRetryPolicy::Pause(attempt);
     if (absl::Now() + pause >= deadline) break;
     absl::SleepFor(pause);
   }
@@ -179,8 +313,8 @@ absl::Status ClientImpl::Call(const CallContext& ctx, Method method,
   return absl::OkStatus();
 }
 
-bool ClientImpl::FastCall(Method method, const std::string& body, const RequestAuth& auth,
-                          bool plain, absl::Duration timeout, RawReply* reply) {
+bool SessionChannel::FastCall(Method method, const std::string& body, const RequestAuth& auth,
+                              bool plain, absl::Duration timeout, RawReply* reply) {
   if (fast_ep_ == 0 || fast_closed_.load() || !plain || !FastPathCarries(method)) return false;
   // A control connection that is not up (the server went away, or the channel idled) is what
   // tells this client that the server may have restarted and forgotten the session: such a
@@ -265,7 +399,7 @@ bool ClientImpl::FastCall(Method method, const std::string& body, const RequestA
   return true;
 }
 
-void ClientImpl::OnFastReply(absl::string_view message) {
+void SessionChannel::OnFastReply(absl::string_view message) {
   auto parsed = ParseFastReply(message);
   if (!parsed.ok()) return;
   absl::MutexLock l(&fast_mu_);
@@ -275,7 +409,7 @@ void ClientImpl::OnFastReply(absl::string_view message) {
   it->second->done.Notify();
 }
 
-void ClientImpl::FailFastWaiters() {
+void SessionChannel::FailFastWaiters() {
   absl::MutexLock l(&fast_mu_);
   for (auto& [nonce, w] : fast_waiters_) {
     if (w->done.HasBeenNotified()) continue;
@@ -284,4 +418,53 @@ void ClientImpl::FailFastWaiters() {
   }
 }
 
+absl::Status SessionChannel::Renew(const CallContext& ctx) {
+  pb::RenewSessionRequest req;
+  pb::RenewSessionResponse resp;
+  return Call(ctx, Method::kRenewSession, req, &resp);
+}
+
+absl::Status SessionChannel::Close(const CallContext& ctx) {
+  {
+    absl::MutexLock l(&mu_);
+    if (!open_) return absl::OkStatus();
+    open_ = false;
+  }
+  StopRenewer();
+  absl::Status closed = absl::OkStatus();
+  if (session_gone_.load() == 0) {  // AOBJ-SES-022: otherwise nothing to close
+    pb::CloseSessionRequest req;
+    pb::CloseSessionResponse resp;
+    closed = Call(ctx, Method::kCloseSession, req, &resp);
+  }
+  // Spec 8.9: the server forgets the session's endpoint once its transfers end, and drops fast
+  // requests for it after that; from now on every request goes by gRPC (and learns that the
+  // session is gone), and those still waiting for a fast reply end now.
+  fast_closed_.store(true);
+  FailFastWaiters();
+  return closed;
+}
+
+void SessionChannel::RenewLoop() {
+  const absl::Duration period = absl::Milliseconds(std::max<int64_t>(info_.lease_ms / 3, 100));
+  absl::MutexLock l(&mu_);
+  while (open_) {
+    if (mu_.AwaitWithTimeout(absl::Condition(
+                                 +[](bool* open) { return !*open; }, &open_),
+                             period)) {
+      break;
+    }
+    mu_.Unlock();
+    const absl::Status renewed = Renew(CallContext());
+    mu_.Lock();
+    // AOBJ-SES-022: a session the server no longer knows is not renewed again; other failures
+    // (a slow server) surface on the next operation and renewal goes on.
+    const ErrorCode code = ErrorCodeOf(renewed);
+    if (code == ErrorCode::kSessionExpired || code == ErrorCode::kNoSuchSession) break;
+  }
+}
+
+void SessionChannel::StopRenewer() {
+  if (renewer_.joinable() && renewer_.get_id() != std::this_thread::get_id()) renewer_.join();
+}
 }  // namespace aobj::client_internal

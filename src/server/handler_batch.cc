@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "aobj/status.h"
 #include "server/handler.h"
@@ -52,6 +53,62 @@ struct BatchItem {
   std::optional<RangeSpec> range;
   uint64_t offset = 0;
   uint64_t length = 0;
+};
+
+// One round of a batch's RMA (AOBJ-OBJ-243, AOBJ-OBJ-251): the operations on the scatter list's
+// regions of as many items as fit the staging buffer, sent as one RMA batch with one flush.
+// Octets staged go through the staging buffer in order; others (an object a store holds in
+// memory) go from where they lie.
+class BatchRound {
+ public:
+  // Where a round stood, to take back what an item that failed put into it.
+  struct Mark {
+    size_t ops = 0;
+    uint64_t staged = 0;
+  };
+
+  BatchRound(RmaDirection direction, const SessionState& s, const Descriptors& windows,
+             const std::vector<TransferPiece>& pieces, uint8_t* staging, uint64_t capacity)
+      : batch_(MakeBatch(direction, windows, pieces, 0, 0, nullptr, s.limits.max_rkey_bytes)),
+        pieces_(pieces),
+        staging_(staging),
+        capacity_(capacity) {}
+
+  bool empty() const { return batch_.ops.empty(); }
+  // Octets of the staging buffer not yet in the round, and where they begin.
+  uint64_t room() const { return capacity_ - staged_; }
+  uint64_t staged() const { return staged_; }
+  uint8_t* free_space() const { return staging_ + staged_; }
+  // Puts the next `n` octets of the staging buffer (at most room(), at free_space()) into the
+  // round as octets [at, at + n) of the regions.
+  void Stage(uint64_t at, uint64_t n) {
+    AppendOps(pieces_, at, n, free_space(), &batch_.ops);
+    staged_ += n;
+  }
+  // Octets [at, at + n) of the regions, to or from `local`, which outlives the round's flush.
+  void AddDirect(uint64_t at, uint64_t n, const uint8_t* local) {
+    AppendOps(pieces_, at, n, const_cast<uint8_t*>(local), &batch_.ops);
+  }
+  Mark mark() const { return {batch_.ops.size(), staged_}; }
+  void RollBack(const Mark& m) {
+    batch_.ops.resize(m.ops);
+    staged_ = m.staged;
+  }
+  // Sends the round with `execute` (nothing when it is empty) and empties it, whatever the
+  // outcome; the staging buffer keeps its octets until the next Stage.
+  absl::Status Flush(absl::FunctionRef<absl::Status(const RmaBatch&)> execute) {
+    absl::Status st = batch_.ops.empty() ? absl::OkStatus() : execute(batch_);
+    batch_.ops.clear();
+    staged_ = 0;
+    return st;
+  }
+
+ private:
+  RmaBatch batch_;
+  const std::vector<TransferPiece>& pieces_;
+  uint8_t* const staging_;
+  const uint64_t capacity_;
+  uint64_t staged_ = 0;  // octets of the staging buffer in the round
 };
 
 }  // namespace
@@ -134,28 +191,19 @@ absl::StatusOr<std::string> RequestHandler::GetObjects(const SessionState& s,
 
   aobj::v1::GetObjectsResponse resp;
   resp.set_checksum_algorithm(static_cast<aobj::v1::ChecksumAlgorithm>(*algo));
-  const uint64_t chunk = staging_.buffer_bytes();
   const StagingPool::Lease staging = staging_.Lend();
-  uint64_t staged = 0;
-  RmaBatch round;
-  round.direction = RmaDirection::kWrite;
-  round.max_rkey_bytes = s.limits.max_rkey_bytes;
-  for (const auto& d : req.destination())
-    round.windows.push_back({d.address(), d.length(), d.rkey()});
+  BatchRound round(RmaDirection::kWrite, s, req.destination(), *pieces, staging.get(),
+                   staging_.buffer_bytes());
   std::vector<std::unique_ptr<ObjectReader>> held;  // readers whose memory the round points at
   uint64_t moved = 0;
   // AOBJ-OBJ-243: one flush per round; a failure fails the whole request.
   auto flush = [&]() -> absl::Status {
-    absl::Status st = round.ops.empty() ? absl::OkStatus() : ExecuteRma(s, round, call);
-    round.ops.clear();
+    absl::Status st = round.Flush([&](const RmaBatch& b) { return ExecuteRma(s, b, call); });
     held.clear();
-    staged = 0;
     return st;
   };
   // Adds the RMA writes of region octets [at, at + n) from local memory `from`.
-  auto add = [&](uint64_t at, uint64_t n, const uint8_t* from) {
-    AppendOps(*pieces, at, n, const_cast<uint8_t*>(from), &round.ops);
-  };
+  auto add = [&](uint64_t at, uint64_t n, const uint8_t* from) { round.AddDirect(at, n, from); };
   absl::Status failed;
   for (int i = 0; i < req.items_size() && failed.ok(); ++i) {
     const BatchItem& item = items[i];
@@ -204,18 +252,17 @@ absl::StatusOr<std::string> RequestHandler::GetObjects(const SessionState& s,
       // put into the round is taken out again, so its region stays untouched (AOBJ-OBJ-239),
       // unless a round with its first octets already went out (an item larger than the rest of
       // the staging buffer; its region's contents are then unspecified).
-      const size_t ops_mark = round.ops.size();
-      const uint64_t staged_mark = staged;
+      const BatchRound::Mark mark = round.mark();
       bool sent_part = false;
       absl::Status st;
       for (uint64_t done = 0; done < size && st.ok();) {
-        if (staged == chunk) {
+        if (round.room() == 0) {
           failed = flush();
           if (!failed.ok()) break;
           sent_part = true;
         }
-        const uint64_t n = std::min(chunk - staged, size - done);
-        uint8_t* buf = staging.get() + staged;
+        const uint64_t n = std::min(round.room(), size - done);
+        uint8_t* buf = round.free_space();
         auto got = (*reader)->ReadAt(first + done, {buf, static_cast<size_t>(n)});
         if (!got.ok()) {
           st = got.status();
@@ -223,20 +270,14 @@ absl::StatusOr<std::string> RequestHandler::GetObjects(const SessionState& s,
           st = MakeError(ErrorCode::kStorageError, "object shorter than recorded");
         } else {
           if (compute) sum.Update(buf, n);
-          add(item.offset + done, n, buf);
-          staged += n;
+          round.Stage(item.offset + done, n);
           done += n;
         }
       }
       if (!failed.ok()) break;
       if (!st.ok()) {
-        if (!sent_part) {
-          round.ops.resize(ops_mark);
-          staged = staged_mark;
-        } else {
-          round.ops.clear();  // only this item's octets are in the round since the flush
-          staged = 0;
-        }
+        // Since a flush, only this item's octets are in the round.
+        round.RollBack(sent_part ? BatchRound::Mark() : mark);
         fail(st);
         continue;
       }
@@ -338,11 +379,7 @@ absl::StatusOr<std::string> RequestHandler::PutObjects(const SessionState& s,
   const bool opaque = s.HasCapability(kCapOpaqueEtag);  // AOBJ-OBJ-016
   const uint64_t chunk = staging_.buffer_bytes();
   const StagingPool::Lease staging = staging_.Lend();
-  RmaBatch round;
-  round.direction = RmaDirection::kRead;
-  round.max_rkey_bytes = s.limits.max_rkey_bytes;
-  for (const auto& d : req.source()) round.windows.push_back({d.address(), d.length(), d.rkey()});
-  uint64_t staged = 0;
+  BatchRound round(RmaDirection::kRead, s, req.source(), *pieces, staging.get(), chunk);
   uint64_t stored = 0;
 
   // One item's object as its octets arrive: the writer, and the sums to verify and record.
@@ -429,9 +466,8 @@ absl::StatusOr<std::string> RequestHandler::PutObjects(const SessionState& s,
   };
   // AOBJ-OBJ-251: one flush per round; a failed RMA operation fails the whole request.
   auto flush = [&]() -> absl::Status {
-    if (round.ops.empty()) return absl::OkStatus();
-    absl::Status st = ExecuteRma(s, round, call);
-    round.ops.clear();
+    if (round.empty()) return absl::OkStatus();
+    absl::Status st = round.Flush([&](const RmaBatch& b) { return ExecuteRma(s, b, call); });
     if (st.ok()) {
       // The items whole in this round are committed together, in order (ObjectStore::CommitBatch),
       // at most kCommitGroup at once: each open writer may hold a descriptor (issue 16).
@@ -467,7 +503,6 @@ absl::StatusOr<std::string> RequestHandler::PutObjects(const SessionState& s,
       commit_group();
     }
     segments.clear();
-    staged = 0;
     return st;
   };
   absl::Status failed;
@@ -483,20 +518,19 @@ absl::StatusOr<std::string> RequestHandler::PutObjects(const SessionState& s,
     }
     // An item that does not fit what is left of the round, but fits a round, starts a new one;
     // a larger one streams through rounds of its own, its writer open meanwhile.
-    if (size > chunk - staged) {
+    if (size > round.room()) {
       failed = flush();
       if (!failed.ok()) break;
       if (size > chunk) open = start(i);
     }
     for (uint64_t done = 0; done < size;) {
-      if (staged == chunk) {
+      if (round.room() == 0) {
         failed = flush();
         if (!failed.ok()) break;
       }
-      const uint64_t n = std::min(chunk - staged, size - done);
-      AppendOps(*pieces, it.offset() + done, n, staging.get() + staged, &round.ops);
-      segments.push_back({i, staged, n, done + n == size});
-      staged += n;
+      const uint64_t n = std::min(round.room(), size - done);
+      segments.push_back({i, round.staged(), n, done + n == size});
+      round.Stage(it.offset() + done, n);
       done += n;
     }
   }

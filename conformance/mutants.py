@@ -512,11 +512,11 @@ MUTANTS = {
     # GetObjects (spec 9.16): batched reads.
     'batch-overlap-unchecked': (
         'GetObjects accepts regions that overlap (AOBJ-OBJ-238)',
-        [('src/server/handler_batch.cc', '      if (last >= 0 && items[i].offset < end) {', '      if (false) {')],
+        [('src/server/handler_batch.cc', '    if (last >= 0 && items[i].offset < end) {', '      if (false) {')],
         'obj/9.16/2', []),
     'batch-region-end-inclusive': (
         'GetObjects lets a region end one octet past the windows (AOBJ-OBJ-238)',
-        [('src/server/handler_batch.cc', 'it.offset() + it.length() > capacity) {', 'it.offset() + it.length() > capacity + 1) {')],
+        [('src/server/handler_batch.cc', 'offset + length > capacity) {', 'offset + length > capacity + 1) {')],
         'obj/9.16/2', []),
     'batch-short-region-written': (
         "an item whose object exceeds its region is written anyway, up to the region's length, before it fails (AOBJ-OBJ-239)",
@@ -539,11 +539,11 @@ MUTANTS = {
         'obj/9.17/1', []),
     'batch-put-duplicate-keys': (
         'PutObjects takes two items of one key (AOBJ-OBJ-247)',
-        [('src/server/handler_batch.cc', '      if (*keys[k] == *keys[k - 1]) {', '      if (false) {')],
+        [('src/server/handler_batch.cc', '    if (*keys[k] == *keys[k - 1]) {', '    if (false) {')],
         'obj/9.17/2', []),
     'batch-put-content-type-257': (
         'PutObjects takes a content type of 257 octets (AOBJ-OBJ-247)',
-        [('src/server/handler_batch.cc', '      if (it.content_type().size() > kMaxItemContentTypeBytes) {', '      if (it.content_type().size() > kMaxItemContentTypeBytes + 1) {')],
+        [('src/server/handler_batch.cc', '    if (it.content_type().size() > kMaxItemContentTypeBytes) {', '    if (it.content_type().size() > kMaxItemContentTypeBytes + 1) {')],
         'obj/9.17/2', []),
     'batch-put-no-capability-check': (
         'PutObjects is served on a session that did not negotiate BATCH_PUT (AOBJ-OBJ-245)',

@@ -55,6 +55,115 @@ struct BatchItem {
   uint64_t length = 0;
 };
 
+// AOBJ-OBJ-238, AOBJ-OBJ-247: item i's region [offset, offset + length) lies inside the windows'
+// `capacity` octets, and the regions so far (`*total`, which this one is added to) hold at most
+// the session's max_transfer_bytes.
+absl::Status CheckRegion(int i, uint64_t offset, uint64_t length, uint64_t capacity,
+                         uint64_t max_transfer_bytes, uint64_t* total) {
+  if (length > UINT64_MAX - offset || offset + length > capacity) {
+    return MakeError(ErrorCode::kDescriptorTooSmall,
+                     absl::StrCat("item ", i, "'s region [", offset, ", +", length,
+                                  ") ends past the windows' ", capacity, " octets"));
+  }
+  *total += length;  // no wrap: each region lies inside `capacity`, and at most 1000
+  if (*total > max_transfer_bytes) {
+    return MakeError(ErrorCode::kEntityTooLarge,
+                     absl::StrCat("the items' regions hold more than the session's limit of ",
+                                  max_transfer_bytes, " octets"));
+  }
+  return absl::OkStatus();
+}
+
+// AOBJ-OBJ-238: no two GetObjects regions share an octet (an empty region overlaps nothing).
+absl::Status CheckNoOverlap(const std::vector<BatchItem>& items) {
+  std::vector<int> order(items.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return items[a].offset < items[b].offset; });
+  uint64_t end = 0;
+  int last = -1;
+  for (int i : order) {
+    if (items[i].length == 0) continue;
+    if (last >= 0 && items[i].offset < end) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       absl::StrCat("the regions of items ", last, " and ", i, " overlap"));
+    }
+    end = items[i].offset + items[i].length;
+    last = i;
+  }
+  return absl::OkStatus();
+}
+
+// AOBJ-OBJ-238: GetObjects' items, before any object is opened: keys, ranges, and regions inside
+// the windows that do not overlap.
+// `check_key`: RequestHandler::CheckKey.
+absl::StatusOr<std::vector<BatchItem>> ValidateGetItems(
+    const aobj::v1::GetObjectsRequest& req, uint64_t capacity, uint64_t max_transfer_bytes,
+    absl::FunctionRef<absl::Status(absl::string_view)> check_key) {
+  std::vector<BatchItem> items(req.items_size());
+  uint64_t total = 0;
+  for (int i = 0; i < req.items_size(); ++i) {
+    const aobj::v1::GetObjectsItem& it = req.items(i);
+    if (absl::Status st = check_key(it.key()); !st.ok()) {
+      return MakeError(ErrorCode::kInvalidArgument, absl::StrCat("item ", i, ": ", st.message()));
+    }
+    if (it.has_range()) {  // AOBJ-DAT-100: a malformed range fails before any I/O
+      auto r = RangeFromProto(it.range());
+      if (!r.ok()) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         absl::StrCat("item ", i, ": ", r.status().message()));
+      }
+      items[i].range = *r;
+    }
+    AOBJ_RETURN_IF_ERROR(
+        CheckRegion(i, it.offset(), it.length(), capacity, max_transfer_bytes, &total));
+    items[i].offset = it.offset();
+    items[i].length = it.length();
+  }
+  AOBJ_RETURN_IF_ERROR(CheckNoOverlap(items));
+  return items;
+}
+
+// AOBJ-OBJ-247: PutObjects' items, before any octet moves: keys (each at most once), checksums
+// of the session's algorithm, content types, and regions inside the windows.
+absl::Status ValidatePutItems(const aobj::v1::PutObjectsRequest& req, ChecksumAlgorithm algo,
+                              uint64_t capacity, uint64_t max_transfer_bytes,
+                              absl::FunctionRef<absl::Status(absl::string_view)> check_key) {
+  uint64_t total = 0;
+  std::vector<const std::string*> keys;
+  keys.reserve(req.items_size());
+  for (int i = 0; i < req.items_size(); ++i) {
+    const aobj::v1::PutObjectsItem& it = req.items(i);
+    if (absl::Status st = check_key(it.key()); !st.ok()) {
+      return MakeError(ErrorCode::kInvalidArgument, absl::StrCat("item ", i, ": ", st.message()));
+    }
+    if (it.checksum().size() != ChecksumSize(algo)) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       absl::StrCat("item ", i, ": checksum is ", it.checksum().size(), " octets; ",
+                                    ChecksumName(algo), " takes ", ChecksumSize(algo)));
+    }
+    if (it.content_type().size() > kMaxItemContentTypeBytes) {
+      return MakeError(
+          ErrorCode::kInvalidArgument,
+          absl::StrCat("item ", i, ": a content type of ", it.content_type().size(),
+                       " octets; PutObjects takes at most ", kMaxItemContentTypeBytes));
+    }
+    AOBJ_RETURN_IF_ERROR(
+        CheckRegion(i, it.offset(), it.length(), capacity, max_transfer_bytes, &total));
+    keys.push_back(&it.key());
+  }
+  std::sort(keys.begin(), keys.end(),
+            [](const std::string* a, const std::string* b) { return *a < *b; });
+  for (size_t k = 1; k < keys.size(); ++k) {
+    if (*keys[k] == *keys[k - 1]) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       absl::StrCat("two items name the key '", TruncateUtf8(*keys[k], 64),
+                                    "'; each key at most once a request"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // One round of a batch's RMA (AOBJ-OBJ-243, AOBJ-OBJ-251): the operations on the scatter list's
 // regions of as many items as fit the staging buffer, sent as one RMA batch with one flush.
 // Octets staged go through the staging buffer in order; others (an object a store holds in
@@ -135,52 +244,11 @@ absl::StatusOr<std::string> RequestHandler::GetObjects(const SessionState& s,
   if (!algo.ok()) return algo.status();
   AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));
   const uint64_t capacity = Capacity(req.destination());
-  std::vector<BatchItem> items(req.items_size());
-  uint64_t total = 0;
-  for (int i = 0; i < req.items_size(); ++i) {
-    const aobj::v1::GetObjectsItem& it = req.items(i);
-    if (absl::Status st = CheckKey(it.key()); !st.ok()) {
-      return MakeError(ErrorCode::kInvalidArgument, absl::StrCat("item ", i, ": ", st.message()));
-    }
-    if (it.has_range()) {  // AOBJ-DAT-100: a malformed range fails before any I/O
-      auto r = RangeFromProto(it.range());
-      if (!r.ok()) {
-        return MakeError(ErrorCode::kInvalidArgument,
-                         absl::StrCat("item ", i, ": ", r.status().message()));
-      }
-      items[i].range = *r;
-    }
-    if (it.length() > UINT64_MAX - it.offset() || it.offset() + it.length() > capacity) {
-      return MakeError(ErrorCode::kDescriptorTooSmall,
-                       absl::StrCat("item ", i, "'s region [", it.offset(), ", +", it.length(),
-                                    ") ends past the windows' ", capacity, " octets"));
-    }
-    items[i].offset = it.offset();
-    items[i].length = it.length();
-    total += it.length();  // no wrap: each region lies inside `capacity`, and at most 1000
-    if (total > s.limits.max_transfer_bytes) {
-      return MakeError(ErrorCode::kEntityTooLarge,
-                       absl::StrCat("the items' regions hold more than the session's limit of ",
-                                    s.limits.max_transfer_bytes, " octets"));
-    }
-  }
-  {
-    std::vector<int> order(items.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(),
-              [&](int a, int b) { return items[a].offset < items[b].offset; });
-    uint64_t end = 0;
-    int last = -1;
-    for (int i : order) {
-      if (items[i].length == 0) continue;  // an empty region overlaps nothing
-      if (last >= 0 && items[i].offset < end) {
-        return MakeError(ErrorCode::kInvalidArgument,
-                         absl::StrCat("the regions of items ", last, " and ", i, " overlap"));
-      }
-      end = items[i].offset + items[i].length;
-      last = i;
-    }
-  }
+  absl::StatusOr<std::vector<BatchItem>> checked =
+      ValidateGetItems(req, capacity, s.limits.max_transfer_bytes,
+                       [this](absl::string_view key) { return CheckKey(key); });
+  if (!checked.ok()) return checked.status();
+  const std::vector<BatchItem>& items = *checked;
   // AOBJ-OBJ-240: a missing bucket fails the whole request.
   AOBJ_RETURN_IF_ERROR(store_->HeadBucket(req.bucket()));
   auto pieces = PlanTransfer(req.destination(), capacity, config_.max_rma_piece);
@@ -321,50 +389,8 @@ absl::StatusOr<std::string> RequestHandler::PutObjects(const SessionState& s,
   if (!algo.ok()) return algo.status();
   AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.source()));
   const uint64_t capacity = Capacity(req.source());
-  uint64_t total = 0;
-  {
-    std::vector<const std::string*> keys;
-    keys.reserve(req.items_size());
-    for (int i = 0; i < req.items_size(); ++i) {
-      const aobj::v1::PutObjectsItem& it = req.items(i);
-      if (absl::Status st = CheckKey(it.key()); !st.ok()) {
-        return MakeError(ErrorCode::kInvalidArgument, absl::StrCat("item ", i, ": ", st.message()));
-      }
-      if (it.checksum().size() != ChecksumSize(*algo)) {
-        return MakeError(
-            ErrorCode::kInvalidArgument,
-            absl::StrCat("item ", i, ": checksum is ", it.checksum().size(), " octets; ",
-                         ChecksumName(*algo), " takes ", ChecksumSize(*algo)));
-      }
-      if (it.content_type().size() > kMaxItemContentTypeBytes) {
-        return MakeError(
-            ErrorCode::kInvalidArgument,
-            absl::StrCat("item ", i, ": a content type of ", it.content_type().size(),
-                         " octets; PutObjects takes at most ", kMaxItemContentTypeBytes));
-      }
-      if (it.length() > UINT64_MAX - it.offset() || it.offset() + it.length() > capacity) {
-        return MakeError(ErrorCode::kDescriptorTooSmall,
-                         absl::StrCat("item ", i, "'s region [", it.offset(), ", +", it.length(),
-                                      ") ends past the windows' ", capacity, " octets"));
-      }
-      total += it.length();  // no wrap: each region lies inside `capacity`, and at most 1000
-      if (total > s.limits.max_transfer_bytes) {
-        return MakeError(ErrorCode::kEntityTooLarge,
-                         absl::StrCat("the items' regions hold more than the session's limit of ",
-                                      s.limits.max_transfer_bytes, " octets"));
-      }
-      keys.push_back(&it.key());
-    }
-    std::sort(keys.begin(), keys.end(),
-              [](const std::string* a, const std::string* b) { return *a < *b; });
-    for (size_t k = 1; k < keys.size(); ++k) {
-      if (*keys[k] == *keys[k - 1]) {
-        return MakeError(ErrorCode::kInvalidArgument,
-                         absl::StrCat("two items name the key '", TruncateUtf8(*keys[k], 64),
-                                      "'; each key at most once a request"));
-      }
-    }
-  }
+  AOBJ_RETURN_IF_ERROR(ValidatePutItems(req, *algo, capacity, s.limits.max_transfer_bytes,
+                                        [this](absl::string_view key) { return CheckKey(key); }));
   // AOBJ-OBJ-249: a missing bucket fails the whole request.
   AOBJ_RETURN_IF_ERROR(store_->HeadBucket(req.bucket()));
   auto pieces = PlanTransfer(req.source(), capacity, config_.max_rma_piece);

@@ -403,6 +403,37 @@ TEST_F(HostileTest, WindowSmallerThanBodyIsTooSmall) {
   ExpectStillServes();
 }
 
+// A request without windows: a PUT states the size its windows must hold (AOBJ-MEM-022), a GET
+// learns it from the object (AOBJ-MEM-007, spec 7.3), so the two fail with different codes; an
+// empty object needs no window at all (AOBJ-DAT-011).
+TEST_F(HostileTest, MissingWindowsFailPutAndGetWithTheirOwnCodes) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  auto mem = raw_->Allocate(4096);
+  std::memset(mem->data(), 'w', 4096);
+  ASSERT_TRUE(
+      raw_->Send(Method::kPutObject, raw_->PutRequest("windowless", *mem, 4096)).status.ok());
+  ASSERT_TRUE(
+      raw_->Send(Method::kPutObject, raw_->PutRequest("windowless-empty", *mem, 0)).status.ok());
+
+  pb::PutObjectRequest put = raw_->PutRequest("windowless", *mem, 4096);
+  put.clear_source();
+  EXPECT_EQ(Code(raw_->Send(Method::kPutObject, put)), ErrorCode::kInvalidDescriptor);
+
+  pb::GetObjectRequest get = raw_->GetRequest("windowless", *mem, 4096);
+  get.clear_destination();
+  get.set_accept_inline(false);
+  EXPECT_EQ(Code(raw_->Send(Method::kGetObject, get)), ErrorCode::kDescriptorTooSmall);
+
+  get.set_key("windowless-empty");
+  RawReply empty = raw_->Send(Method::kGetObject, get);
+  ASSERT_TRUE(empty.status.ok()) << empty.status;
+  pb::GetObjectResponse resp;
+  ASSERT_TRUE(resp.ParseFromString(empty.body));
+  EXPECT_EQ(resp.bytes_transferred(), 0u);
+  EXPECT_EQ(resp.path(), pb::TRANSFER_PATH_NONE);
+  ExpectStillServes();
+}
+
 // ---- bodies ---------------------------------------------------------------------------------
 
 // A body of several server chunks (the server checksums chunk k while chunk k+1 travels) with a

@@ -338,4 +338,30 @@ absl::StatusOr<size_t> RewriteTcpPorts(std::string* address, uint16_t port, bool
   return rewritten;
 }
 
+absl::StatusOr<uint64_t> SysvFifoSegment(absl::string_view address) {
+  auto layout = ParseWorkerAddress(address);
+  if (!layout.ok()) return layout.status();
+  const uint16_t sysv = ucs_crc16_string("sysv");
+  for (const WorkerAddressEntry& e : layout->entries) {
+    if (e.tl_name_csum == sysv && e.iface_addr_len >= 8) {
+      return MmFifoSegmentId(address.substr(e.iface_addr_offset, 8));
+    }
+  }
+  return absl::NotFoundError("the worker address has no System V entry");
+}
+
+absl::StatusOr<size_t> RewriteSysvFifo(std::string* address, uint64_t segment) {
+  auto layout = ParseWorkerAddress(*address);
+  if (!layout.ok()) return layout.status();
+  const uint16_t sysv = ucs_crc16_string("sysv");
+  size_t rewritten = 0;
+  for (const WorkerAddressEntry& e : layout->entries) {
+    if (e.tl_name_csum != sysv || e.iface_addr_len < 8) continue;
+    for (int i = 0; i < 8; ++i)
+      (*address)[e.iface_addr_offset + i] = static_cast<char>(segment >> (8 * i));
+    ++rewritten;
+  }
+  return rewritten;
+}
+
 }  // namespace aobj

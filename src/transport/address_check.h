@@ -102,6 +102,12 @@ absl::Status CheckWorkerAddress(absl::string_view peer, absl::string_view local)
 absl::StatusOr<size_t> RewriteTcpPorts(std::string* address, uint16_t port,
                                        bool* only_tcp = nullptr);
 
+// Test tools only (issue 15 finding 6, AOBJ-SES-024): the System V receive FIFO a packed worker
+// address names (the segment id of its sysv entry; NOT_FOUND without one), and the same address
+// naming `segment` instead (returns how many sysv entries it rewrote).
+absl::StatusOr<uint64_t> SysvFifoSegment(absl::string_view address);
+absl::StatusOr<size_t> RewriteSysvFifo(std::string* address, uint64_t segment);
+
 }  // namespace aobj
 
 #endif  // AOBJ_TRANSPORT_ADDRESS_CHECK_H_

@@ -28,8 +28,10 @@
 #include "aobj/client.h"
 #include "aobj/status.h"
 #include "gtest/gtest.h"
+#include "integration/raw_session.h"
 #include "integration/server_process.h"
 #include "integration/still_serves.h"
+#include "transport/address_check.h"
 
 namespace aobj {
 namespace {
@@ -601,6 +603,47 @@ TEST_F(DeadPeerTest, APeerThatAbortsItsDataChannelProcessHarmsNoOneElse) {
                            "--behaviour", "healthy"});
   EXPECT_EQ(ReplyOf(again.out, 1).code, "OK") << again.out << server_->log();
   testing::ExpectStillServes(*server_, "after-abort", 0x61);
+  ExpectIdle();
+  ExpectStopsOnSigterm();
+}
+
+// Issue 15 finding 6 (AOBJ-SES-024, spec 5.6.1): a peer process whose worker address names
+// another live client's System V receive FIFO as its own. The segment has the right size and the
+// server's user, so the segment check cannot tell it from the peer's; the server's challenge on
+// that endpoint lands in the other client, which ignores a session it did not open, so the peer
+// cannot prove its endpoint and no byte moves by RMA. The other client (here a session of
+// another principal in this test process) goes on moving data, and the server stays healthy.
+TEST_F(DeadPeerTest, APeerNamingAnotherClientsFifoReachesNothingAndHarmsNoOne) {
+  constexpr size_t kSize = 1 << 20;
+  ASSERT_NO_FATAL_FAILURE(PutObject("shared", kSize));
+  testing::RawSession victim(server_->endpoint(), "AKTESTSECOND", "second-secret-for-tests");
+  ASSERT_TRUE(victim.Open().status.ok());
+  absl::StatusOr<uint64_t> fifo = SysvFifoSegment(victim.worker().address());
+  if (!fifo.ok()) GTEST_SKIP() << "no System V transport here: " << fifo.status();
+  auto mem = victim.Allocate(kSize);
+  std::memset(mem->data(), 0x11, kSize);
+
+  PeerRun attack =
+      RunPeer({"--op", "get", "--key", "shared", "--size", std::to_string(kSize), "--behaviour",
+               "healthy", "--memory", "ucx", "--sysv-fifo", std::to_string(*fifo)});
+  ASSERT_NE(attack.status, -1) << attack.out << server_->log();
+  ASSERT_NE(attack.out.find("opened session="), std::string::npos)
+      << "the server refused the address (nothing was tested):\n"
+      << attack.out;
+  EXPECT_NE(attack.out.find("unconfirmed:"), std::string::npos)
+      << "every challenge reached the attacker, so the server never used the named FIFO:\n"
+      << attack.out;
+  EXPECT_EQ(ReplyOf(attack.out, 1).code, "ENDPOINT_UNCONFIRMED") << attack.out;
+  // Nothing reached the other client's memory, and its session serves as before.
+  for (size_t i = 0; i < kSize; ++i) {
+    ASSERT_EQ(mem->data()[i], 0x11) << "octet " << i << " of the other client changed";
+  }
+  RawReply get = victim.Send(Method::kGetObject, victim.GetRequest("shared", *mem, kSize));
+  ASSERT_TRUE(get.status.ok()) << get.status << server_->log();
+  EXPECT_EQ(mem->data()[kSize - 1], 0x33);
+  RawReply put = victim.Send(Method::kPutObject, victim.PutRequest("victim-after", *mem, kSize));
+  EXPECT_TRUE(put.status.ok()) << put.status;
+  testing::ExpectStillServes(*server_, "after-fifo", 0x62);
   ExpectIdle();
   ExpectStopsOnSigterm();
 }

@@ -16,6 +16,10 @@
 // described with the registered memory's rkey (spec AOBJ-MEM-012: such a window must fail);
 // after the reply the peer prints whether the server wrote or read it.
 // With --tcp-port PORT, the worker address sent in OpenSession names PORT as every tcp listener.
+// With --sysv-fifo ID, it names the System V segment ID (another client's receive FIFO) as its
+// own: the server's challenge on that endpoint then goes to the other client, so the peer waits
+// 2 s for its challenges, prints "unconfirmed: K of N challenges arrived" and sends its request
+// without a proof (spec 5.6.1, AOBJ-SES-024).
 //
 // Output, one line each: "opened session=HEX", "reply N code=NAME ms=ELAPSED",
 // "outside=untouched|written" (--window heap, GET).
@@ -55,11 +59,12 @@ namespace pb = aobj::v1;
 constexpr char kUsage[] = R"(usage: aobj-hostile-peer --endpoint HOST:PORT --access-key K --secret S
     [--bucket B] [--key KEY] [--op put|get|range|multipart] [--size BYTES] [--memory ucx|heap]
     [--behaviour healthy|stall|exit|stall-exit|crash] [--after-ms N] [--timeout-ms N] [--second]
-    [--window registered|heap] [--tcp-port PORT]
+    [--window registered|heap] [--tcp-port PORT] [--sysv-fifo SEGMENT_ID]
 A test tool: a client that stops progressing, exits or crashes in the middle of a transfer.
 range: GET of the object's middle half; multipart: an upload of four parts, then Complete.
 UCX_TLS selects the client's transports (for example tcp), UCX_ALLOC_PRIO its allocator.
 --tcp-port: the worker address sent in OpenSession names PORT as its tcp listener (UCX_TLS=tcp).
+--sysv-fifo: the worker address names another client's System V FIFO as its own.
 )";
 
 struct Options {
@@ -69,6 +74,7 @@ struct Options {
   int64_t after_ms = 300;
   int64_t timeout_ms = 30000;
   int64_t tcp_port = -1;  // --tcp-port; -1: the worker address as UCX packed it
+  int64_t sysv_fifo = -1;  // --sysv-fifo; -1: the worker's own FIFO
   bool second = false;
 };
 
@@ -99,6 +105,8 @@ bool Parse(int argc, char** argv, Options* o) {
     else if (a == "--timeout-ms") ok = number(&o->timeout_ms);
     else if (a == "--tcp-port")
       ok = number(&o->tcp_port) && o->tcp_port >= 0 && o->tcp_port <= 65535;
+    else if (a == "--sysv-fifo")
+      ok = number(&o->sysv_fifo) && o->sysv_fifo >= 0;
     else if (a == "--second") o->second = true;
     else ok = false;
     if (!ok) return false;
@@ -138,6 +146,14 @@ class Peer {
       }
       fprintf(stderr, "aobj-hostile-peer: %zu tcp entries now name port %lld\n", *n,
               static_cast<long long>(o_.tcp_port));
+    }
+    if (o_.sysv_fifo >= 0) {
+      auto n = RewriteSysvFifo(&address, static_cast<uint64_t>(o_.sysv_fifo));
+      if (!n.ok()) return Fail(n.status());
+      if (*n == 0) {
+        fprintf(stderr, "aobj-hostile-peer: no System V entry in the worker address\n");
+        return 2;
+      }
     }
     // AOBJ-SES-025: the server's endpoint challenges arrive as active messages.
     ucp_am_handler_param_t am{};
@@ -232,18 +248,25 @@ class Peer {
     const size_t n = resp.endpoint_challenges();
     if (n == 0 || n > kMaxEndpointChallenges) return Fail("endpoint_challenges out of range");
     std::string all;
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    const absl::Time deadline =
+        absl::Now() + (o_.sysv_fifo >= 0 ? absl::Seconds(2) : absl::Seconds(10));
+    size_t have = 0;
     while (all.empty()) {
       ucp_worker_progress(worker_);
       {
         absl::MutexLock l(&challenges_mu_);
-        size_t have = 0;
+        have = 0;
         for (size_t i = 0; i < n; ++i) have += challenges_[i].empty() ? 0 : 1;
         if (have == n) {
           for (size_t i = 0; i < n; ++i) all += challenges_[i];
         }
       }
-      if (all.empty() && absl::Now() > deadline) return Fail("no endpoint challenge arrived");
+      if (all.empty() && absl::Now() > deadline) {
+        if (o_.sysv_fifo < 0) return Fail("no endpoint challenge arrived");
+        printf("unconfirmed: %zu of %zu challenges arrived\n", have, n);
+        fflush(stdout);
+        return 0;  // the request goes without a proof
+      }
     }
     pb::ConfirmEndpointRequest confirm;
     confirm.set_proof(signer_.EndpointProof(resp.session_id(), all));

@@ -214,6 +214,54 @@ TEST_F(DeadlineCancelTest, PassedDeadlineFailsEveryCallWithoutSendingIt) {
   EXPECT_EQ(ErrorCodeOf(head->Wait().status()), ErrorCode::kDeadlineExceeded);
 }
 
+// AOBJ-DAT-157, AOBJ-MEM-010: a reply is a fence. After a GET's OK reply nothing more lands in its
+// window, and after a PUT's OK reply the server reads nothing more from its source: changing the
+// source afterwards changes nothing stored. Caller memory, so RMA is emulated through this
+// client's worker, which keeps progressing.
+TEST_F(DeadlineCancelTest, NothingMovesAfterASuccessfulReply) {
+  constexpr size_t kSize = size_t{32} << 20;
+  auto c = Client::Connect(Options(*server_));
+  ASSERT_TRUE(c.ok()) << c.status();
+  Mapping memory(kSize);
+  ASSERT_NE(memory.data(), nullptr);
+  auto buf = (*c)->RegisterBuffer(memory.data(), kSize);
+  ASSERT_TRUE(buf.ok()) << buf.status();
+  std::memset(memory.data(), kObjectByte, kSize);
+  ASSERT_TRUE((*c)->Put("test-bucket", "fenced", **buf, kSize).ok());
+  std::memset(memory.data(), kPattern, kSize);  // the source changes after the reply
+  absl::SleepFor(absl::Milliseconds(300));
+  auto got = (*c)->Get("test-bucket", "fenced", **buf);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(AllBytesAre(memory.data(), kSize, kObjectByte))
+      << "the stored object is not what the source held when the PUT was answered";
+  std::memset(memory.data(), kPattern, kSize);  // the window is the caller's again
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_TRUE(AllBytesAre(memory.data(), kSize, kPattern))
+      << "the server wrote into the window after the GET's reply";
+}
+
+// AOBJ-DAT-016, AOBJ-DAT-157, AOBJ-MEM-014: once a GET has failed with DEADLINE_EXCEEDED, the
+// window is the caller's again: a pattern written over all of it afterwards stays. (The reply is
+// the server's, after its last RMA, or none, and then the client has destroyed its worker.)
+TEST_F(DeadlineCancelTest, NothingLandsAfterADeadlineFailedAGet) {
+  PutBig("big");
+  auto c = Client::Connect(Options(*server_));
+  ASSERT_TRUE(c.ok()) << c.status();
+  Mapping memory(kBig);
+  ASSERT_NE(memory.data(), nullptr);
+  auto buf = (*c)->RegisterBuffer(memory.data(), kBig);
+  ASSERT_TRUE(buf.ok()) << buf.status();
+  GetOptions get;
+  get.call.timeout = absl::Milliseconds(50);
+  auto got = (*c)->Get("test-bucket", "big", **buf, get);
+  ASSERT_FALSE(got.ok()) << "the 256 MiB GET finished within 50 ms; nothing was tested";
+  EXPECT_EQ(ErrorCodeOf(got.status()), ErrorCode::kDeadlineExceeded) << got.status();
+  std::memset(memory.data(), kPattern, kBig);
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_TRUE(AllBytesAre(memory.data(), kBig, kPattern))
+      << "the server wrote into the window after the deadline's failure was returned";
+}
+
 // AOBJ-DAT-155, AOBJ-DAT-156: after Cancel() returns, the server never writes the buffer again;
 // the acknowledgment is the server's CANCELLED reply, so the data channel stays usable.
 TEST_F(DeadlineCancelTest, CancelledGetNeverTouchesTheBufferAgain) {

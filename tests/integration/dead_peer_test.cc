@@ -201,6 +201,8 @@ struct StallCase {
   std::string name;
   std::string op;      // put | get
   std::string tls;     // client's UCX_TLS; empty = every transport
+  std::string memory = "heap";  // heap | ucx
+  std::string alloc;            // the peer's UCX_ALLOC_PRIO (md:posix: posix segments)
 };
 
 class StalledPeerTest : public DeadPeerTest, public ::testing::WithParamInterface<StallCase> {};
@@ -228,8 +230,8 @@ TEST_P(StalledPeerTest, FailsWithinTheBoundThenTheChannelStaysFailed) {
     if (Slurp(out).find("reply 1 ") != std::string::npos) return;  // not a stall throughout
     stall_ticks = CpuTicks(server_->pid()) - a;
   };
-  PeerRun r = RunPeer({"--behaviour", "stall", "--memory", "heap", "--op", c.op, "--second"},
-                      c.tls, "", measure);
+  PeerRun r = RunPeer({"--behaviour", "stall", "--memory", c.memory, "--op", c.op, "--second"},
+                      c.tls, c.alloc, measure);
   ASSERT_NE(r.status, -1) << "the peer never got its replies:\n" << r.out << server_->log();
   ASSERT_NE(stall_ticks, -1) << "the window did not fall inside the stall:\n" << r.out;
   EXPECT_LT(stall_ticks, sysconf(_SC_CLK_TCK) * 8 / 10 / 4)
@@ -246,11 +248,16 @@ TEST_P(StalledPeerTest, FailsWithinTheBoundThenTheChannelStaysFailed) {
   ExpectStopsOnSigterm();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Lanes, StalledPeerTest,
-    ::testing::Values(StallCase{"PutAllLanes", "put", ""}, StallCase{"GetAllLanes", "get", ""},
-                      StallCase{"PutTcpOnly", "put", "tcp"}, StallCase{"GetTcpOnly", "get", "tcp"}),
-    [](const ::testing::TestParamInfo<StallCase>& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(Lanes, StalledPeerTest,
+                         ::testing::Values(StallCase{"PutAllLanes", "put", ""},
+                                           StallCase{"GetAllLanes", "get", ""},
+                                           StallCase{"PutTcpOnly", "put", "tcp"},
+                                           StallCase{"GetTcpOnly", "get", "tcp"},
+                                           // Posix segments, which the server reaches through the
+                                           // peer's progress (interop finding S2's memory kind).
+                                           StallCase{"PutPosix", "put", "", "ucx", "md:posix"},
+                                           StallCase{"GetPosix", "get", "", "ucx", "md:posix"}),
+                         [](const ::testing::TestParamInfo<StallCase>& i) { return i.param.name; });
 
 // ---- a peer that dies mid-transfer ------------------------------------------------------------
 
@@ -259,6 +266,7 @@ struct DeathCase {
   std::string behaviour;  // exit | stall-exit | crash
   std::string op;
   std::string memory;     // heap | ucx
+  std::string alloc;      // the peer's UCX_ALLOC_PRIO (md:posix: posix segments)
 };
 
 class DyingPeerTest : public DeadPeerTest, public ::testing::WithParamInterface<DeathCase> {};
@@ -270,8 +278,9 @@ TEST_P(DyingPeerTest, ServerEndsTheRequestIsIdleAndKeepsServing) {
   if (c.op == "get") {
     ASSERT_NO_FATAL_FAILURE(PutObject("hostile", 256 << 20));
   }
-  PeerRun r = RunPeer({"--behaviour", c.behaviour, "--memory", c.memory, "--op", c.op,
-                       "--size", std::to_string(256 << 20), "--after-ms", "5"});
+  PeerRun r = RunPeer({"--behaviour", c.behaviour, "--memory", c.memory, "--op", c.op, "--size",
+                       std::to_string(256 << 20), "--after-ms", "5"},
+                      "", c.alloc);
   ASSERT_NE(r.status, -1) << r.out;
   // A peer that exits while its request runs never reads the reply.
   EXPECT_EQ(ReplyOf(r.out, 1).code, "") << "the peer was meant to die first:\n" << r.out;
@@ -294,7 +303,11 @@ INSTANTIATE_TEST_SUITE_P(
                       DeathCase{"StallThenExitDuringPut", "stall-exit", "put", "heap"},
                       DeathCase{"CrashDuringPut", "crash", "put", "heap"},
                       DeathCase{"CrashDuringGet", "crash", "get", "heap"},
-                      DeathCase{"ExitDuringSharedMemoryPut", "exit", "put", "ucx"}),
+                      DeathCase{"ExitDuringSharedMemoryPut", "exit", "put", "ucx"},
+                      DeathCase{"ExitDuringPosixPut", "exit", "put", "ucx", "md:posix"},
+                      DeathCase{"StallThenExitDuringPosixGet", "stall-exit", "get", "ucx",
+                                "md:posix"},
+                      DeathCase{"CrashDuringPosixGet", "crash", "get", "ucx", "md:posix"}),
     [](const ::testing::TestParamInfo<DeathCase>& i) { return i.param.name; });
 
 // ---- windows outside what the peer registered ---------------------------------------------------

@@ -68,6 +68,7 @@ class FakeChannel final : public aobj::DataChannel {
   }
   size_t endpoint_count() override { return 0; }
   uint64_t rkeys_outstanding() override { return 0; }
+  uint64_t data_channels_failed() override { return 0; }
 
  private:
   uint64_t endpoints_ = 0;

@@ -289,6 +289,11 @@ class FakeChannel final : public aobj::DataChannel {
   }
   size_t endpoint_count() override { return endpoints_.size(); }
   uint64_t rkeys_outstanding() override { return rkeys_unpacked_ - rkeys_destroyed_; }
+  uint64_t data_channels_failed() override {
+    uint64_t n = 0;
+    for (const auto& [id, e] : endpoints_) n += e.lost ? 1 : 0;
+    return n;
+  }
 
   // The fast request path (spec 8.9): every session may use it; a reply is kept for the harness,
   // which takes it right after the request (the fake's server runs requests inline). As

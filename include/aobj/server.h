@@ -157,6 +157,10 @@ struct ServerStats {
   // Put, get and atomic requests that data-channel peers sent to the server's UCP workers and
   // the server dropped (AOBJ-SEC-020); in this process, since it started.
   uint64_t peer_rma_refused = 0;
+  // Session data channels the server failed (spec 13.7, Table 4): an RMA operation failed, the
+  // data-wait bound passed, an abandoned request outlived its grace, or UCX reported the peer
+  // gone (a closed connection, keepalive). Summed over the live data-channel processes.
+  uint64_t data_channels_failed = 0;
   // Fast requests (spec 8.9) received, and those dropped unanswered: not a frame, or naming no
   // session of the key it claims (AOBJ-DAT-168).
   uint64_t fast_requests = 0;

@@ -182,6 +182,7 @@ class ConfinedChannel final : public DataChannel {
   size_t endpoint_count() override { return Sum().endpoints; }
   uint64_t rkeys_outstanding() override { return Sum().rkeys; }
   PeerRmaRefusals peer_rma_refused() override { return Sum().refused; }
+  uint64_t data_channels_failed() override { return Sum().failed; }
 
   void BeginShutdown(absl::Duration grace) override {
     FrameWriter f;
@@ -232,6 +233,7 @@ class ConfinedChannel final : public DataChannel {
   struct Totals {
     size_t endpoints = 0;
     uint64_t rkeys = 0;
+    uint64_t failed = 0;
     PeerRmaRefusals refused;
   };
 
@@ -317,6 +319,7 @@ class ConfinedChannel final : public DataChannel {
       }
       t.endpoints += endpoints;
       t.rkeys += rkeys;
+      t.failed += failed;
       t.refused.puts += refused.puts;
       t.refused.gets += refused.gets;
       t.refused.atomics += refused.atomics;

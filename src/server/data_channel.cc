@@ -34,6 +34,7 @@ class UcxDataChannel final : public DataChannel {
   size_t endpoint_count() override { return worker_->endpoint_count(); }
   void BeginShutdown(absl::Duration grace) override { worker_->BeginShutdown(grace); }
   uint64_t rkeys_outstanding() override { return worker_->rkeys_outstanding(); }
+  uint64_t data_channels_failed() override { return worker_->endpoints_failed(); }
 
   absl::Status StartFastPath(FastRequestSink sink) override {
     auto address = worker_->StartMessageWorker(

@@ -53,6 +53,8 @@ class DataChannel {
   virtual uint64_t rkeys_outstanding() = 0;
   // Peer-initiated RMA requests refused (AOBJ-SEC-020), in every process of the channel.
   virtual PeerRmaRefusals peer_rma_refused() { return PeerRmaRefused(); }
+  // Endpoints failed (Table 4), in every live process of the channel.
+  virtual uint64_t data_channels_failed() = 0;
   // Shutting down (AOBJ-OPS-009): batches end within `grace` (UcxWorker::BeginShutdown).
   virtual void BeginShutdown(absl::Duration grace) { (void)grace; }
 

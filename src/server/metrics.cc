@@ -193,6 +193,10 @@ std::string RenderPrometheus(const MetricsView& view) {
          "Put, get and atomic requests that data-channel peers sent to the server's workers, "
          "dropped (AOBJ-SEC-020).");
   absl::StrAppend(&out, "aobj_peer_rma_refused_total ", s.peer_rma_refused, "\n");
+  Family(&out, "aobj_data_channels_failed_total", "counter",
+         "Session data channels failed: an RMA operation failed, the data-wait bound passed, an "
+         "abandoned request outlived its grace, or the peer was reported gone (spec 13.7).");
+  absl::StrAppend(&out, "aobj_data_channels_failed_total ", s.data_channels_failed, "\n");
   Family(&out, "aobj_fast_requests_total", "counter",
          "Requests that arrived on the fast path (active messages on the data channel, spec 8.9).");
   absl::StrAppend(&out, "aobj_fast_requests_total ", s.fast_requests, "\n");

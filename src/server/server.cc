@@ -305,6 +305,7 @@ class ServerImpl final : public Server {
     s.bytes_out = handler_->counters().bytes_out.load();
     const PeerRmaRefusals refused = channel_->peer_rma_refused();
     s.peer_rma_refused = refused.puts + refused.gets + refused.atomics;
+    s.data_channels_failed = channel_->data_channels_failed();
     if (fast_path_ != nullptr) {
       const FastPathStats f = fast_path_->stats();
       s.fast_requests = f.received;

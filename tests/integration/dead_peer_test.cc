@@ -28,6 +28,7 @@
 #include "aobj/client.h"
 #include "aobj/status.h"
 #include "gtest/gtest.h"
+#include "integration/raw_http.h"
 #include "integration/raw_session.h"
 #include "integration/server_process.h"
 #include "integration/still_serves.h"
@@ -616,6 +617,57 @@ TEST_F(DeadPeerTest, APeerThatAbortsItsDataChannelProcessHarmsNoOneElse) {
                            "--behaviour", "healthy"});
   EXPECT_EQ(ReplyOf(again.out, 1).code, "OK") << again.out << server_->log();
   testing::ExpectStillServes(*server_, "after-abort", 0x61);
+  ExpectIdle();
+  ExpectStopsOnSigterm();
+}
+
+// AOBJ-TRN-003, AOBJ-TRN-011 (issue 15: error mode NONE everywhere meant a dead peer was never
+// noticed): a client that dies while idle, its session open, is found over its mode-PEER lanes
+// (here its TCP connections closing) long before the session's lease would end, and the
+// session's data channel is failed at once (Table 4; aobj_data_channels_failed_total). A peer
+// that vanishes without closing its connections is found by keepalive instead (every 5 s,
+// --keepalive-ms), which a loopback test cannot stage.
+TEST_F(DeadPeerTest, AnIdlePeerThatDiesIsFoundLongBeforeItsLeaseEnds) {
+  server_->Stop();
+  dir_ = testing::TestDir();
+  server_ = std::make_unique<ServerProcess>(
+      dir_, "memory",
+      std::vector<std::string>{"--lease-ms", "120000", "--metrics-listen", "127.0.0.1:0",
+                               "--metrics-port-file", dir_ + "/metrics-port"});
+  ASSERT_TRUE(server_->Start()) << server_->log();
+  int metrics_port = 0;
+  for (int i = 0; i < 200 && metrics_port == 0; ++i) {
+    const std::string p = testing::ReadFile(dir_ + "/metrics-port");
+    if (!p.empty() && p.back() == '\n')
+      metrics_port = std::stoi(p);
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_NE(metrics_port, 0) << server_->log();
+  auto metric = [&](const std::string& name) -> long {
+    const std::string page = testing::RawHttp(metrics_port, "GET /metrics HTTP/1.0\r\n\r\n");
+    std::smatch m;
+    if (!std::regex_search(page, m, std::regex("\n" + name + " ([0-9]+)"))) return -1;
+    return std::stol(m[1].str());
+  };
+  ASSERT_EQ(metric("aobj_data_channels_failed_total"), 0);
+  ASSERT_NO_FATAL_FAILURE(PutObject("idle", 1 << 20));
+  PeerRun r = RunPeer({"--behaviour", "healthy", "--memory", "ucx", "--op", "get", "--key", "idle",
+                       "--size", std::to_string(1 << 20)},
+                      "tcp");
+  ASSERT_NE(r.status, -1) << r.out;
+  ASSERT_EQ(ReplyOf(r.out, 1).code, "OK") << r.out;
+  // The peer exited after its reply without closing its session.
+  const auto died = std::chrono::steady_clock::now();
+  while (metric("aobj_data_channels_failed_total") < 1 &&
+         std::chrono::steady_clock::now() - died < std::chrono::seconds(15)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const auto found = std::chrono::steady_clock::now() - died;
+  EXPECT_EQ(metric("aobj_data_channels_failed_total"), 1) << server_->log();
+  EXPECT_LT(found, std::chrono::seconds(15)) << "the dead peer was not found (the lease is 120 s)";
+  // Found, not expired: the session itself waits for its lease.
+  EXPECT_EQ(metric("aobj_sessions_open"), 1);
   ExpectIdle();
   ExpectStopsOnSigterm();
 }

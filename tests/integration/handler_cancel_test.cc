@@ -61,6 +61,7 @@ class ScriptedChannel final : public DataChannel {
   }
   size_t endpoint_count() override { return 1; }
   uint64_t rkeys_outstanding() override { return 0; }
+  uint64_t data_channels_failed() override { return 0; }
 
   std::atomic<int> executes{0};
   uint64_t largest_step = 0;

@@ -484,7 +484,12 @@ struct BesideCase {
   std::vector<std::string> args;  // the peers' arguments (each gets its own --key)
   std::string tls;                // the peers' UCX_TLS; empty = every transport
   bool needs_object = false;      // GET peers read an object of 64 MiB
+  std::string alloc;              // the peers' UCX_ALLOC_PRIO (md:posix: posix segments)
 };
+
+// In a BesideCase's arguments: the System V FIFO of another live client (a session this test
+// holds open).
+constexpr char kOtherClientsFifo[] = "@fifo";
 
 class BesidePeersTest : public DeadPeerTest, public ::testing::WithParamInterface<BesideCase> {};
 
@@ -506,6 +511,9 @@ TEST_P(BesidePeersTest, HealthyClientKeepsHalfItsThroughput) {
   ASSERT_TRUE(buf.ok());
   memset((*buf)->data(), 0x61, kSize);
   ASSERT_TRUE((*c)->Put("test-bucket", "healthy", **buf, kSize).ok());
+  testing::RawSession other(server_->endpoint(), "AKTESTSECOND", "second-secret-for-tests");
+  ASSERT_TRUE(other.Open().status.ok());
+  const absl::StatusOr<uint64_t> other_fifo = SysvFifoSegment(other.worker().address());
   auto gets_in = [&](std::chrono::milliseconds window) {
     int n = 0;
     const auto end = std::chrono::steady_clock::now() + window;
@@ -522,14 +530,21 @@ TEST_P(BesidePeersTest, HealthyClientKeepsHalfItsThroughput) {
     std::vector<pid_t> peers;
     std::vector<std::string> outs;
     if (!bc.tls.empty()) setenv("UCX_TLS", bc.tls.c_str(), 1);
+    if (!bc.alloc.empty()) setenv("UCX_ALLOC_PRIO", bc.alloc.c_str(), 1);
     for (int i = 0; i < 2; ++i) {
       outs.push_back(dir_ + "/beside-" + std::to_string(attempt) + "-" + std::to_string(i));
       std::vector<std::string> args = bc.args;
+      for (std::string& a : args) {
+        if (a != kOtherClientsFifo) continue;
+        ASSERT_TRUE(other_fifo.ok()) << other_fifo.status();
+        a = std::to_string(*other_fifo);
+      }
       args.insert(args.end(), {"--key", "hostile-" + std::to_string(i), "--size",
                                std::to_string(kPeerObject)});
       peers.push_back(Spawn(PeerArgs(args), outs.back()));
     }
     if (!bc.tls.empty()) unsetenv("UCX_TLS");
+    if (!bc.alloc.empty()) unsetenv("UCX_ALLOC_PRIO");
     for (const std::string& out : outs) {
       const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
       while (std::chrono::steady_clock::now() < until &&
@@ -564,7 +579,19 @@ INSTANTIATE_TEST_SUITE_P(
                    {"--behaviour", "exit", "--memory", "heap", "--op", "get", "--after-ms", "50"},
                    "",
                    true},
-        BesideCase{"OutsideWindowGets", {"--window", "heap", "--op", "get"}, "", true}),
+        BesideCase{"OutsideWindowGets", {"--window", "heap", "--op", "get"}, "", true},
+        BesideCase{
+            "StalledTcpPuts", {"--behaviour", "stall", "--memory", "heap", "--op", "put"}, "tcp"},
+        BesideCase{"StalledPosixGets",
+                   {"--behaviour", "stall", "--memory", "ucx", "--op", "get"},
+                   "",
+                   true,
+                   "md:posix"},
+        BesideCase{"PeersNamingAnotherClientsFifo",
+                   {"--behaviour", "healthy", "--memory", "ucx", "--op", "get", "--sysv-fifo",
+                    kOtherClientsFifo},
+                   "",
+                   true}),
     [](const ::testing::TestParamInfo<BesideCase>& i) { return i.param.name; });
 
 // ---- fairness between principals (issue 16, control-plane probe finding 5) ---------------------

@@ -23,6 +23,11 @@
 //    request being handled, on that request's session's endpoint, in its direction (GET writes,
 //    PUT/UploadPart read); nothing else (HEAD, COPY, Complete, nested requests) touches the data
 //    channel, and a GET leaves the client bytes past the body untouched;
+//  * the data channel's failure model (spec 13.7): once a request failed its session's endpoint,
+//    every later data request of the session that reaches the channel fails
+//    DATA_CHANNEL_UNAVAILABLE and only bodies that need no RMA succeed (Table 4, AOBJ-DAT-158); no
+//    RMA operation reaches the channel outside the request being handled, so a reply is a fence
+//    (AOBJ-DAT-157);
 //  * no leak: no transfer slot outlives its request; an endpoint is released once, only after
 //    its session closed or expired and nothing is in flight (AOBJ-SES-010, AOBJ-SES-023); at the
 //    end every endpoint and every unpacked rkey the fake handed out is released.
@@ -462,6 +467,20 @@ class Harness {
     if (s.confirm != 1) Confirm(s.session, resp.session_id(), s.confirm);
   }
 
+  // Whether session `m`'s data channel is in Table 4's FAILED state: an earlier request of it
+  // failed its (confirmed) endpoint.
+  bool ChannelFailed(const SessionModel* m) const {
+    return m != nullptr && channel_.IsBound(m->endpoint) && channel_.IsLost(m->endpoint);
+  }
+  // Table 4, AOBJ-DAT-158: a data request of a session whose channel failed before it began,
+  // once it reaches the channel, fails DATA_CHANNEL_UNAVAILABLE, never TRANSFER_FAILED or OK.
+  static void CheckFailedChannel(bool channel_failed, bool reached_channel,
+                                 const absl::StatusOr<std::string>& result) {
+    if (!channel_failed || !reached_channel) return;
+    AOBJ_FUZZ_CHECK(!result.ok() &&
+                    ErrorCodeOf(result.status()) == ErrorCode::kDataChannelUnavailable);
+  }
+
   // ConfirmEndpoint (AOBJ-SES-026): `kind` 0 the right proof, 2 a wrong one, 3 a short one.
   void Confirm(int slot, const std::string& session_id, uint32_t kind) {
     SessionModel& m = all_sessions_[slots_[slot]];
@@ -701,6 +720,8 @@ class Harness {
 
     absl::StatusOr<std::string> result;
     bool failed = false, corrupted = false;
+    // Table 4's FAILED state: the session's data channel failed in an earlier request.
+    const bool channel_failed = ChannelFailed(m);
     if (nested) {
       result = Call(Method::kPutObject, s.session, req);
     } else {
@@ -713,9 +734,12 @@ class Harness {
       corrupted = channel_.corrupted;
       channel_.EndRequest();
     }
+    CheckFailedChannel(channel_failed, failed, result);
     if (!result.ok()) return;  // the old value or absence remains (checked by CheckInvariants)
     // AOBJ-DAT-005, AOBJ-DAT-010: never a success from a failed, corrupted or mis-summed body.
     AOBJ_FUZZ_CHECK(!failed && !corrupted && good_checksum);
+    // AOBJ-DAT-158: on a failed data channel only a body that needs no RMA is stored.
+    if (channel_failed) AOBJ_FUZZ_CHECK(!req.inline_data().empty() || body.empty());
     // AOBJ-OBJ-134: the write conditions held at the commit (after any nested write).
     auto current = objects_.find(key);
     if (s.precondition == 1) AOBJ_FUZZ_CHECK(current == objects_.end());
@@ -775,6 +799,7 @@ class Harness {
     Windows w;
     BuildWindows(s, size, nullptr, RmaDirection::kWrite, m ? m->endpoint : 0, &w,
                  req.mutable_destination());
+    const bool channel_failed = ChannelFailed(m);
     channel_.BeginRequest(&w.grant, static_cast<Fault>(s.fault), s.fault_at,
                           m ? MakeHook(s, index) : nullptr);
     if (m) m->in_flight = true;
@@ -782,6 +807,7 @@ class Harness {
     if (m) m->in_flight = false;
     const bool failed = channel_.failed;
     channel_.EndRequest();
+    CheckFailedChannel(channel_failed, failed, result);
     if (!result.ok()) {
       if (ErrorCodeOf(result.status()) == ErrorCode::kNoSuchKey) AOBJ_FUZZ_CHECK(!before);
       return;
@@ -789,6 +815,8 @@ class Harness {
     AOBJ_FUZZ_CHECK(before.has_value() && !failed);
     pb::GetObjectResponse resp;
     AOBJ_FUZZ_CHECK(resp.ParseFromString(*result));
+    // AOBJ-DAT-158: on a failed data channel only a body that needs no RMA is answered.
+    if (channel_failed) AOBJ_FUZZ_CHECK(resp.path() != pb::TRANSFER_PATH_RMA);
     const uint64_t n = resp.bytes_transferred();
     uint64_t first = 0;
     if (s.range != 0) {

@@ -699,45 +699,68 @@ TEST_F(DeadPeerTest, AnIdlePeerThatDiesIsFoundLongBeforeItsLeaseEnds) {
   ExpectStopsOnSigterm();
 }
 
-// Issue 15 finding 6 (AOBJ-SES-024, spec 5.6.1): a peer process whose worker address names
-// another live client's System V receive FIFO as its own. The segment has the right size and the
-// server's user, so the segment check cannot tell it from the peer's; the server's challenge on
-// that endpoint lands in the other client, which ignores a session it did not open, so the peer
-// cannot prove its endpoint and no byte moves by RMA. The other client (here a session of
-// another principal in this test process) goes on moving data, and the server stays healthy.
-TEST_F(DeadPeerTest, APeerNamingAnotherClientsFifoReachesNothingAndHarmsNoOne) {
-  constexpr size_t kSize = 1 << 20;
-  ASSERT_NO_FATAL_FAILURE(PutObject("shared", kSize));
-  testing::RawSession victim(server_->endpoint(), "AKTESTSECOND", "second-secret-for-tests");
-  ASSERT_TRUE(victim.Open().status.ok());
-  absl::StatusOr<uint64_t> fifo = SysvFifoSegment(victim.worker().address());
-  if (!fifo.ok()) GTEST_SKIP() << "no System V transport here: " << fifo.status();
-  auto mem = victim.Allocate(kSize);
-  std::memset(mem->data(), 0x11, kSize);
+// A peer process whose worker address names, in part or whole, another live client (here a
+// session of another principal in this test process): the server's challenges land in the other
+// client, which ignores a session it did not open, so the peer cannot prove its endpoint and no
+// byte moves by RMA. The other client goes on moving data, and the server stays healthy, idle
+// and stoppable. `naming` gives the peer's arguments that name the other client.
+class NamingPeerTest : public DeadPeerTest {
+ protected:
+  void Run(const std::function<std::vector<std::string>(testing::RawSession&)>& naming) {
+    constexpr size_t kSize = 1 << 20;
+    ASSERT_NO_FATAL_FAILURE(PutObject("shared", kSize));
+    testing::RawSession victim(server_->endpoint(), "AKTESTSECOND", "second-secret-for-tests");
+    ASSERT_TRUE(victim.Open().status.ok());
+    std::vector<std::string> names = naming(victim);
+    if (names.empty()) GTEST_SKIP() << "nothing to name on this machine's transports";
+    auto mem = victim.Allocate(kSize);
+    std::memset(mem->data(), 0x11, kSize);
 
-  PeerRun attack =
-      RunPeer({"--op", "get", "--key", "shared", "--size", std::to_string(kSize), "--behaviour",
-               "healthy", "--memory", "ucx", "--sysv-fifo", std::to_string(*fifo)});
-  ASSERT_NE(attack.status, -1) << attack.out << server_->log();
-  ASSERT_NE(attack.out.find("opened session="), std::string::npos)
-      << "the server refused the address (nothing was tested):\n"
-      << attack.out;
-  EXPECT_NE(attack.out.find("unconfirmed:"), std::string::npos)
-      << "every challenge reached the attacker, so the server never used the named FIFO:\n"
-      << attack.out;
-  EXPECT_EQ(ReplyOf(attack.out, 1).code, "ENDPOINT_UNCONFIRMED") << attack.out;
-  // Nothing reached the other client's memory, and its session serves as before.
-  for (size_t i = 0; i < kSize; ++i) {
-    ASSERT_EQ(mem->data()[i], 0x11) << "octet " << i << " of the other client changed";
+    std::vector<std::string> args = {
+        "--op",        "get",     "--key",    "shared", "--size", std::to_string(kSize),
+        "--behaviour", "healthy", "--memory", "ucx"};
+    args.insert(args.end(), names.begin(), names.end());
+    PeerRun attack = RunPeer(args);
+    ASSERT_NE(attack.status, -1) << attack.out << server_->log();
+    ASSERT_NE(attack.out.find("opened session="), std::string::npos)
+        << "the server refused the address (nothing was tested):\n"
+        << attack.out;
+    EXPECT_NE(attack.out.find("unconfirmed:"), std::string::npos)
+        << "every challenge reached the attacker, so the server never used what it named:\n"
+        << attack.out;
+    EXPECT_EQ(ReplyOf(attack.out, 1).code, "ENDPOINT_UNCONFIRMED") << attack.out;
+    // Nothing reached the other client's memory, and its session serves as before.
+    for (size_t i = 0; i < kSize; ++i) {
+      ASSERT_EQ(mem->data()[i], 0x11) << "octet " << i << " of the other client changed";
+    }
+    RawReply get = victim.Send(Method::kGetObject, victim.GetRequest("shared", *mem, kSize));
+    ASSERT_TRUE(get.status.ok()) << get.status << server_->log();
+    EXPECT_EQ(mem->data()[kSize - 1], 0x33);
+    RawReply put = victim.Send(Method::kPutObject, victim.PutRequest("victim-after", *mem, kSize));
+    EXPECT_TRUE(put.status.ok()) << put.status;
+    testing::ExpectStillServes(*server_, "after-naming", 0x62);
+    ExpectIdle();
+    ExpectStopsOnSigterm();
   }
-  RawReply get = victim.Send(Method::kGetObject, victim.GetRequest("shared", *mem, kSize));
-  ASSERT_TRUE(get.status.ok()) << get.status << server_->log();
-  EXPECT_EQ(mem->data()[kSize - 1], 0x33);
-  RawReply put = victim.Send(Method::kPutObject, victim.PutRequest("victim-after", *mem, kSize));
-  EXPECT_TRUE(put.status.ok()) << put.status;
-  testing::ExpectStillServes(*server_, "after-fifo", 0x62);
-  ExpectIdle();
-  ExpectStopsOnSigterm();
+};
+
+// Issue 15 finding 6 (AOBJ-SES-024): the other client's System V receive FIFO, named as the
+// peer's own. It has the right size and the server's user, so the segment check cannot tell it
+// from the peer's; the challenge on that endpoint is what fails.
+TEST_F(NamingPeerTest, AnotherClientsFifoIsReachedByNothing) {
+  Run([](testing::RawSession& victim) -> std::vector<std::string> {
+    absl::StatusOr<uint64_t> fifo = SysvFifoSegment(victim.worker().address());
+    if (!fifo.ok()) return {};
+    return {"--sysv-fifo", std::to_string(*fifo)};
+  });
+}
+
+// Interop finding 3, spec review D1 (the confused deputy), from a real process: the other
+// client's whole worker address in a properly signed OpenSession.
+TEST_F(NamingPeerTest, AnotherClientsWorkerAddressIsReachedByNothing) {
+  Run([](testing::RawSession& victim) -> std::vector<std::string> {
+    return {"--worker-address", HexEncode(victim.worker().address())};
+  });
 }
 
 // Requests of one principal that hold their threads (here: PUTs from four stalled peers, each

@@ -17,9 +17,10 @@
 // after the reply the peer prints whether the server wrote or read it.
 // With --tcp-port PORT, the worker address sent in OpenSession names PORT as every tcp listener.
 // With --sysv-fifo ID, it names the System V segment ID (another client's receive FIFO) as its
-// own: the server's challenge on that endpoint then goes to the other client, so the peer waits
-// 2 s for its challenges, prints "unconfirmed: K of N challenges arrived" and sends its request
-// without a proof (spec 5.6.1, AOBJ-SES-024).
+// own; with --worker-address HEX, another client's whole worker address (the confused deputy of
+// spec 5.6.1). The server's challenges then go (in part or all) to the other client, so the peer
+// waits 2 s for its challenges, prints "unconfirmed: K of N challenges arrived" and sends its
+// request without a proof (AOBJ-SES-024, AOBJ-SES-027).
 //
 // Output, one line each: "opened session=HEX", "reply N code=NAME ms=ELAPSED",
 // "outside=untouched|written" (--window heap, GET).
@@ -60,11 +61,13 @@ constexpr char kUsage[] = R"(usage: aobj-hostile-peer --endpoint HOST:PORT --acc
     [--bucket B] [--key KEY] [--op put|get|range|multipart] [--size BYTES] [--memory ucx|heap]
     [--behaviour healthy|stall|exit|stall-exit|crash] [--after-ms N] [--timeout-ms N] [--second]
     [--window registered|heap] [--tcp-port PORT] [--sysv-fifo SEGMENT_ID]
+    [--worker-address HEX]
 A test tool: a client that stops progressing, exits or crashes in the middle of a transfer.
 range: GET of the object's middle half; multipart: an upload of four parts, then Complete.
 UCX_TLS selects the client's transports (for example tcp), UCX_ALLOC_PRIO its allocator.
 --tcp-port: the worker address sent in OpenSession names PORT as its tcp listener (UCX_TLS=tcp).
 --sysv-fifo: the worker address names another client's System V FIFO as its own.
+--worker-address: OpenSession names this (another client's) worker address instead of its own.
 )";
 
 struct Options {
@@ -75,6 +78,9 @@ struct Options {
   int64_t timeout_ms = 30000;
   int64_t tcp_port = -1;  // --tcp-port; -1: the worker address as UCX packed it
   int64_t sysv_fifo = -1;  // --sysv-fifo; -1: the worker's own FIFO
+  std::string worker_address;  // --worker-address, decoded; empty: the worker's own
+  // The address names someone else (--sysv-fifo, --worker-address): the proof cannot be made.
+  bool foreign() const { return sysv_fifo >= 0 || !worker_address.empty(); }
   bool second = false;
 };
 
@@ -107,7 +113,11 @@ bool Parse(int argc, char** argv, Options* o) {
       ok = number(&o->tcp_port) && o->tcp_port >= 0 && o->tcp_port <= 65535;
     else if (a == "--sysv-fifo")
       ok = number(&o->sysv_fifo) && o->sysv_fifo >= 0;
-    else if (a == "--second") o->second = true;
+    else if (a == "--worker-address") {
+      std::string hex;
+      ok = value(&hex) && HexDecode(hex, &o->worker_address) && !o->worker_address.empty();
+    } else if (a == "--second")
+      o->second = true;
     else ok = false;
     if (!ok) return false;
   }
@@ -155,6 +165,7 @@ class Peer {
         return 2;
       }
     }
+    if (!o_.worker_address.empty()) address = o_.worker_address;
     // AOBJ-SES-025: the server's endpoint challenges arrive as active messages.
     ucp_am_handler_param_t am{};
     am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
@@ -250,8 +261,7 @@ class Peer {
     const size_t n = resp.endpoint_challenges();
     if (n == 0 || n > kMaxEndpointChallenges) return Fail("endpoint_challenges out of range");
     std::string all;
-    const absl::Time deadline =
-        absl::Now() + (o_.sysv_fifo >= 0 ? absl::Seconds(2) : absl::Seconds(10));
+    const absl::Time deadline = absl::Now() + (o_.foreign() ? absl::Seconds(2) : absl::Seconds(10));
     size_t have = 0;
     while (all.empty()) {
       if (ucp_worker_progress(worker_) == 0) absl::SleepFor(absl::Microseconds(50));
@@ -264,7 +274,7 @@ class Peer {
         }
       }
       if (all.empty() && absl::Now() > deadline) {
-        if (o_.sysv_fifo < 0) return Fail("no endpoint challenge arrived");
+        if (!o_.foreign()) return Fail("no endpoint challenge arrived");
         printf("unconfirmed: %zu of %zu challenges arrived\n", have, n);
         fflush(stdout);
         return 0;  // the request goes without a proof

@@ -54,7 +54,10 @@ class Gateways {
       size_t max_gateways = 64, std::function<void(const std::string&)> notice = nullptr);
 
   // `first` is open on gateways[0] (options.endpoint when `gateways` is empty). `notice` gets
-  // one line per change of gateway; it may be empty.
+  // one line per change of gateway, on the thread that caused it, with no lock of this object
+  // held (it may call back into it); it may be empty. Opening a session on a gateway that does
+  // not answer takes up to ClientOptions::timeout_ms, during which other lanes wait to be
+  // placed.
   Gateways(ClientOptions options, std::unique_ptr<Client> first,
            std::vector<std::string> gateways = {},
            std::function<void(const std::string&)> notice = nullptr);

@@ -60,14 +60,15 @@ struct Gateways::State {
 
   // A session on gateway `g`, or on the next gateway after it that answers (a gateway already
   // in use takes the lanes over); the index of the session in `opened`, or the error of the
-  // last attempt.
-  absl::StatusOr<size_t> OpenFrom(size_t g, const std::string& why_moved)
+  // last attempt. The line to tell `notice` when the lanes moved goes to `*moved`, for the
+  // caller to emit once `mu` is released (a notice may call back into Gateways).
+  absl::StatusOr<size_t> OpenFrom(size_t g, const std::string& why_moved, std::string* moved)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     absl::Status last;
     for (size_t i = 0; i < gateways.size(); ++i) {
       const size_t at = (g + i) % gateways.size();
       if (at != g && current[at] >= 0) {
-        if (notice) notice(MovedLine(gateways[g], why_moved, last, gateways[at]));
+        *moved = MovedLine(gateways[g], why_moved, last, gateways[at]);
         return static_cast<size_t>(current[at]);
       }
       ClientOptions o = options;
@@ -77,12 +78,16 @@ struct Gateways::State {
         last = c.status();
         continue;
       }
-      if (at != g && notice) notice(MovedLine(gateways[g], why_moved, last, gateways[at]));
+      if (at != g) *moved = MovedLine(gateways[g], why_moved, last, gateways[at]);
       opened.push_back({*std::move(c), at, 0});
       current[at] = static_cast<int64_t>(opened.size() - 1);
       return opened.size() - 1;
     }
     return last;
+  }
+
+  void Tell(const std::string& line) const {
+    if (notice && !line.empty()) notice(line);
   }
 
   mutable absl::Mutex mu;
@@ -143,36 +148,50 @@ const std::vector<std::string>& Gateways::gateways() const { return state_->gate
 
 Client& Gateways::ForLane(size_t lane, uint64_t* generation) {
   State& s = *state_;
-  absl::MutexLock l(&s.mu);
-  const size_t g = lane % s.gateways.size();
-  int64_t gen = s.current[g];
-  if (gen < 0) {
-    absl::StatusOr<size_t> opened = s.OpenFrom(g, "cannot be reached");
-    // None answers: the lane shares lane 0's session, whose failures the caller reports.
-    gen = opened.ok() ? static_cast<int64_t>(*opened) : s.current[0] >= 0 ? s.current[0] : 0;
-    if (opened.ok() && s.opened[*opened].gateway != g) {
-      s.current[g] = gen;  // this gateway's lanes stay on the one that answered
+  std::string moved;
+  Client* client;
+  {
+    absl::MutexLock l(&s.mu);
+    const size_t g = lane % s.gateways.size();
+    int64_t gen = s.current[g];
+    if (gen < 0) {
+      absl::StatusOr<size_t> opened = s.OpenFrom(g, "cannot be reached", &moved);
+      // None answers: the lane shares lane 0's session, whose failures the caller reports.
+      gen = opened.ok() ? static_cast<int64_t>(*opened) : s.current[0] >= 0 ? s.current[0] : 0;
+      if (opened.ok() && s.opened[*opened].gateway != g) {
+        s.current[g] = gen;  // this gateway's lanes stay on the one that answered
+      }
     }
+    if (generation != nullptr) *generation = static_cast<uint64_t>(gen);
+    client = s.opened[static_cast<size_t>(gen)].client.get();
   }
-  if (generation != nullptr) *generation = static_cast<uint64_t>(gen);
-  return *s.opened[static_cast<size_t>(gen)].client;
+  s.Tell(moved);
+  return *client;
 }
 
 absl::Status Gateways::Renew(uint64_t seen) {
   State& s = *state_;
-  absl::MutexLock l(&s.mu);
-  if (seen >= s.opened.size()) return absl::OkStatus();
-  // Every gateway slot whose current session is `seen` moves to the new one.
-  std::vector<size_t> slots;
-  for (size_t g = 0; g < s.current.size(); ++g) {
-    if (s.current[g] == static_cast<int64_t>(seen)) slots.push_back(g);
+  std::string moved;
+  absl::Status result;
+  {
+    absl::MutexLock l(&s.mu);
+    if (seen >= s.opened.size()) return absl::OkStatus();
+    // Every gateway slot whose current session is `seen` moves to the new one.
+    std::vector<size_t> slots;
+    for (size_t g = 0; g < s.current.size(); ++g) {
+      if (s.current[g] == static_cast<int64_t>(seen)) slots.push_back(g);
+    }
+    if (slots.empty()) return absl::OkStatus();  // another thread did it
+    absl::StatusOr<size_t> next = s.OpenFrom(s.opened[seen].gateway, "was lost", &moved);
+    if (next.ok()) {
+      ++s.renewals;
+      for (size_t g : slots) s.current[g] = static_cast<int64_t>(*next);
+    } else {
+      result = next.status();
+    }
   }
-  if (slots.empty()) return absl::OkStatus();  // another thread did it
-  absl::StatusOr<size_t> next = s.OpenFrom(s.opened[seen].gateway, "was lost");
-  if (!next.ok()) return next.status();
-  ++s.renewals;
-  for (size_t g : slots) s.current[g] = static_cast<int64_t>(*next);
-  return absl::OkStatus();
+  s.Tell(moved);
+  return result;
 }
 
 Client& Gateways::At(uint64_t generation) {

@@ -375,9 +375,12 @@ bool SessionChannel::FastCall(Method method, const std::string& body, const Requ
                            "the connection to the server dropped before the fast-path reply")
             : grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                            "no fast-path reply before the deadline");
-    reply->status =
-        MakeError(waiter->lost ? ErrorCode::kDataChannelUnavailable : ErrorCode::kInternal,
-                  absl::StrCat(reply->grpc_status.error_message(), "; the outcome is unknown"));
+    // As the same failure on gRPC would read (a control-channel failure, which callers such as
+    // aobj::SessionLost recognise), except a failed data channel, which has its own code.
+    reply->status = waiter->lost ? MakeError(ErrorCode::kDataChannelUnavailable,
+                                             absl::StrCat(reply->grpc_status.error_message(),
+                                                          "; the outcome is unknown"))
+                                 : FromGrpcStatus(reply->grpc_status, {}, nullptr);
     return true;
   }
   FastReply& r = waiter->reply;

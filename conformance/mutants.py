@@ -37,8 +37,8 @@ MUTANTS = {
     "wrong-etag": (
         "single-PUT ETags get one extra hex digit",
         [("src/server/body.cc",
-          'got.etag = want_md5 ? absl::StrCat("\\"", HexEncode(md5.Finish()), "\\"")',
-          'got.etag = want_md5 ? absl::StrCat("\\"", HexEncode(md5.Finish()), "0\\"")')],
+          'got.etag = absl::StrCat("\\"", HexEncode(md5.Finish()), "\\"");',
+          'got.etag = absl::StrCat("\\"", HexEncode(md5.Finish()), "0\\"");')],
         "obj/9.4,copy/9.14/1,list/9.12/1", []),
     "ignore-version-range": (
         "OpenSession answers with the server's version whatever the client offered",
@@ -545,6 +545,18 @@ MUTANTS = {
         'PutObjects takes a content type of 257 octets (AOBJ-OBJ-247)',
         [('src/server/handler_batch.cc', '    if (it.content_type().size() > kMaxItemContentTypeBytes) {', '    if (it.content_type().size() > kMaxItemContentTypeBytes + 1) {')],
         'obj/9.17/2', []),
+    'opaque-part-etag-ignored': (
+        'a server that negotiates OPAQUE_PART_ETAG still gives parts their MD5 ETags (AOBJ-OBJ-254)',
+        [('src/server/handler_multipart.cc', '  if (s.HasCapability(kCapOpaquePartEtag)) plan->etag = BodyPlan::Etag::kOpaquePart;', '')],
+        'mpu/9.15.2/5', []),
+    'opaque-part-etag-unasked': (
+        'parts get opaque ETags in sessions that did not negotiate OPAQUE_PART_ETAG (AOBJ-OBJ-207)',
+        [('src/server/handler_multipart.cc', '  if (s.HasCapability(kCapOpaquePartEtag)) plan->etag = BodyPlan::Etag::kOpaquePart;', '  plan->etag = BodyPlan::Etag::kOpaquePart;')],
+        'mpu/9.15.2/2', []),
+    'opaque-part-etag-reused': (
+        'an opaque part ETag is derived from the upload and part number, so writing the part again keeps it (AOBJ-OBJ-254)',
+        [('src/server/handler_multipart.cc', '  info.etag = got->etag;  // AOBJ-OBJ-207, AOBJ-OBJ-254', '  info.etag = plan->etag == BodyPlan::Etag::kOpaquePart ? absl::StrCat("\\"", HexEncode(Sha256(absl::StrCat(req.upload_id(), "/", req.part_number()))).substr(0, 32), "\\"") : got->etag;')],
+        'mpu/9.15.2/5', []),
     'batch-put-no-capability-check': (
         'PutObjects is served on a session that did not negotiate BATCH_PUT (AOBJ-OBJ-245)',
         [('src/server/handler_batch.cc', '  if (!s.HasCapability(kCapBatchPut)) {  // AOBJ-OBJ-245', '  if (false) {  // AOBJ-OBJ-245')],

@@ -177,6 +177,17 @@ void StatefulSeeds() {
                  Step{.op = kOpMpAbort, .upload = 1}});
   }
   {
+    // OPAQUE_PART_ETAG (AOBJ-OBJ-254): part 1 written twice gets two ETags, and Complete's
+    // multipart ETag is computed over the opaque digits (AOBJ-OBJ-217).
+    Step open_opaque{.op = kOpOpen, .session = 0, .caps = 7 | 32};
+    Step part1{.op = kOpMpPart, .len_class = 2, .len = 100, .seed = 5, .windows = 2, .part = 1};
+    Step part2{.op = kOpMpPart, .len_class = 1, .len = 3, .seed = 6, .part = 2};
+    WriteScript("opaque-parts", {.hide_fast_paths = 1, .staging = 0, .rma_piece = 1},
+                {open_opaque, Step{.op = kOpMpCreate, .key = 2, .upload = 0}, part1, part1, part2,
+                 Step{.op = kOpMpListParts, .upload = 0},
+                 Step{.op = kOpMpComplete, .upload = 0, .parts_mask = 3}, get(2, 4)});
+  }
+  {
     // Transfers that fail part-way, lose the endpoint, or deliver a wrong byte, through the
     // staging path (small chunks and pieces).
     Step fail = put(0, 3, 9000, 7, 3);

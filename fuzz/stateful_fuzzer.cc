@@ -115,18 +115,18 @@ std::string QuotedMd5(const std::string& data) {
   return "\"" + aobj::HexEncode(md5.Finish()) + "\"";
 }
 
-// AOBJ-OBJ-217, computed here independently of wire/etag.cc.
-std::string MultipartEtag(const std::vector<std::string>& bodies) {
+// AOBJ-OBJ-217, computed here independently of wire/etag.cc: over the 16 octets the digits of
+// each part's ETag denote (its MD5, AOBJ-OBJ-207, or opaque ones, AOBJ-OBJ-254).
+std::string MultipartEtag(const std::vector<std::string>& part_etags) {
   std::string digests;
-  for (const std::string& b : bodies) {
-    aobj::Md5 md5;
-    md5.Update(b.data(), b.size());
-    const aobj::Md5Digest d = md5.Finish();
-    digests.append(reinterpret_cast<const char*>(d.data()), d.size());
+  for (const std::string& e : part_etags) {
+    std::string raw;
+    AOBJ_FUZZ_CHECK(e.size() == 34 && aobj::HexDecode(e.substr(1, 32), &raw) && raw.size() == 16);
+    digests += raw;
   }
   aobj::Md5 md5;
   md5.Update(digests.data(), digests.size());
-  return "\"" + aobj::HexEncode(md5.Finish()) + "-" + std::to_string(bodies.size()) + "\"";
+  return "\"" + aobj::HexEncode(md5.Finish()) + "-" + std::to_string(part_etags.size()) + "\"";
 }
 
 std::string Checksum(aobj::ChecksumAlgorithm algo, const std::string& data) {
@@ -154,6 +154,7 @@ struct SessionModel {
   bool release_due = false;  // its endpoint must be released by now
   bool in_flight = false;    // a data request of it is being handled (nested steps)
   bool opaque_etag = false;  // OPAQUE_ETAG negotiated (AOBJ-OBJ-016)
+  bool opaque_part_etag = false;  // OPAQUE_PART_ETAG negotiated (AOBJ-OBJ-254)
 };
 
 struct UploadModel {
@@ -190,9 +191,10 @@ class Harness {
     AOBJ_FUZZ_CHECK(mp.ok());
     multipart_ = std::move(*mp);
     aobj::HandlerConfig config;
-    config.capabilities = {aobj::kCapInline,          aobj::kCapCrc32c,     aobj::kCapCrc64Nvme,
-                           aobj::kCapMultiDescriptor, aobj::kCapOpaqueEtag, aobj::kCapFastPath,
-                           aobj::kCapBatchGet,        aobj::kCapBatchPut};
+    config.capabilities = {
+        aobj::kCapInline,          aobj::kCapCrc32c,     aobj::kCapCrc64Nvme,
+        aobj::kCapMultiDescriptor, aobj::kCapOpaqueEtag, aobj::kCapFastPath,
+        aobj::kCapBatchGet,        aobj::kCapBatchPut,   aobj::kCapOpaquePartEtag};
     config.staging_bytes = 512u << setup.staging;
     config.max_rma_piece = setup.rma_piece == 0 ? (64u << 20) : (256u << setup.rma_piece);
     handler_ = std::make_unique<aobj::RequestHandler>(config, store_, &channel_, &auth_, &sessions_,
@@ -423,6 +425,7 @@ class Harness {
     if (s.caps & 2) req.add_capabilities(aobj::kCapMultiDescriptor);
     if (s.caps & 4) req.add_capabilities(aobj::kCapCrc64Nvme);
     if (s.caps & 8) req.add_capabilities(aobj::kCapOpaqueEtag);
+    if (s.caps & 32) req.add_capabilities(aobj::kCapOpaquePartEtag);
     if (!(s.caps & 16)) {  // bit 4: both left out
       req.add_capabilities(aobj::kCapBatchGet);
       req.add_capabilities(aobj::kCapBatchPut);
@@ -456,8 +459,12 @@ class Harness {
     m.principal = static_cast<int>(s.access_key);
     m.endpoint = channel_.last_connected;
     m.last_signed = m.last_ok = now_;
-    for (uint32_t c : resp.capabilities()) m.opaque_etag |= c == aobj::kCapOpaqueEtag;
-    AOBJ_FUZZ_CHECK(m.opaque_etag == ((s.caps & 8) != 0));  // AOBJ-SES-005
+    for (uint32_t c : resp.capabilities()) {
+      m.opaque_etag |= c == aobj::kCapOpaqueEtag;
+      m.opaque_part_etag |= c == aobj::kCapOpaquePartEtag;
+    }
+    AOBJ_FUZZ_CHECK(m.opaque_etag == ((s.caps & 8) != 0));        // AOBJ-SES-005
+    AOBJ_FUZZ_CHECK(m.opaque_part_etag == ((s.caps & 32) != 0));  // AOBJ-SES-005
     for (const SessionModel& o : all_sessions_) AOBJ_FUZZ_CHECK(o.id_hex != m.id_hex);
     // AOBJ-SES-025: one challenge sent, and nothing moves by RMA before the proof.
     AOBJ_FUZZ_CHECK(resp.endpoint_challenges() == 1);
@@ -1238,7 +1245,17 @@ class Harness {
     AOBJ_FUZZ_CHECK(s.part >= 1 && s.part <= aobj::kMaxPartNumber);
     pb::UploadPartResponse resp;
     AOBJ_FUZZ_CHECK(resp.ParseFromString(*result));
-    AOBJ_FUZZ_CHECK(resp.etag() == QuotedMd5(body));  // AOBJ-OBJ-207
+    if (m != nullptr &&
+        m->opaque_part_etag) {  // AOBJ-OBJ-254: the MD5's form, new digits each write
+      const std::string& e = resp.etag();
+      AOBJ_FUZZ_CHECK(e.size() == 34 && e.front() == '"' && e.back() == '"');
+      AOBJ_FUZZ_CHECK(aobj::BareMd5Etag(e) == e.substr(1, 32));
+      AOBJ_FUZZ_CHECK(e != QuotedMd5(body));
+      auto before = all_uploads_[upload].parts.find(s.part);
+      if (before != all_uploads_[upload].parts.end()) AOBJ_FUZZ_CHECK(before->second.etag != e);
+    } else {
+      AOBJ_FUZZ_CHECK(resp.etag() == QuotedMd5(body));  // AOBJ-OBJ-207
+    }
     AOBJ_FUZZ_CHECK(resp.bytes_transferred() == body.size());
     all_uploads_[upload].parts[s.part] = Obj{body, resp.etag()};
   }
@@ -1274,7 +1291,7 @@ class Harness {
     // AOBJ-OBJ-210..213: a non-empty ascending list of uploaded parts with their ETags, every one
     // but the last at least the minimum part size.
     AOBJ_FUZZ_CHECK(req.parts_size() >= 1);
-    std::vector<std::string> bodies;
+    std::vector<std::string> bodies, etags;
     for (int i = 0; i < req.parts_size(); ++i) {
       const pb::CompletedPart& p = req.parts(i);
       if (i > 0) AOBJ_FUZZ_CHECK(p.part_number() > req.parts(i - 1).part_number());
@@ -1282,6 +1299,7 @@ class Harness {
       AOBJ_FUZZ_CHECK(it != u->parts.end() && it->second.etag == p.etag());
       if (i + 1 < req.parts_size()) AOBJ_FUZZ_CHECK(it->second.body.size() >= kMinPartSize);
       bodies.push_back(it->second.body);
+      etags.push_back(it->second.etag);
     }
     auto current = objects_.find(key);
     if (s.precondition == 1) AOBJ_FUZZ_CHECK(current == objects_.end());
@@ -1293,7 +1311,7 @@ class Harness {
     std::string all;
     for (const std::string& b : bodies) all += b;
     AOBJ_FUZZ_CHECK(resp.metadata().size() == all.size());
-    AOBJ_FUZZ_CHECK(resp.metadata().etag() == MultipartEtag(bodies));  // AOBJ-OBJ-217
+    AOBJ_FUZZ_CHECK(resp.metadata().etag() == MultipartEtag(etags));   // AOBJ-OBJ-217
     objects_[key] = Obj{all, resp.metadata().etag()};                  // AOBJ-OBJ-216
     u->live = false;
   }

@@ -104,7 +104,7 @@ struct Step {
   uint32_t list_twist = 0;        // Complete: 0 as is, 1 swapped, 2 wrong ETag, 3 wrong key
   uint32_t access_key = 0;        // Open: 0 or 1
   // Open: bit 0 inline, bit 1 multi-descriptor, bit 2 CRC64NVME, bit 3 opaque ETag, bit 4 leaves
-  // BATCH_GET and BATCH_PUT out
+  // BATCH_GET and BATCH_PUT out, bit 5 opaque part ETag
   uint32_t caps = 0;
   uint32_t inline_threshold = 0;  // Open: 0 default, 1: 64, 2: 4096
   uint32_t max_in_flight = 0;     // Open: 0 default, else this many
@@ -150,7 +150,7 @@ void VisitStep(IO& io, Step& s) {
     case kOpOpen:
       io(s.session, 0, kSessions - 1);
       io(s.access_key, 0, 1);
-      io(s.caps, 0, 31);
+      io(s.caps, 0, 63);
       io(s.inline_threshold, 0, 2);
       io(s.max_in_flight, 0, 3);
       io(s.require_hardware, 0, 1);

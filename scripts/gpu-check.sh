@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CUDA device memory on a real GPU (docs/benchmarks.md section 12.12): the DeviceStager tests
 # against real device memory, then aobj-bench GET and PUT into device memory next to host memory
-# in the same run (three runs), device PUTs with 2 parts in flight and with 256 MiB chunks, and
-# 64 MiB GETs from 1 and 8 client processes.
+# in the same run (three runs; opaque ETags cover the stager's parts too since OPAQUE_PART_ETAG,
+# AOBJ-OBJ-254), device PUTs with 256 MiB chunks (one PutObject per object), and 64 MiB GETs from
+# 1 and 8 client processes against 1 and 4 data workers (AOBJ_GPU_PROCS=0 leaves that out).
 #
 # Usage: scripts/gpu-check.sh [OUTDIR]   (default ./gpu-results)
 # On a host without this project's Debian packages, run it from scripts/gpu-bundle.sh's archive.
@@ -10,6 +11,7 @@
 # toolkit's or any other: DeviceStager loads it with dlopen). Environment, all optional:
 #   AOBJ_BIN    folder holding aobj-bench and aobj-server (default ./build)
 #   AOBJ_TESTS  the integration test binary (default ./build/tests/integration_tests)
+#   AOBJ_GPU_PROCS=0  skip the 8-process GET run
 # Everything runs on 127.0.0.1 with UCX_NET_DEVICES=lo. Takes about 3 minutes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -41,15 +43,21 @@ for i in 1 2 3; do
     --compare ucx --small-duration 0 --idle-seconds 0 --json "$OUT/bench-$i.json" \
     >>"$OUT/bench.log" 2>&1 || rc=1
 done
-# Device PUTs with the earlier default of 2 parts in flight, and with 256 MiB chunks (one
-# PutObject per object up to 256 MiB: no MD5 pass in an OPAQUE_ETAG session).
-for v in "depth-2 --device-depth 2" "chunk-256M --device-chunk 256M --device-depth 2"; do
+# Device PUTs with 256 MiB chunks (one PutObject per object up to 256 MiB), against the parts of
+# the default stager in the runs above.
+for v in "chunk-256M --device-chunk 256M --device-depth 2"; do
   set -- $v
   timeout 100 "$BIN/aobj-bench" --sizes 64M,256M --ops put --buffers library,device --etags opaque \
     "${@:2}" --compare none --small-duration 0 --idle-seconds 0 \
     --json "$OUT/$1.json" >>"$OUT/bench.log" 2>&1 || rc=1
 done
-# The server's cores: 8 client processes against one, 64 MiB GETs.
-timeout 120 "$BIN/aobj-bench" --sizes 64M --ops get --processes 1,8 --compare ucx \
-  --small-duration 0 --idle-seconds 0 --json "$OUT/procs.json" >>"$OUT/bench.log" 2>&1 || rc=1
+# The server's cores: 8 client processes against one, 64 MiB GETs, with one data worker and with
+# four (--data-workers; the default is one per 4 cores).
+if [ "${AOBJ_GPU_PROCS:-1}" != 0 ]; then
+  for w in 1 4; do
+    timeout 120 "$BIN/aobj-bench" --sizes 64M --ops get --processes 1,8 --compare ucx \
+      --server-args "--data-workers $w" --small-duration 0 --idle-seconds 0 \
+      --json "$OUT/procs-w$w.json" >>"$OUT/bench.log" 2>&1 || rc=1
+  done
+fi
 exit $rc

@@ -133,11 +133,13 @@ Flags:
                           size, which it announces: 5 MiB by default)
   --no-progress           no progress bar (shown on stderr when it is a terminal)
   --no-inline             always use the RMA data channel, even for small bodies
-  --etag md5|opaque       the ETag the server gives what this command uploads with a single PUT
-                          (default md5: the MD5 of the content, as S3, which tools compare with
-                          local files; it costs the server an MD5 pass, about 0.7 GB/s per core.
-                          opaque: a new random version tag "<32 hex>-0", spec AOBJ-OBJ-016, and
-                          large uploads several times faster). Parts and copies keep MD5 ETags
+  --etag md5|opaque       the ETags the server gives what this command uploads (default md5:
+                          the MD5 of the content, as S3, which tools compare with local files;
+                          it costs the server an MD5 pass, about 0.7 GB/s per core. opaque: a
+                          single PUT gets a new random version tag "<32 hex>-0", spec
+                          AOBJ-OBJ-016, and each part of a multipart upload a random part ETag,
+                          AOBJ-OBJ-254, so large uploads go several times faster). Copies keep
+                          MD5 ETags
   --require-hardware-protection   refuse servers whose data channel is emulated
   --net-devices LIST      the network devices UCX may use for the data channel, as
                           UCX_NET_DEVICES (which wins when set). Default lo, loopback only, so

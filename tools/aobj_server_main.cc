@@ -136,6 +136,9 @@ Data channel (UCX):
                             can harm only its own (default); none: in this process (one copy
                             fewer per transfer; only for clients whose UCX you trust)
   --data-worker PATH        the aobj-data-worker to run (default: beside aobj-server)
+  --data-workers N          UCX workers moving data, each with its own progress thread (and,
+                            with --data-isolation process, its own processes: a principal's
+                            sessions spread over up to N); default 0: one per 4 cores, 1 to 16
   --fast-path on|off        offer FAST_PATH (spec 8.9): clients that agree send requests on one
                             object or bucket as UCX active messages on their data channel
                             instead of gRPC calls (default: on)
@@ -220,6 +223,7 @@ int main(int argc, char** argv) {
                             "net-devices",
                             "transports",
                             "data-isolation",
+                            "data-workers",
                             "data-worker",
                             "fast-path",
                             "tls-cert",
@@ -370,6 +374,10 @@ int main(int argc, char** argv) {
                 "'");
   }
   options.data_worker_path = args.Get("data-worker", "");
+  if (!(st = args.GetInt("data-workers", 0, &v)).ok() || v < 0 || v > 64) {
+    return fail("--data-workers takes 0 (one per 4 cores) to 64");
+  }
+  options.data_workers = static_cast<int>(v);
   if (const std::string fast = args.Get("fast-path", "on"); fast == "on" || fast == "off") {
     options.fast_path = fast == "on";
   } else {

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "conformance/src/cases_util.h"
 #include "wire/etag.h"
@@ -1338,6 +1339,77 @@ void RegisterMultipartCases(Registry& r) {
                     ce);
         const std::string se = HeadMetadata(ctx, *u.p, u.bucket, "single").etag();
         ctx.Require(IsOpaqueEtag(se), "the PUT's own ETag is opaque", "\"<32 hex>-0\"", se);
+      });
+  Add(r, "mpu/9.15.2/5",
+      "OPAQUE_PART_ETAG: a part's ETag is 32 random hex digits, new on every write, and the "
+      "multipart ETag is computed from it; without it the part's MD5",
+      "opaque-etag", {"AOBJ-OBJ-254", "AOBJ-OBJ-207", "AOBJ-OBJ-212", "AOBJ-OBJ-217"}, false,
+      [](CaseContext& ctx) {
+        Upload u;
+        u.p = ctx.NewPeer();
+        pb::OpenSessionRequest o = u.p->DefaultOpen();
+        o.add_capabilities(kCapOpaquePartEtag);
+        ctx.RequireOk(u.p->Open(o), "OpenSession offering OPAQUE_PART_ETAG");
+        RequireCapability(ctx, *u.p, kCapOpaquePartEtag, "OPAQUE_PART_ETAG");
+        u.bucket = ctx.NewBucket(*u.p);
+        u.key = "opaque-parts";
+        pb::CreateMultipartUploadRequest c;
+        c.set_bucket(u.bucket);
+        c.set_key(u.key);
+        RawReply cr = u.p->Send(Method::kCreateMultipartUpload, c);
+        ctx.RequireOk(cr, "CreateMultipartUpload");
+        u.id = Parse<pb::CreateMultipartUploadResponse>(ctx, cr, "Create").upload_id();
+        const std::string body = Content(70000, 21);
+        auto part_etag = [&](const char* what) {
+          RawReply pr = Part(u, 1, body);
+          ctx.RequireOk(pr, what);
+          const std::string e = Parse<pb::UploadPartResponse>(ctx, pr, what).etag();
+          const bool form = e.size() == 34 && e.front() == '"' && e.back() == '"' &&
+                            BareMd5Etag(e) == e.substr(1, 32) && absl::AsciiStrToLower(e) == e;
+          ctx.Require(form, absl::StrCat(what, ": a quote, 32 lower-case hex digits, a quote"),
+                      "\"<32 hex>\"", e);
+          ctx.Require(e != Md5Etag(body), absl::StrCat(what, ": not the MD5 of the part"),
+                      "not " + Md5Etag(body), e);
+          return e;
+        };
+        const std::string first = part_etag("UploadPart 1");
+        const std::string second = part_etag("UploadPart 1 again, the same octets");
+        ctx.Require(second != first, "the same octets written again get other digits",
+                    "not " + first, second);
+        RawReply lp = ListParts(u, 0, 0);
+        ctx.RequireOk(lp, "ListParts");
+        auto parts = Parse<pb::ListPartsResponse>(ctx, lp, "ListParts");
+        ctx.Require(parts.parts_size() == 1 && parts.parts(0).etag() == second,
+                    "ListParts reports the part's current ETag", second, parts.ShortDebugString());
+        // The part was replaced since `first` was issued: listing it fails (AOBJ-OBJ-212).
+        pb::CompleteMultipartUploadRequest stale = CompleteRequest(u);
+        AddPart(stale, 1, first);
+        ctx.RequireCode(u.p->Send(Method::kCompleteMultipartUpload, stale), ErrorCode::kInvalidPart,
+                        "Complete listing the part's earlier opaque ETag");
+        pb::CompleteMultipartUploadRequest cm = CompleteRequest(u);
+        AddPart(cm, 1, second);
+        RawReply done = u.p->Send(Method::kCompleteMultipartUpload, cm);
+        ctx.RequireOk(done, "Complete listing the part's ETag");
+        const std::string me =
+            Parse<pb::CompleteMultipartUploadResponse>(ctx, done, "Complete").metadata().etag();
+        std::string raw;
+        ctx.Require(HexDecode(second.substr(1, 32), &raw), "the part ETag's digits decode", second,
+                    second);
+        const std::string want = Quote(absl::StrCat(HexEncode(Md5Raw(raw)), "-1"));
+        ctx.Require(me == want, "the multipart ETag: MD5 of the octets the part ETag denotes, -1",
+                    want, me);
+        std::string got;
+        ctx.RequireOk(u.p->Get(u.bucket, u.key, &got), "GET the completed object");
+        ctx.Require(got == body, "the object holds the part's octets", absl::StrCat(body.size()),
+                    absl::StrCat(got.size()));
+        // A session that did not negotiate it keeps MD5 part ETags (AOBJ-OBJ-207).
+        Upload plain = Create(ctx, "md5-parts");
+        RawReply pr = Part(plain, 1, body);
+        ctx.RequireOk(pr, "UploadPart without OPAQUE_PART_ETAG");
+        const std::string pe = Parse<pb::UploadPartResponse>(ctx, pr, "UploadPart").etag();
+        ctx.Require(pe == Md5Etag(body), "without OPAQUE_PART_ETAG the part's ETag is its MD5",
+                    Md5Etag(body), pe);
+        ctx.RequireStillServes();
       });
 }
 

@@ -122,6 +122,7 @@ inline constexpr uint32_t kCapCrc64 = 3;
 inline constexpr uint32_t kCapMultiDescriptor = 4;
 inline constexpr uint32_t kCapOpaqueEtag = 5;
 inline constexpr uint32_t kCapCancel = 6;
+inline constexpr uint32_t kCapOpaquePartEtag = 10;
 
 inline void RequireCapability(CaseContext& ctx, const Peer& p, uint32_t cap, const char* name) {
   if (!p.Negotiated(cap)) {

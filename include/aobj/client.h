@@ -49,10 +49,12 @@ struct ClientOptions {
   std::string secret;                        // used to derive the signing key; never sent
   ChecksumAlgorithm checksum = ChecksumAlgorithm::kCrc32c;
   bool allow_inline = true;                  // small bodies inside control messages
-  // Offer OPAQUE_ETAG (spec AOBJ-OBJ-016): objects this client PUTs get an opaque version ETag
-  // ("<32 hex digits>-0") instead of the MD5 of their content, and the server skips its MD5
-  // pass, which bounds a large PUT at about 0.7 GB/s per core (docs/benchmarks.md). Leave it
-  // off where something compares ETags with MD5 digests of local files.
+  // Offer OPAQUE_ETAG and OPAQUE_PART_ETAG (spec AOBJ-OBJ-016, AOBJ-OBJ-254): objects this
+  // client PUTs get an opaque version ETag ("<32 hex digits>-0") instead of the MD5 of their
+  // content, the parts it uploads get opaque part ETags (so multipart objects get ETags that
+  // are no longer derived from their content either), and the server skips its MD5 pass, which
+  // bounds a large PUT at about 0.7 GB/s per core (docs/benchmarks.md). Leave it off where
+  // something compares ETags with MD5 digests of local files.
   bool opaque_etags = false;
   bool require_hardware_protection = false;  // AOBJ-SES-014
   // Offer FAST_PATH (spec section 8.9): with a server that agrees, requests on one object or

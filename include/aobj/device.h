@@ -14,10 +14,10 @@
 //        is copied host-to-device on a CUDA stream of its own.
 //   PUT: an object of at most `chunk_bytes` is copied device-to-host and sent with one
 //        PutObject; a larger one becomes a multipart upload of `chunk_bytes` parts, up to
-//        `depth` of them uploading at once (the server hashes each part with MD5, AOBJ-OBJ-207,
-//        one core per part) while the next is copied into a free staging buffer. A chunk_bytes
-//        at or above the object's size sends it with one PutObject, which an OPAQUE_ETAG
-//        session stores without any MD5 pass (AOBJ-OBJ-016). Keep chunk_bytes at or
+//        `depth` of them uploading at once while the next is copied into a free staging
+//        buffer (without ClientOptions::opaque_etags, the server hashes each part with MD5,
+//        AOBJ-OBJ-207, one core per part; with it, neither parts nor PutObjects are hashed,
+//        AOBJ-OBJ-254 and AOBJ-OBJ-016). Keep chunk_bytes at or
 //        above the server's minimum part size (5 MiB in S3 and by default in aobj-server,
 //        --min-part-size), else CompleteMultipartUpload fails ENTITY_TOO_SMALL.
 // Staging memory: depth x chunk_bytes, allocated by the client (AllocateBuffer) and page-locked

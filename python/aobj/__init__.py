@@ -178,8 +178,9 @@ class Client(_aobj._Client):
         only signs requests; it never travels.
     checksum: end-to-end checksum of every transfer, "crc32c" or "crc64nvme".
     timeout: seconds each call may take (each method's ``timeout`` can only shorten it).
-    opaque_etags: objects this client writes get opaque version ETags instead of MD5 digests
-        (faster large PUTs; do not use where ETags are compared with local MD5s).
+    opaque_etags: objects and multipart parts this client writes get opaque version ETags
+        instead of MD5 digests (faster large PUTs and uploads; do not use where ETags are
+        compared with local MD5s).
     fast_path: with a server that offers it (capability FAST_PATH, spec section 8.9), requests
         on one object travel as UCX active messages on the data channel instead of gRPC calls
         (about 2.5x faster for small objects); ``session["fast_path"]`` says whether they do.

@@ -249,9 +249,10 @@ class Stager final : public DeviceStager {
     }
     absl::StatusOr<UploadInfo> upload = client->CreateMultipartUpload(bucket, key, options);
     if (!upload.ok()) return upload.status();
-    // Up to `depth` parts upload at once, each from its own staging buffer: the server hashes
-    // every part with MD5 (AOBJ-OBJ-207, whatever the ETag mode), one core per part, so parts in
-    // flight together spread that over its cores. Part i is copied while earlier parts upload.
+    // Up to `depth` parts upload at once, each from its own staging buffer: a server that
+    // hashes every part with MD5 (AOBJ-OBJ-207; not under OPAQUE_PART_ETAG, AOBJ-OBJ-254) does
+    // it on one core per part, so parts in flight together spread that over its cores. Part i
+    // is copied while earlier parts upload.
     std::vector<std::shared_ptr<Operation<UploadPartResult>>> uploading(staging_.size());
     std::vector<uint32_t> part_in(staging_.size(), 0);  // the part number each slot uploads
     std::vector<CompletedPart> parts(count);

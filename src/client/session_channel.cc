@@ -105,7 +105,10 @@ absl::Status SessionChannel::Open(const ClientOptions& options) {
   }
   if (options_.batch_get) req.add_capabilities(kCapBatchGet);
   if (options_.batch_put) req.add_capabilities(kCapBatchPut);
-  if (options_.opaque_etags) req.add_capabilities(kCapOpaqueEtag);
+  if (options_.opaque_etags) {
+    req.add_capabilities(kCapOpaqueEtag);
+    req.add_capabilities(kCapOpaquePartEtag);
+  }
   if (options_.fast_path) req.add_capabilities(kCapFastPath);
   if (options_.grease) req.add_capabilities(0x1A2A3A4A);  // AOBJ-EXT-002
   req.set_worker_address(worker_->address());

@@ -83,7 +83,7 @@ absl::StatusOr<ReceivedBody> RequestHandler::ReceiveBody(const SessionState& s,
   Checksummer sum(algo);
   Checksummer crc32c(ChecksumAlgorithm::kCrc32c);
   Md5 md5;
-  const bool want_md5 = !plan.opaque_etag;
+  const bool want_md5 = plan.etag == BodyPlan::Etag::kMd5;
   auto account = [&](const uint8_t* data, size_t n) {
     sum.Update(data, n);
     if (algo != ChecksumAlgorithm::kCrc32c) crc32c.Update(data, n);
@@ -121,8 +121,17 @@ absl::StatusOr<ReceivedBody> RequestHandler::ReceiveBody(const SessionState& s,
         absl::StrCat(ChecksumName(algo), " of the received body is ", HexEncode(got.checksum),
                      ", the request says ", HexEncode(*body.checksum), "; nothing was stored"));
   }
-  got.etag = want_md5 ? absl::StrCat("\"", HexEncode(md5.Finish()), "\"")  // AOBJ-OBJ-005
-                      : OpaqueEtag();                                     // AOBJ-OBJ-016
+  switch (plan.etag) {
+    case BodyPlan::Etag::kMd5:  // AOBJ-OBJ-005, AOBJ-OBJ-207
+      got.etag = absl::StrCat("\"", HexEncode(md5.Finish()), "\"");
+      break;
+    case BodyPlan::Etag::kOpaque:  // AOBJ-OBJ-016
+      got.etag = OpaqueEtag();
+      break;
+    case BodyPlan::Etag::kOpaquePart:  // AOBJ-OBJ-254
+      got.etag = OpaquePartEtag();
+      break;
+  }
   got.crc32c = FromBigEndian32(algo == ChecksumAlgorithm::kCrc32c ? got.checksum : crc32c.Finish());
   return got;
 }

@@ -59,6 +59,134 @@ class UcxDataChannel final : public DataChannel {
   std::string fast_address_;  // StartFastPath's, set before sessions open
 };
 
+class ShardedDataChannel final : public DataChannel {
+ public:
+  ShardedDataChannel(std::vector<std::unique_ptr<DataChannel>> shards, bool refusals_process_wide)
+      : shards_(std::move(shards)),
+        live_(shards_.size()),
+        refusals_process_wide_(refusals_process_wide) {}
+
+  absl::StatusOr<uint64_t> Connect(absl::string_view peer_address) override {
+    return ConnectFor(peer_address, "");
+  }
+  absl::StatusOr<uint64_t> ConnectFor(absl::string_view peer_address,
+                                      absl::string_view principal) override {
+    const size_t shard = Emptiest();
+    absl::StatusOr<uint64_t> inner = principal.empty()
+                                         ? shards_[shard]->Connect(peer_address)
+                                         : shards_[shard]->ConnectFor(peer_address, principal);
+    if (!inner.ok()) return inner.status();
+    if (*inner >> kShift != 0) {  // never in practice: IDs count up from 1
+      shards_[shard]->Disconnect(*inner);
+      return absl::ResourceExhaustedError("endpoint IDs of a data-channel shard ran out");
+    }
+    live_[shard].fetch_add(1, std::memory_order_relaxed);
+    return (uint64_t{shard} << kShift) | *inner;
+  }
+  absl::StatusOr<Protection> GetProtection(uint64_t endpoint) override {
+    DataChannel* c = ShardOf(endpoint);
+    if (c == nullptr) return Unknown();
+    return c->GetProtection(Inner(endpoint));
+  }
+  absl::StatusOr<std::string> SendChallenges(uint64_t endpoint,
+                                             absl::string_view session_id) override {
+    DataChannel* c = ShardOf(endpoint);
+    if (c == nullptr) return Unknown();
+    return c->SendChallenges(Inner(endpoint), session_id);
+  }
+  absl::Status Bind(uint64_t endpoint) override {
+    DataChannel* c = ShardOf(endpoint);
+    return c == nullptr ? Unknown() : c->Bind(Inner(endpoint));
+  }
+  void Disconnect(uint64_t endpoint) override {
+    DataChannel* c = ShardOf(endpoint);
+    if (c == nullptr) return;
+    c->Disconnect(Inner(endpoint));
+    live_[endpoint >> kShift].fetch_sub(1, std::memory_order_relaxed);
+  }
+  absl::Status Execute(uint64_t endpoint, const RmaBatch& batch) override {
+    DataChannel* c = ShardOf(endpoint);
+    return c == nullptr ? Unknown() : c->Execute(Inner(endpoint), batch);
+  }
+  absl::Status ExecuteWatched(uint64_t endpoint, const RmaBatch& batch,
+                              const std::function<bool()>& abandoned) override {
+    DataChannel* c = ShardOf(endpoint);
+    return c == nullptr ? Unknown() : c->ExecuteWatched(Inner(endpoint), batch, abandoned);
+  }
+  size_t endpoint_count() override {
+    size_t n = 0;
+    for (auto& c : shards_) n += c->endpoint_count();
+    return n;
+  }
+  uint64_t rkeys_outstanding() override {
+    uint64_t n = 0;
+    for (auto& c : shards_) n += c->rkeys_outstanding();
+    return n;
+  }
+  PeerRmaRefusals peer_rma_refused() override {
+    if (refusals_process_wide_) return PeerRmaRefused();
+    PeerRmaRefusals t;
+    for (auto& c : shards_) {
+      const PeerRmaRefusals r = c->peer_rma_refused();
+      t.puts += r.puts;
+      t.gets += r.gets;
+      t.atomics += r.atomics;
+    }
+    return t;
+  }
+  uint64_t data_channels_failed() override {
+    uint64_t n = 0;
+    for (auto& c : shards_) n += c->data_channels_failed();
+    return n;
+  }
+  void BeginShutdown(absl::Duration grace) override {
+    for (auto& c : shards_) c->BeginShutdown(grace);
+  }
+  absl::Status StartFastPath(FastRequestSink sink) override {
+    for (auto& c : shards_) {
+      if (absl::Status s = c->StartFastPath(sink); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+  std::string FastPathAddress(uint64_t endpoint) override {
+    DataChannel* c = ShardOf(endpoint);
+    return c == nullptr ? "" : c->FastPathAddress(Inner(endpoint));
+  }
+  void SendFastReply(uint64_t endpoint, std::string frame) override {
+    if (DataChannel* c = ShardOf(endpoint); c != nullptr) {
+      c->SendFastReply(Inner(endpoint), std::move(frame));
+    }
+  }
+  uint64_t fast_messages_dropped() override {
+    uint64_t n = 0;
+    for (auto& c : shards_) n += c->fast_messages_dropped();
+    return n;
+  }
+
+ private:
+  static constexpr int kShift = 56;
+  static uint64_t Inner(uint64_t endpoint) { return endpoint & ((uint64_t{1} << kShift) - 1); }
+  DataChannel* ShardOf(uint64_t endpoint) const {
+    const uint64_t shard = endpoint >> kShift;
+    return shard < shards_.size() ? shards_[shard].get() : nullptr;
+  }
+  static absl::Status Unknown() { return absl::NotFoundError("unknown data-channel endpoint"); }
+  // The shard with the fewest live endpoints; the first of those on a tie.
+  size_t Emptiest() const {
+    size_t best = 0;
+    for (size_t i = 1; i < live_.size(); ++i) {
+      if (live_[i].load(std::memory_order_relaxed) < live_[best].load(std::memory_order_relaxed)) {
+        best = i;
+      }
+    }
+    return best;
+  }
+
+  const std::vector<std::unique_ptr<DataChannel>> shards_;
+  std::vector<std::atomic<int64_t>> live_;  // endpoints connected and not yet disconnected
+  const bool refusals_process_wide_;
+};
+
 }  // namespace
 
 absl::Duration BatchWaitBound(absl::Duration wait_bound, const RmaBatch& batch) {
@@ -70,6 +198,12 @@ absl::Duration BatchWaitBound(absl::Duration wait_bound, const RmaBatch& batch) 
 
 std::unique_ptr<DataChannel> NewUcxDataChannel(UcxWorker* worker, absl::Duration wait_bound) {
   return std::make_unique<UcxDataChannel>(worker, wait_bound);
+}
+
+std::unique_ptr<DataChannel> NewShardedDataChannel(std::vector<std::unique_ptr<DataChannel>> shards,
+                                                   bool refusals_process_wide) {
+  if (shards.size() == 1) return std::move(shards[0]);
+  return std::make_unique<ShardedDataChannel>(std::move(shards), refusals_process_wide);
 }
 
 }  // namespace aobj

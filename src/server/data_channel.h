@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -93,6 +94,16 @@ absl::Duration BatchWaitBound(absl::Duration wait_bound, const RmaBatch& batch);
 // (AOBJ-OPS-008); past that its endpoint is failed.
 std::unique_ptr<DataChannel> NewUcxDataChannel(UcxWorker* worker,
                                                absl::Duration wait_bound = absl::Seconds(10));
+
+// Several channels behind one, so that the server moves data on as many UCX workers (and, when
+// confined, processes per principal) as it has cores for (ServerOptions::data_workers). Each
+// endpoint lives in the shard that held the fewest live endpoints when it connected, and every
+// later call for it goes there; endpoint IDs carry the shard's index in their top 8 bits. The
+// fast path starts on every shard, and a session's fast-path address is its shard's. Counters
+// are summed, except the peer-RMA refusals of in-process shards, which all read one process-wide
+// count (`refusals_process_wide`). 1 to 64 shards; one is returned as it is.
+std::unique_ptr<DataChannel> NewShardedDataChannel(std::vector<std::unique_ptr<DataChannel>> shards,
+                                                   bool refusals_process_wide);
 
 }  // namespace aobj
 

@@ -486,7 +486,7 @@ absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s,
   const BodyRequest upload = BodyRequest::Of(req);
   auto plan = PlanBody(s, upload);
   if (!plan.ok()) return plan.status();
-  plan->opaque_etag = s.HasCapability(kCapOpaqueEtag);  // AOBJ-OBJ-016 (PutObject only)
+  if (s.HasCapability(kCapOpaqueEtag)) plan->etag = BodyPlan::Etag::kOpaque;  // AOBJ-OBJ-016
   auto slot = sessions_->Admit(s.id_hex);  // AOBJ-SES-012
   if (!slot.ok()) return slot.status();
 

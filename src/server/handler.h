@@ -89,14 +89,17 @@ struct BodyPlan {
   ChecksumAlgorithm algo = ChecksumAlgorithm::kCrc32c;
   aobj::v1::TransferPath path = aobj::v1::TRANSFER_PATH_UNSPECIFIED;
   std::vector<TransferPiece> pieces;  // RMA path only
-  bool opaque_etag = false;  // AOBJ-OBJ-016: no MD5 pass; ReceivedBody::etag is an opaque ETag
+  // The ETag the body gets: its MD5 (AOBJ-OBJ-005, AOBJ-OBJ-207), or, with no MD5 pass, an
+  // opaque one: a PutObject's (AOBJ-OBJ-016) or a part's (AOBJ-OBJ-254).
+  enum class Etag { kMd5, kOpaque, kOpaquePart };
+  Etag etag = Etag::kMd5;
 };
 
 // What RequestHandler::ReceiveBody received and verified.
 struct ReceivedBody {
   std::string checksum;  // in the request's algorithm, wire encoding; equals the request's
   std::string etag;      // quoted lower-case hex MD5 of the body (AOBJ-OBJ-005), or opaque
-                         // (AOBJ-OBJ-016) when the plan said so
+                         // (AOBJ-OBJ-016, AOBJ-OBJ-254) when the plan said so
   uint32_t crc32c = 0;   // CRC32C of the body, whatever the request's algorithm
 };
 

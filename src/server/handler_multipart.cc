@@ -104,6 +104,8 @@ absl::StatusOr<std::string> RequestHandler::UploadPart(const SessionState& s,
   const BodyRequest upload = BodyRequest::Of(req);
   auto plan = PlanBody(s, upload);
   if (!plan.ok()) return plan.status();
+  // AOBJ-OBJ-254
+  if (s.HasCapability(kCapOpaquePartEtag)) plan->etag = BodyPlan::Etag::kOpaquePart;
   auto slot = sessions_->Admit(s.id_hex);  // AOBJ-SES-012: UploadPart is a data request
   if (!slot.ok()) return slot.status();
 
@@ -116,7 +118,7 @@ absl::StatusOr<std::string> RequestHandler::UploadPart(const SessionState& s,
   if (!got.ok()) return got.status();
   ObjectInfo info;
   info.size = req.size();
-  info.etag = got->etag;  // AOBJ-OBJ-207
+  info.etag = got->etag;  // AOBJ-OBJ-207, AOBJ-OBJ-254
   info.crc32c = got->crc32c;
   auto stored = (*writer)->Commit(info);
   if (!stored.ok()) return stored.status();

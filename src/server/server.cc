@@ -45,6 +45,13 @@
 namespace aobj {
 namespace {
 
+// ServerOptions::data_workers: as configured, or one per 4 cores, 1 to 16.
+int DataWorkers(int configured) {
+  if (configured > 0) return std::min(configured, 64);
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(cores / 4, 1, 16);
+}
+
 class ServerImpl final : public Server {
  public:
   ~ServerImpl() override { Shutdown(); }
@@ -85,6 +92,8 @@ class ServerImpl final : public Server {
     if (data_channel.transports.empty()) data_channel.transports = "^posix";
     const absl::Duration wait_bound =
         absl::Milliseconds(std::max<int64_t>(options_.data_wait_ms, 1));
+    const int shards = DataWorkers(options_.data_workers);
+    std::vector<std::unique_ptr<DataChannel>> channels;
     if (options_.data_isolation == ServerOptions::DataIsolation::kProcessPerPrincipal) {
       // AOBJ-SEC-021: peers' octets reach only the data-channel processes; none of them may
       // ptrace this one (without CAP_SYS_PTRACE, which they drop, an undumpable process is out
@@ -95,9 +104,11 @@ class ServerImpl final : public Server {
       co.transport = data_channel;
       co.wait_bound = wait_bound;
       co.log = options_.log;
-      auto channel = NewConfinedDataChannel(co);
-      if (!channel.ok()) return channel.status();
-      channel_ = std::move(*channel);
+      for (int i = 0; i < shards; ++i) {
+        auto channel = NewConfinedDataChannel(co);
+        if (!channel.ok()) return channel.status();
+        channels.push_back(std::move(*channel));
+      }
     } else {
       auto ctx = UcxContext::CreateForServer(data_channel);
       if (!ctx.ok()) return ctx.status();
@@ -106,16 +117,26 @@ class ServerImpl final : public Server {
       auto shm = UcxContext::CreateSharedMemoryLane(data_channel);
       if (!shm.ok()) return shm.status();
       shm_context_ = std::move(*shm);
-      auto worker = UcxWorker::Create(*context_, "server", shm_context_.get());
-      if (!worker.ok()) return worker.status();
-      worker_ = std::move(*worker);
-      if (!worker_->peer_rma_refusal().ok() && options_.log) {
-        options_.log(
-            absl::StrCat("event=warning message=\"data-channel peers can read and write "
-                         "this process's memory (AOBJ-SEC-020): ",
-                         worker_->peer_rma_refusal().message(), "\""));
+      for (int i = 0; i < shards; ++i) {
+        auto worker = UcxWorker::Create(*context_, "server", shm_context_.get());
+        if (!worker.ok()) return worker.status();
+        if (i == 0 && !(*worker)->peer_rma_refusal().ok() && options_.log) {
+          options_.log(
+              absl::StrCat("event=warning message=\"data-channel peers can read and write "
+                           "this process's memory (AOBJ-SEC-020): ",
+                           (*worker)->peer_rma_refusal().message(), "\""));
+        }
+        channels.push_back(NewUcxDataChannel(worker->get(), wait_bound));
+        workers_.push_back(std::move(*worker));
       }
-      channel_ = NewUcxDataChannel(worker_.get(), wait_bound);
+    }
+    channel_ = NewShardedDataChannel(
+        std::move(channels), options_.data_isolation == ServerOptions::DataIsolation::kInProcess);
+    if (options_.log) {
+      options_.log(absl::StrCat("event=data_channel workers=", shards, " isolation=",
+                                options_.data_isolation == ServerOptions::DataIsolation::kInProcess
+                                    ? "none"
+                                    : "process"));
     }
     // Spec 8.9: the fast request path, offered (FAST_PATH) only when the channel starts it.
     if (options_.fast_path) {
@@ -143,8 +164,8 @@ class ServerImpl final : public Server {
     if (l.max_descriptors) hc.limits.max_descriptors = l.max_descriptors;
     if (l.max_rkey_bytes) hc.limits.max_rkey_bytes = l.max_rkey_bytes;
     // AOBJ-DAT-022: CRC32C is always supported.
-    hc.capabilities = {kCapInline,     kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor,
-                       kCapOpaqueEtag, kCapCancel, kCapBatchGet,  kCapBatchPut};
+    hc.capabilities = {kCapInline, kCapCrc32c,   kCapCrc64Nvme, kCapMultiDescriptor, kCapOpaqueEtag,
+                       kCapCancel, kCapBatchGet, kCapBatchPut,  kCapOpaquePartEtag};
     if (fast_path_ != nullptr) hc.capabilities.push_back(kCapFastPath);
     hc.server_name = options_.server_name;
     hc.list_token_key = options_.list_token_key;
@@ -283,7 +304,7 @@ class ServerImpl final : public Server {
     final_stats_ = stats();
     stopped_ = true;
     channel_.reset();  // closes every endpoint (a confined channel's processes end)
-    worker_.reset();
+    workers_.clear();
     done_.Notify();
   }
 
@@ -371,7 +392,7 @@ class ServerImpl final : public Server {
   std::unique_ptr<BucketAuthorizer> authz_;
   std::unique_ptr<UcxContext> context_;
   std::unique_ptr<UcxContext> shm_context_;  // null without a shared-memory lane
-  std::unique_ptr<UcxWorker> worker_;
+  std::vector<std::unique_ptr<UcxWorker>> workers_;  // in process only; channel_ uses them
   std::unique_ptr<DataChannel> channel_;
   std::unique_ptr<FastPathServer> fast_path_;  // null: not offered
   std::unique_ptr<Authenticator> auth_;

@@ -1,6 +1,7 @@
 #include "transport/ucx_worker.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -91,6 +92,9 @@ absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(const UcxContext& c
   const absl::Status handler = w->SetChallengeHandler();
   // The thread starts either way: stopping it is what destroys the workers.
   w->thread_ = std::thread([p = w.get()] { p->Loop(); });
+  // Seen in top -H and /proc/PID/task/*/comm: "aobj-ucx-server", "aobj-ucx-client", ...
+  pthread_setname_np(w->thread_.native_handle(),
+                     absl::StrCat("aobj-ucx-", w->name_).substr(0, 15).c_str());
   if (!handler.ok()) return handler;
   return w;
 }

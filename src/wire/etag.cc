@@ -11,6 +11,8 @@ std::string OpaqueEtag() {
   return absl::StrCat("\"", HexEncode(RandomBytes(16)), "-0\"");
 }
 
+std::string OpaquePartEtag() { return absl::StrCat("\"", HexEncode(RandomBytes(16)), "\""); }
+
 bool IsOpaqueEtag(absl::string_view etag) {
   if (etag.size() != 36 || etag.front() != '"' || etag.back() != '"') return false;
   if (etag.substr(33, 2) != "-0") return false;

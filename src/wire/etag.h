@@ -28,6 +28,12 @@ std::string OpaqueEtag();
 // Whether `etag` has the form of an opaque ETag (quotes included).
 bool IsOpaqueEtag(absl::string_view etag);
 
+// An opaque part ETag (AOBJ-OBJ-254, capability OPAQUE_PART_ETAG): 128 bits from the system's
+// secure random source as 32 lower-case hex digits in double quotes, the form of a part's MD5
+// ETag, so that the multipart ETag (AOBJ-OBJ-217) is computed from it unchanged. Costs nothing
+// per octet of the part.
+std::string OpaquePartEtag();
+
 }  // namespace aobj
 
 #endif  // AOBJ_WIRE_ETAG_H_

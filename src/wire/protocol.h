@@ -21,9 +21,10 @@ enum Capability : uint32_t {
   kCapMultiDescriptor = 4,
   kCapOpaqueEtag = 5,
   kCapCancel = 6,
-  kCapFastPath = 7,  // spec section 8.9
-  kCapBatchGet = 8,  // spec section 9.16
-  kCapBatchPut = 9,  // spec section 9.17
+  kCapFastPath = 7,         // spec section 8.9
+  kCapBatchGet = 8,         // spec section 9.16
+  kCapBatchPut = 9,         // spec section 9.17
+  kCapOpaquePartEtag = 10,  // spec section 9.15.2 (AOBJ-OBJ-254)
 };
 
 // AOBJ-OBJ-237: items one GetObjects may name.

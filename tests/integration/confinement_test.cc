@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -60,14 +61,21 @@ std::vector<pid_t> DataWorkers() {
 
 class ConfinedServerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Start(1); }
+  // A server with `workers` data workers (ServerOptions::data_workers), each with processes of
+  // its own; the tests above count processes of one.
+  void Start(int workers, ServerOptions::DataIsolation isolation =
+                              ServerOptions::DataIsolation::kProcessPerPrincipal) {
+    if (server_) server_->Shutdown();
+    server_.reset();
     ServerOptions o;
+    o.data_workers = workers;
     o.listen_address = "127.0.0.1:0";
     o.allow_plaintext = true;
     o.credentials[kFirst] = "first-secret";
     o.credentials[kSecond] = "second-secret";
     for (int i = 0; i < 7; ++i) o.credentials["AKIDLE" + std::to_string(i)] = "idle-secret";
-    o.data_isolation = ServerOptions::DataIsolation::kProcessPerPrincipal;
+    o.data_isolation = isolation;
     o.data_channel.net_devices = "lo";
     o.data_wait_ms = 2000;
     auto store = NewMemoryStore();
@@ -124,6 +132,57 @@ TEST_F(ConfinedServerTest, EachPrincipalsDataChannelRunsInAProcessOfItsOwn) {
   EXPECT_EQ(DataWorkers().size(), 2u);
   EXPECT_EQ(server_->stats().endpoints, 3u);
   EXPECT_EQ(server_->stats().peer_rma_refused, 0u);
+}
+
+// ServerOptions::data_workers: with three, each worker starts a process of its own, one
+// principal's sessions spread over them (one each: the worker with the fewest endpoints takes
+// the next), and the death of one of those processes fails only the session it held.
+TEST_F(ConfinedServerTest, OnePrincipalsSessionsSpreadOverTheDataWorkers) {
+  Start(3);
+  ASSERT_EQ(DataWorkers().size(), 3u);
+  std::vector<std::unique_ptr<Client>> a;
+  for (int i = 0; i < 3; ++i) {
+    a.push_back(Connect(kFirst, "first-secret"));
+    ASSERT_TRUE(a.back());
+    ASSERT_TRUE(RoundTrip(*a.back(), "a" + std::to_string(i), static_cast<uint8_t>(0x10 + i)).ok());
+  }
+  EXPECT_EQ(DataWorkers().size(), 3u) << "the three processes started with the server";
+  auto b = Connect(kSecond, "second-secret");
+  ASSERT_TRUE(b);
+  ASSERT_TRUE(RoundTrip(*b, "b", 0x2b).ok());
+  std::vector<pid_t> workers = DataWorkers();
+  ASSERT_EQ(workers.size(), 4u) << "another principal's process beside the first's";
+  EXPECT_EQ(server_->stats().endpoints, 4u);
+
+  // Kill one process of the first principal: the oldest (they start in order with the server,
+  // and the second principal's came last).
+  std::sort(workers.begin(), workers.end());
+  ASSERT_EQ(kill(workers[0], SIGKILL), 0);
+  // Reaped by the server (its reader thread), not by us.
+  for (int i = 0; i < 200 && kill(workers[0], 0) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int failed = 0, served = 0;
+  for (int i = 0; i < 3; ++i) {
+    absl::Status st = RoundTrip(*a[i], "after" + std::to_string(i), 0x40);
+    if (st.ok()) {
+      ++served;
+    } else {
+      ++failed;
+      const ErrorCode code = ErrorCodeOf(st);
+      EXPECT_TRUE(code == ErrorCode::kDataChannelUnavailable || code == ErrorCode::kTransferFailed)
+          << st;
+    }
+  }
+  EXPECT_EQ(failed, 1) << "only the session of the killed process";
+  EXPECT_EQ(served, 2);
+  EXPECT_TRUE(RoundTrip(*b, "b-after", 0x2c).ok());
+  // The principal's next session is served (by a live process or a fresh one).
+  auto again = Connect(kFirst, "first-secret");
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(RoundTrip(*again, "again", 0x50).ok());
+  EXPECT_LT(std::chrono::steady_clock::now(), deadline);
 }
 
 // AOBJ-SEC-022: a principal's process that dies fails that principal's data requests

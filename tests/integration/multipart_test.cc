@@ -101,11 +101,12 @@ class MultipartIntegrationTest : public ::testing::TestWithParam<std::string> {
     ASSERT_NE(client_, nullptr);
   }
 
-  std::unique_ptr<Client> Connect() {
+  std::unique_ptr<Client> Connect(bool opaque_etags = false) {
     ClientOptions o;
     o.endpoint = server_->endpoint();
     o.access_key_id = kAccessKey;
     o.secret = kSecret;
+    o.opaque_etags = opaque_etags;
     auto c = Client::Connect(o);
     EXPECT_TRUE(c.ok()) << c.status() << "\n" << server_->log();
     return c.ok() ? std::move(*c) : nullptr;
@@ -233,6 +234,62 @@ TEST_P(MultipartIntegrationTest, ExplicitOperationsAndPaths) {
   EXPECT_EQ(info->etag, *expected);
   ExpectObject(*client_, "explicit", src->data(), 41500);
   EXPECT_EQ(UploadCount(*client_), 0u);
+}
+
+// AOBJ-OBJ-254: a client with ClientOptions::opaque_etags offers OPAQUE_PART_ETAG too, and its
+// parts get opaque ETags (the server skips their MD5 pass): the MD5's form, new digits on every
+// write, so a Complete that lists a replaced part's earlier ETag fails INVALID_PART; the object's
+// ETag is computed from the listed ETags (AOBJ-OBJ-217) and its bytes and CRC are as ever. The
+// other client's parts keep their MD5 ETags (AOBJ-OBJ-207).
+TEST_P(MultipartIntegrationTest, OpaquePartEtagsAreFreshAndCompleteAsEver) {
+  auto opaque = Connect(/*opaque_etags=*/true);
+  ASSERT_NE(opaque, nullptr);
+  const uint64_t size = (uint64_t{1} << 20) + 300;
+  auto src = opaque->AllocateBuffer(size);
+  ASSERT_TRUE(src.ok()) << src.status();
+  Fill((*src)->data(), size, 11);
+  const uint64_t half = size / 2;  // above the test server's minimum part size
+  auto up = opaque->CreateMultipartUpload(kBucket, "opaque-parts");
+  ASSERT_TRUE(up.ok()) << up.status();
+  auto p1 = opaque->UploadPart(kBucket, "opaque-parts", up->upload_id, 1, **src, 0, half);
+  ASSERT_TRUE(p1.ok()) << p1.status();
+  const std::string md5_1 = Md5Etag((*src)->data(), half);
+  EXPECT_EQ(p1->etag.size(), 34u);
+  EXPECT_EQ(BareMd5Etag(p1->etag), p1->etag.substr(1, 32)) << p1->etag;
+  EXPECT_NE(p1->etag, md5_1);
+  auto again = opaque->UploadPart(kBucket, "opaque-parts", up->upload_id, 1, **src, 0, half);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_NE(again->etag, p1->etag) << "the same octets written again";
+  auto p2 = opaque->UploadPart(kBucket, "opaque-parts", up->upload_id, 2, **src, half, size - half);
+  ASSERT_TRUE(p2.ok()) << p2.status();
+  EXPECT_EQ(ErrorCodeOf(opaque
+                            ->CompleteMultipartUpload(kBucket, "opaque-parts", up->upload_id,
+                                                      {{1, p1->etag}, {2, p2->etag}})
+                            .status()),
+            ErrorCode::kInvalidPart);
+  auto info = opaque->CompleteMultipartUpload(kBucket, "opaque-parts", up->upload_id,
+                                              {{1, again->etag}, {2, p2->etag}});
+  ASSERT_TRUE(info.ok()) << info.status();
+  auto expected = MultipartEtag({again->etag, p2->etag});
+  ASSERT_TRUE(expected.ok());
+  EXPECT_EQ(info->etag, *expected);
+  EXPECT_NE(info->etag, ExpectedEtag((*src)->data(), size, half));
+  EXPECT_EQ(info->crc32c, Crc32c(0, (*src)->data(), size));
+  ExpectObject(*client_, "opaque-parts", (*src)->data(), size);
+
+  // UploadMultipart from the same client: fresh ETags, the object whole.
+  auto whole = opaque->UploadMultipart(kBucket, "opaque-whole", **src, size, half);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_NE(whole->etag, ExpectedEtag((*src)->data(), size, half));
+  EXPECT_EQ(whole->etag.substr(whole->etag.size() - 3), "-2\"");
+  ExpectObject(*client_, "opaque-whole", (*src)->data(), size);
+
+  // The fixture's client did not offer it: MD5 part ETags, the S3 multipart ETag.
+  auto plain = Random(size, 11);  // the same octets, in a buffer of that client
+  ASSERT_NE(plain, nullptr);
+  auto md5 = client_->UploadMultipart(kBucket, "md5-whole", *plain, size, half);
+  ASSERT_TRUE(md5.ok()) << md5.status();
+  EXPECT_EQ(md5->etag, ExpectedEtag((*src)->data(), size, half));
 }
 
 // Every S3 error of multipart upload, with its AOBJ code and S3 name (AOBJ-ERR-120).

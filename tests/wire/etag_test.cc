@@ -2,6 +2,7 @@
 
 #include "aobj/status.h"
 #include "gtest/gtest.h"
+#include "wire/crypto.h"
 
 namespace aobj {
 namespace {
@@ -41,6 +42,27 @@ TEST(EtagTest, OpaqueEtagFormAndFreshness) {
   EXPECT_FALSE(IsOpaqueEtag("0123456789abcdef0123456789abcdef-0"));
   EXPECT_FALSE(IsOpaqueEtag("\"0123456789abcdef0123456789abcdef\""));
   EXPECT_FALSE(IsOpaqueEtag("\"0123456789abcdef0123456789abcdeg-0\""));
+}
+
+// AOBJ-OBJ-254: the form of a part's MD5 ETag, new digits each time, and the multipart ETag
+// (AOBJ-OBJ-217) is computed over the octets those digits denote.
+TEST(EtagTest, OpaquePartEtagHasTheMd5FormAndFeedsTheMultipartEtag) {
+  const std::string a = OpaquePartEtag(), b = OpaquePartEtag();
+  EXPECT_NE(a, b);
+  ASSERT_EQ(a.size(), 34u);
+  EXPECT_EQ(a.front(), '"');
+  EXPECT_EQ(a.back(), '"');
+  EXPECT_EQ(BareMd5Etag(a), a.substr(1, 32)) << "lower-case hex digits";
+  EXPECT_FALSE(IsOpaqueEtag(a));
+  auto whole = MultipartEtag({a, b});
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  std::string raw_a, raw_b;
+  ASSERT_TRUE(HexDecode(a.substr(1, 32), &raw_a));
+  ASSERT_TRUE(HexDecode(b.substr(1, 32), &raw_b));
+  Md5 md5;
+  const std::string both = raw_a + raw_b;
+  md5.Update(both.data(), both.size());
+  EXPECT_EQ(*whole, "\"" + HexEncode(md5.Finish()) + "-2\"");
 }
 
 }  // namespace

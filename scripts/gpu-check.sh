@@ -36,7 +36,7 @@ if grep -q "SKIPPED" "$OUT/tests.log"; then
   rc=1
 fi
 
-# Host memory (library buffers) against device memory (DeviceStager, 8 MiB chunks, depth 4),
+# Host memory (library buffers) against device memory (DeviceStager, 16 MiB chunks, depth 4),
 # with S3 (MD5) ETags and opaque ones (AOBJ-OBJ-016; a multipart upload still hashes its parts).
 for i in 1 2 3; do
   timeout 150 "$BIN/aobj-bench" --sizes 1M,16M,64M,256M --buffers library,device --etags md5,opaque \

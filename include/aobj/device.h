@@ -76,7 +76,7 @@ class DeviceCopier {
 absl::StatusOr<std::unique_ptr<DeviceCopier>> CudaRuntimeCopier(int slots);
 
 struct DeviceStagingOptions {
-  size_t chunk_bytes = size_t{8} << 20;  // per ranged GET and per part; at least 4 KiB
+  size_t chunk_bytes = size_t{16} << 20;  // per ranged GET and per part; at least 4 KiB
   // Staging buffers, 2 to 8: chunks in flight (a GET's copy overlaps the next chunk's transfer;
   // a PUT uploads up to this many parts at once, within ClientOptions::async_threads). 4 made
   // 64 MiB and 256 MiB PUTs about twice as fast as 2 on an H200 (docs/benchmarks.md 12.12).

@@ -260,7 +260,7 @@ int WorkerMain(int argc, char** argv) {
   const std::string buffers_kind = args.Get("buffers", "library");
   int64_t threads = 1, max_size = 0, proc = 0, device_chunk = 0, device_depth = 0;
   if (!(st = args.GetInt("threads", 1, &threads)).ok() ||
-      !(st = args.GetInt("device-chunk", 8 << 20, &device_chunk)).ok() ||
+      !(st = args.GetInt("device-chunk", 16 << 20, &device_chunk)).ok() ||
       !(st = args.GetInt("device-depth", 4, &device_depth)).ok() ||
       !(st = args.GetInt("max-size", 4096, &max_size)).ok() ||
       !(st = args.GetInt("proc-index", 0, &proc)).ok()) {

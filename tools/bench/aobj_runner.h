@@ -68,7 +68,7 @@ struct AobjVariant {
   bool fast_path = true;  // offer FAST_PATH (spec 8.9); false: every request by gRPC
   std::string checksum = "crc32c";
   bool opaque_etags = false;  // offer OPAQUE_ETAG (AOBJ-OBJ-016)
-  uint64_t device_chunk = 8ull << 20;  // buffers "device": the stager's chunk and depth
+  uint64_t device_chunk = 16ull << 20;  // buffers "device": the stager's chunk and depth
   int device_depth = 4;
   uint64_t max_size = 0;  // largest object of the run (buffer size)
 };

@@ -57,7 +57,7 @@ Workload:
                           device memory moved through a DeviceStager, aobj/device.h; needs a
                           GPU) (default library); with caller, raw UCX also runs on registered
                           heap memory ("ucx-caller"); device lines get a ratio to the host line
-  --device-chunk SIZE     device lines: the stager's chunk (ranged GET and part size; default 8M)
+  --device-chunk SIZE     device lines: the stager's chunk (ranged GET and part size; default 16M)
   --device-depth N        device lines: staging buffers, chunks or parts in flight (default 4)
   --checksum ALGO         crc32c | crc64nvme end-to-end checksum (default crc32c; the client
                           library always verifies one)

@@ -27,7 +27,7 @@ struct Flags {
   int64_t warmup = -1;
   std::vector<std::string> buffers, stores, transports, compare;
   std::vector<std::string> etags = {"md5"};
-  uint64_t device_chunk = 8ull << 20;  // --buffers device: DeviceStagingOptions
+  uint64_t device_chunk = 16ull << 20;  // --buffers device: DeviceStagingOptions
   int device_depth = 4;
   std::string checksum = "crc32c";
   std::string endpoint, credentials, bucket = "bench", server_binary;

@@ -557,6 +557,14 @@ MUTANTS = {
         'an opaque part ETag is derived from the upload and part number, so writing the part again keeps it (AOBJ-OBJ-254)',
         [('src/server/handler_multipart.cc', '  info.etag = got->etag;  // AOBJ-OBJ-207, AOBJ-OBJ-254', '  info.etag = plan->etag == BodyPlan::Etag::kOpaquePart ? absl::StrCat("\\"", HexEncode(Sha256(absl::StrCat(req.upload_id(), "/", req.part_number()))).substr(0, 32), "\\"") : got->etag;')],
         'mpu/9.15.2/5', []),
+    'max-part-size-inclusive': (
+        'an UploadPart of exactly the announced max_part_size is refused ENTITY_TOO_LARGE (AOBJ-OBJ-256)',
+        [('src/server/handler_multipart.cc', '  if (req.size() > (*mp)->limits().max_part_size) {', '  if (req.size() >= (*mp)->limits().max_part_size) {')],
+        'mpu/9.15.2/6', []),
+    'announced-list-page-not-applied': (
+        'the server announces a listing page limit one below the one it applies (AOBJ-OBJ-255)',
+        [('src/server/handler.cc', '  l->set_max_list_page(config_.max_list_page);', '  l->set_max_list_page(config_.max_list_page - 1);')],
+        'obj/9.2/9', []),
     'batch-put-no-capability-check': (
         'PutObjects is served on a session that did not negotiate BATCH_PUT (AOBJ-OBJ-245)',
         [('src/server/handler_batch.cc', '  if (!s.HasCapability(kCapBatchPut)) {  // AOBJ-OBJ-245', '  if (false) {  // AOBJ-OBJ-245')],

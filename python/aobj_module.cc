@@ -618,6 +618,10 @@ class PyClient {
     limits["max_descriptors"] = s.limits.max_descriptors;
     limits["max_rkey_bytes"] = s.limits.max_rkey_bytes;
     limits["min_part_size"] = s.limits.min_part_size;
+    limits["max_part_size"] = s.limits.max_part_size;
+    limits["max_object_size"] = s.limits.max_object_size;
+    limits["max_key_bytes"] = s.limits.max_key_bytes;
+    limits["max_list_page"] = s.limits.max_list_page;
     d["limits"] = limits;
     d["protection"] = s.protection == MemoryProtection::kHardware   ? "hardware"
                       : s.protection == MemoryProtection::kEmulated ? "emulated"

@@ -862,6 +862,13 @@ int main(int argc, char** argv) {
               << " inline_threshold=" << s.limits.inline_threshold
               << " max_descriptors=" << s.limits.max_descriptors;
     if (s.limits.min_part_size != 0) std::cout << " min_part_size=" << s.limits.min_part_size;
+    // AOBJ-OBJ-255, AOBJ-OBJ-256: bounds the server announced, when it did.
+    if (s.limits.max_part_size != 0) std::cout << " max_part_size=" << s.limits.max_part_size;
+    if (s.limits.max_object_size != 0) {
+      std::cout << " max_object_size=" << s.limits.max_object_size;
+    }
+    if (s.limits.max_key_bytes != 0) std::cout << " max_key_bytes=" << s.limits.max_key_bytes;
+    if (s.limits.max_list_page != 0) std::cout << " max_list_page=" << s.limits.max_list_page;
     std::cout << "\n";
     // Spec 8.9: whether requests travel as active messages on the data channel.
     std::cout << "request path:      "

@@ -404,6 +404,52 @@ void RegisterMultipartCases(Registry& r) {
         ctx.RequireOk(ListParts(u, 0, 0), "the upload still exists after the failures");
         ctx.RequireStillServes();
       });
+  Add(r, "mpu/9.15.2/6",
+      "the announced max_part_size: an UploadPart declaring one octet more is ENTITY_TOO_LARGE "
+      "before anything moves; one declaring exactly that many is refused for its window, not "
+      "its size",
+      "limits", {"AOBJ-OBJ-256", "AOBJ-OBJ-209"}, true, [](CaseContext& ctx) {
+        auto probe = ctx.Open();
+        const pb::Limits limits = probe->session().limits();
+        probe->Close();
+        const uint64_t max = limits.max_part_size();
+        if (max == 0) {
+          ctx.Unsupported(
+              "the target does not announce Limits.max_part_size (a SHOULD, AOBJ-OBJ-256), so its "
+              "maximum part size is not known");
+        }
+        ctx.Require(limits.max_object_size() == 0 || limits.max_object_size() >= max,
+                    "max_object_size, when announced, is not below max_part_size",
+                    absl::StrCat(">= ", max), absl::StrCat(limits.max_object_size()));
+        Upload u = Create(ctx, "max-part");
+        auto m = u.p->Allocate(4096);
+        const std::string body = Content(4096, 41);
+        for (const uint64_t size : {max + 1, max}) {
+          // The part declares `size` octets but names a window of 4 KiB: the size is judged
+          // first (AOBJ-OBJ-209), and a size the server takes fails on the window instead.
+          pb::UploadPartRequest req = PartRequest(u, 1, *m, body);
+          req.set_size(size);
+          RawReply rr = u.p->Send(Method::kUploadPart, req);
+          const std::string what =
+              absl::StrCat("UploadPart declaring ", size, " octets (max_part_size ", max, ")");
+          if (size > max) {
+            ctx.RequireCode(rr, ErrorCode::kEntityTooLarge, what);
+          } else if (size <= limits.max_transfer_bytes()) {
+            ctx.Require(
+                !rr.status.ok() && CodeOf(rr) != ErrorCode::kEntityTooLarge,
+                what + " over a 4 KiB window",
+                "an error for the window (DESCRIPTOR_TOO_SMALL), not ENTITY_TOO_LARGE",
+                rr.status.ok() ? std::string("OK") : std::string(GetErrorInfo(CodeOf(rr)).name));
+          }
+        }
+        // Nothing was stored for part 1.
+        RawReply lp = ListParts(u, 0, 0);
+        ctx.RequireOk(lp, "ListParts");
+        ctx.Require(Parse<pb::ListPartsResponse>(ctx, lp, "ListParts").parts_size() == 0,
+                    "no part stored", "0 parts", "some");
+        Abort(u, u.id);
+        ctx.RequireStillServes();
+      });
   Add(r, "mpu/9.15.3/7",
       "the announced min_part_size, to the octet: a part of exactly that size is taken, one octet "
       "fewer is ENTITY_TOO_SMALL",

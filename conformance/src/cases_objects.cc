@@ -217,6 +217,45 @@ void RegisterObjectCases(Registry& r) {
         }
         ctx.RequireStillServes();
       });
+  Add(r, "obj/9.2/9",
+      "the announced max_key_bytes and max_list_page, to the octet and the entry: at the bound "
+      "taken, one past it KEY_TOO_LONG and INVALID_ARGUMENT",
+      "limits", {"AOBJ-OBJ-255", "AOBJ-OBJ-159", "AOBJ-OBJ-002", "AOBJ-OBJ-104"}, true,
+      [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        const pb::Limits& l = f.p->session().limits();
+        if (l.max_key_bytes() == 0 && l.max_list_page() == 0) {
+          ctx.Unsupported(
+              "the target announces neither Limits.max_key_bytes nor Limits.max_list_page (a "
+              "SHOULD, AOBJ-OBJ-255)");
+        }
+        if (const uint32_t n = l.max_key_bytes(); n != 0) {
+          ctx.Require(n <= 1024, "max_key_bytes within AOBJ-OBJ-002's 1024", "<= 1024",
+                      absl::StrCat(n));
+          const std::string at(n, 'k'), past(n + 1, 'k');
+          ctx.RequireOk(f.p->Put(f.bucket, at, "x"),
+                        absl::StrCat("PUT with a key of max_key_bytes (", n, ") octets"));
+          ctx.RequireCode(f.p->Put(f.bucket, past, "x"), ErrorCode::kKeyTooLong,
+                          absl::StrCat("PUT with a key of max_key_bytes + 1 (", n + 1, ") octets"));
+          ctx.RequireCode(f.p->Head(f.bucket, past), ErrorCode::kKeyTooLong,
+                          absl::StrCat("HEAD with a key of ", n + 1, " octets"));
+          ctx.RequireOk(f.p->Delete(f.bucket, at), "DELETE the key of max_key_bytes octets");
+        }
+        if (const uint32_t page = l.max_list_page(); page != 0) {
+          ctx.Require(page <= 1000, "max_list_page within AOBJ-OBJ-104's 1000", "<= 1000",
+                      absl::StrCat(page));
+          pb::ListObjectsV2Request req;
+          req.set_bucket(f.bucket);
+          req.set_max_keys(page);
+          ctx.RequireOk(f.p->Send(Method::kListObjectsV2, req),
+                        absl::StrCat("ListObjectsV2 with max_keys = max_list_page (", page, ")"));
+          req.set_max_keys(page + 1);
+          ctx.RequireCode(
+              f.p->Send(Method::kListObjectsV2, req), ErrorCode::kInvalidArgument,
+              absl::StrCat("ListObjectsV2 with max_keys = max_list_page + 1 (", page + 1, ")"));
+        }
+        ctx.RequireStillServes();
+      });
   Add(r, "obj/9.2/3", "keys compare as octets: no case folding, no normalization", "core",
       {"AOBJ-OBJ-015"}, false, [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);

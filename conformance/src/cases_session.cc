@@ -400,17 +400,19 @@ void RegisterSessionCases(Registry& r) {
         req.mutable_requested_limits()->set_data_wait_ms(1);
         req.mutable_requested_limits()->set_skew_window_ms(1);
         req.mutable_requested_limits()->set_min_part_size(1);
-        ctx.RequireOk(p->Open(req),
-                      "OpenSession requesting data_wait_ms, skew_window_ms and min_part_size 1");
+        req.mutable_requested_limits()->set_max_key_bytes(1);
+        req.mutable_requested_limits()->set_max_list_page(1);
+        req.mutable_requested_limits()->set_max_part_size(1);
+        req.mutable_requested_limits()->set_max_object_size(1);
+        ctx.RequireOk(p->Open(req), "OpenSession requesting 1 for every announced-only limit");
         const pb::Limits& got = p->session().limits();
-        ctx.Require(got.data_wait_ms() == server.data_wait_ms() &&
-                        got.skew_window_ms() == server.skew_window_ms() &&
-                        got.min_part_size() == server.min_part_size(),
-                    "announced values ignore the request",
-                    absl::StrCat(server.data_wait_ms(), ", ", server.skew_window_ms(), ", ",
-                                 server.min_part_size()),
-                    absl::StrCat(got.data_wait_ms(), ", ", got.skew_window_ms(), ", ",
-                                 got.min_part_size()));
+        auto announced = [](const pb::Limits& l) {
+          return absl::StrCat(l.data_wait_ms(), ", ", l.skew_window_ms(), ", ", l.min_part_size(),
+                              ", ", l.max_key_bytes(), ", ", l.max_list_page(), ", ",
+                              l.max_part_size(), ", ", l.max_object_size());
+        };
+        ctx.Require(announced(got) == announced(server), "announced values ignore the request",
+                    announced(server), announced(got));
       });
   Add(r, "ses/5.5/1", "session IDs: 16 random octets, 32 lower-case hex in metadata, distinct",
       "core", {"AOBJ-SES-007"}, false, [](CaseContext& ctx) {

@@ -42,10 +42,6 @@ const std::vector<Unobservable>& UnobservableRequirements() {
        "what memory a client's descriptor names is not visible on EMULATED "
        "channels; tests/integration/device_staging_test.cc checks the reference "
        "client's refusal and staging"},
-      {"AOBJ-OBJ-159",
-       "depends on the limits a target configured; obj/9.2/2 and list/9.12/4 "
-       "check the defaults"},
-      {"AOBJ-OBJ-209", "needs a part above the target's maximum part size (5 GiB in S3)"},
       {"AOBJ-FLO-002", "the order of checks inside the server; flo/10/1 checks admission"},
       {"AOBJ-ERR-010",
        "the registry assigns no code at or above 0x80000000 and a target's "

@@ -42,9 +42,15 @@ struct Limits {
   uint64_t inline_threshold = 0;
   uint32_t max_descriptors = 0;
   uint32_t max_rkey_bytes = 0;
-  // Announced by the server, never requested (AOBJ-OBJ-235): every multipart part but the last
-  // must hold at least this many octets. 0: not announced.
+  // Announced by the server, never requested; 0: not announced. Every multipart part but the
+  // last must hold at least min_part_size octets (AOBJ-OBJ-235); keys hold at most
+  // max_key_bytes octets, a listing page at most max_list_page entries (AOBJ-OBJ-255); a part at
+  // most max_part_size octets, a multipart object at most max_object_size (AOBJ-OBJ-256).
   uint64_t min_part_size = 0;
+  uint32_t max_key_bytes = 0;
+  uint32_t max_list_page = 0;
+  uint64_t max_part_size = 0;
+  uint64_t max_object_size = 0;
 };
 
 // What memory a pointer points at (aobj/device.h, ClassifyMemory).

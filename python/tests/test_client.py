@@ -201,6 +201,10 @@ def test_session_tells_what_the_server_negotiated(client):
     assert len(s["session_id"]) == 32 and s["version"] == 1
     assert s["limits"]["inline_threshold"] == 16384
     assert s["limits"]["min_part_size"] == 65536  # announced (conftest: --min-part-size 65536)
+    # AOBJ-OBJ-255, AOBJ-OBJ-256: the reference server's defaults, announced.
+    assert s["limits"]["max_key_bytes"] == 1024 and s["limits"]["max_list_page"] == 1000
+    assert s["limits"]["max_part_size"] == 5 << 30
+    assert s["limits"]["max_object_size"] == 5 << 40
     assert s["protection"] in ("emulated", "hardware")
 
 

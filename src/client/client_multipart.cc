@@ -143,6 +143,7 @@ absl::StatusOr<ObjectInfo> ClientImpl::UploadMultipart(const CallContext& ctx,
   absl::StatusOr<UploadPlan> plan = UploadPlan::Make(
       buffer.size(), size, part_size, options.parallelism, session_.info().limits.max_in_flight);
   if (!plan.ok()) return plan.status();
+  AOBJ_RETURN_IF_ERROR(plan->CheckAgainst(session_.info().limits));
   return MultipartUploader(this, ctx, bucket, key, buffer, *plan, put, options).Run();
 }
 

@@ -33,6 +33,29 @@ absl::StatusOr<UploadPlan> UploadPlan::Make(uint64_t buffer_size, uint64_t size,
   return plan;
 }
 
+absl::Status UploadPlan::CheckAgainst(const Limits& announced) const {
+  const uint64_t largest = parts == 1 ? size : part_size;
+  if (announced.max_part_size != 0 && largest > announced.max_part_size) {
+    return MakeError(
+        ErrorCode::kEntityTooLarge,
+        absl::StrCat("parts of ", largest, " octets; the server takes parts of at most ",
+                     announced.max_part_size, " (Limits.max_part_size)"));
+  }
+  if (announced.min_part_size != 0 && parts > 1 && part_size < announced.min_part_size) {
+    return MakeError(ErrorCode::kEntityTooSmall,
+                     absl::StrCat("parts of ", part_size,
+                                  " octets; every part but the last must "
+                                  "hold at least ",
+                                  announced.min_part_size, " (Limits.min_part_size)"));
+  }
+  if (announced.max_object_size != 0 && size > announced.max_object_size) {
+    return MakeError(ErrorCode::kEntityTooLarge,
+                     absl::StrCat("an object of ", size, " octets; the server takes at most ",
+                                  announced.max_object_size, " (Limits.max_object_size)"));
+  }
+  return absl::OkStatus();
+}
+
 uint64_t UploadPlan::length(uint64_t index) const {
   return size == 0 ? 0 : std::min(part_size, size - offset(index));
 }

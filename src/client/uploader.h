@@ -38,6 +38,11 @@ struct UploadPlan {
   // lanes than the session allows in flight (AOBJ-FLO-001) or than there are parts.
   static absl::StatusOr<UploadPlan> Make(uint64_t buffer_size, uint64_t size, uint64_t part_size,
                                          uint32_t parallelism, uint32_t max_in_flight);
+  // Whether the server will take this plan, by the bounds it announced (0: not announced): every
+  // part but the last at least min_part_size (else ENTITY_TOO_SMALL, AOBJ-OBJ-235), none above
+  // max_part_size and the object not above max_object_size (else ENTITY_TOO_LARGE,
+  // AOBJ-OBJ-256). Checked before anything is sent, so no upload is created only to fail.
+  absl::Status CheckAgainst(const Limits& announced) const;
   // Octets [offset, offset + length) of the object are part `index` + 1.
   uint64_t offset(uint64_t index) const { return index * part_size; }
   uint64_t length(uint64_t index) const;

@@ -446,6 +446,10 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   l->set_data_wait_ms(config_.data_wait_ms);  // AOBJ-OPS-008
   l->set_skew_window_ms(config_.skew_window_ms);  // AOBJ-AUTH-019
   l->set_min_part_size(config_.min_part_size);    // AOBJ-OBJ-235
+  l->set_max_key_bytes(static_cast<uint32_t>(config_.max_key_bytes));  // AOBJ-OBJ-255
+  l->set_max_list_page(config_.max_list_page);
+  l->set_max_part_size(config_.max_part_size);  // AOBJ-OBJ-256
+  l->set_max_object_size(config_.max_object_size);
   resp.set_memory_protection(*protection == Protection::kHardware
                                  ? aobj::v1::MEMORY_PROTECTION_HARDWARE
                                  : aobj::v1::MEMORY_PROTECTION_EMULATED);  // AOBJ-SES-013

@@ -57,6 +57,8 @@ struct HandlerConfig {
   uint32_t data_wait_ms = 0;           // announced in Limits (AOBJ-OPS-008); 0 = not announced
   uint32_t skew_window_ms = 0;         // announced in Limits (AOBJ-AUTH-019); 0 = not announced
   uint64_t min_part_size = 0;          // announced in Limits (AOBJ-OBJ-235); 0 = not announced
+  uint64_t max_part_size = 0;          // announced in Limits (AOBJ-OBJ-256); 0 = not announced
+  uint64_t max_object_size = 0;        // announced in Limits (AOBJ-OBJ-256); 0 = not announced
   // OpenSession answers SLOW_DOWN while fewer descriptors than this are free (each session's
   // endpoint holds one; the connections and the store need the rest). 0: not checked.
   long session_reserve_fds = 0;

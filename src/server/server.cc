@@ -200,6 +200,8 @@ class ServerImpl final : public Server {
     hc.skew_window_ms = static_cast<uint32_t>(
         std::clamp<int64_t>(options_.clock_skew_ms, 0, std::numeric_limits<uint32_t>::max()));
     hc.min_part_size = mpl.min_part_size;  // what multipart_ enforces, announced
+    hc.max_part_size = multipart_->limits().max_part_size;
+    hc.max_object_size = multipart_->limits().max_object_size;
     hc.log = options_.log;
     handler_ = std::make_unique<RequestHandler>(std::move(hc), store_.get(), channel_.get(),
                                                 auth_.get(), sessions_.get(), multipart_.get(),

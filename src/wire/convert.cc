@@ -137,6 +137,10 @@ SessionLimits RequestedLimitsFromProto(const aobj::v1::Limits& m) {
 Limits AnnouncedLimitsFromProto(const aobj::v1::Limits& m) {
   Limits out = ReadNegotiated<Limits>(m);
   out.min_part_size = m.min_part_size();  // AOBJ-OBJ-235
+  out.max_key_bytes = m.max_key_bytes();  // AOBJ-OBJ-255
+  out.max_list_page = m.max_list_page();
+  out.max_part_size = m.max_part_size();  // AOBJ-OBJ-256
+  out.max_object_size = m.max_object_size();
   return out;
 }
 

@@ -42,12 +42,12 @@ UploadInfo UploadEntryFromProto(const aobj::v1::UploadEntry& e, const std::strin
 
 // The five negotiated limits (AOBJ-SES-006), in a request (from the client's Limits) or a reply
 // (from the server's effective SessionLimits). The fields only a server announces
-// (data_wait_ms, skew_window_ms, min_part_size) are the caller's to set.
+// (data_wait_ms, skew_window_ms and the size and length bounds) are the caller's to set.
 void LimitsToProto(const Limits& in, aobj::v1::Limits* out);
 void LimitsToProto(const SessionLimits& in, aobj::v1::Limits* out);
 // The five negotiated limits a client requested (the server's side).
 SessionLimits RequestedLimitsFromProto(const aobj::v1::Limits& m);
-// The limits a server announced (the client's side), min_part_size included.
+// The limits a server announced (the client's side), the size and length bounds included.
 Limits AnnouncedLimitsFromProto(const aobj::v1::Limits& m);
 
 }  // namespace aobj

@@ -104,6 +104,27 @@ TEST(UploadPlanTest, LanesStayWithinTheSession) {
   EXPECT_EQ(UploadPlan::Make(1000, 1000, 1, 0, 0)->lanes, 1u);
 }
 
+// AOBJ-OBJ-235, AOBJ-OBJ-256: a plan the server announced it would refuse fails before any
+// request, with the code the server would give; bounds not announced (0) check nothing.
+TEST(UploadPlanTest, AnnouncedBoundsAreCheckedBeforeAnythingIsSent) {
+  Limits l;
+  l.min_part_size = 10;
+  l.max_part_size = 20;
+  l.max_object_size = 100;
+  EXPECT_TRUE(UploadPlan::Make(1000, 100, 20, 0, 8)->CheckAgainst(l).ok());
+  EXPECT_TRUE(UploadPlan::Make(1000, 95, 10, 0, 8)->CheckAgainst(l).ok());  // last part 5
+  EXPECT_TRUE(UploadPlan::Make(1000, 5, 30, 0, 8)->CheckAgainst(l).ok());   // one part of 5
+  EXPECT_EQ(ErrorCodeOf(UploadPlan::Make(1000, 100, 21, 0, 8)->CheckAgainst(l)),
+            ErrorCode::kEntityTooLarge);  // parts above max_part_size
+  EXPECT_EQ(ErrorCodeOf(UploadPlan::Make(1000, 21, 30, 0, 8)->CheckAgainst(l)),
+            ErrorCode::kEntityTooLarge);  // its one part above max_part_size
+  EXPECT_EQ(ErrorCodeOf(UploadPlan::Make(1000, 100, 9, 0, 8)->CheckAgainst(l)),
+            ErrorCode::kEntityTooSmall);  // parts below min_part_size
+  EXPECT_EQ(ErrorCodeOf(UploadPlan::Make(1000, 101, 20, 0, 8)->CheckAgainst(l)),
+            ErrorCode::kEntityTooLarge);  // the object above max_object_size
+  EXPECT_TRUE(UploadPlan::Make(1000, 1000, 1, 0, 8)->CheckAgainst(Limits{}).ok());
+}
+
 TEST(UploadPlanTest, RefusesWhatCannotBeUploaded) {
   EXPECT_EQ(ErrorCodeOf(UploadPlan::Make(100, 10, 0, 0, 8).status()), ErrorCode::kInvalidArgument);
   EXPECT_EQ(ErrorCodeOf(UploadPlan::Make(100, 101, 10, 0, 8).status()),

@@ -414,9 +414,9 @@ int ManPage() {
 
 // A capability by its name (spec 4.2); an unassigned one by its number.
 std::string CapabilityName(uint32_t cap) {
-  static const char* const kNames[] = {"",          "INLINE",           "CRC32C",
-                                       "CRC64NVME", "MULTI_DESCRIPTOR", "OPAQUE_ETAG",
-                                       "CANCEL",    "FAST_PATH",        "BATCH_GET"};
+  static const char* const kNames[] = {
+      "",       "INLINE",    "CRC32C",    "CRC64NVME", "MULTI_DESCRIPTOR", "OPAQUE_ETAG",
+      "CANCEL", "FAST_PATH", "BATCH_GET", "BATCH_PUT", "OPAQUE_PART_ETAG"};
   return cap > 0 && cap < std::size(kNames) ? kNames[cap] : std::to_string(cap);
 }
 

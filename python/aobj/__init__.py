@@ -460,7 +460,8 @@ class Client(_aobj._Client):
         return self._register(buffer)
 
     def stats(self) -> dict:
-        """registrations held, and bytes of pooled staging buffers."""
+        """registrations held, bytes of pooled staging buffers, and keys get_many read by
+        GetObjects (batched_keys)."""
         return self._stats()
 
     # ---- batches, futures, asyncio --------------------------------------------------------------
@@ -472,7 +473,9 @@ class Client(_aobj._Client):
         Without ``buffers``: a list of bytes; where the server offers BATCH_GET (spec 9.16), up
         to 256 keys travel in one GetObjects request, each object of up to 64 KiB in its own
         region (a larger one is read alone). With ``buffers`` (one per key): each object is
-        written into its buffer without a copy, and the list holds Transfers. A failed key
+        written into its buffer without a copy, and the list holds Transfers; buffers inside
+        registrations (``register``) travel in GetObjects requests too, where BATCH_GET is
+        offered, the others one GET each. A failed key
         raises its error, or, with ``return_exceptions=True``, stands in the list as its
         aobj.Error."""
         keys = list(keys)

@@ -474,6 +474,27 @@ def test_get_many_into_buffers_and_as_bytes(client):
     results = client.get_many("demo", keys, buffers, max_in_flight=8)
     assert [int(r) for r in results] == [len(b) for b in blobs]
     assert all(buf.tobytes() == b for buf, b in zip(buffers, blobs))
+    # Buffers inside a registration: one GetObjects for them all (BATCH_GET), each key's result
+    # its own: a buffer one octet short fails DESCRIPTOR_TOO_SMALL, an absent key NO_SUCH_KEY.
+    arena = np.zeros(sum(len(b) for b in blobs) + 4096, dtype=np.uint8)
+    with client.register(arena):
+        views, at = [], 0
+        for b in blobs:
+            views.append(arena[at: at + len(b)])
+            at += len(b)
+        before = client.stats()["batched_keys"]
+        results = client.get_many("demo", keys, views)
+        assert client.stats()["batched_keys"] == before + len(keys)  # none read alone
+        assert [int(r) for r in results] == [len(b) for b in blobs]
+        assert all(v.tobytes() == b for v, b in zip(views, blobs))
+        assert not any(r.staged for r in results)
+        short = arena[at: at + len(blobs[1]) - 1]
+        spare = arena[at + len(blobs[1]): at + len(blobs[1]) + 1000]
+        edge = client.get_many("demo", [keys[0], keys[1], f"{prefix}/absent"],
+                               [views[0], short, spare], return_exceptions=True)
+        assert int(edge[0]) == len(blobs[0])
+        assert isinstance(edge[1], aobj.DescriptorTooSmall)
+        assert isinstance(edge[2], aobj.NoSuchKey)
     mixed = client.get_many("demo", [keys[0], f"{prefix}/absent"], return_exceptions=True)
     assert mixed[0] == blobs[0] and isinstance(mixed[1], aobj.NoSuchKey)
     with pytest.raises(aobj.NoSuchKey):

@@ -138,7 +138,8 @@ Data channel (UCX):
   --data-worker PATH        the aobj-data-worker to run (default: beside aobj-server)
   --data-workers N          UCX workers moving data, each with its own progress thread (and,
                             with --data-isolation process, its own processes: a principal's
-                            sessions spread over up to N); default 0: one per 4 cores, 1 to 16
+                            sessions spread over up to N, within 64 processes in all); default
+                            0: one per 4 cores, 1 to 16
   --fast-path on|off        offer FAST_PATH (spec 8.9): clients that agree send requests on one
                             object or bucket as UCX active messages on their data channel
                             instead of gRPC calls (default: on)

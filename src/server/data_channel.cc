@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "aobj/status.h"
 #include "wire/fast_frame.h"
 
 namespace aobj {
@@ -71,17 +72,26 @@ class ShardedDataChannel final : public DataChannel {
   }
   absl::StatusOr<uint64_t> ConnectFor(absl::string_view peer_address,
                                       absl::string_view principal) override {
-    const size_t shard = Emptiest();
-    absl::StatusOr<uint64_t> inner = principal.empty()
-                                         ? shards_[shard]->Connect(peer_address)
-                                         : shards_[shard]->ConnectFor(peer_address, principal);
-    if (!inner.ok()) return inner.status();
-    if (*inner >> kShift != 0) {  // never in practice: IDs count up from 1
-      shards_[shard]->Disconnect(*inner);
-      return absl::ResourceExhaustedError("endpoint IDs of a data-channel shard ran out");
+    // The emptiest shard first; one that is full (SLOW_DOWN: a confined shard at its process
+    // cap) passes the endpoint to the next emptiest. Any other refusal is the peer's.
+    absl::Status refused;
+    for (size_t shard : ByLiveEndpoints()) {
+      absl::StatusOr<uint64_t> inner = principal.empty()
+                                           ? shards_[shard]->Connect(peer_address)
+                                           : shards_[shard]->ConnectFor(peer_address, principal);
+      if (!inner.ok()) {
+        if (ErrorCodeOf(inner.status()) != ErrorCode::kSlowDown) return inner.status();
+        refused = inner.status();
+        continue;
+      }
+      if (*inner >> kShift != 0) {  // never in practice: IDs count up from 1
+        shards_[shard]->Disconnect(*inner);
+        return absl::ResourceExhaustedError("endpoint IDs of a data-channel shard ran out");
+      }
+      live_[shard].fetch_add(1, std::memory_order_relaxed);
+      return (uint64_t{shard} << kShift) | *inner;
     }
-    live_[shard].fetch_add(1, std::memory_order_relaxed);
-    return (uint64_t{shard} << kShift) | *inner;
+    return refused;
   }
   absl::StatusOr<Protection> GetProtection(uint64_t endpoint) override {
     DataChannel* c = ShardOf(endpoint);
@@ -171,15 +181,16 @@ class ShardedDataChannel final : public DataChannel {
     return shard < shards_.size() ? shards_[shard].get() : nullptr;
   }
   static absl::Status Unknown() { return absl::NotFoundError("unknown data-channel endpoint"); }
-  // The shard with the fewest live endpoints; the first of those on a tie.
-  size_t Emptiest() const {
-    size_t best = 0;
-    for (size_t i = 1; i < live_.size(); ++i) {
-      if (live_[i].load(std::memory_order_relaxed) < live_[best].load(std::memory_order_relaxed)) {
-        best = i;
-      }
+  // The shards, fewest live endpoints first; on a tie, the lower index first.
+  std::vector<size_t> ByLiveEndpoints() const {
+    std::vector<std::pair<int64_t, size_t>> load;
+    for (size_t i = 0; i < live_.size(); ++i) {
+      load.push_back({live_[i].load(std::memory_order_relaxed), i});
     }
-    return best;
+    std::sort(load.begin(), load.end());
+    std::vector<size_t> order;
+    for (const auto& l : load) order.push_back(l.second);
+    return order;
   }
 
   const std::vector<std::unique_ptr<DataChannel>> shards_;

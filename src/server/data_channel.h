@@ -98,7 +98,8 @@ std::unique_ptr<DataChannel> NewUcxDataChannel(UcxWorker* worker,
 // Several channels behind one, so that the server moves data on as many UCX workers (and, when
 // confined, processes per principal) as it has cores for (ServerOptions::data_workers). Each
 // endpoint lives in the shard that held the fewest live endpoints when it connected, and every
-// later call for it goes there; endpoint IDs carry the shard's index in their top 8 bits. The
+// later call for it goes there (a shard that answers SLOW_DOWN, full, passes it to the next
+// emptiest); endpoint IDs carry the shard's index in their top 8 bits. The
 // fast path starts on every shard, and a session's fast-path address is its shard's. Counters
 // are summed, except the peer-RMA refusals of in-process shards, which all read one process-wide
 // count (`refusals_process_wide`). 1 to 64 shards; one is returned as it is.

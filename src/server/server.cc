@@ -104,6 +104,9 @@ class ServerImpl final : public Server {
       co.transport = data_channel;
       co.wait_bound = wait_bound;
       co.log = options_.log;
+      // The server's process cap, shared out: a principal's sessions spread over the workers'
+      // processes while there is room, and crowd into the workers that have it when there is not.
+      co.max_processes = std::max<size_t>(1, co.max_processes / static_cast<size_t>(shards));
       for (int i = 0; i < shards; ++i) {
         auto channel = NewConfinedDataChannel(co);
         if (!channel.ok()) return channel.status();

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "aobj/status.h"
 #include "gtest/gtest.h"
 #include "server/data_channel.h"
 
@@ -17,7 +18,9 @@ class RecordingChannel final : public DataChannel {
  public:
   explicit RecordingChannel(std::string name) : name_(std::move(name)) {}
   absl::StatusOr<uint64_t> Connect(absl::string_view peer) override {
+    ++connects;
     if (peer == "refuse") return absl::InvalidArgumentError("refused by " + name_);
+    if (full) return MakeError(ErrorCode::kSlowDown, name_ + " is full");
     const uint64_t id = next_++;
     live_[id] = std::string(peer);
     return id;
@@ -62,6 +65,8 @@ class RecordingChannel final : public DataChannel {
 
   std::vector<std::string> calls;
   std::vector<std::string> principals;
+  bool full = false;  // Connect answers SLOW_DOWN, as a confined shard at its process cap
+  int connects = 0;
 
  private:
   const std::string name_;
@@ -144,6 +149,28 @@ TEST(ShardedChannelTest, UnknownEndpointsReachNoShard) {
   // A shard's refusal is the caller's, and no endpoint is counted for it.
   EXPECT_EQ(s.channel->Connect("refuse").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(s.channel->endpoint_count(), 1u);
+}
+
+// A full shard (SLOW_DOWN) passes the endpoint to the next emptiest; SLOW_DOWN only when all
+// are full; any other refusal is final at once.
+TEST(ShardedChannelTest, AFullShardPassesTheEndpointOn) {
+  Sharded s = Make(3);
+  s.shards[0]->full = true;
+  auto id = s.channel->Connect("p");
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(*id >> 56, 1u);
+  auto next = s.channel->Connect("p");
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(*next >> 56, 2u);
+  for (RecordingChannel* c : s.shards) c->full = true;
+  EXPECT_EQ(ErrorCodeOf(s.channel->Connect("p").status()), ErrorCode::kSlowDown);
+  EXPECT_EQ(s.channel->endpoint_count(), 2u);
+  for (RecordingChannel* c : s.shards) {
+    c->full = false;
+    c->connects = 0;
+  }
+  EXPECT_EQ(s.channel->Connect("refuse").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.shards[0]->connects + s.shards[1]->connects + s.shards[2]->connects, 1);
 }
 
 TEST(ShardedChannelTest, FastPathOnEveryShardAndCountersAddUp) {

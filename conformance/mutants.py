@@ -581,6 +581,34 @@ MUTANTS = {
         'a PutObjects whose RMA read failed is answered with the results so far instead of failing whole (AOBJ-OBJ-251)',
         [('src/server/handler_batch.cc', '  if (!failed.ok()) return failed;  // AOBJ-OBJ-251', '  if (!failed.ok()) return Serialize(resp);  // AOBJ-OBJ-251')],
         'obj/9.17/5', []),
+    'offered-versions-ignored': (
+        'the server selects from the range `versions` even when offered_versions is not empty (AOBJ-SES-035)',
+        [('src/server/handler.cc', '  auto version = req.offered_versions().empty()\n', '  auto version = true\n')],
+        'ses/5.2/5', []),
+    'offered-versions-unbounded': (
+        'the server takes an offered_versions list of any length (AOBJ-SES-035)',
+        [('src/wire/protocol.cc', '  if (offered.size() > kMaxOfferedVersions) {', '  if (false) {')],
+        'ses/5.2/5', []),
+    'previous-offer-ignored': (
+        'a retried OpenSession is served although its previous_offer lists a version the server supports (AOBJ-SES-036)',
+        [('src/server/handler.cc', '  AOBJ_RETURN_IF_ERROR(CheckPreviousOffer(', '  (void)(CheckPreviousOffer(')],
+        'ses/5.2/6', []),
+    'response-signature-absent': (
+        'successful OpenSession responses carry no aobj-response-signature (AOBJ-AUTH-020)',
+        [('src/server/control_service.cc', '        if (method_ == Method::kOpenSession) {\n          if (const std::string* key', '        if (false) {\n          if (const std::string* key')],
+        'auth/6.8/1', []),
+    'response-signature-unbound': (
+        "the OpenSession response's signature covers the response octets but not the request's signature (AOBJ-AUTH-020)",
+        [('src/server/control_service.cc', 'SignOpenSessionResponse(*key, auth_.signature_hex, *out)', 'SignOpenSessionResponse(*key, "", *out)')],
+        'auth/6.8/1', []),
+    'unused-descriptors-checked': (
+        'a GET checks its destination windows even when the body is empty or goes inline, so a malformed window it never uses fails the request (AOBJ-MEM-030)',
+        [('src/server/handler_get.cc', '  if (sel.path == aobj::v1::TRANSFER_PATH_RMA) {\n    AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));', '  AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));\n  if (sel.path == aobj::v1::TRANSFER_PATH_RMA) {')],
+        'dat/8.5/5', []),
+    'list-uploads-page-above-1000-refused': (
+        'ListMultipartUploads refuses a max_uploads above 1000 with INVALID_ARGUMENT instead of taking it as 1000 (AOBJ-OBJ-224)',
+        [('src/server/handler_multipart.cc', '  auto mp = Multipart();\n  if (!mp.ok()) return mp.status();\n  // AOBJ-OBJ-223, AOBJ-OBJ-224', '  if (req.max_uploads() > 1000) return MakeError(ErrorCode::kInvalidArgument, "max_uploads above 1000");\n  auto mp = Multipart();\n  if (!mp.ok()) return mp.status();\n  // AOBJ-OBJ-223, AOBJ-OBJ-224')],
+        'ses/5.2/4', []),
     # The eleventh blind set's one visible survivor (2026-11-27): a batch that checks its windows
     # without the MULTI_DESCRIPTOR rule. The rule now lives in one call (CheckWindows) that every
     # request carrying windows makes; these are the shape of the fault on each path.
@@ -678,6 +706,24 @@ MUTANTS.update({
           "  static uint64_t counter = 0;\n"
           "  auth.nonce_hex = HexEncode(absl::StrCat(absl::Dec(++counter, absl::kZeroPad16)));")],
         "cli/6.2", []),
+    "cl-response-signature-unchecked": (
+        "the client uses an OpenSession response without checking its aobj-response-signature (AOBJ-AUTH-021)",
+        [("src/client/session_channel.cc",
+          "  if (method == Method::kOpenSession) {\n    AOBJ_RETURN_IF_ERROR(",
+          "  if (false) {\n    AOBJ_RETURN_IF_ERROR(")],
+        "cli/6.8/1", []),
+    "cl-negotiation-unchecked": (
+        "the client uses a session whose response selected a version or capability it did not offer (AOBJ-SES-037)",
+        [("src/client/session_channel.cc",
+          "  if (!negotiated.ok()) {",
+          "  if (false) {")],
+        "cli/4.2/2,cli/4.2/3", []),
+    "cl-retryable-field-believed": (
+        "the client repeats a request whose error's `retryable` field is set, whatever the code's registry row says (AOBJ-ERR-012)",
+        [("src/client/session_channel.cc",
+          "  if (code == ErrorCode::kSlowDown || code == ErrorCode::kTooManyTransfers) return true;",
+          "  if (code == ErrorCode::kSlowDown || code == ErrorCode::kTooManyTransfers || reply.error.retryable()) return true;")],
+        "cli/11.3/6", []),
     "cl-session-kept-after-expiry": (
         "after SESSION_EXPIRED the client goes on naming the session (AOBJ-SES-022)",
         [("src/client/session_channel.cc",

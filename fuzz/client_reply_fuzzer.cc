@@ -7,6 +7,7 @@
 // the bytes and checksum sent, a GET only if the byte count matches the object size, fits the
 // buffer and the checksum matches the buffer's content.
 #include <fuzzer/FuzzedDataProvider.h>
+#include <grpcpp/grpcpp.h>
 
 #include <cstdint>
 #include <cstring>
@@ -22,7 +23,7 @@
 #include "fuzz_util.h"
 #include "google/protobuf/descriptor.h"
 #include "wire/checksum.h"
-#include <grpcpp/grpcpp.h>
+#include "wire/signing.h"
 
 namespace {
 
@@ -71,6 +72,14 @@ class FakeServer final : public pb::ObjectService::Service {
       o.mutable_limits()->set_max_descriptors(16);
       o.mutable_limits()->set_max_rkey_bytes(1024);
       r.body = o.SerializeAsString();
+      // AOBJ-AUTH-020: signed over the request's signature, as a server must.
+      auto sig = ctx->client_metadata().find(aobj::kMetaSignature);
+      const std::string request_signature =
+          sig == ctx->client_metadata().end() ? ""
+                                              : std::string(sig->second.data(), sig->second.size());
+      ctx->AddTrailingMetadata(
+          aobj::kMetaResponseSignature,
+          aobj::SignOpenSessionResponse(aobj::DeriveSigningKey("fuzz"), request_signature, r.body));
     } else {
       absl::MutexLock l(&mu_);
       if (!replies_.empty()) {

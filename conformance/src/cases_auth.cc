@@ -76,7 +76,7 @@ void RegisterAuthCases(Registry& r) {
   Add(r, "auth/6.2/5",
       "aobj-timestamp at its length limit: 19 digits (zero-padded) are accepted, 20 are "
       "MISSING_AUTHENTICATION",
-      "core", {"AOBJ-AUTH-001"}, true, [](CaseContext& ctx) {
+      "core", {"AOBJ-AUTH-001", "AOBJ-AUTH-022"}, true, [](CaseContext& ctx) {
         Fixture f = Setup(ctx);
         const std::string now = std::to_string(absl::ToUnixMillis(absl::Now()));
         Tamper t;
@@ -111,7 +111,8 @@ void RegisterAuthCases(Registry& r) {
       "every authentication entry at its format's edge: access key IDs of 0, 128 and 129 "
       "octets or with a space; nonce, session ID and signature one digit short or long, or in "
       "upper case; a timestamp above 2^63 - 1",
-      "core", {"AOBJ-AUTH-001", "AOBJ-AUTH-005", "AOBJ-AUTH-009"}, true, [](CaseContext& ctx) {
+      "core", {"AOBJ-AUTH-001", "AOBJ-AUTH-005", "AOBJ-AUTH-009", "AOBJ-AUTH-022"}, true,
+      [](CaseContext& ctx) {
         Fixture f = Setup(ctx);
         const ErrorCode kMissing = ErrorCode::kMissingAuthentication;
         auto send = [&](const Tamper& t) { return f.p->Send(Method::kHeadBucket, f.head, t); };
@@ -395,6 +396,20 @@ void RegisterAuthCases(Registry& r) {
         ctx.RequireCode(o->Resend(), ErrorCode::kRequestReplayed, "the replayed OpenSession");
         ctx.RequireStillServes();
       });
+  Add(r, "auth/6.6/6",
+      "a request that fails only its session check spends its nonce: sent again, it is "
+      "REQUEST_REPLAYED",
+      "core", {"AOBJ-AUTH-009", "AOBJ-AUTH-008"}, true, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        Tamper t;
+        t.session_hex = HexEncode(RandomBytes(kSessionIdBytes));
+        ctx.RequireCode(p->Send(Method::kListBuckets, pb::ListBucketsRequest(), t),
+                        ErrorCode::kNoSuchSession,
+                        "ListBuckets naming a session that never existed");
+        ctx.RequireCode(p->Resend(), ErrorCode::kRequestReplayed,
+                        "the same request again, octet for octet");
+        ctx.RequireStillServes();
+      });
   Add(r, "auth/6.6/2", "a nonce used again in a new, correctly signed request: REQUEST_REPLAYED",
       "core", {"AOBJ-AUTH-008"}, true, [](CaseContext& ctx) {
         Fixture f = Setup(ctx);
@@ -455,6 +470,34 @@ void RegisterAuthCases(Registry& r) {
                       "remembers (access key, nonce) pairs");
         ctx.RequireCode(q->Send(Method::kListBuckets, pb::ListBucketsRequest(), t),
                         ErrorCode::kRequestReplayed, "the second principal's nonce N again");
+        ctx.RequireStillServes();
+      });
+  Add(r, "auth/6.8/1",
+      "a successful OpenSession is signed over the request's signature and the response's exact "
+      "octets",
+      "core", {"AOBJ-AUTH-020", "AOBJ-SES-035"}, true, [](CaseContext& ctx) {
+        for (int i = 0; i < 2; ++i) {
+          auto p = ctx.NewPeer();
+          pb::OpenSessionRequest o = p->DefaultOpen();
+          if (i == 1) {
+            o.add_offered_versions(0x5A5A5A5Au);
+            o.add_offered_versions(1);
+          }
+          const std::string what =
+              i == 0 ? "OpenSession offering the range [1, 1]" : "OpenSession offering {grease, 1}";
+          // Unconfirmed, so that the peer's last request is still this OpenSession.
+          RawReply rr = p->Open(o, /*confirm=*/false);
+          ctx.RequireOk(rr, what);
+          ctx.Require(!rr.response_signature.empty(),
+                      what + ": the reply carries aobj-response-signature", "64 hex digits",
+                      "(absent)");
+          absl::Status v = p->VerifyResponseSignature(rr);
+          ctx.Require(v.ok(),
+                      what +
+                          ": HMAC-SHA256(signing key, \"AOBJ1-RESPONSE\\n\" || request "
+                          "signature || \"\\n\" || hex SHA-256(response octets)) matches",
+                      "a match", rr.response_signature);
+        }
         ctx.RequireStillServes();
       });
   Add(r, "auth/6.7/1", "a session of another principal: NO_SUCH_SESSION", "access",

@@ -279,6 +279,16 @@ void CheckNoUseAfter(CaseContext& ctx, FakeServer& server, ErrorCode code) {
 
 // One PutObject only: the request that failed with a code the client must not treat as
 // retryable was not sent again.
+// A client that refused its session's negotiation sends nothing but OpenSession (and perhaps
+// CloseSession) on it (AOBJ-SES-037, AOBJ-AUTH-021).
+void RequireOnlySessionCalls(CaseContext& ctx, FakeServer& server, const std::string& when) {
+  for (const auto& q : server.Requests()) {
+    ctx.Require(q.method == Method::kOpenSession || q.method == Method::kCloseSession,
+                Describe(q) + " is OpenSession or CloseSession: nothing is used " + when,
+                "OpenSession or CloseSession", q.method_name);
+  }
+}
+
 void RequireNotRetried(CaseContext& ctx, FakeServer& server, Method m, const std::string& why) {
   const auto n = OfMethod(server.Requests(), m).size();
   ctx.Require(n == 1, absl::StrCat(MethodName(m), " sent once: ", why), "1 request",
@@ -591,29 +601,82 @@ void RegisterClientCases(Registry& r) {
               CheckCapabilityUse(ctx, *server, {kCapCrc32c}, "not negotiated");
             });
   AddClient(r, "cli/4.2/2",
-            "capabilities the client did not offer are not used although the server lists them",
-            {"AOBJ-EXT-005", "AOBJ-EXT-007"}, true, [](CaseContext& ctx) {
+            "a response listing a capability the client did not offer ends the session unused",
+            {"AOBJ-SES-037", "AOBJ-EXT-005"}, true, [](CaseContext& ctx) {
               FakeScript script;
               script.list_all_capabilities = true;
               script.capabilities = {kCapInline, kCapCrc32c, kCapCrc64, kCapMultiDescriptor,
                                      0x00ff00ffu, 0xf0000001u};
               auto server = Serve(ctx, script);
-              const std::string small = Content(1000, 43);
-              server->AddObject(kBucket, "seed", small);
-              PutOk(ctx, *server, "small", small, "put of 1000 octets");
-              PutOk(ctx, *server, "large", Content(100000, 44), "put of 100000 octets");
-              GetOk(ctx, *server, "seed", small, "get of 1000 octets");
-              const std::set<uint32_t> offered = Offered(ctx, *server);
-              bool all = true;
-              for (uint32_t c : {kCapInline, kCapCrc64, kCapMultiDescriptor}) {
-                all = all && offered.count(c) > 0;
+              const std::string in = WriteFile(ctx, Content(1000, 43));
+              ClientRun run = RunClient(ctx, *server, {"put", kBucket, "small", in});
+              RequireFailure(ctx, run, "put answered capabilities 0x00ff00ff and 0xf0000001",
+                             ErrorCode::kNegotiationFailed);
+              RequireOnlySessionCalls(ctx, *server, "after a negotiation it did not offer");
+            });
+  AddClient(r, "cli/4.2/3",
+            "a response selecting a version the client did not offer ends the session unused",
+            {"AOBJ-SES-037"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.supported_versions.set_max(2);
+              script.answer_version = 2;
+              auto server = Serve(ctx, script);
+              const std::string in = WriteFile(ctx, Content(1000, 45));
+              ClientRun run = RunClient(ctx, *server, {"put", kBucket, "small", in});
+              const auto opens = OfMethod(server->Requests(), Method::kOpenSession);
+              bool offered_two = false;
+              for (const auto& o : opens) {
+                auto req = ParseAs<pb::OpenSessionRequest>(ctx, o);
+                for (uint32_t v : req.offered_versions()) offered_two = offered_two || v == 2;
+                if (req.offered_versions().empty() && req.versions().max() >= 2) offered_two = true;
               }
-              if (all) {
-                ctx.Note("the client offered INLINE, CRC64NVME and MULTI_DESCRIPTOR: every "
-                         "capability the server listed was offered, so this run shows only that "
-                         "the listing of unknown IDs (0x00ff00ff, 0xf0000001) broke nothing");
+              if (offered_two) {
+                ctx.Note("the client offered version 2, so this run shows nothing");
+                return;
               }
-              CheckCapabilityUse(ctx, *server, offered, "not offered");
+              RequireFailure(ctx, run, "put answered version 2", ErrorCode::kNegotiationFailed);
+              RequireOnlySessionCalls(ctx, *server, "after a version it did not offer");
+            });
+  AddClient(r, "cli/4.3/4",
+            "a grease capability ID in the response is ignored; the client offers a list of "
+            "versions with grease among them",
+            {"AOBJ-EXT-012", "AOBJ-EXT-001", "AOBJ-SES-034", "AOBJ-EXT-011"}, true,
+            [](CaseContext& ctx) {
+              FakeScript script;
+              script.grease_capability = 0x7A3A5A1Au;
+              auto server = Serve(ctx, script);
+              const std::string small = Content(1000, 46);
+              PutOk(ctx, *server, "small", small, "put with a grease capability answered");
+              GetOk(ctx, *server, "small", small, "get with a grease capability answered");
+              const auto opens = OfMethod(server->Requests(), Method::kOpenSession);
+              ctx.Require(!opens.empty(), "the client opened a session", "an OpenSession", "none");
+              if (opens.empty()) return;
+              auto req = ParseAs<pb::OpenSessionRequest>(ctx, opens[0]);
+              bool one = false, grease = false;
+              for (uint32_t v : req.offered_versions()) {
+                one = one || v == 1;
+                grease = grease || IsGrease(v);
+              }
+              ctx.Require(one, "offered_versions lists version 1 (AOBJ-SES-034)", "1 listed",
+                          req.ShortDebugString());
+              if (!grease) ctx.Note("no grease version offered (AOBJ-EXT-011 is a SHOULD)");
+            });
+  AddClient(r, "cli/6.8/1",
+            "an OpenSession response without its signature, or altered after signing, is not used",
+            {"AOBJ-AUTH-021"}, true, [](CaseContext& ctx) {
+              using RS = FakeScript::ResponseSignature;
+              for (RS how : {RS::kAbsent, RS::kRewrittenAfterSigning}) {
+                FakeScript script;
+                script.response_signature = how;
+                auto server = Serve(ctx, script);
+                const std::string in = WriteFile(ctx, Content(1000, 47));
+                ClientRun run = RunClient(ctx, *server, {"put", kBucket, "small", in});
+                const std::string what =
+                    how == RS::kAbsent ? "put answered an unsigned OpenSession"
+                                       : "put answered an OpenSession rewritten after signing";
+                RequireFailure(ctx, run, what, ErrorCode::kSignatureDoesNotMatch);
+                RequireOnlySessionCalls(ctx, *server, what);
+              }
             });
   AddClient(r, "cli/4.3/1", "an unknown (grease) error code is INTERNAL and not retried",
             {"AOBJ-EXT-004"}, true, [](CaseContext& ctx) {
@@ -1463,6 +1526,23 @@ void RegisterClientCases(Registry& r) {
               RequireFailure(ctx, run, "PUT refused with ENTITY_TOO_LARGE",
                              ErrorCode::kEntityTooLarge);
               RequireNotRetried(ctx, *server, Method::kPutObject, "ENTITY_TOO_LARGE");
+            });
+
+  AddClient(r, "cli/11.3/6",
+            "a known code that is not retryable is not repeated although its `retryable` field "
+            "says otherwise",
+            {"AOBJ-ERR-012", "AOBJ-ERR-008"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              // ENTITY_TOO_LARGE, under UNAVAILABLE and marked retryable: the registry says no.
+              script.faults.push_back(
+                  ErrorFault(Method::kPutObject, 26, grpc::StatusCode::UNAVAILABLE, true));
+              auto server = Serve(ctx, script);
+              ClientRun run = RunClient(
+                  ctx, *server, {"put", kBucket, "obj", WriteFile(ctx, Content(70000, 118))});
+              RequireFailure(ctx, run, "PUT refused ENTITY_TOO_LARGE marked retryable",
+                             ErrorCode::kEntityTooLarge);
+              RequireNotRetried(ctx, *server, Method::kPutObject,
+                                "ENTITY_TOO_LARGE is final whatever the field says");
             });
 
   AddClient(r, "cli/14.6/1",

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/time/clock.h"
 #include "conformance/src/cases_util.h"
 
@@ -148,6 +149,11 @@ void CancellationCase(CaseContext& ctx, bool in_body) {
     for (int i = 0; i < 17; ++i) many.add_cancel(HexEncode(RandomBytes(16)));
     ctx.RequireCode(f.p->Send(Method::kRenewSession, many), ErrorCode::kInvalidArgument,
                     "17 cancel entries (at most 16)");
+    pb::RenewSessionRequest upper;
+    upper.add_cancel(absl::AsciiStrToUpper(HexEncode(RandomBytes(16))));
+    ctx.RequireOk(
+        f.p->Send(Method::kRenewSession, upper),
+        "a cancel entry of 32 upper-case hex digits is well formed (it names no request)");
     pb::RenewSessionRequest sixteen;
     for (int i = 0; i < 16; ++i) sixteen.add_cancel(HexEncode(RandomBytes(16)));
     ctx.RequireOk(f.p->Send(Method::kRenewSession, sixteen),
@@ -461,6 +467,57 @@ void RegisterDataCases(Registry& r) {
                           absl::StrCat("inline_data of ", length, " octets, size ", size));
           ctx.RequireCode(f.p->Head(f.bucket, "mismatched"), ErrorCode::kNoSuchKey,
                           "nothing committed");
+        }
+        ctx.RequireStillServes();
+      });
+  Add(r, "dat/8.5/5",
+      "descriptors a request does not use are not checked: an empty PUT and GET, and an inline "
+      "GET, each with a malformed window, succeed",
+      "core", {"AOBJ-MEM-030", "AOBJ-DAT-011", "AOBJ-DAT-014"}, true, [](CaseContext& ctx) {
+        BucketFixture f = OpenBucket(ctx);
+        auto bad = [](google::protobuf::RepeatedPtrField<pb::MemoryDescriptor>* ds) {
+          pb::MemoryDescriptor* d = ds->Add();
+          d->set_address(0);
+          d->set_length(0);  // AOBJ-MEM-001 would refuse it
+          d->set_rkey("not a remote key");
+          d->set_memory_type(pb::MEMORY_TYPE_UNSPECIFIED);
+        };
+        pb::PutObjectRequest put;
+        put.set_bucket(f.bucket);
+        put.set_key("empty-bad-window");
+        put.set_size(0);
+        put.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        put.set_checksum(Crc32cOf(""));
+        bad(put.mutable_source());
+        ctx.RequireOk(f.p->Send(Method::kPutObject, put),
+                      "PUT of 0 octets with a zero-length window of no memory type");
+        pb::GetObjectRequest g;
+        g.set_bucket(f.bucket);
+        g.set_key("empty-bad-window");
+        g.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        bad(g.mutable_destination());
+        ctx.RequireOk(f.p->Send(Method::kGetObject, g),
+                      "GET of the empty object with the same window");
+        if (!f.p->Negotiated(kCapInline) || f.p->session().limits().inline_threshold() < 100) {
+          ctx.Note("INLINE not negotiated: the inline half was not run");
+          ctx.RequireStillServes();
+          return;
+        }
+        const std::string body = Content(100, 27);
+        ctx.RequireOk(f.p->Put(f.bucket, "small", body), "PUT of 100 octets");
+        pb::GetObjectRequest gi;
+        gi.set_bucket(f.bucket);
+        gi.set_key("small");
+        gi.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        gi.set_accept_inline(true);
+        bad(gi.mutable_destination());
+        RawReply ir = f.p->Send(Method::kGetObject, gi);
+        ctx.RequireOk(ir, "GET of 100 octets with accept_inline and the malformed window");
+        if (ir.grpc_status.ok()) {
+          auto resp = Parse<pb::GetObjectResponse>(ctx, ir, "GET");
+          ctx.Require(resp.path() == pb::TRANSFER_PATH_INLINE && resp.inline_data() == body,
+                      "the body came inline", "TRANSFER_PATH_INLINE, 100 octets",
+                      absl::StrCat(PathName(resp.path()), ", ", resp.inline_data().size()));
         }
         ctx.RequireStillServes();
       });

@@ -508,9 +508,11 @@ void RegisterMultipartCases(Registry& r) {
         ctx.RequireOk(u.p->Get(u.bucket, "guarded", &back), "GET");
         ctx.Require(back == "new content", "the key holds the upload", "new content", back);
       });
-  Add(r, "mpu/9.15.5/1", "ListParts and ListMultipartUploads: order, paging, fields", "multipart",
-      {"AOBJ-OBJ-221", "AOBJ-OBJ-222", "AOBJ-OBJ-223", "AOBJ-OBJ-224"}, false,
-      [](CaseContext& ctx) {
+  Add(r, "mpu/9.15.5/1",
+      "ListParts and ListMultipartUploads: order, paging, fields; upload_id_marker without "
+      "key_marker ignored",
+      "multipart", {"AOBJ-OBJ-221", "AOBJ-OBJ-222", "AOBJ-OBJ-223", "AOBJ-OBJ-224", "AOBJ-OBJ-257"},
+      false, [](CaseContext& ctx) {
         Upload u = Create(ctx, "b-key");
         for (uint32_t n : {5u, 1u, 3u, 2u, 4u}) {
           ctx.RequireOk(Part(u, n, Content(100 * n, n)), absl::StrCat("UploadPart ", n));
@@ -562,6 +564,18 @@ void RegisterMultipartCases(Registry& r) {
         ctx.RequireOk(rr, "ListMultipartUploads prefix c-");
         auto l = Parse<pb::ListMultipartUploadsResponse>(ctx, rr, "list");
         ctx.Require(l.uploads_size() == 1 && l.uploads(0).key() == "c-key", "prefix", "c-key", l.ShortDebugString());
+        lu.Clear();
+        lu.set_bucket(u.bucket);
+        lu.set_upload_id_marker(a2.id);
+        RawReply im = u.p->Send(Method::kListMultipartUploads, lu);
+        ctx.RequireOk(im, "ListMultipartUploads with upload_id_marker and no key_marker");
+        std::vector<std::string> all;
+        const auto listed = Parse<pb::ListMultipartUploadsResponse>(ctx, im, "list");
+        for (const auto& e : listed.uploads()) all.push_back(e.upload_id());
+        ctx.Require(all == std::vector<std::string>{a1.id, a2.id, u.id, c1.id},
+                    "upload_id_marker without key_marker is ignored: every upload listed "
+                    "(AOBJ-OBJ-257)",
+                    absl::StrJoin({a1.id, a2.id, u.id, c1.id}, " "), absl::StrJoin(all, " "));
       });
   Add(r, "mpu/9.15.6/1", "a Complete and an Abort of one upload at once: exactly one applies",
       "multipart", {"AOBJ-OBJ-225"}, true, [](CaseContext& ctx) {

@@ -14,6 +14,7 @@
 #include "conformance/src/suite.h"
 #include "wire/checksum.h"
 #include "wire/crypto.h"
+#include "wire/protocol.h"
 
 namespace aobj::conformance {
 

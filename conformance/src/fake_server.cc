@@ -1,6 +1,8 @@
 #include "conformance/src/fake_server.h"
 
 #include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/byte_buffer.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,9 +27,8 @@
 #include "transport/ucx_worker.h"
 #include "wire/checksum.h"
 #include "wire/crypto.h"
+#include "wire/protocol.h"
 #include "wire/range.h"
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/support/byte_buffer.h>
 
 extern char** environ;
 
@@ -175,6 +176,9 @@ class RawService final : public aobj::v1::ObjectService::Service {
                        *resp = grpc::ByteBuffer(&slice, 1);
                      }
                      if (a.has_trailer) ctx->AddTrailingMetadata(kErrorTrailer, a.trailer);
+                     if (!a.response_signature.empty()) {
+                       ctx->AddTrailingMetadata(kMetaResponseSignature, a.response_signature);
+                     }
                      reactor->Finish(a.status);
                    });
                    return reactor;
@@ -625,8 +629,18 @@ FakeServer::Answer FakeServer::OpenSession(ReceivedRequest& rec) {
       req.versions().min() > req.versions().max()) {
     return Error(ErrorCode::kInvalidArgument, "bad version range");
   }
-  const uint32_t lo = std::max(req.versions().min(), script_.supported_versions.min());
-  const uint32_t hi = std::min(req.versions().max(), script_.supported_versions.max());
+  uint32_t lo = std::max(req.versions().min(), script_.supported_versions.min());
+  uint32_t hi = std::min(req.versions().max(), script_.supported_versions.max());
+  if (!req.offered_versions().empty()) {  // AOBJ-SES-035: the list wins over the range
+    lo = 1;
+    hi = 0;
+    for (uint32_t v : req.offered_versions()) {
+      if (!IsGrease(v) && v >= script_.supported_versions.min() &&
+          v <= script_.supported_versions.max()) {
+        hi = std::max(hi, v);
+      }
+    }
+  }
   if (script_.refuse_version || lo > hi) {
     Answer a;
     a.status = ToGrpcStatus(MakeError(ErrorCode::kUnsupportedVersion, "no common version"),
@@ -655,7 +669,7 @@ FakeServer::Answer FakeServer::OpenSession(ReceivedRequest& rec) {
   }
   s.endpoint_proof = EndpointProof(DeriveEndpointKey(signing_key_, id), id, *challenges);
   pb::OpenSessionResponse resp;
-  resp.set_version(hi);  // AOBJ-SES-002
+  resp.set_version(script_.answer_version != 0 ? script_.answer_version : hi);  // AOBJ-SES-002
   std::set<uint32_t> offered(req.capabilities().begin(), req.capabilities().end());
   for (uint32_t c : script_.capabilities) {
     if (script_.list_all_capabilities || offered.count(c) > 0) {
@@ -663,6 +677,7 @@ FakeServer::Answer FakeServer::OpenSession(ReceivedRequest& rec) {
       resp.add_capabilities(c);
     }
   }
+  if (script_.grease_capability != 0) resp.add_capabilities(script_.grease_capability);
   s.limits = script_.limits;
   const pb::Limits& want = req.requested_limits();
   auto lower = [](uint64_t server, uint64_t asked) {
@@ -687,7 +702,20 @@ FakeServer::Answer FakeServer::OpenSession(ReceivedRequest& rec) {
     session_ids_.push_back(HexEncode(id));
     sessions_[HexEncode(id)] = std::move(s);
   }
-  return Ok(resp);
+  // AOBJ-AUTH-020, unless the script says otherwise.
+  Answer a = Ok(resp);
+  using RS = FakeScript::ResponseSignature;
+  if (script_.response_signature != RS::kAbsent) {
+    a.response_signature = SignOpenSessionResponse(signing_key_, rec.auth.signature_hex, a.body);
+  }
+  if (script_.response_signature == RS::kRewrittenAfterSigning) {
+    resp.set_memory_protection(pb::MEMORY_PROTECTION_HARDWARE);
+    a.body = resp.SerializeAsString();
+    a.shown += " [memory_protection rewritten to HARDWARE after signing]";
+  } else if (script_.response_signature == RS::kAbsent) {
+    a.shown += " [no aobj-response-signature]";
+  }
+  return a;
 }
 
 namespace {

@@ -130,6 +130,14 @@ struct FakeScript {
   bool refuse_version = false;            // fail OpenSession with UNSUPPORTED_VERSION
   std::vector<uint32_t> capabilities = {1, 2, 3, 4};  // the server's own set
   bool list_all_capabilities = false;     // answer `capabilities` whatever the client offered
+  // A grease capability ID among those answered (AOBJ-EXT-012); the client must ignore it.
+  uint32_t grease_capability = 0;
+  // Nonzero: the version the response names, whatever the client offered (AOBJ-SES-037).
+  uint32_t answer_version = 0;
+  // How the OpenSession response is signed (AOBJ-AUTH-020): properly, not at all, or before an
+  // on-path rewrite (memory_protection turned to HARDWARE after signing).
+  enum class ResponseSignature { kSigned, kAbsent, kRewrittenAfterSigning };
+  ResponseSignature response_signature = ResponseSignature::kSigned;
   pb::Limits limits;                      // defaults filled in by the constructor
   uint64_t lease_ms = 30000;
   std::vector<std::string> gateways;  // listed in OpenSession (spec 5.11)
@@ -201,6 +209,7 @@ class FakeServer {
     std::string body;
     bool has_trailer = false;
     std::string trailer;  // serialized aobj.v1.Error
+    std::string response_signature;  // `aobj-response-signature`, when not empty
     std::string shown;    // transcript text of the reply
   };
   Answer Handle(Method method, const std::string& path,

@@ -632,6 +632,11 @@ const std::string& Peer::Proof() {
   return proof_;
 }
 
+absl::Status Peer::VerifyResponseSignature(const RawReply& r) const {
+  return VerifyOpenSessionResponse(signing_key_, last_auth_.signature_hex, r.body,
+                                   r.response_signature);
+}
+
 bool Peer::Negotiated(uint32_t capability) const {
   for (uint32_t c : open_.capabilities()) {
     if (c == capability) return true;

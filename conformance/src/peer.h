@@ -99,6 +99,9 @@ class Peer {
   void set_session_hex(std::string s) { session_hex_ = std::move(s); }
   const pb::OpenSessionResponse& session() const { return open_; }
   bool Negotiated(uint32_t capability) const;
+  // AOBJ-AUTH-021: checks `r`, the reply to this peer's last request (an OpenSession), against
+  // its `aobj-response-signature`.
+  absl::Status VerifyResponseSignature(const RawReply& r) const;
 
   // Registered memory of `size` octets with guards (above).
   Memory Allocate(size_t size);

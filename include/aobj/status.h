@@ -36,6 +36,7 @@ enum class ErrorCode : uint32_t {
   kAccessDenied = 11,
   kSlowDown = 12,
   kTooManyTransfers = 13,
+  kNegotiationFailed = 14,
   kNoSuchBucket = 20,
   kNoSuchKey = 21,
   kBucketAlreadyExists = 22,
@@ -52,8 +53,8 @@ enum class ErrorCode : uint32_t {
   kTransferFailed = 41,
   kDataChannelUnavailable = 42,
   kIncompleteTransfer = 43,
-  kDeadlineExceeded = 44,  // the call's deadline passed (spec section 3.7)
-  kCancelled = 45,         // the call was cancelled (AOBJ-DAT-016)
+  kDeadlineExceeded = 44,     // the call's deadline passed (spec section 3.7)
+  kCancelled = 45,            // the call was cancelled (AOBJ-DAT-016)
   kEndpointUnconfirmed = 46,  // the session's data endpoint is not proven yet (AOBJ-SES-025)
   kStorageError = 50,
   kInvalidRange = 60,

@@ -96,8 +96,23 @@ absl::Status SessionChannel::Open(const ClientOptions& options) {
   rpc_ = std::make_unique<RawChannel>(std::move(*channel));
 
   pb::OpenSessionRequest req;
-  req.mutable_versions()->set_min(options_.min_version);
-  req.mutable_versions()->set_max(options_.max_version);
+  // AOBJ-SES-034: the versions this client implements within the configured bounds, as a list
+  // with a grease value among them (AOBJ-EXT-011); the range too, for servers that predate the
+  // list.
+  std::vector<uint32_t> versions;
+  for (uint32_t v = kProtocolVersion; v <= kProtocolVersion; ++v) {
+    if (v >= options_.min_version && v <= options_.max_version) versions.push_back(v);
+  }
+  if (versions.empty()) {
+    return MakeError(ErrorCode::kUnsupportedVersion,
+                     absl::StrCat("this client implements version ", kProtocolVersion,
+                                  " only, outside the configured [", options_.min_version, ", ",
+                                  options_.max_version, "]"));
+  }
+  req.mutable_versions()->set_min(versions.front());
+  req.mutable_versions()->set_max(versions.back());
+  for (uint32_t v : versions) req.add_offered_versions(v);
+  if (options_.grease) req.add_offered_versions(RandomGreaseValue());
   // AOBJ-DAT-022: CRC32C always offered. AOBJ-EXT-005: every capability the client may use is
   // offered here, so HasCapability (the server's answer) never enables one it did not offer.
   for (uint32_t c : {kCapInline, kCapCrc32c, kCapCrc64Nvme, kCapMultiDescriptor, kCapCancel}) {
@@ -110,7 +125,7 @@ absl::Status SessionChannel::Open(const ClientOptions& options) {
     req.add_capabilities(kCapOpaquePartEtag);
   }
   if (options_.fast_path) req.add_capabilities(kCapFastPath);
-  if (options_.grease) req.add_capabilities(0x1A2A3A4A);  // AOBJ-EXT-002
+  if (options_.grease) req.add_capabilities(RandomGreaseValue());  // AOBJ-EXT-002
   req.set_worker_address(worker_->address());
   LimitsToProto(options_.requested_limits, req.mutable_requested_limits());
   req.set_client_name(options_.client_name);
@@ -121,8 +136,21 @@ absl::Status SessionChannel::Open(const ClientOptions& options) {
     return MakeError(ErrorCode::kInternal, "server sent a malformed session id");
   }
   info_.session_id = HexEncode(resp.session_id());
+  // AOBJ-SES-037: only what was offered; a session answered otherwise is closed unused.
+  absl::Status negotiated = CheckNegotiated(
+      versions, std::vector<uint32_t>(req.capabilities().begin(), req.capabilities().end()),
+      resp.version(),
+      std::vector<uint32_t>(resp.capabilities().begin(), resp.capabilities().end()));
+  if (!negotiated.ok()) {
+    pb::CloseSessionResponse closed;
+    Call(CallContext(), Method::kCloseSession, pb::CloseSessionRequest(), &closed).IgnoreError();
+    return negotiated;
+  }
   info_.version = resp.version();
-  info_.capabilities.assign(resp.capabilities().begin(), resp.capabilities().end());
+  info_.capabilities.clear();
+  for (uint32_t c : resp.capabilities()) {
+    if (!IsGrease(c)) info_.capabilities.push_back(c);  // AOBJ-EXT-001
+  }
   info_.limits = AnnouncedLimitsFromProto(resp.limits());
   info_.protection = static_cast<MemoryProtection>(resp.memory_protection());
   info_.lease_ms = static_cast<int64_t>(resp.lease_ms());
@@ -262,10 +290,11 @@ absl::Status SessionChannel::Call(const CallContext& ctx, Method method,
                      "the call was sent");
   }
   RawReply reply;
+  RequestAuth auth;
   for (int attempt = 0;; ++attempt) {
     const absl::Time sent = absl::Now();
     // AOBJ-ERR-007: every attempt is a new request, with its own nonce and timestamp.
-    RequestAuth auth = signer_->Sign(MethodPath(method), session, body, sent);
+    auth = signer_->Sign(MethodPath(method), session, body, sent);
     // An asynchronous operation that was cancelled sends nothing more; otherwise Cancel()
     // can name this call by its nonce (AOBJ-DAT-156).
     if (ctx.op != nullptr && !ctx.op->Sending(auth.nonce_hex)) {
@@ -308,6 +337,11 @@ absl::Status SessionChannel::Call(const CallContext& ctx, Method method,
                        absl::StrCat("the call was cancelled: ", reply.grpc_status.error_message()));
     }
     return reply.status;
+  }
+  // AOBJ-AUTH-021: nothing of a negotiation is used before its signature is checked.
+  if (method == Method::kOpenSession) {
+    AOBJ_RETURN_IF_ERROR(
+        signer_->VerifyOpenSessionResponse(auth, reply.body, reply.response_signature));
   }
   if (!resp->ParseFromString(reply.body)) {
     return MakeError(ErrorCode::kInternal,

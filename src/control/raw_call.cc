@@ -3,6 +3,7 @@
 #include "absl/synchronization/notification.h"
 #include "control/rpc.h"
 #include "control/tls.h"
+#include "wire/signing.h"
 
 namespace aobj {
 
@@ -42,6 +43,9 @@ RawReply RawChannel::Call(const std::string& method_path, const std::string& bod
   }
   for (const auto& [k, v] : ctx.GetServerTrailingMetadata()) {
     if (k == kErrorTrailer && reply.error_trailers++ == 0) reply.error_trailer.assign(v.data(), v.size());
+    if (k == kMetaResponseSignature && reply.response_signature.empty()) {
+      reply.response_signature.assign(v.data(), v.size());
+    }
   }
   reply.status = FromGrpcStatus(reply.grpc_status, ctx.GetServerTrailingMetadata(), &reply.error);
   return reply;

@@ -26,6 +26,7 @@ struct RawReply {
   aobj::v1::Error error;       // the parsed `aobj-error-bin` trailer, if any
   int error_trailers = 0;      // how many `aobj-error-bin` entries the reply carried
   std::string error_trailer;   // the first one's raw bytes
+  std::string response_signature;  // `aobj-response-signature` (AOBJ-AUTH-020), if any
 };
 
 class RawChannel {

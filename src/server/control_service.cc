@@ -22,6 +22,7 @@
 #include "server/listener.h"
 #include "server/scheduler.h"
 #include "session/authenticator.h"
+#include "wire/signing.h"
 
 namespace aobj {
 namespace {
@@ -505,6 +506,13 @@ class ServiceImpl final : public ControlService {
         // This connection carries signed requests: never cut to make room (ControlListener).
         if (ControlListener* l = service_->listener_.load(std::memory_order_acquire)) {
           l->MarkAuthenticated(ctx->peer(), auth_.access_key_id);
+        }
+        // AOBJ-AUTH-020: the negotiation is signed, over the octets that go out.
+        if (method_ == Method::kOpenSession) {
+          if (const std::string* key = service_->auth_->SigningKey(auth_.access_key_id)) {
+            ctx->AddTrailingMetadata(kMetaResponseSignature,
+                                     SignOpenSessionResponse(*key, auth_.signature_hex, *out));
+          }
         }
         grpc::Slice slice(out->data(), out->size());
         response_ = grpc::ByteBuffer(&slice, 1);

@@ -351,9 +351,18 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
                                                         absl::string_view body, absl::Time now) {
   aobj::v1::OpenSessionRequest req;
   AOBJ_RETURN_IF_ERROR(Parse(body, &req));
-  // AOBJ-SES-002..004
-  auto version = SelectVersion(req.versions().min(), req.versions().max(), config_.min_version,
-                               config_.max_version);
+  // AOBJ-SES-036: a retry names the offer that was refused; if this server could have served
+  // it, the refusal was not this server's (a downgrade).
+  AOBJ_RETURN_IF_ERROR(CheckPreviousOffer(
+      std::vector<uint32_t>(req.previous_offer().begin(), req.previous_offer().end()),
+      config_.min_version, config_.max_version));
+  // AOBJ-SES-035: the list when there is one; AOBJ-SES-002..004: the range otherwise.
+  auto version = req.offered_versions().empty()
+                     ? SelectVersion(req.versions().min(), req.versions().max(),
+                                     config_.min_version, config_.max_version)
+                     : SelectOfferedVersion(std::vector<uint32_t>(req.offered_versions().begin(),
+                                                                  req.offered_versions().end()),
+                                            config_.min_version, config_.max_version);
   if (!version.ok()) return version.status();
   // AOBJ-SES-011
   if (req.worker_address().empty() || req.worker_address().size() > kMaxWorkerAddressBytes) {
@@ -441,6 +450,8 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   resp.set_fast_path_address(fast_address);
   resp.set_version(state.version);
   for (uint32_t c : state.capabilities) resp.add_capabilities(c);
+  // AOBJ-EXT-012: one grease ID among them, so that clients keep ignoring what they do not know.
+  if (config_.grease) resp.add_capabilities(RandomGreaseValue());
   auto* l = resp.mutable_limits();
   LimitsToProto(state.limits, l);
   l->set_data_wait_ms(config_.data_wait_ms);  // AOBJ-OPS-008

@@ -62,6 +62,8 @@ struct HandlerConfig {
   // OpenSession answers SLOW_DOWN while fewer descriptors than this are free (each session's
   // endpoint holds one; the connections and the store need the rest). 0: not checked.
   long session_reserve_fds = 0;
+  // AOBJ-EXT-012: a grease capability ID in every OpenSession response.
+  bool grease = true;
   std::string server_name;
   std::string list_token_key;  // ServerOptions::list_token_key; empty: random
   std::function<std::vector<std::string>()> gateways;  // ServerOptions::gateways

@@ -24,4 +24,11 @@ std::string RequestSigner::EndpointProof(absl::string_view session_id,
   return aobj::EndpointProof(DeriveEndpointKey(signing_key_, session_id), session_id, challenges);
 }
 
+absl::Status RequestSigner::VerifyOpenSessionResponse(
+    const RequestAuth& request, absl::string_view response,
+    absl::string_view response_signature_hex) const {
+  return aobj::VerifyOpenSessionResponse(signing_key_, request.signature_hex, response,
+                                         response_signature_hex);
+}
+
 }  // namespace aobj

@@ -21,6 +21,10 @@ class RequestSigner {
   // AOBJ-SES-026: the ConfirmEndpoint proof for session `session_id` (16 raw octets) over the
   // endpoint challenges received (concatenated in index order).
   std::string EndpointProof(absl::string_view session_id, absl::string_view challenges) const;
+  // AOBJ-AUTH-021: checks the server's signature over an OpenSession response (the exact
+  // octets) answering the request signed as `request`.
+  absl::Status VerifyOpenSessionResponse(const RequestAuth& request, absl::string_view response,
+                                         absl::string_view response_signature_hex) const;
 
  private:
   std::string access_key_id_;

@@ -39,6 +39,8 @@ constexpr ErrorInfo kRegistry[] = {
     {ErrorCode::kAccessDenied, "ACCESS_DENIED", "AccessDenied", false, C::kPermissionDenied},
     {ErrorCode::kSlowDown, "SLOW_DOWN", "SlowDown", true, C::kResourceExhausted},
     {ErrorCode::kTooManyTransfers, "TOO_MANY_TRANSFERS", "SlowDown", true, C::kResourceExhausted},
+    {ErrorCode::kNegotiationFailed, "NEGOTIATION_FAILED", "NegotiationFailed", false,
+     C::kFailedPrecondition},
     {ErrorCode::kNoSuchBucket, "NO_SUCH_BUCKET", "NoSuchBucket", false, C::kNotFound},
     {ErrorCode::kNoSuchKey, "NO_SUCH_KEY", "NoSuchKey", false, C::kNotFound},
     {ErrorCode::kBucketAlreadyExists, "BUCKET_ALREADY_EXISTS", "BucketAlreadyOwnedByYou", false,

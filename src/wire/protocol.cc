@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "aobj/status.h"
+#include "wire/crypto.h"
 
 namespace aobj {
 
@@ -25,6 +27,73 @@ absl::StatusOr<uint32_t> SelectVersion(uint32_t client_min, uint32_t client_max,
                                   server_max, "]"));
   }
   return hi;  // AOBJ-SES-002: the highest common version.
+}
+
+absl::StatusOr<uint32_t> SelectOfferedVersion(const std::vector<uint32_t>& offered,
+                                              uint32_t server_min, uint32_t server_max) {
+  if (offered.size() > kMaxOfferedVersions) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("offered_versions has ", offered.size(), " entries; at most ",
+                                  kMaxOfferedVersions, " are allowed"));
+  }
+  uint32_t best = 0;
+  for (uint32_t v : offered) {
+    // AOBJ-EXT-003: a grease version is never selected, whatever the server supports.
+    if (v == 0 || IsGrease(v) || v < server_min || v > server_max) continue;
+    best = std::max(best, v);
+  }
+  if (best == 0) {
+    return MakeError(ErrorCode::kUnsupportedVersion,
+                     absl::StrCat("none of the offered versions {", absl::StrJoin(offered, ", "),
+                                  "} is in the server's [", server_min, ", ", server_max, "]"));
+  }
+  return best;
+}
+
+absl::Status CheckPreviousOffer(const std::vector<uint32_t>& previous, uint32_t server_min,
+                                uint32_t server_max) {
+  if (previous.size() > kMaxOfferedVersions) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("previous_offer has ", previous.size(), " entries; at most ",
+                                  kMaxOfferedVersions, " are allowed"));
+  }
+  for (uint32_t v : previous) {
+    if (v != 0 && !IsGrease(v) && v >= server_min && v <= server_max) {
+      return MakeError(ErrorCode::kNegotiationFailed,
+                       absl::StrCat("previous_offer lists version ", v,
+                                    ", which this server supports: the UNSUPPORTED_VERSION that "
+                                    "made the client retry did not come from this server"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckNegotiated(const std::vector<uint32_t>& offered_versions,
+                             const std::vector<uint32_t>& offered_caps, uint32_t selected,
+                             const std::vector<uint32_t>& answered) {
+  if (selected == 0 || IsGrease(selected) ||
+      std::find(offered_versions.begin(), offered_versions.end(), selected) ==
+          offered_versions.end()) {
+    return MakeError(ErrorCode::kNegotiationFailed,
+                     absl::StrCat("the server selected version ", selected,
+                                  ", which this client did not offer"));
+  }
+  for (uint32_t c : answered) {
+    if (IsGrease(c)) continue;  // AOBJ-EXT-001, AOBJ-EXT-012
+    if (std::find(offered_caps.begin(), offered_caps.end(), c) == offered_caps.end()) {
+      return MakeError(
+          ErrorCode::kNegotiationFailed,
+          absl::StrCat("the server answered capability ", c, ", which this client did not offer"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+uint32_t RandomGreaseValue() {
+  const std::string r = RandomBytes(4);
+  uint32_t v = 0;
+  for (char c : r) v = (v << 8) | static_cast<uint8_t>(c);
+  return (v & 0xF0F0F0F0u) | 0x0A0A0A0Au;
 }
 
 std::vector<uint32_t> IntersectCapabilities(const std::vector<uint32_t>& offered,

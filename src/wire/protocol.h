@@ -59,6 +59,30 @@ inline constexpr size_t kMaxKeyBytes = 1024;             // AOBJ-OBJ-002
 absl::StatusOr<uint32_t> SelectVersion(uint32_t client_min, uint32_t client_max,
                                        uint32_t server_min, uint32_t server_max);
 
+// AOBJ-SES-034..036: at most this many entries in offered_versions and in previous_offer.
+inline constexpr size_t kMaxOfferedVersions = 16;
+
+// AOBJ-SES-035: the highest version of `offered` (grease ignored, AOBJ-EXT-003) inside
+// [server_min, server_max]. INVALID_ARGUMENT past kMaxOfferedVersions entries,
+// UNSUPPORTED_VERSION when none is common.
+absl::StatusOr<uint32_t> SelectOfferedVersion(const std::vector<uint32_t>& offered,
+                                              uint32_t server_min, uint32_t server_max);
+
+// AOBJ-SES-036: NEGOTIATION_FAILED when the refused first offer `previous` lists a version this
+// server supports (so the UNSUPPORTED_VERSION that made the client retry was not its own);
+// INVALID_ARGUMENT past kMaxOfferedVersions entries.
+absl::Status CheckPreviousOffer(const std::vector<uint32_t>& previous, uint32_t server_min,
+                                uint32_t server_max);
+
+// AOBJ-SES-037 (the client's side): NEGOTIATION_FAILED unless `selected` is one of
+// `offered_versions` (not grease) and every non-grease ID of `answered` is in `offered_caps`.
+absl::Status CheckNegotiated(const std::vector<uint32_t>& offered_versions,
+                             const std::vector<uint32_t>& offered_caps, uint32_t selected,
+                             const std::vector<uint32_t>& answered);
+
+// AOBJ-EXT-012: a grease capability ID chosen at random.
+uint32_t RandomGreaseValue();
+
 // AOBJ-SES-005: the client's known capabilities that the server also has, ascending, without
 // duplicates; grease and unknown values are ignored.
 std::vector<uint32_t> IntersectCapabilities(const std::vector<uint32_t>& offered,

@@ -97,6 +97,33 @@ absl::Status VerifySignature(absl::string_view signing_key, absl::string_view me
   return absl::OkStatus();
 }
 
+std::string SignOpenSessionResponse(absl::string_view signing_key,
+                                    absl::string_view request_signature_hex,
+                                    absl::string_view response) {
+  const std::string data =
+      absl::StrCat("AOBJ1-RESPONSE\n", request_signature_hex, "\n", HexEncode(Sha256(response)));
+  return HexEncode(HmacSha256(signing_key, data));
+}
+
+absl::Status VerifyOpenSessionResponse(absl::string_view signing_key,
+                                       absl::string_view request_signature_hex,
+                                       absl::string_view response,
+                                       absl::string_view response_signature_hex) {
+  if (response_signature_hex.empty()) {
+    return MakeError(ErrorCode::kSignatureDoesNotMatch,
+                     "the OpenSession response carries no aobj-response-signature "
+                     "(AOBJ-AUTH-020); its version, capabilities and limits cannot be trusted");
+  }
+  const std::string expected =
+      SignOpenSessionResponse(signing_key, request_signature_hex, response);
+  if (!ConstantTimeEquals(expected, response_signature_hex)) {
+    return MakeError(ErrorCode::kSignatureDoesNotMatch,
+                     "the OpenSession response's aobj-response-signature does not match: the "
+                     "response was altered on its way or the server does not hold this key");
+  }
+  return absl::OkStatus();
+}
+
 std::string DeriveEndpointKey(absl::string_view signing_key, absl::string_view session_id) {
   const Sha256Digest d = HmacSha256(signing_key, absl::StrCat("aobj1_endpoint", session_id));
   return std::string(reinterpret_cast<const char*>(d.data()), d.size());

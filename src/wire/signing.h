@@ -21,6 +21,9 @@ inline constexpr char kMetaTimestamp[] = "aobj-timestamp";
 inline constexpr char kMetaNonce[] = "aobj-nonce";
 inline constexpr char kMetaSessionId[] = "aobj-session-id";
 inline constexpr char kMetaSignature[] = "aobj-signature";
+// Trailing metadata of a successful OpenSession: the server's signature over the response
+// (AOBJ-AUTH-020).
+inline constexpr char kMetaResponseSignature[] = "aobj-response-signature";
 inline constexpr char kSignatureAlgorithm[] = "AOBJ1-HMAC-SHA256";
 
 inline constexpr size_t kNonceBytes = 16;
@@ -59,6 +62,20 @@ absl::Status CheckAuthSyntax(const RequestAuth& auth, bool needs_session, int64_
 // Constant-time check of auth.signature_hex against the expected signature (AOBJ-AUTH-006).
 absl::Status VerifySignature(absl::string_view signing_key, absl::string_view method,
                              const RequestAuth& auth, absl::string_view body);
+
+// AOBJ-AUTH-020: the signature a server sends with a successful OpenSession response, lower-case
+// hex HMAC-SHA256(signing key, "AOBJ1-RESPONSE\n" || the request's aobj-signature || "\n" ||
+// lower-case hex SHA-256(response)), `response` the exact octets of the response message. It
+// binds what the server answered to the offer the client signed.
+std::string SignOpenSessionResponse(absl::string_view signing_key,
+                                    absl::string_view request_signature_hex,
+                                    absl::string_view response);
+// AOBJ-AUTH-021: SIGNATURE_DOES_NOT_MATCH unless `response_signature_hex` is that signature
+// (constant time); an absent one (empty) fails too.
+absl::Status VerifyOpenSessionResponse(absl::string_view signing_key,
+                                       absl::string_view request_signature_hex,
+                                       absl::string_view response,
+                                       absl::string_view response_signature_hex);
 
 // Endpoint binding (spec 5.6, AOBJ-SES-026). The endpoint key is what a session delegates to the
 // process behind its worker address: HMAC-SHA256(key = signing key, data = "aobj1_endpoint" ||

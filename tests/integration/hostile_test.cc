@@ -9,6 +9,7 @@
 #include "integration/raw_session.h"
 #include "integration/server_process.h"
 #include "integration/still_serves.h"
+#include "wire/protocol.h"
 
 namespace aobj {
 namespace {
@@ -151,10 +152,89 @@ TEST_F(HostileTest, GreaseVersionAndCapabilitiesAreIgnored) {
   pb::OpenSessionResponse resp;
   ASSERT_TRUE(resp.ParseFromString(r.body));
   EXPECT_EQ(resp.version(), 1u);
-  EXPECT_EQ(std::vector<uint32_t>(resp.capabilities().begin(), resp.capabilities().end()),
-            (std::vector<uint32_t>{1, 2, 3, 4}));
+  // AOBJ-EXT-012: the server adds one grease ID of its own, and nothing else unoffered.
+  std::vector<uint32_t> known;
+  int grease = 0;
+  for (uint32_t c : resp.capabilities()) {
+    if (IsGrease(c)) {
+      ++grease;
+    } else {
+      known.push_back(c);
+    }
+  }
+  EXPECT_EQ(known, (std::vector<uint32_t>{1, 2, 3, 4}));
+  EXPECT_EQ(grease, 1);
   EXPECT_EQ(resp.session_id().size(), 16u);  // AOBJ-SES-015
   EXPECT_EQ(resp.memory_protection(), pb::MEMORY_PROTECTION_EMULATED);  // AOBJ-SES-013
+}
+
+TEST_F(HostileTest, OfferedVersionsListIsUsedAndGreaseIsNeverSelected) {
+  // AOBJ-SES-035: the list wins over a range that alone would be refused.
+  pb::OpenSessionRequest req = raw_->DefaultOpen();
+  req.mutable_versions()->set_min(7);
+  req.mutable_versions()->set_max(9);
+  for (uint32_t v : {0x1A1A1A1Au, 1u, 0x0A0A0A0Au}) req.add_offered_versions(v);
+  RawReply r = raw_->Open(req, /*confirm=*/false);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  pb::OpenSessionResponse resp;
+  ASSERT_TRUE(resp.ParseFromString(r.body));
+  EXPECT_EQ(resp.version(), 1u);
+  // Only grease: UNSUPPORTED_VERSION with the server's range (AOBJ-EXT-011, AOBJ-SES-003).
+  pb::OpenSessionRequest grease = raw_->DefaultOpen();
+  grease.add_offered_versions(0x0A0A0A0Au);
+  RawReply g = raw_->Send(Method::kOpenSession, grease);
+  EXPECT_EQ(Code(g), ErrorCode::kUnsupportedVersion);
+  EXPECT_EQ(g.error.supported_versions().max(), 1u);
+  // 17 entries: INVALID_ARGUMENT.
+  pb::OpenSessionRequest many = raw_->DefaultOpen();
+  for (int i = 0; i < 17; ++i) many.add_offered_versions(1);
+  EXPECT_EQ(Code(raw_->Send(Method::kOpenSession, many)), ErrorCode::kInvalidArgument);
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, ARetryWhoseFirstOfferThisServerSupportsIsADowngrade) {
+  // AOBJ-SES-036: the UNSUPPORTED_VERSION that made the client retry was not this server's.
+  pb::OpenSessionRequest req = raw_->DefaultOpen();
+  req.add_offered_versions(1);
+  req.add_previous_offer(3);
+  req.add_previous_offer(1);
+  EXPECT_EQ(Code(raw_->Send(Method::kOpenSession, req)), ErrorCode::kNegotiationFailed);
+  pb::OpenSessionRequest fine = raw_->DefaultOpen();
+  fine.add_offered_versions(1);
+  fine.add_previous_offer(3);
+  fine.add_previous_offer(0x2A2A2A2A);
+  EXPECT_TRUE(raw_->Open(fine, /*confirm=*/false).status.ok());
+  pb::OpenSessionRequest many = raw_->DefaultOpen();
+  for (int i = 0; i < 17; ++i) many.add_previous_offer(5);
+  EXPECT_EQ(Code(raw_->Send(Method::kOpenSession, many)), ErrorCode::kInvalidArgument);
+  ExpectStillServes();
+}
+
+TEST_F(HostileTest, OpenSessionResponseIsSignedOverTheOfferAndTheOctets) {
+  // AOBJ-AUTH-020: verifies as sent; any altered octet or another request's signature fails.
+  RawReply r = raw_->Open(raw_->DefaultOpen(), /*confirm=*/false);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.response_signature.size(), 64u);
+  EXPECT_TRUE(raw_->VerifyResponseSignature(r).ok());
+  RawReply altered = r;
+  altered.body.back() = static_cast<char>(altered.body.back() ^ 1);
+  EXPECT_EQ(ErrorCodeOf(raw_->VerifyResponseSignature(altered)), ErrorCode::kSignatureDoesNotMatch);
+  RawReply unsigned_reply = r;
+  unsigned_reply.response_signature.clear();
+  EXPECT_EQ(ErrorCodeOf(raw_->VerifyResponseSignature(unsigned_reply)),
+            ErrorCode::kSignatureDoesNotMatch);
+  // The same octets answering another request (a replayed answer) do not verify either.
+  RawReply other = raw_->Open(raw_->DefaultOpen(), /*confirm=*/false);
+  ASSERT_TRUE(other.status.ok()) << other.status;
+  RawReply replayed = r;
+  EXPECT_EQ(ErrorCodeOf(raw_->VerifyResponseSignature(replayed)),
+            ErrorCode::kSignatureDoesNotMatch);
+  // Failures carry no signature.
+  pb::OpenSessionRequest bad = raw_->DefaultOpen();
+  bad.clear_worker_address();
+  RawReply refused = raw_->Send(Method::kOpenSession, bad);
+  EXPECT_FALSE(refused.status.ok());
+  EXPECT_TRUE(refused.response_signature.empty());
 }
 
 TEST_F(HostileTest, RequiringHardwareProtectionIsRefusedOnEmulatedChannel) {

@@ -97,6 +97,12 @@ class RawSession {
   }
   RawReply Open() { return Open(DefaultOpen()); }
 
+  // AOBJ-AUTH-021: checks `r`, the reply to the last request sent (an OpenSession), against its
+  // `aobj-response-signature`.
+  absl::Status VerifyResponseSignature(const RawReply& r) const {
+    return signer_.VerifyOpenSessionResponse(last_auth_, r.body, r.response_signature);
+  }
+
   // Waits for this worker's endpoint challenges and sends ConfirmEndpoint with their proof
   // (or with `proof` when it is not empty).
   RawReply Confirm(const std::string& proof = "", absl::Duration wait = absl::Seconds(10)) {

@@ -81,10 +81,11 @@ def Sign(canonical):
 # (method, message type, text format, serialized hex, timestamp, nonce, session id)
 REQUESTS = [
     ("OpenSession", "OpenSessionRequest",
-     'versions { min: 1 max: 168430090 }\ncapabilities: [1, 2, 3, 4, 979008154]\n'
-     'worker_address: "%s"\nclient_name: "aobj-cli/0.1"\n' % Escape(WORKER_ADDRESS),
-     "0a070801108a94a8501209010203049af5e9d2031aba01" + WORKER_ADDRESS.hex() +
-     "2a0c616f626a2d636c692f302e31",
+     'versions { min: 1 max: 1 }\ncapabilities: [1, 2, 3, 4, 979008154]\n'
+     'worker_address: "%s"\nclient_name: "aobj-cli/0.1"\noffered_versions: [1, 168430090]\n'
+     % Escape(WORKER_ADDRESS),
+     "0a04080110011209010203049af5e9d2031aba01" + WORKER_ADDRESS.hex() +
+     "2a0c616f626a2d636c692f302e313a05018a94a850",
      1795000000100, "5d41402abc4b2a76b9719d911017c592", ""),
     ("CreateBucket", "CreateBucketRequest", 'bucket: "example-bucket"\n',
      "0a0e6578616d706c652d6275636b6574",
@@ -114,6 +115,24 @@ REQUESTS = [
     ("CloseSession", "CloseSessionRequest", "", "",
      1795000000600, "ffeeddccbbaa99887766554433221100", SESSION_ID),
 ]
+
+# The OpenSession response of A.2.1 and its signature (AOBJ-AUTH-020).
+OPEN_RESPONSE_TEXT = (
+    'version: 1\ncapabilities: [1, 2, 3, 4, 1515870810]\nsession_id: "%s"\nlease_ms: 30000\n'
+    'limits { max_transfer_bytes: 68719476736 max_in_flight: 16 inline_threshold: 16384 '
+    'max_descriptors: 16 max_rkey_bytes: 1024 }\nmemory_protection: MEMORY_PROTECTION_EMULATED\n'
+    'server_name: "aobj-server/0.1"\nsupported_versions { min: 1 max: 1 }\n'
+    'endpoint_challenges: 1\n' % Escape(bytes.fromhex(SESSION_ID)))
+OPEN_RESPONSE_HEX = (
+    "0801120901020304dab4e9d2051a108c0f5a3e91d24b7ca6e1f0d37b294e1520"
+    "b0ea012a1208808080808002101018808001201028800830023a0f616f626a2d"
+    "7365727665722f302e314204080110014801")
+
+
+def ResponseSignature(request_signature, response):
+    data = "AOBJ1-RESPONSE\n%s\n%s" % (request_signature, hashlib.sha256(response).hexdigest())
+    return hmac.new(SigningKey(SECRET), data.encode(), hashlib.sha256).hexdigest()
+
 
 ERROR_TEXT = ('code: ERROR_CODE_NO_SUCH_KEY\nname: "NO_SUCH_KEY"\ns3_code: "NoSuchKey"\n'
               'message: "no such key"\nretryable: false\n')
@@ -238,6 +257,19 @@ class SigningTest(unittest.TestCase):
         self.assertEqual(WINDOW_ADDRESS, 139933226393600)
         self.assertIn("address: %d" % WINDOW_ADDRESS, SPEC)
 
+    def test_A2_OpenSessionResponseSignature(self):
+        method, _, _, serialized_hex, timestamp, nonce, session_id = REQUESTS[0]
+        request_signature = Sign(Canonical(method, timestamp, nonce, session_id,
+                                           bytes.fromhex(serialized_hex)))
+        response = bytes.fromhex(OPEN_RESPONSE_HEX)
+        self.assertIn(OPEN_RESPONSE_HEX, SPEC_NO_SPACE)
+        self.assertIn("Serialized response (%d octets)" % len(response), SPEC)
+        self.assertIn(hashlib.sha256(response).hexdigest(), SPEC)
+        self.assertIn("aobj-response-signature:     " +
+                      ResponseSignature(request_signature, response), SPEC)
+        self.assertEqual(Varint(bytes.fromhex("dab4e9d205")), 0x5A5A5A5A)
+        self.assertEqual(0x5A5A5A5A & 0x0F0F0F0F, 0x0A0A0A0A)
+
     def test_A2_ErrorTrailer(self):
         error = bytes.fromhex(ERROR_HEX)
         self.assertEqual(len(error), 39)
@@ -264,6 +296,10 @@ class ProtocEncodingTest(unittest.TestCase):
         for method, message_type, text, serialized_hex, timestamp, _, _ in REQUESTS:
             with self.subTest(method=method, timestamp=timestamp):
                 self.assertEqual(self.Encode(message_type, text).hex(), serialized_hex)
+
+    def test_OpenSessionResponseEncodesAsShown(self):
+        self.assertEqual(self.Encode("OpenSessionResponse", OPEN_RESPONSE_TEXT).hex(),
+                         OPEN_RESPONSE_HEX)
 
     def test_ErrorEncodesAsShown(self):
         self.assertEqual(self.Encode("Error", ERROR_TEXT).hex(), ERROR_HEX)

@@ -37,6 +37,7 @@ const std::vector<Expected>& ExpectedRows() {
       {ErrorCode::kAccessDenied, "ACCESS_DENIED", "AccessDenied", false},
       {ErrorCode::kSlowDown, "SLOW_DOWN", "SlowDown", true},
       {ErrorCode::kTooManyTransfers, "TOO_MANY_TRANSFERS", "SlowDown", true},
+      {ErrorCode::kNegotiationFailed, "NEGOTIATION_FAILED", "NegotiationFailed", false},
       {ErrorCode::kNoSuchBucket, "NO_SUCH_BUCKET", "NoSuchBucket", false},
       {ErrorCode::kNoSuchKey, "NO_SUCH_KEY", "NoSuchKey", false},
       {ErrorCode::kBucketAlreadyExists, "BUCKET_ALREADY_EXISTS", "BucketAlreadyOwnedByYou", false},
@@ -169,7 +170,7 @@ TEST(ErrorCodeOfTest, SurvivesStatusCopy) {
 // AOBJ-EXT-004: grease values (0x0A0A + k*0x1010) and other unknown codes act like INTERNAL
 // while keeping their number.
 TEST(UnknownCodeTest, MapsToInternalRowWithCodePreserved) {
-  for (uint32_t raw : {0x0A0Au, 0x1A1Au, 14u, 99u, 0xFFFFFFFFu}) {
+  for (uint32_t raw : {0x0A0Au, 0x1A1Au, 15u, 99u, 0xFFFFFFFFu}) {
     const auto code = static_cast<ErrorCode>(raw);
     const ErrorInfo info = GetErrorInfo(code);
     const ErrorInfo internal = GetErrorInfo(ErrorCode::kInternal);

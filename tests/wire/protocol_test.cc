@@ -1,5 +1,6 @@
 #include "wire/protocol.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -12,6 +13,60 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+
+// --- SelectOfferedVersion, CheckPreviousOffer (AOBJ-SES-035, AOBJ-SES-036, AOBJ-EXT-011) ---
+
+TEST(SelectOfferedVersionTest, HighestSupportedEntryGreaseNeverSelected) {
+  EXPECT_EQ(*SelectOfferedVersion({1, 0x0A0A0A0A}, 1, 1), 1u);
+  EXPECT_EQ(*SelectOfferedVersion({0xFAFAFAFA, 2, 1, 3}, 1, 2), 2u);
+  // A grease value inside the server's range is still never selected.
+  EXPECT_EQ(*SelectOfferedVersion({1, 0x0A0A0A0A}, 1, 0xFFFFFFFF), 1u);
+  // Order does not matter; zero is ignored.
+  EXPECT_EQ(*SelectOfferedVersion({0, 1}, 1, 1), 1u);
+}
+
+TEST(SelectOfferedVersionTest, NothingInCommonOrTooManyEntries) {
+  EXPECT_EQ(ErrorCodeOf(SelectOfferedVersion({0x0A0A0A0A}, 1, 1).status()),
+            ErrorCode::kUnsupportedVersion);
+  EXPECT_EQ(ErrorCodeOf(SelectOfferedVersion({2, 3}, 1, 1).status()),
+            ErrorCode::kUnsupportedVersion);
+  EXPECT_EQ(ErrorCodeOf(SelectOfferedVersion(std::vector<uint32_t>(16, 1), 1, 1).status()),
+            ErrorCode::kOk);
+  EXPECT_EQ(ErrorCodeOf(SelectOfferedVersion(std::vector<uint32_t>(17, 1), 1, 1).status()),
+            ErrorCode::kInvalidArgument);
+}
+
+TEST(CheckPreviousOfferTest, AFirstOfferThisServerCouldServeIsADowngrade) {
+  EXPECT_TRUE(CheckPreviousOffer({}, 1, 1).ok());
+  EXPECT_TRUE(CheckPreviousOffer({2, 0x0A0A0A0A}, 1, 1).ok());
+  EXPECT_EQ(ErrorCodeOf(CheckPreviousOffer({2, 1}, 1, 1)), ErrorCode::kNegotiationFailed);
+  EXPECT_EQ(ErrorCodeOf(CheckPreviousOffer(std::vector<uint32_t>(17, 9), 1, 1)),
+            ErrorCode::kInvalidArgument);
+}
+
+TEST(CheckNegotiatedTest, OnlyWhatWasOfferedGreaseAside) {
+  const std::vector<uint32_t> versions = {1};
+  const std::vector<uint32_t> caps = {1, 2, 0x1A2A3A4A};
+  EXPECT_TRUE(CheckNegotiated(versions, caps, 1, {1, 2}).ok());
+  EXPECT_TRUE(CheckNegotiated(versions, caps, 1, {2, 0x5A5A5A5A}).ok());  // AOBJ-EXT-012
+  EXPECT_TRUE(CheckNegotiated(versions, caps, 1, {}).ok());
+  EXPECT_EQ(ErrorCodeOf(CheckNegotiated(versions, caps, 2, {1})), ErrorCode::kNegotiationFailed);
+  EXPECT_EQ(ErrorCodeOf(CheckNegotiated(versions, caps, 0, {1})), ErrorCode::kNegotiationFailed);
+  EXPECT_EQ(ErrorCodeOf(CheckNegotiated({1, 0x0A0A0A0A}, caps, 0x0A0A0A0A, {1})),
+            ErrorCode::kNegotiationFailed);
+  EXPECT_EQ(ErrorCodeOf(CheckNegotiated(versions, caps, 1, {1, 3})), ErrorCode::kNegotiationFailed);
+}
+
+TEST(RandomGreaseValueTest, AlwaysGreaseAndNotAlwaysTheSame) {
+  std::vector<uint32_t> seen;
+  for (int i = 0; i < 64; ++i) {
+    const uint32_t v = RandomGreaseValue();
+    EXPECT_TRUE(IsGrease(v)) << std::hex << v;
+    seen.push_back(v);
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_GT(std::unique(seen.begin(), seen.end()) - seen.begin(), 8);
+}
 
 // --- SelectVersion (AOBJ-SES-002..004, AOBJ-EXT-003) ---
 

@@ -91,6 +91,38 @@ TEST(EndpointProofTest, MatchesAppendixA3) {
   EXPECT_NE(EndpointProof(key, session, flipped), EndpointProof(key, session, challenge));
 }
 
+// Spec Appendix A.2.1 (AOBJ-AUTH-020): the OpenSession response's signature.
+TEST(OpenSessionResponseSignatureTest, MatchesAppendixA21) {
+  const std::string signing_key = DeriveSigningKey("example-secret-do-not-use");
+  const std::string request_signature =
+      "e04279aa2c36e2e3f75f3988b08ea5faafefde48a71f98ec230555639fb5ddb4";
+  std::string response;
+  ASSERT_TRUE(HexDecode(
+      "0801120901020304dab4e9d2051a108c0f5a3e91d24b7ca6e1f0d37b294e1520b0ea012a120880808080800210"
+      "1018808001201028800830023a0f616f626a2d7365727665722f302e314204080110014801",
+      &response));
+  const std::string want = "f5ccc4a666700abe01126610bce0cb484aa578ca97ddd1522254e88372b35f0b";
+  EXPECT_EQ(SignOpenSessionResponse(signing_key, request_signature, response), want);
+  // Computed by hand from its definition.
+  EXPECT_EQ(HexEncode(HmacSha256(signing_key, "AOBJ1-RESPONSE\n" + request_signature + "\n" +
+                                                  HexEncode(Sha256(response)))),
+            want);
+  EXPECT_TRUE(VerifyOpenSessionResponse(signing_key, request_signature, response, want).ok());
+  // Bound to every response octet, to the request and to the key; absent fails too.
+  std::string altered = response;
+  altered[1] ^= 1;
+  std::string other_request = request_signature;
+  other_request[0] = 'f';
+  for (const absl::Status& s :
+       {VerifyOpenSessionResponse(signing_key, request_signature, altered, want),
+        VerifyOpenSessionResponse(signing_key, other_request, response, want),
+        VerifyOpenSessionResponse(DeriveSigningKey("another"), request_signature, response, want),
+        VerifyOpenSessionResponse(signing_key, request_signature, response, ""),
+        VerifyOpenSessionResponse(signing_key, request_signature, response, want.substr(1))}) {
+    EXPECT_EQ(ErrorCodeOf(s), ErrorCode::kSignatureDoesNotMatch) << s;
+  }
+}
+
 TEST(DeriveSigningKeyTest, DiffersForDifferentSecrets) {
   // AOBJ-AUTH-003
   EXPECT_NE(DeriveSigningKey(kSecret), DeriveSigningKey("example-secret-do-not-usf"));

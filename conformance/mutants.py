@@ -601,6 +601,10 @@ MUTANTS = {
         "the OpenSession response's signature covers the response octets but not the request's signature (AOBJ-AUTH-020)",
         [('src/server/control_service.cc', 'SignOpenSessionResponse(*key, auth_.signature_hex, *out)', 'SignOpenSessionResponse(*key, "", *out)')],
         'auth/6.8/1', []),
+    'skew-error-without-server-time': (
+        'REQUEST_TIME_TOO_SKEWED is answered without server_time_ms (AOBJ-AUTH-023)',
+        [('src/session/authenticator.cc', '        absl::ToUnixMillis(now));', '        0);')],
+        'auth/6.5/7', []),
     'unused-descriptors-checked': (
         'a GET checks its destination windows even when the body is empty or goes inline, so a malformed window it never uses fails the request (AOBJ-MEM-030)',
         [('src/server/handler_get.cc', '  if (sel.path == aobj::v1::TRANSFER_PATH_RMA) {\n    AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));', '  AOBJ_RETURN_IF_ERROR(CheckWindows(s, req.destination()));\n  if (sel.path == aobj::v1::TRANSFER_PATH_RMA) {')],

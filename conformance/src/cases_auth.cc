@@ -343,6 +343,39 @@ void RegisterAuthCases(Registry& r) {
         }
         ctx.RequireStillServes();
       });
+  Add(r, "auth/6.5/7",
+      "REQUEST_TIME_TOO_SKEWED carries the server's clock, and only after the signature verified",
+      "core", {"AOBJ-AUTH-023", "AOBJ-AUTH-009"}, true, [](CaseContext& ctx) {
+        Fixture f = Setup(ctx);
+        // The suite's own requests pass the time check, so the two clocks differ by less than the
+        // skew window (announced, or the reference's 300 s).
+        const int64_t announced = f.p->session().limits().skew_window_ms();
+        const int64_t window = announced != 0 ? announced : int64_t{300} * 1000;
+        for (int64_t off : {int64_t{3600} * 1000, int64_t{-3600} * 1000}) {
+          Tamper t;
+          t.clock_offset_ms = off;
+          const int64_t before = absl::ToUnixMillis(absl::Now());
+          RawReply r = f.p->Send(Method::kHeadBucket, f.head, t);
+          const int64_t after = absl::ToUnixMillis(absl::Now());
+          const std::string what = absl::StrCat("HeadBucket stamped ", off / 1000, " s off");
+          ctx.RequireCode(r, ErrorCode::kRequestTimeTooSkewed, what);
+          const int64_t server = static_cast<int64_t>(r.error.server_time_ms());
+          ctx.Require(server != 0 && server >= before - window && server <= after + window,
+                      what +
+                          ": server_time_ms is the server's clock (within the skew window of "
+                          "the suite's)",
+                      absl::StrCat(before - window, " to ", after + window), absl::StrCat(server));
+        }
+        Tamper bad;
+        bad.flip_signature = true;
+        bad.clock_offset_ms = -3600 * 1000;
+        RawReply b = f.p->Send(Method::kHeadBucket, f.head, bad);
+        ctx.RequireCode(b, ErrorCode::kSignatureDoesNotMatch, "a bad signature and a skewed time");
+        ctx.Require(b.error.server_time_ms() == 0,
+                    "a request whose signature failed learns nothing of the server's clock",
+                    "server_time_ms absent", absl::StrCat(b.error.server_time_ms()));
+        ctx.RequireStillServes();
+      });
   Add(r, "auth/6.5/4", "checks in the order of 6.5: key, signature, time, nonce, session", "core",
       {"AOBJ-AUTH-009"}, true, [](CaseContext& ctx) {
         Fixture f = Setup(ctx);

@@ -39,6 +39,27 @@ Upload Create(CaseContext& ctx, const std::string& key = "mpu-object",
   return u;
 }
 
+// An upload of `key` in a new bucket, from a session that offered `capability` on top of the
+// defaults (the case is UNSUPPORTED when the server does not negotiate it).
+Upload CreateWithCapability(CaseContext& ctx, uint32_t capability, const std::string& name,
+                            const std::string& key) {
+  Upload u;
+  u.p = ctx.NewPeer();
+  pb::OpenSessionRequest o = u.p->DefaultOpen();
+  o.add_capabilities(capability);
+  ctx.RequireOk(u.p->Open(o), "OpenSession offering " + name);
+  RequireCapability(ctx, *u.p, capability, name.c_str());
+  u.bucket = ctx.NewBucket(*u.p);
+  u.key = key;
+  pb::CreateMultipartUploadRequest c;
+  c.set_bucket(u.bucket);
+  c.set_key(u.key);
+  RawReply cr = u.p->Send(Method::kCreateMultipartUpload, c);
+  ctx.RequireOk(cr, "CreateMultipartUpload");
+  u.id = Parse<pb::CreateMultipartUploadResponse>(ctx, cr, "Create").upload_id();
+  return u;
+}
+
 pb::UploadPartRequest PartRequest(const Upload& u, uint32_t number, const RegisteredMemory& m,
                                   const std::string& body) {
   std::memcpy(m.data(), body.data(), body.size());
@@ -1358,20 +1379,7 @@ void RegisterMultipartCases(Registry& r) {
       "OPAQUE_ETAG changes only PutObject's ETag: UploadPart, Complete and CopyObject keep theirs",
       "opaque-etag", {"AOBJ-OBJ-016", "AOBJ-OBJ-207", "AOBJ-OBJ-217", "AOBJ-OBJ-150"}, false,
       [](CaseContext& ctx) {
-        Upload u;
-        u.p = ctx.NewPeer();
-        pb::OpenSessionRequest o = u.p->DefaultOpen();
-        o.add_capabilities(kCapOpaqueEtag);
-        ctx.RequireOk(u.p->Open(o), "OpenSession offering OPAQUE_ETAG");
-        RequireCapability(ctx, *u.p, kCapOpaqueEtag, "OPAQUE_ETAG");
-        u.bucket = ctx.NewBucket(*u.p);
-        u.key = "multi";
-        pb::CreateMultipartUploadRequest c;
-        c.set_bucket(u.bucket);
-        c.set_key(u.key);
-        RawReply cr = u.p->Send(Method::kCreateMultipartUpload, c);
-        ctx.RequireOk(cr, "CreateMultipartUpload");
-        u.id = Parse<pb::CreateMultipartUploadResponse>(ctx, cr, "Create").upload_id();
+        Upload u = CreateWithCapability(ctx, kCapOpaqueEtag, "OPAQUE_ETAG", "multi");
         const std::string body = "a part in an opaque-ETag session";
         RawReply pr = Part(u, 1, body);
         ctx.RequireOk(pr, "UploadPart");
@@ -1405,20 +1413,8 @@ void RegisterMultipartCases(Registry& r) {
       "multipart ETag is computed from it; without it the part's MD5",
       "opaque-etag", {"AOBJ-OBJ-254", "AOBJ-OBJ-207", "AOBJ-OBJ-212", "AOBJ-OBJ-217"}, false,
       [](CaseContext& ctx) {
-        Upload u;
-        u.p = ctx.NewPeer();
-        pb::OpenSessionRequest o = u.p->DefaultOpen();
-        o.add_capabilities(kCapOpaquePartEtag);
-        ctx.RequireOk(u.p->Open(o), "OpenSession offering OPAQUE_PART_ETAG");
-        RequireCapability(ctx, *u.p, kCapOpaquePartEtag, "OPAQUE_PART_ETAG");
-        u.bucket = ctx.NewBucket(*u.p);
-        u.key = "opaque-parts";
-        pb::CreateMultipartUploadRequest c;
-        c.set_bucket(u.bucket);
-        c.set_key(u.key);
-        RawReply cr = u.p->Send(Method::kCreateMultipartUpload, c);
-        ctx.RequireOk(cr, "CreateMultipartUpload");
-        u.id = Parse<pb::CreateMultipartUploadResponse>(ctx, cr, "Create").upload_id();
+        Upload u =
+            CreateWithCapability(ctx, kCapOpaquePartEtag, "OPAQUE_PART_ETAG", "opaque-parts");
         const std::string body = Content(70000, 21);
         auto part_etag = [&](const char* what) {
           RawReply pr = Part(u, 1, body);

@@ -51,6 +51,9 @@ const std::vector<Unobservable>& UnobservableRequirements() {
       {"AOBJ-EXT-008", "a rule for the registries"},
       {"AOBJ-EXT-009", "a rule for private-use assignments"},
       {"AOBJ-EXT-013", "a rule for later versions of the protocol (the invariants of section 4.5)"},
+      {"AOBJ-AUTH-024",
+       "what a client does with a clock it was told, inside the client (the reference only reports "
+       "it: GrpcStatusTest.SkewedTimeIsReportedNotApplied)"},
       {"AOBJ-EXT-010",
        "a rule for the registries (the value is never sent by a conforming peer; "
        "the suite cannot make a peer send it)"},

@@ -1,8 +1,11 @@
 #include "control/rpc.h"
 
+#include <cstdlib>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "aobj/status.h"
 #include "wire/error_detail.h"
 #include "wire/error_registry.h"
@@ -70,6 +73,16 @@ absl::Status FromGrpcStatus(const grpc::Status& status,
     if (detail != nullptr) *detail = error;
     // AOBJ-EXT-004: an unknown (or grease) code keeps its number; GetErrorInfo treats it as
     // INTERNAL.
+    if (error.code() == aobj::v1::ERROR_CODE_REQUEST_TIME_TOO_SKEWED &&
+        error.server_time_ms() != 0) {
+      // AOBJ-AUTH-023: said, never applied to this host's timestamps (AOBJ-AUTH-024).
+      const int64_t ahead_ms =
+          static_cast<int64_t>(error.server_time_ms()) - absl::ToUnixMillis(absl::Now());
+      return MakeError(
+          static_cast<ErrorCode>(error.code()),
+          absl::StrCat(error.message(), " [the server's clock is about ", std::abs(ahead_ms) / 1000,
+                       " s ", ahead_ms >= 0 ? "ahead of" : "behind", " this host's]"));
+    }
     return MakeError(static_cast<ErrorCode>(error.code()), error.message());
   }
   // AOBJ-SEC-015: a server's transport cancels streams under memory pressure (AOBJ-SEC-012)

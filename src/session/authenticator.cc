@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "aobj/status.h"
+#include "wire/error_detail.h"
 
 namespace aobj {
 
@@ -39,9 +40,15 @@ absl::Status Authenticator::Verify(absl::string_view method, const RequestAuth& 
   // AOBJ-AUTH-007
   const absl::Time ts = absl::FromUnixMillis(ts_ms);
   if (absl::AbsDuration(now - ts) > skew_) {
-    return MakeError(ErrorCode::kRequestTimeTooSkewed,
-                     absl::StrCat("request time differs from the server's by more than ",
-                                  absl::ToInt64Seconds(skew_), " s"));
+    // AOBJ-AUTH-023: the server's clock, now that the signature showed the principal asking.
+    return WithServerTime(
+        MakeError(ErrorCode::kRequestTimeTooSkewed,
+                  absl::StrCat("request time ", ts_ms, " differs from the server's ",
+                               absl::ToUnixMillis(now),
+                               " (Unix ms) by more than the skew "
+                               "window of ",
+                               absl::ToInt64Milliseconds(skew_), " ms; check this host's clock")),
+        absl::ToUnixMillis(now));
   }
   // AOBJ-AUTH-008
   std::string nonce_key = absl::StrCat(auth.access_key_id, "/", auth.nonce_hex);

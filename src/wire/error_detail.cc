@@ -1,9 +1,23 @@
 #include "wire/error_detail.h"
 
+#include <string>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "aobj/status.h"
 #include "wire/error_registry.h"
 
 namespace aobj {
+namespace {
+
+constexpr char kServerTimePayloadUrl[] = "aobj.dev/server-time-ms";
+
+}  // namespace
+
+absl::Status WithServerTime(absl::Status status, int64_t server_time_ms) {
+  status.SetPayload(kServerTimePayloadUrl, absl::Cord(std::to_string(server_time_ms)));
+  return status;
+}
 
 aobj::v1::Error ErrorDetail(const absl::Status& status, const aobj::v1::VersionRange* supported) {
   const ErrorInfo info = GetErrorInfo(ErrorCodeOf(status));
@@ -16,6 +30,10 @@ aobj::v1::Error ErrorDetail(const absl::Status& status, const aobj::v1::VersionR
   error.set_message(std::string(status.message()));
   error.set_retryable(info.retryable);
   if (supported != nullptr) *error.mutable_supported_versions() = *supported;
+  if (const auto t = status.GetPayload(kServerTimePayloadUrl); t.has_value()) {
+    uint64_t ms = 0;
+    if (absl::SimpleAtoi(std::string(*t), &ms)) error.set_server_time_ms(ms);
+  }
   return error;
 }
 

@@ -16,6 +16,10 @@ namespace aobj {
 aobj::v1::Error ErrorDetail(const absl::Status& status,
                             const aobj::v1::VersionRange* supported = nullptr);
 
+// AOBJ-AUTH-023: `status` (REQUEST_TIME_TOO_SKEWED) carrying the server's clock, which
+// ErrorDetail puts in `server_time_ms`.
+absl::Status WithServerTime(absl::Status status, int64_t server_time_ms);
+
 }  // namespace aobj
 
 #endif  // AOBJ_WIRE_ERROR_DETAIL_H_

@@ -7,6 +7,7 @@
 #include "aobj/status.h"
 #include "gtest/gtest.h"
 #include "session/signer.h"
+#include "wire/error_detail.h"
 #include "wire/signing.h"
 
 namespace aobj {
@@ -153,6 +154,20 @@ TEST_F(AuthenticatorTest, RejectsTimestampTooFarInThePast) {
   EXPECT_EQ(Verify(Sign(Now() - kSkew - absl::Milliseconds(1))),
             ErrorCode::kRequestTimeTooSkewed);
   EXPECT_EQ(auth_.nonces_remembered(), 0u);
+}
+
+TEST_F(AuthenticatorTest, SkewedRequestsAreToldTheServersClock) {
+  // AOBJ-AUTH-023: the server's clock in the Error, to the millisecond.
+  const absl::Status s =
+      auth_.Verify(kMethod, Sign(Now() - absl::Hours(1)), kBody, /*needs_session=*/true, Now());
+  ASSERT_EQ(ErrorCodeOf(s), ErrorCode::kRequestTimeTooSkewed);
+  EXPECT_EQ(ErrorDetail(s).server_time_ms(), 1795000000000u);
+  // AOBJ-AUTH-009: a bad signature fails first and says nothing of the clock.
+  RequestAuth bad = Sign(Now() - absl::Hours(1));
+  bad.signature_hex[0] = bad.signature_hex[0] == 'a' ? 'b' : 'a';
+  const absl::Status b = auth_.Verify(kMethod, bad, kBody, /*needs_session=*/true, Now());
+  ASSERT_EQ(ErrorCodeOf(b), ErrorCode::kSignatureDoesNotMatch);
+  EXPECT_EQ(ErrorDetail(b).server_time_ms(), 0u);
 }
 
 TEST_F(AuthenticatorTest, RejectsTimestampTooFarInTheFuture) {

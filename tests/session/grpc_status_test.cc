@@ -1,13 +1,18 @@
 // Errors at the gRPC edge as a client reads them (src/control/rpc.h FromGrpcStatus).
 #include <grpcpp/grpcpp.h>
 
+#include <cstdlib>
 #include <map>
 #include <string>
 
+#include "absl/strings/numbers.h"
+#include "absl/time/clock.h"
 #include "aobj/status.h"
 #include "aobj/v1/aobj.pb.h"
 #include "control/rpc.h"
 #include "gtest/gtest.h"
+#include "session/signer.h"
+#include "wire/error_detail.h"
 
 namespace aobj {
 namespace {
@@ -40,6 +45,28 @@ TEST(GrpcStatusTest, TheErrorTrailerWins) {
   Trailers t;
   t.emplace(grpc::string_ref(kErrorTrailer), grpc::string_ref(trailer));
   EXPECT_EQ(ErrorCodeOf(FromGrpcStatus(gs, t, nullptr)), ErrorCode::kTooManyUploads);
+}
+
+// AOBJ-AUTH-023, AOBJ-AUTH-024: the client says how far the server's clock is, and its signer
+// keeps stamping requests with this host's clock.
+TEST(GrpcStatusTest, SkewedTimeIsReportedNotApplied) {
+  aobj::v1::Error e = ErrorDetail(MakeError(ErrorCode::kRequestTimeTooSkewed, "too skewed"));
+  e.set_server_time_ms(static_cast<uint64_t>(absl::ToUnixMillis(absl::Now() + absl::Hours(2))));
+  const std::string trailer = e.SerializeAsString();
+  Trailers t;
+  t.emplace(grpc::string_ref(kErrorTrailer), grpc::string_ref(trailer));
+  const absl::Status s =
+      FromGrpcStatus(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "skewed"), t, nullptr);
+  EXPECT_EQ(ErrorCodeOf(s), ErrorCode::kRequestTimeTooSkewed);
+  EXPECT_NE(s.message().find("s ahead of this host's"), std::string::npos) << s;
+  EXPECT_TRUE(s.message().find("about 7199 s") != std::string::npos ||
+              s.message().find("about 7200 s") != std::string::npos)
+      << s;
+  const absl::Time before = absl::Now();
+  const RequestAuth a = RequestSigner("AKEXAMPLE", "x").Sign("m", "", "", absl::Now());
+  int64_t ms = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(a.timestamp, &ms));
+  EXPECT_LE(std::abs(ms - absl::ToUnixMillis(before)), 5000);
 }
 
 }  // namespace

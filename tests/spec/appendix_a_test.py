@@ -134,6 +134,35 @@ def ResponseSignature(request_signature, response):
     return hmac.new(SigningKey(SECRET), data.encode(), hashlib.sha256).hexdigest()
 
 
+# Appendix A.4: the Complete of a two-part upload and the multipart ETag.
+PART1 = b"a" * (5 << 20)
+COMPLETE_TEXT = (
+    'bucket: "example-bucket"\nkey: "big/assembled.bin"\n'
+    'upload_id: "0123456789abcdef0123456789abcdef"\n'
+    'parts { part_number: 1 etag: "\\"79b281060d337b9b2b84ccf390adcf74\\"" }\n'
+    'parts { part_number: 2 etag: "\\"4d2636ba191706d3baf2ba0f7c2843e0\\"" }\n')
+COMPLETE_HEX = (
+    "0a0e6578616d706c652d6275636b657412116269672f617373656d626c65642e"
+    "62696e1a20303132333435363738396162636465663031323334353637383961"
+    "6263646566222608011222223739623238313036306433333762396232623834"
+    "6363663339306164636637342222260802122222346432363336626131393137"
+    "303664336261663262613066376332383433653022")
+
+# Appendix A.5: the refusals' trailers.
+REPLAY_TEXT = ('code: ERROR_CODE_REQUEST_REPLAYED\nname: "REQUEST_REPLAYED"\n'
+               's3_code: "AccessDenied"\nmessage: "nonce already used"\nretryable: false\n')
+REPLAY_HEX = ("08081210524551554553545f5245504c415945441a0c41636365737344656e69656422126e6f6e"
+              "636520616c72656164792075736564")
+SKEW_TEXT = ('code: ERROR_CODE_REQUEST_TIME_TOO_SKEWED\nname: "REQUEST_TIME_TOO_SKEWED"\n'
+             's3_code: "RequestTimeTooSkewed"\n'
+             'message: "request time differs from the server\'s by more than the skew window"\n'
+             'retryable: false\nserver_time_ms: 1795003600800\n')
+SKEW_HEX = (
+    "08071217524551554553545f54494d455f544f4f5f534b455745441a14526571"
+    "7565737454696d65546f6f536b657765642243726571756573742074696d6520"
+    "646966666572732066726f6d20746865207365727665722773206279206d6f72"
+    "65207468616e2074686520736b65772077696e646f7738a09fb5f49e34")
+
 ERROR_TEXT = ('code: ERROR_CODE_NO_SUCH_KEY\nname: "NO_SUCH_KEY"\ns3_code: "NoSuchKey"\n'
               'message: "no such key"\nretryable: false\n')
 ERROR_HEX = "0815120b4e4f5f535543485f4b45591a094e6f537563684b6579220b6e6f2073756368206b6579"
@@ -270,6 +299,32 @@ class SigningTest(unittest.TestCase):
         self.assertEqual(Varint(bytes.fromhex("dab4e9d205")), 0x5A5A5A5A)
         self.assertEqual(0x5A5A5A5A & 0x0F0F0F0F, 0x0A0A0A0A)
 
+    def test_A4_CompleteAndMultipartEtag(self):
+        self.assertEqual(hashlib.md5(PART1).hexdigest(), "79b281060d337b9b2b84ccf390adcf74")
+        self.assertEqual(hashlib.md5(BODY).hexdigest(), "4d2636ba191706d3baf2ba0f7c2843e0")
+        digests = hashlib.md5(PART1).digest() + hashlib.md5(BODY).digest()
+        etag = hashlib.md5(digests).hexdigest() + "-2"
+        self.assertIn('etag: "\\"%s\\""' % etag, SPEC)
+        payload = bytes.fromhex(COMPLETE_HEX)
+        self.assertIn(COMPLETE_HEX, SPEC_NO_SPACE)
+        self.assertIn("serialized (%d octets)" % len(payload), SPEC)
+        self.assertIn(hashlib.sha256(payload).hexdigest(), SPEC)
+        self.assertIn("aobj-signature: " + Sign(Canonical(
+            "CompleteMultipartUpload", 1795000000700, "1f2e3d4c5b6a79880796a5b4c3d2e1f0",
+            SESSION_ID, payload)), SPEC)
+
+    def test_A5_Refusals(self):
+        for hex_, n in ((REPLAY_HEX, 54), (SKEW_HEX, 125)):
+            error = bytes.fromhex(hex_)
+            self.assertEqual(len(error), n)
+            self.assertIn(hex_, SPEC_NO_SPACE)
+            self.assertIn("%d octets" % n, SPEC)
+        self.assertIn(base64.b64encode(bytes.fromhex(REPLAY_HEX)).decode(), SPEC)
+        head = bytes.fromhex("0a0e6578616d706c652d6275636b6574")
+        self.assertIn(Sign(Canonical("HeadBucket", 1795000000800,
+                                     "2a3b4c5d6e7f80910a1b2c3d4e5f6071", SESSION_ID, head)), SPEC)
+        self.assertEqual(1795003600800 - 1795000000800, 3600 * 1000)
+
     def test_A2_ErrorTrailer(self):
         error = bytes.fromhex(ERROR_HEX)
         self.assertEqual(len(error), 39)
@@ -300,6 +355,12 @@ class ProtocEncodingTest(unittest.TestCase):
     def test_OpenSessionResponseEncodesAsShown(self):
         self.assertEqual(self.Encode("OpenSessionResponse", OPEN_RESPONSE_TEXT).hex(),
                          OPEN_RESPONSE_HEX)
+
+    def test_AppendixA4A5EncodeAsShown(self):
+        self.assertEqual(self.Encode("CompleteMultipartUploadRequest", COMPLETE_TEXT).hex(),
+                         COMPLETE_HEX)
+        self.assertEqual(self.Encode("Error", REPLAY_TEXT).hex(), REPLAY_HEX)
+        self.assertEqual(self.Encode("Error", SKEW_TEXT).hex(), SKEW_HEX)
 
     def test_ErrorEncodesAsShown(self):
         self.assertEqual(self.Encode("Error", ERROR_TEXT).hex(), ERROR_HEX)

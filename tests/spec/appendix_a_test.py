@@ -163,6 +163,19 @@ SKEW_HEX = (
     "646966666572732066726f6d20746865207365727665722773206279206d6f72"
     "65207468616e2074686520736b65772077696e646f7738a09fb5f49e34")
 
+# Appendix A.6 and A.7: a ranged read, a cancellation.
+RANGE_TEXT = ('bucket: "example-bucket"\nkey: "greetings/hello.txt"\n'
+              'checksum_algorithm: CHECKSUM_ALGORITHM_CRC32C\naccept_inline: true\n'
+              'range { kind: KIND_SUFFIX suffix_length: 5 }\n')
+RANGE_HEX = ("0a0e6578616d706c652d6275636b657412136772656574696e67732f68656c6c"
+             "6f2e74787420012801320408032005")
+RENEW_TEXT = 'cancel: "6f708192a3b4c5d6e7f8091a2b3c4d5e"\n'
+RENEW_HEX = "0a203666373038313932613362346335643665376638303931613262336334643565"
+CANCEL_TEXT = ('code: ERROR_CODE_CANCELLED\nname: "CANCELLED"\ns3_code: "RequestCancelled"\n'
+               'message: "cancelled by the client"\nretryable: false\n')
+CANCEL_HEX = ("082d120943414e43454c4c45441a105265717565737443616e63656c6c6564221763616e63656c"
+              "6c65642062792074686520636c69656e74")
+
 ERROR_TEXT = ('code: ERROR_CODE_NO_SUCH_KEY\nname: "NO_SUCH_KEY"\ns3_code: "NoSuchKey"\n'
               'message: "no such key"\nretryable: false\n')
 ERROR_HEX = "0815120b4e4f5f535543485f4b45591a094e6f537563684b6579220b6e6f2073756368206b6579"
@@ -325,6 +338,24 @@ class SigningTest(unittest.TestCase):
                                      "2a3b4c5d6e7f80910a1b2c3d4e5f6071", SESSION_ID, head)), SPEC)
         self.assertEqual(1795003600800 - 1795000000800, 3600 * 1000)
 
+    def test_A6_RangeAndA7_Cancel(self):
+        for method, hex_, ts, nonce in (
+                ("GetObject", RANGE_HEX, 1795000000900, "3c4d5e6f708192a3b4c5d6e7f8091a2b"),
+                ("RenewSession", RENEW_HEX, 1795000001000, "5e6f708192a3b4c5d6e7f8091a2b3c4d")):
+            payload = bytes.fromhex(hex_)
+            self.assertIn(hex_, SPEC_NO_SPACE)
+            self.assertIn("serialized (%d octets)" % len(payload), SPEC)
+            self.assertIn(hashlib.sha256(payload).hexdigest(), SPEC)
+            self.assertIn("aobj-signature: " + Sign(Canonical(method, ts, nonce, SESSION_ID,
+                                                              payload)), SPEC)
+        self.assertEqual(BODY[-5:], b"aobj\n")
+        self.assertIn('checksum: "%s"' % Escape(struct.pack(">I", Crc32c(BODY[-5:]))), SPEC)
+        self.assertIn("content_range { first: 7 last: 11 complete_length: 12 }", SPEC)
+        error = bytes.fromhex(CANCEL_HEX)
+        self.assertIn("(%d octets, base64" % len(error), SPEC)
+        self.assertIn(base64.b64encode(error).decode(), SPEC)
+        self.assertIn(CANCEL_HEX, SPEC_NO_SPACE)
+
     def test_A2_ErrorTrailer(self):
         error = bytes.fromhex(ERROR_HEX)
         self.assertEqual(len(error), 39)
@@ -361,6 +392,9 @@ class ProtocEncodingTest(unittest.TestCase):
                          COMPLETE_HEX)
         self.assertEqual(self.Encode("Error", REPLAY_TEXT).hex(), REPLAY_HEX)
         self.assertEqual(self.Encode("Error", SKEW_TEXT).hex(), SKEW_HEX)
+        self.assertEqual(self.Encode("GetObjectRequest", RANGE_TEXT).hex(), RANGE_HEX)
+        self.assertEqual(self.Encode("RenewSessionRequest", RENEW_TEXT).hex(), RENEW_HEX)
+        self.assertEqual(self.Encode("Error", CANCEL_TEXT).hex(), CANCEL_HEX)
 
     def test_ErrorEncodesAsShown(self):
         self.assertEqual(self.Encode("Error", ERROR_TEXT).hex(), ERROR_HEX)

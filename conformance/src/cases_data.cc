@@ -180,6 +180,17 @@ void CancellationCase(CaseContext& ctx, bool in_body) {
   ctx.RequireStillServes();
 }
 
+// A PutObject of 0 octets with the CRC32C of nothing and no descriptor (section 8.5).
+pb::PutObjectRequest EmptyPut(const std::string& bucket, const std::string& key) {
+  pb::PutObjectRequest put;
+  put.set_bucket(bucket);
+  put.set_key(key);
+  put.set_size(0);
+  put.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+  put.set_checksum(Crc32cOf(""));
+  return put;
+}
+
 }  // namespace
 
 void RegisterDataCases(Registry& r) {
@@ -231,11 +242,7 @@ void RegisterDataCases(Registry& r) {
       "core", {"AOBJ-DAT-005"}, true, [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);
         ctx.RequireOk(f.p->Put(f.bucket, "k", "the old object"), "PUT of the old object");
-        pb::PutObjectRequest empty;
-        empty.set_bucket(f.bucket);
-        empty.set_key("k");
-        empty.set_size(0);
-        empty.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+        pb::PutObjectRequest empty = EmptyPut(f.bucket, "k");
         empty.set_checksum(Crc32cOf("x"));  // not the CRC32C of nothing
         ctx.RequireCode(f.p->Send(Method::kPutObject, empty), ErrorCode::kBadDigest,
                         "PUT of 0 octets whose checksum is not that of nothing");
@@ -418,12 +425,7 @@ void RegisterDataCases(Registry& r) {
   Add(r, "dat/8.5/1", "empty bodies move nothing: path NONE, 0 octets, no descriptor needed",
       "core", {"AOBJ-DAT-011", "AOBJ-DAT-030"}, false, [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);
-        pb::PutObjectRequest put;
-        put.set_bucket(f.bucket);
-        put.set_key("empty");
-        put.set_size(0);
-        put.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
-        put.set_checksum(Crc32cOf(""));
+        const pb::PutObjectRequest put = EmptyPut(f.bucket, "empty");
         RawReply p = f.p->Send(Method::kPutObject, put);
         ctx.RequireOk(p, "PUT of 0 octets without a descriptor");
         auto pr = Parse<pb::PutObjectResponse>(ctx, p, "PUT");
@@ -482,12 +484,7 @@ void RegisterDataCases(Registry& r) {
           d->set_rkey("not a remote key");
           d->set_memory_type(pb::MEMORY_TYPE_UNSPECIFIED);
         };
-        pb::PutObjectRequest put;
-        put.set_bucket(f.bucket);
-        put.set_key("empty-bad-window");
-        put.set_size(0);
-        put.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
-        put.set_checksum(Crc32cOf(""));
+        pb::PutObjectRequest put = EmptyPut(f.bucket, "empty-bad-window");
         bad(put.mutable_source());
         ctx.RequireOk(f.p->Send(Method::kPutObject, put),
                       "PUT of 0 octets with a zero-length window of no memory type");
@@ -1253,13 +1250,8 @@ void RegisterDataCases(Registry& r) {
       "core", {"AOBJ-DAT-007"}, true, [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);
         const std::string body = "not empty";
-        pb::PutObjectRequest put;
-        put.set_bucket(f.bucket);
-        put.set_key("zero-with-inline");
-        put.set_size(0);
+        pb::PutObjectRequest put = EmptyPut(f.bucket, "zero-with-inline");
         put.set_inline_data(body);
-        put.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
-        put.set_checksum(Crc32cOf(""));
         ctx.RequireCode(f.p->Send(Method::kPutObject, put), ErrorCode::kInvalidArgument,
                         "PutObject of size 0 with 9 octets of inline_data");
         ctx.RequireCode(f.p->Head(f.bucket, "zero-with-inline"), ErrorCode::kNoSuchKey,

@@ -722,6 +722,24 @@ MUTANTS.update({
           "  if (!negotiated.ok()) {",
           "  if (false) {")],
         "cli/4.2/2,cli/4.2/3", []),
+    "cl-binding-unchecked": (
+        "the client uses a session whose response selected a data-channel binding it did not offer (AOBJ-SES-041)",
+        [("src/client/session_channel.cc",
+          "  if (negotiated.ok()) negotiated = CheckSelectedBinding(offered_bindings, resp.binding());",
+          "")],
+        "cli/4.2/4", []),
+    "binding-offer-ignored": (
+        "the server opens UCX sessions whatever bindings the client offered (AOBJ-SES-040)",
+        [("src/server/handler.cc",
+          "  auto binding = SelectBinding(bindings, {kBindingUcx});",
+          "  absl::StatusOr<uint32_t> binding = kBindingUcx;")],
+        "ses/5.6/7", []),
+    "binding-not-answered": (
+        "the OpenSession response does not name the binding the server selected (AOBJ-SES-039)",
+        [("src/server/handler.cc",
+          "  resp.set_binding(*binding);",
+          "  (void)binding;")],
+        "ses/5.6/6", []),
     "cl-retryable-field-believed": (
         "the client repeats a request whose error's `retryable` field is set, whatever the code's registry row says (AOBJ-ERR-012)",
         [("src/client/session_channel.cc",

@@ -637,6 +637,28 @@ void RegisterClientCases(Registry& r) {
               RequireFailure(ctx, run, "put answered version 2", ErrorCode::kNegotiationFailed);
               RequireOnlySessionCalls(ctx, *server, "after a version it did not offer");
             });
+  AddClient(r, "cli/4.2/4",
+            "a response selecting a data-channel binding the client did not offer ends the "
+            "session unused",
+            {"AOBJ-SES-041"}, true, [](CaseContext& ctx) {
+              FakeScript script;
+              script.answer_binding = 2;  // verbs (Appendix D): this fake server has none
+              auto server = Serve(ctx, script);
+              const std::string in = WriteFile(ctx, Content(1000, 48));
+              ClientRun run = RunClient(ctx, *server, {"put", kBucket, "small", in});
+              bool offered_two = false;
+              for (const auto& o : OfMethod(server->Requests(), Method::kOpenSession)) {
+                auto req = ParseAs<pb::OpenSessionRequest>(ctx, o);
+                for (const auto& b : req.bindings()) offered_two = offered_two || b.binding() == 2;
+              }
+              if (offered_two) {
+                ctx.Note("the client offered the verbs binding, so this run shows nothing");
+                return;
+              }
+              RequireFailure(ctx, run, "put answered binding 2 (verbs)",
+                             ErrorCode::kNegotiationFailed);
+              RequireOnlySessionCalls(ctx, *server, "after a binding it did not offer");
+            });
   AddClient(r, "cli/4.3/4",
             "a grease capability ID in the response is ignored; the client offers a list of "
             "versions with grease among them",
@@ -720,7 +742,8 @@ void RegisterClientCases(Registry& r) {
   // ---- 5: sessions -----------------------------------------------------------------------
   AddClient(r, "cli/5.1/1",
             "OpenSession first, with a worker address and CRC32C; the session ID on every call",
-            {"AOBJ-SES-001", "AOBJ-TRN-001", "AOBJ-DAT-022"}, false, [](CaseContext& ctx) {
+            {"AOBJ-SES-001", "AOBJ-TRN-001", "AOBJ-TRN-013", "AOBJ-DAT-022"}, false,
+            [](CaseContext& ctx) {
               auto server = Serve(ctx);
               const std::string content = Content(100000, 51);
               PutOk(ctx, *server, "obj", content, "put");

@@ -47,7 +47,9 @@ std::string SignedFrame(Peer& p, const std::string& access_key, const std::strin
 
 void RegisterFastPathCases(Registry& r) {
   Add(r, "dat/8.9/1", "FAST_PATH: PUT, GET, HEAD and DELETE on the fast path as on gRPC",
-      "fast-path", {"AOBJ-DAT-163", "AOBJ-DAT-164", "AOBJ-DAT-165", "AOBJ-DAT-166", "AOBJ-DAT-170"},
+      "fast-path",
+      {"AOBJ-DAT-163", "AOBJ-DAT-164", "AOBJ-DAT-172", "AOBJ-DAT-165", "AOBJ-DAT-166",
+       "AOBJ-DAT-170"},
       false, [](CaseContext& ctx) {
         auto p = OpenFast(ctx);
         const std::string bucket = ctx.NewBucket(*p);

@@ -85,7 +85,7 @@ void RegisterMemoryCases(Registry& r) {
         ctx.RequireStillServes();
       });
   Add(r, "mem/7.2/2", "an empty, oversized or garbage rkey: INVALID_RKEY", "core",
-      {"AOBJ-MEM-003", "AOBJ-MEM-004"}, true, [](CaseContext& ctx) {
+      {"AOBJ-MEM-003", "AOBJ-MEM-004", "AOBJ-TRN-014"}, true, [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);
         auto m = f.p->Allocate(8192);
         std::memset(m->data(), 'r', 8192);

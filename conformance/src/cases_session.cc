@@ -448,7 +448,7 @@ void RegisterSessionCases(Registry& r) {
                     absl::StrCat(ids.size()));
       });
   Add(r, "ses/5.6/1", "worker_address empty, or above 8192 octets: INVALID_ARGUMENT", "core",
-      {"AOBJ-SES-011"}, true, [](CaseContext& ctx) {
+      {"AOBJ-SES-011", "AOBJ-TRN-014"}, true, [](CaseContext& ctx) {
         auto p = ctx.NewPeer();
         pb::OpenSessionRequest req = p->DefaultOpen();
         req.clear_worker_address();
@@ -905,6 +905,67 @@ void RegisterSessionCases(Registry& r) {
         for (uint32_t v : {1000000u, 0x0A0A0A0Au}) fine.add_previous_offer(v);
         ctx.RequireOk(q->Open(fine),
                       "OpenSession offering {1} after a refused offer of {1000000, 0x0a0a0a0a}");
+        ctx.RequireStillServes();
+      });
+  Add(r, "ses/5.6/6",
+      "bindings: the first offered binding the server implements is selected and answered, "
+      "grease and unknown IDs skipped; an empty offer is UCX",
+      "core", {"AOBJ-SES-039", "AOBJ-EXT-014"}, true, [](CaseContext& ctx) {
+        auto p = ctx.NewPeer();
+        pb::OpenSessionRequest o = p->DefaultOpen();
+        auto* g = o.add_bindings();
+        g->set_binding(0x2A4A6A8Au);
+        g->set_endpoint_address(Content(24, 9));
+        auto* unknown = o.add_bindings();
+        unknown->set_binding(0xEFFFFFF0u);  // unassigned, outside private use
+        unknown->set_endpoint_address(Content(40, 10));
+        o.add_bindings()->set_binding(1);
+        ctx.RequireOk(p->Open(o), "OpenSession offering bindings {grease, 0xeffffff0, 1}");
+        ctx.Require(p->session().binding() == 1,
+                    "the answer names UCX, the only offered binding the server can have",
+                    "binding 1", absl::StrCat(p->session().binding()));
+        auto q = ctx.NewPeer();
+        pb::OpenSessionRequest e = q->DefaultOpen();
+        e.clear_bindings();
+        ctx.RequireOk(q->Open(e), "OpenSession with no bindings (UCX implied)");
+        ctx.Require(q->session().binding() == 1, "the answer to an empty offer names UCX",
+                    "binding 1", absl::StrCat(q->session().binding()));
+        ctx.RequireStillServes();
+      });
+  Add(r, "ses/5.6/7",
+      "bindings refused: none implemented is NEGOTIATION_FAILED; 17 entries, an address above "
+      "8192 octets, or one in the UCX entry is INVALID_ARGUMENT",
+      "core", {"AOBJ-SES-040"}, true, [](CaseContext& ctx) {
+        auto p = ctx.NewPeer();
+        pb::OpenSessionRequest none = p->DefaultOpen();
+        none.clear_bindings();
+        none.add_bindings()->set_binding(0x0A0A0A0Au);
+        auto* unknown = none.add_bindings();
+        unknown->set_binding(0xEFFFFFF0u);
+        unknown->set_endpoint_address(Content(40, 11));
+        ctx.RequireCode(p->Send(Method::kOpenSession, none), ErrorCode::kNegotiationFailed,
+                        "OpenSession offering bindings {grease, 0xeffffff0} only");
+        pb::OpenSessionRequest many = p->DefaultOpen();
+        many.clear_bindings();
+        for (uint32_t i = 0; i < 16; ++i) many.add_bindings()->set_binding(0x0A0A0A0Au + (i << 4));
+        many.add_bindings()->set_binding(1);
+        ctx.RequireCode(p->Send(Method::kOpenSession, many), ErrorCode::kInvalidArgument,
+                        "OpenSession with 17 bindings, UCX last");
+        pb::OpenSessionRequest big = p->DefaultOpen();
+        big.clear_bindings();
+        auto* huge = big.add_bindings();
+        huge->set_binding(0xEFFFFFF0u);
+        huge->set_endpoint_address(std::string(8193, 'e'));
+        big.add_bindings()->set_binding(1);
+        ctx.RequireCode(p->Send(Method::kOpenSession, big), ErrorCode::kInvalidArgument,
+                        "OpenSession offering an endpoint address of 8193 octets");
+        pb::OpenSessionRequest ucx = p->DefaultOpen();
+        ucx.clear_bindings();
+        auto* with = ucx.add_bindings();
+        with->set_binding(1);
+        with->set_endpoint_address(Content(64, 12));
+        ctx.RequireCode(p->Send(Method::kOpenSession, ucx), ErrorCode::kInvalidArgument,
+                        "OpenSession whose UCX entry carries an endpoint address");
         ctx.RequireStillServes();
       });
   Add(r, "ses/5.11/1", "listed gateways: at most 64, each 1 to 255 octets of HOST:PORT", "core",

@@ -648,6 +648,13 @@ FakeServer::Answer FakeServer::OpenSession(ReceivedRequest& rec) {
     a.has_trailer = true;
     return a;
   }
+  // AOBJ-SES-039, AOBJ-SES-040: UCX (binding 1) is the only binding here; an empty offer means it.
+  bool ucx_offered = req.bindings().empty();
+  for (const pb::BindingOffer& b : req.bindings()) ucx_offered = ucx_offered || b.binding() == 1;
+  if (!ucx_offered) {
+    return Error(ErrorCode::kNegotiationFailed,
+                 "UCX (binding 1) is not among the offered bindings");
+  }
   if (req.worker_address().empty() || req.worker_address().size() > kMaxWorkerAddress) {
     return Error(ErrorCode::kInvalidArgument, "worker_address empty or above 8192 octets");
   }
@@ -670,6 +677,7 @@ FakeServer::Answer FakeServer::OpenSession(ReceivedRequest& rec) {
   s.endpoint_proof = EndpointProof(DeriveEndpointKey(signing_key_, id), id, *challenges);
   pb::OpenSessionResponse resp;
   resp.set_version(script_.answer_version != 0 ? script_.answer_version : hi);  // AOBJ-SES-002
+  resp.set_binding(script_.answer_binding != 0 ? script_.answer_binding : 1);   // AOBJ-SES-039
   std::set<uint32_t> offered(req.capabilities().begin(), req.capabilities().end());
   for (uint32_t c : script_.capabilities) {
     if (script_.list_all_capabilities || offered.count(c) > 0) {

@@ -134,6 +134,9 @@ struct FakeScript {
   uint32_t grease_capability = 0;
   // Nonzero: the version the response names, whatever the client offered (AOBJ-SES-037).
   uint32_t answer_version = 0;
+  // Nonzero: the data-channel binding the response names, whatever the client offered
+  // (AOBJ-SES-041); otherwise 1 (UCX), the only one this server implements.
+  uint32_t answer_binding = 0;
   // How the OpenSession response is signed (AOBJ-AUTH-020): properly, not at all, or before an
   // on-path rewrite (memory_protection turned to HARDWARE after signing).
   enum class ResponseSignature { kSigned, kAbsent, kRewrittenAfterSigning };

@@ -65,7 +65,7 @@ const std::vector<Unobservable>& UnobservableRequirements() {
       {"AOBJ-TRN-002",
        "the server never sends remote keys in AOBJ/1 messages at all; nothing to "
        "observe"},
-      {"AOBJ-TRN-006", "how a peer creates its UCP context"},
+      {"AOBJ-TRN-012", "a rule for binding specifications (section 2.6)"},
       {"AOBJ-TRN-008",
        "which endpoint a server uses internally; the suite's sessions share one "
        "process, so a descriptor of one used by another names memory of the "

@@ -127,6 +127,15 @@ absl::Status SessionChannel::Open(const ClientOptions& options) {
   if (options_.fast_path) req.add_capabilities(kCapFastPath);
   if (options_.grease) req.add_capabilities(RandomGreaseValue());  // AOBJ-EXT-002
   req.set_worker_address(worker_->address());
+  // AOBJ-SES-039: this client implements the UCX binding only, whose address is worker_address;
+  // a grease binding with a few random octets beside it (AOBJ-EXT-014).
+  req.add_bindings()->set_binding(kBindingUcx);
+  std::vector<uint32_t> offered_bindings = {kBindingUcx};
+  if (options_.grease) {
+    auto* g = req.add_bindings();
+    g->set_binding(RandomGreaseValue());
+    g->set_endpoint_address(RandomBytes(8));
+  }
   LimitsToProto(options_.requested_limits, req.mutable_requested_limits());
   req.set_client_name(options_.client_name);
   req.set_require_hardware_protection(options_.require_hardware_protection);
@@ -141,6 +150,7 @@ absl::Status SessionChannel::Open(const ClientOptions& options) {
       versions, std::vector<uint32_t>(req.capabilities().begin(), req.capabilities().end()),
       resp.version(),
       std::vector<uint32_t>(resp.capabilities().begin(), resp.capabilities().end()));
+  if (negotiated.ok()) negotiated = CheckSelectedBinding(offered_bindings, resp.binding());
   if (!negotiated.ok()) {
     pb::CloseSessionResponse closed;
     Call(CallContext(), Method::kCloseSession, pb::CloseSessionRequest(), &closed).IgnoreError();

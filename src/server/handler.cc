@@ -364,6 +364,14 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
                                                                   req.offered_versions().end()),
                                             config_.min_version, config_.max_version);
   if (!version.ok()) return version.status();
+  // AOBJ-SES-039, AOBJ-SES-040: the data-channel binding comes before its endpoint address,
+  // whose format is the binding's. This server implements UCX (binding 1) only.
+  std::vector<BindingOffer> bindings;
+  for (const auto& b : req.bindings()) {
+    bindings.push_back({b.binding(), b.endpoint_address().size()});
+  }
+  auto binding = SelectBinding(bindings, {kBindingUcx});
+  if (!binding.ok()) return binding.status();
   // AOBJ-SES-011
   if (req.worker_address().empty() || req.worker_address().size() > kMaxWorkerAddressBytes) {
     return MakeError(ErrorCode::kInvalidArgument,
@@ -449,6 +457,7 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   aobj::v1::OpenSessionResponse resp;
   resp.set_fast_path_address(fast_address);
   resp.set_version(state.version);
+  resp.set_binding(*binding);  // AOBJ-SES-039; UCX needs no server endpoint address
   for (uint32_t c : state.capabilities) resp.add_capabilities(c);
   // AOBJ-EXT-012: one grease ID among them, so that clients keep ignoring what they do not know.
   if (config_.grease) resp.add_capabilities(RandomGreaseValue());

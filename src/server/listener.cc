@@ -370,8 +370,8 @@ void ControlListener::Refuse(int fd) {
 void ControlListener::Loop() {
   const long limit = SoftFdLimit();
   while (!stop_.load()) {
-    // Idle, this thread sleeps until a connection or Stop()'s wake-up (AOBJ-TRN-004); without
-    // the wake pipe it looks at stop_ every 200 ms instead.
+    // Idle, this thread sleeps until a connection or Stop()'s wake-up (spec 13.5, implementation
+    // note); without the wake pipe it looks at stop_ every 200 ms instead.
     pollfd p[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
     const bool pipe = wake_[0] >= 0;
     if (poll(p, pipe ? 2 : 1, pipe ? -1 : 200) <= 0) continue;

@@ -1,6 +1,6 @@
 // Refusing memory access that a data-channel peer initiates (AOBJ-SEC-020).
 //
-// The server is the only side that initiates RMA (AOBJ-TRN-006), but a UCP worker acts on the
+// The server is the only side that initiates RMA (AOBJ-TRN-013), but a UCP worker acts on the
 // software-emulated RMA requests any connected peer sends it: UCX 1.13.1's handlers for put, get
 // and atomic requests (rma_sw.c, amo_sw.c) copy to and from whatever address the request names,
 // with no registration or key check. A peer that knows the server's worker address (UCX's wireup

@@ -116,7 +116,7 @@ absl::StatusOr<std::unique_ptr<UcxContext>> UcxContext::Make(const TransportOpti
 
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-  // AOBJ-TRN-006; active messages carry the endpoint challenge (AOBJ-SES-025).
+  // spec 13.1 (implementation note); active messages carry the endpoint challenge (AOBJ-SES-025).
   params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
   params.mt_workers_shared = 0;  // each worker is owned by one progress thread
   ucp_context_h context = nullptr;

@@ -1,6 +1,6 @@
 // UCX context: the process-wide UCP instance one side of the data channel runs on.
 //
-// Spec: section "Transport binding (UCX)". The context is configured for RMA only; UCX
+// Spec: section "Transport binding 1: UCX". The context is configured for RMA only; UCX
 // configuration comes from the environment (UCX_*) with two defaults applied when the
 // environment does not set them: UCX_NET_DEVICES=lo (the project's loopback rule) and, when
 // TransportOptions::transports is non-empty, UCX_TLS.

@@ -361,13 +361,13 @@ void UcxWorker::Loop() {
     if (!jobs_.empty()) {
       // Operations are outstanding but nothing moved: poll on for a moment (a healthy transfer
       // moves within microseconds), then sleep on the event fds with a short timer so that a
-      // stalled peer costs no CPU and deadlines are still seen (AOBJ-TRN-004).
+      // stalled peer costs no CPU and deadlines are still seen (spec 13.5, implementation note).
       const absl::Duration idle = now - last_progress;
       if (idle < absl::Microseconds(200)) continue;
       Sleep(idle < absl::Milliseconds(100) ? 1 : 10);
       continue;
     }
-    // Idle: sleep on the workers' event fds and our wake fd (AOBJ-TRN-004).
+    // Idle: sleep on the workers' event fds and our wake fd (spec 13.5, implementation note).
     Sleep(poll_closes ? 10 : -1);
   }
   TearDown();

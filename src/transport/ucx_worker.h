@@ -1,10 +1,10 @@
 // A UCP worker (two on the server) and the one progress thread that owns it.
 //
-// Spec: "Transport binding (UCX)", "Data movement", "Data-channel failure model" (13.7). Every UCX
+// Spec: "Transport binding 1: UCX", "Data movement", "Data-channel failure model" (13.7). Every UCX
 // call on the workers, their endpoints and their rkeys happens on the progress thread; other
 // threads hand it commands and wait for their results. The thread spins on ucp_worker_progress
 // only while operations make progress and otherwise sleeps on the workers' event fds
-// (ucp_worker_arm + epoll, AOBJ-TRN-004), with a short timer while operations are outstanding, so
+// (ucp_worker_arm + epoll, spec 13.5), with a short timer while operations are outstanding, so
 // neither an idle server nor one waiting on a stalled peer burns a core.
 //
 // Server side: Connect() creates a session's endpoints to a client's worker address: one in error
@@ -159,8 +159,9 @@ class UcxWorker {
   // While the counter is above zero the progress thread polls instead of sleeping on its event
   // fd. A passive target (the client) raises it around a request whose windows UCX reaches by
   // emulation over active messages (memory UCX did not allocate: every fragment needs this
-  // side's progress), and only then, so an idle worker still costs no CPU (AOBJ-TRN-004).
-  // Shared, so that a holder may lower it after the worker is gone; call Wake() after raising it.
+  // side's progress), and only then, so an idle worker still costs no CPU (spec 13.5,
+  // implementation note). Shared, so that a holder may lower it after the worker is gone; call
+  // Wake() after raising it.
   std::shared_ptr<std::atomic<int>> spin_counter() const { return spin_; }
   void Wake();
 

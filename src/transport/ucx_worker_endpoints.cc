@@ -1,5 +1,5 @@
 // UcxWorker: a session's endpoints on the progress thread: connect, bind, describe, fail, close
-// (spec 5.6, "Transport binding (UCX)", 13.7).
+// (spec 5.6, "Transport binding 1: UCX", 13.7).
 #include <sys/epoll.h>
 
 #include <cstdio>

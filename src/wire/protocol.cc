@@ -89,6 +89,60 @@ absl::Status CheckNegotiated(const std::vector<uint32_t>& offered_versions,
   return absl::OkStatus();
 }
 
+absl::StatusOr<uint32_t> SelectBinding(const std::vector<BindingOffer>& offered,
+                                       const std::vector<uint32_t>& implemented) {
+  auto is_implemented = [&](uint32_t b) {
+    return std::find(implemented.begin(), implemented.end(), b) != implemented.end();
+  };
+  if (offered.empty()) {
+    if (is_implemented(kBindingUcx)) return kBindingUcx;
+    return MakeError(ErrorCode::kNegotiationFailed,
+                     "the client offers no binding, which means UCX (binding 1), and this server "
+                     "does not implement it");
+  }
+  if (offered.size() > kMaxBindingOffers) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("bindings has ", offered.size(), " entries; at most ",
+                                  kMaxBindingOffers, " are allowed"));
+  }
+  std::vector<uint32_t> ids;
+  for (const BindingOffer& o : offered) {
+    if (o.endpoint_address_bytes > kMaxWorkerAddressBytes) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       absl::StrCat("the endpoint address offered for binding ", o.binding, " is ",
+                                    o.endpoint_address_bytes, " octets; at most ",
+                                    kMaxWorkerAddressBytes, " are allowed"));
+    }
+    if (o.binding == kBindingUcx && o.endpoint_address_bytes != 0) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "the bindings entry for UCX (binding 1) carries an endpoint address; its "
+                       "address is worker_address, and the entry's must be empty");
+    }
+    ids.push_back(o.binding);
+  }
+  for (uint32_t b : ids) {
+    if (b != 0 && !IsGrease(b) && is_implemented(b)) return b;
+  }
+  std::vector<uint32_t> mine(implemented);
+  std::sort(mine.begin(), mine.end());
+  return MakeError(
+      ErrorCode::kNegotiationFailed,
+      absl::StrCat("none of the offered data-channel bindings {", absl::StrJoin(ids, ", "),
+                   "} is implemented by this server; it "
+                   "implements {",
+                   absl::StrJoin(mine, ", "), "} (1 is UCX)"));
+}
+
+absl::Status CheckSelectedBinding(const std::vector<uint32_t>& offered, uint32_t selected) {
+  const uint32_t b = selected == 0 ? kBindingUcx : selected;
+  if (IsGrease(b) || std::find(offered.begin(), offered.end(), b) == offered.end()) {
+    return MakeError(ErrorCode::kNegotiationFailed,
+                     absl::StrCat("the server selected data-channel binding ", selected,
+                                  ", which this client did not offer"));
+  }
+  return absl::OkStatus();
+}
+
 uint32_t RandomGreaseValue() {
   const std::string r = RandomBytes(4);
   uint32_t v = 0;

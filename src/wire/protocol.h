@@ -80,6 +80,30 @@ absl::Status CheckNegotiated(const std::vector<uint32_t>& offered_versions,
                              const std::vector<uint32_t>& offered_caps, uint32_t selected,
                              const std::vector<uint32_t>& answered);
 
+// Data-channel bindings (section 2.6, registry 12.10). The reference implements UCX only; the
+// verbs binding of Appendix D is specified for other implementations.
+inline constexpr uint32_t kBindingUcx = 1;
+inline constexpr uint32_t kBindingVerbsRc = 2;
+inline constexpr size_t kMaxBindingOffers = 16;  // AOBJ-SES-039
+
+// One entry of OpenSessionRequest.bindings, as far as selection needs it.
+struct BindingOffer {
+  uint32_t binding = 0;
+  size_t endpoint_address_bytes = 0;
+};
+
+// AOBJ-SES-039, AOBJ-SES-040: the first binding of `offered` (the client's order) that is in
+// `implemented`; unknown and grease IDs are skipped (AOBJ-EXT-014). An empty offer means UCX.
+// INVALID_ARGUMENT past kMaxBindingOffers entries, for an endpoint address over
+// kMaxWorkerAddressBytes, or for a UCX entry that carries one (its address is worker_address);
+// NEGOTIATION_FAILED when none is implemented.
+absl::StatusOr<uint32_t> SelectBinding(const std::vector<BindingOffer>& offered,
+                                       const std::vector<uint32_t>& implemented);
+
+// AOBJ-SES-041 (the client's side): NEGOTIATION_FAILED unless `selected` (0 meaning UCX, from a
+// server that predates bindings) is a non-grease ID of `offered`.
+absl::Status CheckSelectedBinding(const std::vector<uint32_t>& offered, uint32_t selected);
+
 // AOBJ-EXT-012: a grease capability ID chosen at random.
 uint32_t RandomGreaseValue();
 

@@ -171,8 +171,8 @@ class DeadPeerTest : public ::testing::Test {
     ASSERT_TRUE((*c)->Put("test-bucket", key, **buf, size).ok());
   }
 
-  // AOBJ-TRN-004: an idle server uses no CPU, whatever happened before. Less than a tenth of a
-  // core over two seconds (a server spinning on a dead peer uses a whole one).
+  // Spec 13.5 (implementation note): an idle server uses no CPU, whatever happened before. Less
+  // than a tenth of a core over two seconds (a server spinning on a dead peer uses a whole one).
   void ExpectIdle() {
     const long a = CpuTicks(server_->pid());
     std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -215,9 +215,10 @@ TEST_P(StalledPeerTest, FailsWithinTheBoundThenTheChannelStaysFailed) {
   if (c.op == "get") {
     ASSERT_NO_FATAL_FAILURE(PutObject("hostile", 64 << 20));
   }
-  // AOBJ-TRN-004 while the request waits on the stalled peer, not only afterwards: from 300 ms
-  // after the peer sends it to 1100 ms (the bound is 1500 ms), the server uses less than a
-  // quarter of a core (one spinning on the peer used 65 % of one, issue finding 1).
+  // Spec 13.5 (implementation note) while the request waits on the stalled peer, not only
+  // afterwards: from 300 ms after the peer sends it to 1100 ms (the bound is 1500 ms), the server
+  // uses less than a quarter of a core (one spinning on the peer used 65 % of one, issue finding
+  // 1).
   long stall_ticks = -1;
   auto measure = [this, &stall_ticks](const std::string& out) {
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);

@@ -122,11 +122,11 @@ OPEN_RESPONSE_TEXT = (
     'limits { max_transfer_bytes: 68719476736 max_in_flight: 16 inline_threshold: 16384 '
     'max_descriptors: 16 max_rkey_bytes: 1024 }\nmemory_protection: MEMORY_PROTECTION_EMULATED\n'
     'server_name: "aobj-server/0.1"\nsupported_versions { min: 1 max: 1 }\n'
-    'endpoint_challenges: 1\n' % Escape(bytes.fromhex(SESSION_ID)))
+    'endpoint_challenges: 1\nbinding: 1\n' % Escape(bytes.fromhex(SESSION_ID)))
 OPEN_RESPONSE_HEX = (
     "0801120901020304dab4e9d2051a108c0f5a3e91d24b7ca6e1f0d37b294e1520"
     "b0ea012a1208808080808002101018808001201028800830023a0f616f626a2d"
-    "7365727665722f302e314204080110014801")
+    "7365727665722f302e3142040801100148016001")
 
 
 def ResponseSignature(request_signature, response):

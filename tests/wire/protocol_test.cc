@@ -36,6 +36,55 @@ TEST(SelectOfferedVersionTest, NothingInCommonOrTooManyEntries) {
             ErrorCode::kInvalidArgument);
 }
 
+TEST(SelectBindingTest, TheClientsFirstImplementedBindingGreaseAndUnknownSkipped) {
+  // An empty offer is UCX (binding 1).
+  EXPECT_EQ(*SelectBinding({}, {kBindingUcx}), kBindingUcx);
+  EXPECT_EQ(*SelectBinding({{0x0A0A0A0A, 8}, {77, 40}, {kBindingUcx, 0}}, {kBindingUcx}),
+            kBindingUcx);
+  // The client's order decides among bindings both implement.
+  EXPECT_EQ(
+      *SelectBinding({{kBindingVerbsRc, 28}, {kBindingUcx, 0}}, {kBindingUcx, kBindingVerbsRc}),
+      kBindingVerbsRc);
+  EXPECT_EQ(
+      *SelectBinding({{kBindingUcx, 0}, {kBindingVerbsRc, 28}}, {kBindingVerbsRc, kBindingUcx}),
+      kBindingUcx);
+  // Zero is never assigned and is skipped like an unknown ID.
+  EXPECT_EQ(*SelectBinding({{0, 0}, {kBindingUcx, 0}}, {kBindingUcx}), kBindingUcx);
+}
+
+TEST(SelectBindingTest, RefusalsNameTheirCause) {
+  absl::Status none =
+      SelectBinding({{0x0A0A0A0A, 0}, {kBindingVerbsRc, 28}}, {kBindingUcx}).status();
+  EXPECT_EQ(ErrorCodeOf(none), ErrorCode::kNegotiationFailed);
+  EXPECT_THAT(std::string(none.message()), ::testing::HasSubstr("{168430090, 2}"));
+  EXPECT_EQ(ErrorCodeOf(SelectBinding({}, {kBindingVerbsRc}).status()),
+            ErrorCode::kNegotiationFailed);
+  std::vector<BindingOffer> sixteen(15, BindingOffer{0x0A0A0A0A, 0});
+  sixteen.push_back({kBindingUcx, 0});
+  EXPECT_TRUE(SelectBinding(sixteen, {kBindingUcx}).ok());
+  sixteen.insert(sixteen.begin(), BindingOffer{0x1A1A1A1A, 0});
+  EXPECT_EQ(ErrorCodeOf(SelectBinding(sixteen, {kBindingUcx}).status()),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(
+      ErrorCodeOf(SelectBinding({{9, kMaxWorkerAddressBytes + 1}, {kBindingUcx, 0}}, {kBindingUcx})
+                      .status()),
+      ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(SelectBinding({{9, kMaxWorkerAddressBytes}, {kBindingUcx, 0}}, {kBindingUcx}).ok());
+  EXPECT_EQ(ErrorCodeOf(SelectBinding({{kBindingUcx, 1}}, {kBindingUcx}).status()),
+            ErrorCode::kInvalidArgument);
+}
+
+TEST(CheckSelectedBindingTest, OnlyAnOfferedBindingAndZeroMeansUcx) {
+  EXPECT_TRUE(CheckSelectedBinding({kBindingUcx}, kBindingUcx).ok());
+  EXPECT_TRUE(CheckSelectedBinding({kBindingUcx}, 0).ok());
+  EXPECT_EQ(ErrorCodeOf(CheckSelectedBinding({kBindingUcx}, kBindingVerbsRc)),
+            ErrorCode::kNegotiationFailed);
+  EXPECT_EQ(ErrorCodeOf(CheckSelectedBinding({kBindingVerbsRc}, 0)), ErrorCode::kNegotiationFailed);
+  // A grease value is never a selection, even one the client sent.
+  EXPECT_EQ(ErrorCodeOf(CheckSelectedBinding({kBindingUcx, 0x3A3A3A3A}, 0x3A3A3A3A)),
+            ErrorCode::kNegotiationFailed);
+}
+
 TEST(CheckPreviousOfferTest, AFirstOfferThisServerCouldServeIsADowngrade) {
   EXPECT_TRUE(CheckPreviousOffer({}, 1, 1).ok());
   EXPECT_TRUE(CheckPreviousOffer({2, 0x0A0A0A0A}, 1, 1).ok());

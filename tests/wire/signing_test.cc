@@ -99,9 +99,9 @@ TEST(OpenSessionResponseSignatureTest, MatchesAppendixA21) {
   std::string response;
   ASSERT_TRUE(HexDecode(
       "0801120901020304dab4e9d2051a108c0f5a3e91d24b7ca6e1f0d37b294e1520b0ea012a120880808080800210"
-      "1018808001201028800830023a0f616f626a2d7365727665722f302e314204080110014801",
+      "1018808001201028800830023a0f616f626a2d7365727665722f302e3142040801100148016001",
       &response));
-  const std::string want = "f5ccc4a666700abe01126610bce0cb484aa578ca97ddd1522254e88372b35f0b";
+  const std::string want = "007ac1c1b219214cec0ed7c2151976703a71653fb4c8b10ee038ee785c9271db";
   EXPECT_EQ(SignOpenSessionResponse(signing_key, request_signature, response), want);
   // Computed by hand from its definition.
   EXPECT_EQ(HexEncode(HmacSha256(signing_key, "AOBJ1-RESPONSE\n" + request_signature + "\n" +

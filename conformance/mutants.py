@@ -740,6 +740,24 @@ MUTANTS.update({
           "  resp.set_binding(*binding);",
           "  (void)binding;")],
         "ses/5.6/6", []),
+    "cl-full-checksum-wrong": (
+        "the client names a wrong CRC32C of the whole content when it completes a multipart upload (AOBJ-OBJ-258)",
+        [("tools/cli_s3.cc",
+          "whole = Crc32cCombine(whole, crcs[i], std::min(part_size, size - i * part_size));",
+          "whole = Crc32cCombine(whole, crcs[i], std::min(part_size, size - i * part_size) + 1);")],
+        "cli/9.15/1", []),
+    "full-object-checksum-unchecked": (
+        "the server completes an upload whatever full-object checksum the request names (AOBJ-OBJ-259)",
+        [("src/store/store_rules.cc",
+          "  if (!expected.has_value() || *expected == assembled) return absl::OkStatus();",
+          "  return absl::OkStatus();")],
+        "mpu/9.15.3/8", []),
+    "full-object-checksum-form-unchecked": (
+        "the server takes any full-object checksum algorithm as CRC32C (AOBJ-OBJ-258)",
+        [("src/server/handler_multipart.cc",
+          "    if (req.checksum_algorithm() != pb::CHECKSUM_ALGORITHM_CRC32C) {",
+          "    if (false) {")],
+        "mpu/9.15.3/8", []),
     "cl-retryable-field-believed": (
         "the client repeats a request whose error's `retryable` field is set, whatever the code's registry row says (AOBJ-ERR-012)",
         [("src/client/session_channel.cc",

@@ -509,6 +509,7 @@ absl::StatusOr<ObjectInfo> UploadFileInParts(Client& client, int fd, uint64_t si
   uint64_t next = 0;                      // guarded by mu
   absl::Status first_error;               // guarded by mu
   std::vector<std::string> etags(count);  // each written by the lane that uploads the part
+  std::vector<uint32_t> crcs(count);      // likewise: the parts' CRC32C (AOBJ-OBJ-260)
   uint64_t added = 0;                     // octets counted in `progress`, guarded by mu
   auto lane = [&](Buffer* buf) {
     for (;;) {
@@ -539,6 +540,7 @@ absl::StatusOr<ObjectInfo> UploadFileInParts(Client& client, int fd, uint64_t si
         return;
       }
       etags[i] = part->etag;
+      crcs[i] = part->crc32c;
       added += len;
       if (progress) progress->Add(len);  // under mu: Progress is not thread-safe
     }
@@ -562,9 +564,13 @@ absl::StatusOr<ObjectInfo> UploadFileInParts(Client& client, int fd, uint64_t si
   for (std::thread& t : threads) t.join();
   if (!first_error.ok()) return fail(first_error);
   std::vector<CompletedPart> parts(count);
-  for (uint64_t i = 0; i < count; ++i) parts[i] = {static_cast<uint32_t>(i + 1), etags[i]};
+  uint32_t whole = 0;  // the whole file's CRC32C, for the server to check (AOBJ-OBJ-259)
+  for (uint64_t i = 0; i < count; ++i) {
+    parts[i] = {static_cast<uint32_t>(i + 1), etags[i]};
+    whole = Crc32cCombine(whole, crcs[i], std::min(part_size, size - i * part_size));
+  }
   absl::StatusOr<ObjectInfo> info =
-      client.CompleteMultipartUpload(bucket, key, id, parts, options.conditions);
+      client.CompleteMultipartUpload(bucket, key, id, parts, options.conditions, whole);
   if (!info.ok()) return fail(info.status());
   return info;
 }

@@ -1349,8 +1349,9 @@ void RegisterClientCases(Registry& r) {
   // ---- 9.15: multipart uploads ---------------------------------------------------------------
   AddClient(r, "cli/9.15/1",
             "a multipart upload: the upload ID comes back unchanged, parts are listed ascending "
-            "with the ETags answered",
-            {"AOBJ-OBJ-202", "AOBJ-DAT-154"}, false, [](CaseContext& ctx) {
+            "with the ETags answered, and the whole content's CRC32C is named",
+            {"AOBJ-OBJ-202", "AOBJ-DAT-154", "AOBJ-OBJ-260", "AOBJ-OBJ-258"}, false,
+            [](CaseContext& ctx) {
               auto server = Serve(ctx);
               const std::string content = Content(600 << 10, 161);
               RequireSuccess(ctx,
@@ -1373,6 +1374,14 @@ void RegisterClientCases(Registry& r) {
               auto c = ParseAs<pb::CompleteMultipartUploadRequest>(ctx, completes[0]);
               ctx.Require(c.parts_size() == 3, "three parts listed", "3",
                           absl::StrCat(c.parts_size()));
+              if (c.checksum().empty()) {
+                ctx.Note("no full-object checksum sent (AOBJ-OBJ-260 is a SHOULD)");
+              } else {
+                ctx.Require(c.checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC32C &&
+                                c.checksum() == Crc32cOf(content),
+                            "the full-object checksum is the content's CRC32C (AOBJ-OBJ-258)",
+                            Hex(Crc32cOf(content)), Hex(c.checksum()));
+              }
               for (int i = 0; i < c.parts_size(); ++i) {
                 const uint32_t n = c.parts(i).part_number();
                 auto part = uploads[0].parts.find(n);

@@ -1014,6 +1014,52 @@ void RegisterMultipartCases(Registry& r) {
         ctx.Require(!listed, "the completed upload is not listed", "absent", "listed");
         ctx.Require(other, "the other upload is still listed", "listed", "absent");
       });
+  Add(r, "mpu/9.15.3/8",
+      "a full-object checksum: not CRC32C of 4 octets is INVALID_ARGUMENT, a wrong one BAD_DIGEST "
+      "with the upload left in progress, the right one completes; ListParts gives CRC32C",
+      "multipart", {"AOBJ-OBJ-258", "AOBJ-OBJ-259", "AOBJ-OBJ-261", "AOBJ-OBJ-218"}, true,
+      [](CaseContext& ctx) {
+        Upload u = Create(ctx, "full-checksum");
+        const std::string body = Content(3000, 23);
+        RawReply part = Part(u, 1, body);
+        ctx.RequireOk(part, "UploadPart 1 (3000 octets)");
+        if (!part.status.ok()) return;
+        const std::string etag = Parse<pb::UploadPartResponse>(ctx, part, "part 1").etag();
+        auto complete = [&](pb::ChecksumAlgorithm algorithm, const std::string& checksum) {
+          pb::CompleteMultipartUploadRequest c = CompleteRequest(u);
+          AddPart(c, 1, etag);
+          c.set_checksum_algorithm(algorithm);
+          c.set_checksum(checksum);
+          return u.p->Send(Method::kCompleteMultipartUpload, c);
+        };
+        const std::string right = Crc32cOf(body);
+        ctx.RequireCode(complete(pb::CHECKSUM_ALGORITHM_CRC64NVME, std::string(8, '\x11')),
+                        ErrorCode::kInvalidArgument, "a full-object checksum under CRC64NVME");
+        ctx.RequireCode(complete(pb::CHECKSUM_ALGORITHM_CRC32C, right.substr(0, 3)),
+                        ErrorCode::kInvalidArgument, "a full-object CRC32C of 3 octets");
+        ctx.RequireCode(complete(pb::CHECKSUM_ALGORITHM_UNSPECIFIED, right),
+                        ErrorCode::kInvalidArgument, "a checksum without its algorithm");
+        ctx.RequireCode(complete(pb::CHECKSUM_ALGORITHM_CRC32C, Crc32cOf(body + "x")),
+                        ErrorCode::kBadDigest, "a full-object CRC32C of other content");
+        RawReply lp = ListParts(u, 0, 0);
+        ctx.RequireOk(lp, "ListParts after the BAD_DIGEST: the upload is still in progress");
+        if (lp.status.ok()) {
+          auto l = Parse<pb::ListPartsResponse>(ctx, lp, "ListParts");
+          ctx.Require(l.parts_size() == 1 &&
+                          l.parts(0).checksum_algorithm() == pb::CHECKSUM_ALGORITHM_CRC32C &&
+                          l.parts(0).checksum() == right,
+                      "the part is still there, with its CRC32C", Hex(right),
+                      l.ShortDebugString().substr(0, 300));
+        }
+        RawReply done = complete(pb::CHECKSUM_ALGORITHM_CRC32C, right);
+        ctx.RequireOk(done, "Complete with the right full-object CRC32C");
+        if (done.status.ok()) {
+          auto md = Parse<pb::CompleteMultipartUploadResponse>(ctx, done, "Complete").metadata();
+          ctx.Require(md.size() == body.size(), "the object holds the part", "3000 octets",
+                      absl::StrCat(md.size()));
+        }
+        ctx.RequireStillServes();
+      });
   Add(r, "mpu/9.15.3/6",
       "part lists at their edge: 10000 entries is not TOO_MANY_PARTS; a replaced part's old ETag "
       "is INVALID_PART; after the failures the parts still assemble exactly",

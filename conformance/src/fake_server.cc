@@ -1311,6 +1311,16 @@ FakeServer::Answer FakeServer::CompleteUpload(ReceivedRequest& rec) {
     HexDecode(it->second.etag.substr(1, it->second.etag.size() - 2), &raw);
     md5s.Update(raw.data(), raw.size());
   }
+  // AOBJ-OBJ-258, AOBJ-OBJ-259: the client's checksum of the whole, when it sent one.
+  if (req.checksum_algorithm() != pb::CHECKSUM_ALGORITHM_UNSPECIFIED || !req.checksum().empty()) {
+    if (req.checksum_algorithm() != pb::CHECKSUM_ALGORITHM_CRC32C || req.checksum().size() != 4) {
+      return Error(ErrorCode::kInvalidArgument, "a full-object checksum is CRC32C, 4 octets");
+    }
+    if (req.checksum() != ChecksumOf(ChecksumAlgorithm::kCrc32c, content)) {
+      return Error(ErrorCode::kBadDigest,
+                   "the parts assemble to content of another CRC32C than the request names");
+    }
+  }
   u->completed = true;
   const std::string etag =
       absl::StrCat("\"", HexEncode(md5s.Finish()), "-", req.parts_size(), "\"");

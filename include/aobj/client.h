@@ -422,10 +422,13 @@ class Client {
                                                       uint64_t offset, uint64_t size) = 0;
   // Assembles the listed parts (ascending part numbers) into the object. `conditions` as for
   // Put: if_none_match "*" (create-only) or if_match, checked atomically at the commit; when
-  // they fail the upload stays in progress.
+  // they fail the upload stays in progress. `full_crc32c`, when given, is the CRC32C of the whole
+  // content (the parts' UploadPartResult::crc32c combined): the server checks it before the
+  // commit and answers BAD_DIGEST, leaving the upload in progress, when it differs.
   virtual absl::StatusOr<ObjectInfo> CompleteMultipartUpload(
       const std::string& bucket, const std::string& key, const std::string& upload_id,
-      const std::vector<CompletedPart>& parts, const Preconditions& conditions = {}) = 0;
+      const std::vector<CompletedPart>& parts, const Preconditions& conditions = {},
+      std::optional<uint32_t> full_crc32c = std::nullopt) = 0;
   virtual absl::Status AbortMultipartUpload(const std::string& bucket, const std::string& key,
                                             const std::string& upload_id) = 0;
   // One page of the upload's parts above `part_number_marker` (max_parts 0: 1000).

@@ -74,6 +74,10 @@ struct ListUploadsOptions {
 // What UploadPart moved.
 struct UploadPartResult {
   std::string etag;  // put this in the CompletedPart
+  // The part's CRC32C, computed by this client over what it sent: combined over the parts (in
+  // order, e.g. with crc32c_combine), it is the full-object checksum CompleteMultipartUpload
+  // takes (spec AOBJ-OBJ-260).
+  uint32_t crc32c = 0;
   uint64_t bytes_transferred = 0;
   TransferPath path = TransferPath::kUnspecified;
 };

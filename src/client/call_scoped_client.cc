@@ -111,8 +111,10 @@ class CallScopedClient final : public Client {
                                                      const std::string& key,
                                                      const std::string& upload_id,
                                                      const std::vector<CompletedPart>& parts,
-                                                     const Preconditions& conditions) override {
-    return impl_->CompleteMultipartUpload(Context(), bucket, key, upload_id, parts, conditions);
+                                                     const Preconditions& conditions,
+                                                     std::optional<uint32_t> full_crc32c) override {
+    return impl_->CompleteMultipartUpload(Context(), bucket, key, upload_id, parts, conditions,
+                                          full_crc32c);
   }
   absl::Status AbortMultipartUpload(const std::string& bucket, const std::string& key,
                                     const std::string& upload_id) override {

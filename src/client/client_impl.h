@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstring>
 #include <deque>
+#include <optional>
 #include <random>
 #include <system_error>
 #include <thread>
@@ -222,15 +223,16 @@ class ClientImpl final : public Client {
                                                      const std::string& key,
                                                      const std::string& upload_id,
                                                      const std::vector<CompletedPart>& parts,
-                                                     const Preconditions& conditions) override {
-    return CompleteMultipartUpload(CallContext(), bucket, key, upload_id, parts, conditions);
+                                                     const Preconditions& conditions,
+                                                     std::optional<uint32_t> full_crc32c) override {
+    return CompleteMultipartUpload(CallContext(), bucket, key, upload_id, parts, conditions,
+                                   full_crc32c);
   }
-  absl::StatusOr<ObjectInfo> CompleteMultipartUpload(const CallContext& ctx,
-                                                     const std::string& bucket,
-                                                     const std::string& key,
-                                                     const std::string& upload_id,
-                                                     const std::vector<CompletedPart>& parts,
-                                                     const Preconditions& conditions);
+  // `full_crc32c`: the CRC32C of the whole content, sent for the server to check (AOBJ-OBJ-259).
+  absl::StatusOr<ObjectInfo> CompleteMultipartUpload(
+      const CallContext& ctx, const std::string& bucket, const std::string& key,
+      const std::string& upload_id, const std::vector<CompletedPart>& parts,
+      const Preconditions& conditions, std::optional<uint32_t> full_crc32c = std::nullopt);
 
   absl::Status AbortMultipartUpload(const std::string& bucket, const std::string& key,
                                     const std::string& upload_id) override {

@@ -1,5 +1,6 @@
 #include "client/client_impl.h"
 #include "client/uploader.h"
+#include "wire/convert.h"
 
 namespace aobj::client_internal {
 
@@ -53,19 +54,32 @@ absl::StatusOr<UploadPartResult> ClientImpl::UploadPart(const CallContext& ctx,
   pb::UploadPartResponse resp;
   AOBJ_RETURN_IF_ERROR(
       SendBody(ctx, Method::kUploadPart, {{&buffer, offset, size}}, size, checksum, &req, &resp));
-  return UploadPartResult{resp.etag(), resp.bytes_transferred(),
-                          static_cast<TransferPath>(resp.path())};
+  UploadPartResult result;
+  result.etag = resp.etag();
+  result.bytes_transferred = resp.bytes_transferred();
+  result.path = static_cast<TransferPath>(resp.path());
+  // AOBJ-OBJ-260: the part's CRC32C for the full-object checksum (a second pass over the part
+  // only when this client checksums its parts under another algorithm).
+  result.crc32c = FromBigEndian32(
+      options_.checksum == ChecksumAlgorithm::kCrc32c
+          ? checksum
+          : ChecksumOf(ChecksumAlgorithm::kCrc32c, {{&buffer, offset, size}}, size));
+  return result;
 }
 
 absl::StatusOr<ObjectInfo> ClientImpl::CompleteMultipartUpload(
     const CallContext& ctx, const std::string& bucket, const std::string& key,
     const std::string& upload_id, const std::vector<CompletedPart>& parts,
-    const Preconditions& conditions) {
+    const Preconditions& conditions, std::optional<uint32_t> full_crc32c) {
   pb::CompleteMultipartUploadRequest req;
   req.set_bucket(bucket);
   req.set_key(key);
   req.set_upload_id(upload_id);
   SetPreconditions(conditions, &req);
+  if (full_crc32c.has_value()) {  // AOBJ-OBJ-258
+    req.set_checksum_algorithm(pb::CHECKSUM_ALGORITHM_CRC32C);
+    req.set_checksum(BigEndian32(*full_crc32c));
+  }
   for (const CompletedPart& p : parts) {
     pb::CompletedPart* c = req.add_parts();
     c->set_part_number(p.part_number);

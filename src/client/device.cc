@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "aobj/status.h"
 #include "client/range_spec.h"
+#include "wire/checksum.h"
 #include "wire/range.h"
 
 namespace aobj {
@@ -256,6 +257,7 @@ class Stager final : public DeviceStager {
     std::vector<std::shared_ptr<Operation<UploadPartResult>>> uploading(staging_.size());
     std::vector<uint32_t> part_in(staging_.size(), 0);  // the part number each slot uploads
     std::vector<CompletedPart> parts(count);
+    std::vector<uint32_t> crcs(count);  // the parts' CRC32C, for the whole's (AOBJ-OBJ-260)
     absl::Status failed;
     // Waits for the upload of the part that used `slot` last and records its result.
     auto settle = [&](int slot) {
@@ -265,6 +267,7 @@ class Stager final : public DeviceStager {
       if (r.ok()) {
         const uint32_t number = part_in[static_cast<size_t>(slot)];
         parts[number - 1] = {number, r->etag};
+        crcs[number - 1] = r->crc32c;
       } else {
         failed.Update(r.status());
       }
@@ -295,8 +298,12 @@ class Stager final : public DeviceStager {
     }
     for (int slot = 0; slot < static_cast<int>(uploading.size()); ++slot) settle(slot);
     if (!failed.ok()) return fail(failed);
+    uint32_t whole = 0;
+    for (uint64_t i = 0; i < count; ++i) {
+      whole = Crc32cCombine(whole, crcs[i], std::min<uint64_t>(chunk, size - i * chunk));
+    }
     absl::StatusOr<ObjectInfo> info = client->CompleteMultipartUpload(
-        bucket, key, upload->upload_id, parts, options.conditions);
+        bucket, key, upload->upload_id, parts, options.conditions, whole);
     if (!info.ok()) return fail(info.status());
     return info;
   }

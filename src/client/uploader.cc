@@ -7,6 +7,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/client_impl.h"
 #include "exec/helpers.h"
+#include "wire/checksum.h"
 #include "wire/etag.h"
 
 namespace aobj::client_internal {
@@ -64,17 +65,19 @@ absl::StatusOr<ObjectInfo> MultipartUploader::Run() {
   auto upload = client_->CreateMultipartUpload(ctx_, bucket_, key_, put_);
   if (!upload.ok()) return upload.status();
   const std::string& id = upload->upload_id;
-  absl::StatusOr<std::vector<std::string>> etags = UploadParts(id);
+  std::vector<uint32_t> crcs;
+  absl::StatusOr<std::vector<std::string>> etags = UploadParts(id, &crcs);
   if (!etags.ok()) {
     client_->AbortOutsideOperation(bucket_, key_, id).IgnoreError();  // AOBJ-OBJ-229
     return etags.status();
   }
-  return Complete(id, *etags);
+  return Complete(id, *etags, crcs);
 }
 
 absl::StatusOr<std::vector<std::string>> MultipartUploader::UploadParts(
-    const std::string& upload_id) {
+    const std::string& upload_id, std::vector<uint32_t>* crcs) {
   std::vector<std::string> etags(plan_.parts);
+  crcs->assign(plan_.parts, 0);
   absl::Mutex mu;
   uint64_t next = 0;         // guarded by mu
   uint64_t done_bytes = 0;   // guarded by mu
@@ -97,6 +100,7 @@ absl::StatusOr<std::vector<std::string>> MultipartUploader::UploadParts(
         return;
       }
       etags[i] = r->etag;
+      (*crcs)[i] = r->crc32c;
       done_bytes += len;
       if (options_.progress) options_.progress(done_bytes, plan_.size);
     }
@@ -107,11 +111,16 @@ absl::StatusOr<std::vector<std::string>> MultipartUploader::UploadParts(
 }
 
 absl::StatusOr<ObjectInfo> MultipartUploader::Complete(const std::string& upload_id,
-                                                       const std::vector<std::string>& etags) {
+                                                       const std::vector<std::string>& etags,
+                                                       const std::vector<uint32_t>& crcs) {
   std::vector<CompletedPart> parts(etags.size());
-  for (uint64_t i = 0; i < etags.size(); ++i) parts[i] = {static_cast<uint32_t>(i + 1), etags[i]};
-  auto completed =
-      client_->CompleteMultipartUpload(ctx_, bucket_, key_, upload_id, parts, put_.conditions);
+  uint32_t whole = 0;
+  for (uint64_t i = 0; i < etags.size(); ++i) {
+    parts[i] = {static_cast<uint32_t>(i + 1), etags[i]};
+    whole = Crc32cCombine(whole, crcs[i], plan_.length(i));
+  }
+  auto completed = client_->CompleteMultipartUpload(ctx_, bucket_, key_, upload_id, parts,
+                                                    put_.conditions, whole);
   if (completed.ok()) return completed;
   // The outcome may be unknown (no reply): an abort that finds no upload means the upload
   // was completed, and the object then carries the ETag we expect (AOBJ-ERR-121).

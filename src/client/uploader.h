@@ -67,10 +67,14 @@ class MultipartUploader {
 
  private:
   // Every part, over the plan's lanes; the ETags in part order, or the first failure.
-  absl::StatusOr<std::vector<std::string>> UploadParts(const std::string& upload_id);
-  // Complete, with the recovery the policy above describes.
+  // `crcs` receives each part's CRC32C, in part order.
+  absl::StatusOr<std::vector<std::string>> UploadParts(const std::string& upload_id,
+                                                       std::vector<uint32_t>* crcs);
+  // Complete, with the recovery the policy above describes, naming the CRC32C of the whole
+  // content (combined from the parts') for the server to check (AOBJ-OBJ-259, AOBJ-OBJ-260).
   absl::StatusOr<ObjectInfo> Complete(const std::string& upload_id,
-                                      const std::vector<std::string>& etags);
+                                      const std::vector<std::string>& etags,
+                                      const std::vector<uint32_t>& crcs);
 
   ClientImpl* const client_;
   const CallContext& ctx_;

@@ -5,6 +5,7 @@
 #include "server/handler.h"
 #include "server/handler_util.h"
 #include "store/multipart.h"
+#include "wire/convert.h"
 #include "wire/names.h"
 #include "wire/user_metadata.h"
 
@@ -153,7 +154,25 @@ absl::StatusOr<std::string> RequestHandler::CompleteMultipartUpload(const Sessio
       PrepareWrite(req.bucket(), req.key(), "", google::protobuf::Map<std::string, std::string>(),
                    req.preconditions());
   if (!conditions.ok()) return conditions.status();
-  auto info = (*mp)->Complete(req.bucket(), req.key(), req.upload_id(), parts, *conditions);
+  // AOBJ-OBJ-258: a full-object checksum is CRC32C, the one every part has on record.
+  std::optional<uint32_t> expected_crc32c;
+  if (req.checksum_algorithm() != pb::CHECKSUM_ALGORITHM_UNSPECIFIED || !req.checksum().empty()) {
+    if (req.checksum_algorithm() != pb::CHECKSUM_ALGORITHM_CRC32C) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       absl::StrCat("the full-object checksum of CompleteMultipartUpload is "
+                                    "CRC32C (algorithm 1), not algorithm ",
+                                    static_cast<int>(req.checksum_algorithm()),
+                                    "; send no checksum to complete without one"));
+    }
+    if (req.checksum().size() != 4) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       absl::StrCat("the full-object CRC32C is ", req.checksum().size(),
+                                    " octets; it must be 4"));
+    }
+    expected_crc32c = FromBigEndian32(req.checksum());
+  }
+  auto info = (*mp)->Complete(req.bucket(), req.key(), req.upload_id(), parts, *conditions,
+                              expected_crc32c);  // AOBJ-OBJ-259
   if (!info.ok()) return info.status();
   Log(absl::StrCat("event=upload_completed bucket=", req.bucket(), " upload=", req.upload_id(),
                    " parts=", parts.size(), " size=", info->size));

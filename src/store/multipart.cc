@@ -392,7 +392,8 @@ class Manager final : public MultipartManager {
   absl::StatusOr<ObjectInfo> Complete(absl::string_view bucket, absl::string_view key,
                                       absl::string_view upload_id,
                                       const std::vector<CompletedPart>& list,
-                                      const WriteOptions& conditions) override {
+                                      const WriteOptions& conditions,
+                                      std::optional<uint32_t> expected_crc32c) override {
     AOBJ_RETURN_IF_ERROR(CheckNames(bucket, key));
     // AOBJ-OBJ-210
     if (list.size() > kMaxPartNumber) {
@@ -464,7 +465,8 @@ class Manager final : public MultipartManager {
       upload->state = Upload::State::kCompleting;
     }
 
-    absl::StatusOr<ObjectInfo> committed = Assemble(upload->info, parts, total, etags, conditions);
+    absl::StatusOr<ObjectInfo> committed =
+        Assemble(upload->info, parts, total, etags, conditions, expected_crc32c);
 
     std::string token;
     {
@@ -563,7 +565,8 @@ class Manager final : public MultipartManager {
   // (AOBJ-DAT-152).
   absl::StatusOr<ObjectInfo> Assemble(const UploadInfo& u, const std::vector<Part>& parts,
                                       uint64_t total, const std::vector<std::string>& etags,
-                                      const WriteOptions& conditions) {
+                                      const WriteOptions& conditions,
+                                      std::optional<uint32_t> expected_crc32c) {
     absl::StatusOr<std::string> etag = MultipartEtag(etags);  // AOBJ-OBJ-217
     if (!etag.ok()) return etag.status();
     WriteOptions attributes;
@@ -632,6 +635,8 @@ class Manager final : public MultipartManager {
       crc = Crc32cCombine(crc, part_crc, size);
       at += size;
     }
+    // AOBJ-OBJ-259: the client's checksum of the whole, before anything becomes visible.
+    AOBJ_RETURN_IF_ERROR(CheckFullObjectCrc32c(expected_crc32c, crc));
     ObjectInfo info;
     info.size = total;
     info.etag = *std::move(etag);

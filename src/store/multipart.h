@@ -33,6 +33,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,10 +112,12 @@ class MultipartManager {
   // Only the commit conditions of `conditions` are used (if_none_match_star, if_match_etag;
   // AOBJ-OBJ-231): the store checks them atomically at commit, and a failed condition leaves the
   // upload in progress. Returns the stored object's info.
-  virtual absl::StatusOr<ObjectInfo> Complete(absl::string_view bucket, absl::string_view key,
-                                              absl::string_view upload_id,
-                                              const std::vector<CompletedPart>& parts,
-                                              const WriteOptions& conditions = {}) = 0;
+  // `expected_crc32c`, when set, is the client's CRC32C of the whole content (AOBJ-OBJ-259): a
+  // different one fails with BAD_DIGEST before the commit, and the upload stays in progress.
+  virtual absl::StatusOr<ObjectInfo> Complete(
+      absl::string_view bucket, absl::string_view key, absl::string_view upload_id,
+      const std::vector<CompletedPart>& parts, const WriteOptions& conditions = {},
+      std::optional<uint32_t> expected_crc32c = std::nullopt) = 0;
 
   // Deletes the bucket from the store unless an upload of it is in progress (or being created):
   // BUCKET_NOT_EMPTY then (AOBJ-OBJ-232). Decided atomically with Create, so no upload can

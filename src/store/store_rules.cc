@@ -46,6 +46,16 @@ absl::Status CheckStoreKey(std::string_view bucket, std::string_view key,
   return absl::OkStatus();
 }
 
+absl::Status CheckFullObjectCrc32c(std::optional<uint32_t> expected, uint32_t assembled) {
+  if (!expected.has_value() || *expected == assembled) return absl::OkStatus();
+  return MakeError(ErrorCode::kBadDigest,
+                   absl::StrCat("the parts assemble to content whose CRC32C is ",
+                                absl::Hex(assembled, absl::kZeroPad8), ", not the ",
+                                absl::Hex(*expected, absl::kZeroPad8),
+                                " the request names; nothing was stored and the upload is still "
+                                "in progress"));
+}
+
 absl::Status CheckWriteComplete(uint64_t written, uint64_t size, uint64_t committed_size,
                                 std::string_view what) {
   if (written != size) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,6 +42,10 @@ absl::Status CheckStoreBucket(std::string_view bucket, const StoreNameRules& rul
 // (`committed_size`) is that size. INVALID_ARGUMENT naming `what` ("object", "part").
 absl::Status CheckWriteComplete(uint64_t written, uint64_t size, uint64_t committed_size,
                                 std::string_view what);
+
+// AOBJ-OBJ-259: BAD_DIGEST when the client sent its CRC32C of a completed upload's whole content
+// (`expected`) and the assembled content's (`assembled`) differs; nothing when it sent none.
+absl::Status CheckFullObjectCrc32c(std::optional<uint32_t> expected, uint32_t assembled);
 
 // A key of `bucket`: the bucket as above; the key non-empty and at most rules.max_key_bytes.
 absl::Status CheckStoreKey(std::string_view bucket, std::string_view key,

@@ -203,7 +203,8 @@ class RadosMultipart final : public MultipartManager {
   absl::StatusOr<ObjectInfo> Complete(absl::string_view bucket, absl::string_view key,
                                       absl::string_view upload_id,
                                       const std::vector<CompletedPart>& list,
-                                      const WriteOptions& conditions) override {
+                                      const WriteOptions& conditions,
+                                      std::optional<uint32_t> expected_crc32c) override {
     if (absl::Status s = CheckNames(bucket, key); !s.ok()) return s;
     if (list.size() > kMaxPartNumber) {  // AOBJ-OBJ-210
       return MakeError(
@@ -223,7 +224,7 @@ class RadosMultipart final : public MultipartManager {
     if (!found.ok()) return found.status();
     absl::StatusOr<std::string> closing = Close(*found);
     if (!closing.ok()) return closing.status();
-    absl::StatusOr<ObjectInfo> done = Assemble(*found, list, conditions);
+    absl::StatusOr<ObjectInfo> done = Assemble(*found, list, conditions, expected_crc32c);
     if (!done.ok()) {
       // AOBJ-OBJ-218: a Complete that fails leaves the upload as it was, open for parts.
       const std::string active = rados_format::EncodeUploadState({UploadState::kActive, 0, ""});
@@ -370,7 +371,8 @@ class RadosMultipart final : public MultipartManager {
   // Builds the object from the listed parts and commits it, removing the upload's entry in the
   // same RADOS operation. The upload is closing, so its parts cannot change meanwhile.
   absl::StatusOr<ObjectInfo> Assemble(const FoundUpload& u, const std::vector<CompletedPart>& list,
-                                      const WriteOptions& conditions) {
+                                      const WriteOptions& conditions,
+                                      std::optional<uint32_t> expected_crc32c) {
     std::map<uint32_t, PartRecord> parts;
     absl::Status s =
         store_->OmapScan(rados_format::UploadObject(u.record.upload_id), rados_format::kPartPrefix,
@@ -418,6 +420,10 @@ class RadosMultipart final : public MultipartManager {
           ErrorCode::kEntityTooLarge,
           absl::StrCat("the parts add up to ", total, " bytes; the maximum object size is ",
                        limits_.max_object_size));
+    }
+    // AOBJ-OBJ-259: the client's checksum of the whole, before the head is committed.
+    if (absl::Status bad = CheckFullObjectCrc32c(expected_crc32c, crc); !bad.ok()) {
+      return bad;
     }
     absl::StatusOr<std::string> etag = MultipartEtag(etags);  // AOBJ-OBJ-217
     if (!etag.ok()) return etag.status();

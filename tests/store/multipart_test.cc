@@ -250,6 +250,32 @@ TEST_P(MultipartTest, CompleteConcatenatesPartsWithS3Etag) {
   EXPECT_EQ(UploadCount(), 0u);  // AOBJ-OBJ-219
 }
 
+// AOBJ-OBJ-259: the client's CRC32C of the whole is compared before anything is committed.
+TEST_P(MultipartTest, AFullObjectChecksumIsCheckedBeforeTheCommit) {
+  const std::vector<std::string> data = {RandomData(5000, 4), RandomData(777, 5)};
+  const std::string id = Create();
+  std::vector<CompletedPart> list;
+  for (uint32_t i = 0; i < data.size(); ++i) {
+    auto etag = Part(id, i + 1, data[i]);
+    ASSERT_TRUE(etag.ok()) << etag.status();
+    list.push_back({i + 1, *etag});
+  }
+  const std::string all = data[0] + data[1];
+  const uint32_t crc = Crc32c(0, all.data(), all.size());
+  // The parts in the other order have another CRC32C: the client meant something else.
+  const std::string swapped = data[1] + data[0];
+  absl::Status bad =
+      mp_->Complete(kBucket, "k", id, list, {}, Crc32c(0, swapped.data(), swapped.size())).status();
+  EXPECT_EQ(ErrorCodeOf(bad), ErrorCode::kBadDigest) << bad;
+  EXPECT_EQ(ErrorCodeOf(store_->Head(kBucket, "k").status()), ErrorCode::kNoSuchKey)
+      << "nothing committed";
+  EXPECT_EQ(UploadCount(), 1u) << "the upload is still in progress";
+  auto info = mp_->Complete(kBucket, "k", id, list, {}, crc);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->crc32c, crc);
+  EXPECT_EQ(Read("k"), all);
+}
+
 TEST_P(MultipartTest, EtagMatchesGoldenValue) {
   const std::vector<std::string> data = {"part-one", "part-two", "3"};
   limits_.min_part_size = 1;

@@ -143,9 +143,18 @@ TEST_F(RadosMultipartTest, PartsThroughThreeGatewaysCompletedThroughAFourth) {
   // The bucket cannot be deleted with the upload in progress (AOBJ-OBJ-232).
   EXPECT_EQ(ErrorCodeOf(gw_[1].uploads->DeleteBucket(kBucket)), ErrorCode::kBucketNotEmpty);
 
-  absl::StatusOr<ObjectInfo> done = gw_[3].uploads->Complete(kBucket, "big", u->upload_id, list);
-  ASSERT_TRUE(done.ok()) << done.status();
   const std::string whole = parts[0] + parts[1] + parts[2];
+  // AOBJ-OBJ-259: a full-object CRC32C that is not the content's fails before the commit, and
+  // the upload stays for the right one.
+  EXPECT_EQ(ErrorCodeOf(gw_[2]
+                            .uploads
+                            ->Complete(kBucket, "big", u->upload_id, list, {},
+                                       Crc32c(0, whole.data(), whole.size() - 1))
+                            .status()),
+            ErrorCode::kBadDigest);
+  absl::StatusOr<ObjectInfo> done = gw_[3].uploads->Complete(kBucket, "big", u->upload_id, list, {},
+                                                             Crc32c(0, whole.data(), whole.size()));
+  ASSERT_TRUE(done.ok()) << done.status();
   EXPECT_EQ(done->size, whole.size());
   EXPECT_EQ(done->crc32c, Crc32c(0, whole.data(), whole.size()));
   std::vector<std::string> etags;

@@ -758,6 +758,15 @@ MUTANTS.update({
           "    if (req.checksum_algorithm() != pb::CHECKSUM_ALGORITHM_CRC32C) {",
           "    if (false) {")],
         "mpu/9.15.3/8", []),
+    "vanished-upload-marker-skips-key": (
+        "ListMultipartUploads whose upload_id_marker names an upload no longer in progress skips the rest of that key (AOBJ-OBJ-262, independent-server guess G9)",
+        [("src/store/multipart.cc",
+          "        past = uploads.upper_bound({std::string(key_marker), std::string(upload_id_marker)});",
+          "        past = uploads.find({std::string(key_marker), std::string(upload_id_marker)});\n"
+          "        if (past != uploads.end()) {\n          ++past;\n        } else {\n"
+          "          past = uploads.lower_bound({std::string(key_marker), std::string()});\n"
+          "          while (past != uploads.end() && past->first.first == key_marker) ++past;\n        }")],
+        "mpu/9.15.5", []),
     "cl-retryable-field-believed": (
         "the client repeats a request whose error's `retryable` field is set, whatever the code's registry row says (AOBJ-ERR-012)",
         [("src/client/session_channel.cc",

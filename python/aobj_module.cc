@@ -626,6 +626,7 @@ class PyClient {
     limits["max_object_size"] = s.limits.max_object_size;
     limits["max_key_bytes"] = s.limits.max_key_bytes;
     limits["max_list_page"] = s.limits.max_list_page;
+    limits["durable_commits"] = s.limits.durable_commits;
     d["limits"] = limits;
     d["protection"] = s.protection == MemoryProtection::kHardware   ? "hardware"
                       : s.protection == MemoryProtection::kEmulated ? "emulated"

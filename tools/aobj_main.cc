@@ -869,6 +869,11 @@ int main(int argc, char** argv) {
     }
     if (s.limits.max_key_bytes != 0) std::cout << " max_key_bytes=" << s.limits.max_key_bytes;
     if (s.limits.max_list_page != 0) std::cout << " max_list_page=" << s.limits.max_list_page;
+    // AOBJ-OBJ-263: what a success promises.
+    std::cout << "\ncommits:           "
+              << (s.limits.durable_commits ? "durable (survive power loss on the server's host)"
+                                           : "visible (the server promises nothing across a "
+                                             "power loss)");
     std::cout << "\n";
     // Spec 8.9: whether requests travel as active messages on the data channel.
     std::cout << "request path:      "

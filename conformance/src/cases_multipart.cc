@@ -1104,6 +1104,38 @@ void RegisterMultipartCases(Registry& r) {
                         back.size(), " octets",
                         back.size() == first.size() + old2.size() ? " (the old part 10000?)" : ""));
       });
+  Add(r, "mpu/9.15.5/5",
+      "an upload_id_marker whose upload was aborted since: the listing goes on after it, "
+      "skipping nothing",
+      "multipart", {"AOBJ-OBJ-262", "AOBJ-OBJ-224"}, true, [](CaseContext& ctx) {
+        Upload x1 = Create(ctx, "m-key");
+        Upload x2 = Create(ctx, "m-key", "", true, &x1);
+        Upload x3 = Create(ctx, "m-key", "", true, &x1);
+        Upload y = Create(ctx, "n-key", "", true, &x1);
+        ctx.RequireOk(Abort(x2, x2.id), "AbortMultipartUpload of the second upload of m-key");
+        pb::ListMultipartUploadsRequest lu;
+        lu.set_bucket(x1.bucket);
+        lu.set_key_marker("m-key");
+        lu.set_upload_id_marker(x2.id);
+        RawReply rr = x1.p->Send(Method::kListMultipartUploads, lu);
+        ctx.RequireOk(rr, "ListMultipartUploads after the aborted upload");
+        if (!rr.status.ok()) return;
+        auto l = Parse<pb::ListMultipartUploadsResponse>(ctx, rr, "ListMultipartUploads");
+        std::vector<std::string> ids;
+        for (const auto& e : l.uploads()) ids.push_back(e.upload_id());
+        auto has = [&](const std::string& id) {
+          return std::find(ids.begin(), ids.end(), id) != ids.end();
+        };
+        ctx.Require(has(x3.id) && has(y.id) && !has(x2.id),
+                    "the third upload of m-key and the upload of n-key, not the aborted one",
+                    absl::StrJoin({x3.id, y.id}, " "), absl::StrJoin(ids, " "));
+        if (has(x1.id)) {
+          ctx.Note(
+              "the first upload of m-key was listed again: the target could not place the "
+              "vanished marker (allowed; it repeats rather than skips)");
+        }
+        ctx.RequireStillServes();
+      });
   Add(r, "mpu/9.15.5/4",
       "ListParts never returns more than 1000 parts: max_parts 0 and 5000 give 1000, truncated, "
       "resumable from the marker",

@@ -66,6 +66,9 @@ const std::vector<Unobservable>& UnobservableRequirements() {
        "the server never sends remote keys in AOBJ/1 messages at all; nothing to "
        "observe"},
       {"AOBJ-TRN-012", "a rule for binding specifications (section 2.6)"},
+      {"AOBJ-OBJ-263",
+       "needs a power loss on the server's host; the reference's announcement per store is "
+       "checked by tests/integration (DurableCommitsFollowTheStore)"},
       {"AOBJ-TRN-008",
        "which endpoint a server uses internally; the suite's sessions share one "
        "process, so a descriptor of one used by another names memory of the "

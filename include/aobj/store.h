@@ -107,6 +107,12 @@ class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
 
+  // Whether a change this store reports done (a Commit, a Delete, a bucket created or deleted)
+  // survives a crash of its host, power loss included, once the call returns. The server
+  // announces it (Limits.durable_commits, spec AOBJ-OBJ-263), so a store says true only when it
+  // syncs before it returns; the default promises nothing.
+  virtual bool DurableCommits() const { return false; }
+
   virtual absl::Status CreateBucket(std::string_view bucket) = 0;
   // Fails with kBucketNotEmpty unless the bucket holds no object.
   virtual absl::Status DeleteBucket(std::string_view bucket) = 0;

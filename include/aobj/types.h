@@ -51,6 +51,9 @@ struct Limits {
   uint32_t max_list_page = 0;
   uint64_t max_part_size = 0;
   uint64_t max_object_size = 0;
+  // Announced: every change a successful reply reports survives power loss on the server's host
+  // (AOBJ-OBJ-263); false promises only that it is visible.
+  bool durable_commits = false;
 };
 
 // What memory a pointer points at (aobj/device.h, ClassifyMemory).

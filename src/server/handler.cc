@@ -470,6 +470,7 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   l->set_max_list_page(config_.max_list_page);
   l->set_max_part_size(config_.max_part_size);  // AOBJ-OBJ-256
   l->set_max_object_size(config_.max_object_size);
+  l->set_durable_commits(store_->DurableCommits());  // AOBJ-OBJ-263
   resp.set_memory_protection(*protection == Protection::kHardware
                                  ? aobj::v1::MEMORY_PROTECTION_HARDWARE
                                  : aobj::v1::MEMORY_PROTECTION_EMULATED);  // AOBJ-SES-013

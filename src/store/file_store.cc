@@ -412,6 +412,9 @@ class FileStore final : public ObjectStore {
   FileStore(const FileStore&) = delete;
   FileStore& operator=(const FileStore&) = delete;
 
+  // Every commit, delete and bucket change fsyncs the file and its directory before it returns.
+  bool DurableCommits() const override { return true; }
+
   absl::Status CreateBucket(std::string_view bucket) override {
     if (absl::Status s = CheckBucketName(bucket); !s.ok()) return s;
     absl::MutexLock lock(&state_->bucket_mu);

@@ -179,6 +179,11 @@ class Cluster final : public RadosStore, public MultipartProvider, public Bucket
       : options_(std::move(options)), cluster_(cluster), io_(io) {
     if (options_.gc_interval_ms > 0) collector_ = std::thread([this] { CollectorLoop(); });
   }
+
+  // Ceph acknowledges a write once every replica of its placement group has it in its
+  // object store's journal; how stable that is, is the cluster's (a memstore OSD, as in this
+  // project's tests, keeps nothing across a power loss).
+  bool DurableCommits() const override { return true; }
   ~Cluster() override {
     {
       absl::MutexLock lock(&mu_);

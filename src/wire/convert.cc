@@ -141,6 +141,7 @@ Limits AnnouncedLimitsFromProto(const aobj::v1::Limits& m) {
   out.max_list_page = m.max_list_page();
   out.max_part_size = m.max_part_size();  // AOBJ-OBJ-256
   out.max_object_size = m.max_object_size();
+  out.durable_commits = m.durable_commits();  // AOBJ-OBJ-263
   return out;
 }
 

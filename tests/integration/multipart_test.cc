@@ -170,6 +170,44 @@ TEST_P(MultipartIntegrationTest, UploadMultipartRoundTrips) {
   EXPECT_EQ(UploadCount(*client_), 0u);
 }
 
+// AOBJ-OBJ-263: the filesystem store fsyncs before every reply and says so; the memory store
+// promises visibility only.
+TEST_P(MultipartIntegrationTest, DurableCommitsFollowTheStore) {
+  EXPECT_EQ(client_->session().limits.durable_commits, fs()) << GetParam();
+}
+
+// AOBJ-OBJ-259, through the public API: a full-object CRC32C that is not the content's is
+// BAD_DIGEST and leaves the upload for the right one.
+TEST_P(MultipartIntegrationTest, CompleteChecksTheFullObjectCrc) {
+  const uint64_t size = 2 * kMinPart + 5;
+  auto src = Random(size, 9);
+  ASSERT_NE(src, nullptr);
+  auto upload = client_->CreateMultipartUpload(kBucket, "whole-crc");
+  ASSERT_TRUE(upload.ok()) << upload.status();
+  std::vector<CompletedPart> parts;
+  uint32_t whole = 0;
+  for (uint64_t off = 0, n = 1; off < size; off += kMinPart, ++n) {
+    const uint64_t len = std::min<uint64_t>(kMinPart, size - off);
+    auto part = client_->UploadPart(kBucket, "whole-crc", upload->upload_id,
+                                    static_cast<uint32_t>(n), *src, off, len);
+    ASSERT_TRUE(part.ok()) << part.status();
+    EXPECT_EQ(part->crc32c, Crc32c(0, src->data() + off, len));
+    parts.push_back({static_cast<uint32_t>(n), part->etag});
+    whole = Crc32cCombine(whole, part->crc32c, len);
+  }
+  EXPECT_EQ(whole, Crc32c(0, src->data(), size));
+  EXPECT_EQ(ErrorCodeOf(client_
+                            ->CompleteMultipartUpload(kBucket, "whole-crc", upload->upload_id,
+                                                      parts, {}, whole ^ 1)
+                            .status()),
+            ErrorCode::kBadDigest);
+  EXPECT_EQ(UploadCount(*client_), 1u);
+  auto info =
+      client_->CompleteMultipartUpload(kBucket, "whole-crc", upload->upload_id, parts, {}, whole);
+  ASSERT_TRUE(info.ok()) << info.status();
+  ExpectObject(*client_, "whole-crc", src->data(), size);
+}
+
 TEST_P(MultipartIntegrationTest, EmptyAndSinglePartObjects) {
   auto src = Random(5000, 2);
   auto empty = client_->UploadMultipart(kBucket, "empty", *src, 0, 1 << 20);

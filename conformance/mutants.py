@@ -767,6 +767,12 @@ MUTANTS.update({
           "          past = uploads.lower_bound({std::string(key_marker), std::string()});\n"
           "          while (past != uploads.end() && past->first.first == key_marker) ++past;\n        }")],
         "mpu/9.15.5", []),
+    "cl-retry-after-ignored": (
+        "the client retries a SLOW_DOWN on its own backoff, ignoring the server's retry_after_ms (AOBJ-FLO-007)",
+        [("src/client/session_channel.cc",
+          "        absl::Milliseconds(std::min<int64_t>(reply.error.retry_after_ms(), kMaxRetryAfterMs)));",
+          "        absl::Milliseconds(0));")],
+        "cli/10/3", []),
     "cl-retryable-field-believed": (
         "the client repeats a request whose error's `retryable` field is set, whatever the code's registry row says (AOBJ-ERR-012)",
         [("src/client/session_channel.cc",

@@ -1481,6 +1481,31 @@ void RegisterClientCases(Registry& r) {
               }
             });
 
+  AddClient(
+      r, "cli/10/3",
+      "SLOW_DOWN with retry_after_ms: a retry, if any, comes no sooner than the hint",
+      {"AOBJ-FLO-007"}, true, [](CaseContext& ctx) {
+        FakeScript script;
+        Fault slow = ErrorFault(Method::kPutObject, 12, grpc::StatusCode::RESOURCE_EXHAUSTED, true);
+        slow.retry_after_ms = 700;
+        script.faults.push_back(slow);
+        auto server = Serve(ctx, script);
+        ClientRun run =
+            RunClient(ctx, *server, {"put", kBucket, "obj", WriteFile(ctx, Content(7000, 104))});
+        auto puts = OfMethod(server->Requests(), Method::kPutObject);
+        ctx.Require(!puts.empty(), "the client sent the PutObject", ">= 1", "none");
+        if (puts.size() == 1) {
+          RequireFailure(ctx, run, "PUT refused with SLOW_DOWN, not retried", ErrorCode::kSlowDown);
+          ctx.Note("the client did not retry (allowed: AOBJ-ERR-007 is a MAY)");
+          return;
+        }
+        const absl::Duration gap = puts[1].received - puts[0].received;
+        ctx.Require(gap >= absl::Milliseconds(700),
+                    Describe(puts[1]) + ": sent no sooner than retry_after_ms",
+                    ">= 700 ms after the refusal", absl::FormatDuration(gap));
+        RequireSuccess(ctx, run, "PUT retried after SLOW_DOWN");
+      });
+
   // ---- 11: errors ------------------------------------------------------------------------
   AddClient(r, "cli/11.1/1", "error code 0 is treated as an unknown code: INTERNAL, not retried",
             {"AOBJ-ERR-009", "AOBJ-EXT-004"}, true, [](CaseContext& ctx) {

@@ -765,7 +765,7 @@ void RegisterMultipartCases(Registry& r) {
   Add(r, "flo/10/2",
       "exactly max_in_flight data requests are admitted: with 2 held in flight the third is "
       "TOO_MANY_TRANSFERS at once",
-      "limits", {"AOBJ-SES-012"}, true, [](CaseContext& ctx) {
+      "limits", {"AOBJ-SES-012", "AOBJ-FLO-006"}, true, [](CaseContext& ctx) {
         // Requests are held in flight deterministically: their windows are ordinary memory of a
         // worker nobody progresses, so the target's RMA waits until its bound (AOBJ-OPS-008).
         BucketFixture f = OpenBucket(ctx);
@@ -794,6 +794,9 @@ void RegisterMultipartCases(Registry& r) {
             });
         ctx.RequireCode(third, ErrorCode::kTooManyTransfers,
                         "a third data request while two are in flight");
+        ctx.Require(third.error.retry_after_ms() <= 60000,
+                    "retry_after_ms, if set, is at most a minute (AOBJ-FLO-006)", "<= 60000",
+                    absl::StrCat(third.error.retry_after_ms()));
         ctx.RequireStillServes();
       });
   Add(r, "flo/10/5",

@@ -466,6 +466,7 @@ FakeServer::Answer FakeServer::Process(ReceivedRequest& rec) {
     e.set_s3_code(known ? std::string(info.s3_code) : "InternalError");
     e.set_message("scripted failure of the conformance suite");
     e.set_retryable(fault->retryable);
+    e.set_retry_after_ms(fault->retry_after_ms);
     e.SerializeToString(&a.trailer);
     a.has_trailer = true;
     a.status = grpc::Status(fault->grpc_code, "scripted failure");

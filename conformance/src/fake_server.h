@@ -121,6 +121,7 @@ struct Fault {
   bool retryable = false;                 // kError: Error.retryable
   uint64_t pad_to = 0;                    // kPadResponse
   absl::Duration delay = absl::ZeroDuration();  // kDelay
+  uint32_t retry_after_ms = 0;                  // kError: Error.retry_after_ms (AOBJ-FLO-006)
 };
 
 // What the fake server does; set before Start().

@@ -10,6 +10,7 @@
 #include "control/tls.h"
 #include "wire/convert.h"
 #include "wire/crypto.h"
+#include "wire/error_detail.h"
 #include "wire/protocol.h"
 #include "wire/status_macros.h"
 
@@ -320,9 +321,12 @@ absl::Status SessionChannel::Call(const CallContext& ctx, Method method,
         !BusyRetryPolicy::Retries(method, reply)) {
       break;
     }
-    // AOBJ-FLO-003: the server did nothing; wait a randomized, doubling pause, unless the
-    // deadline would pass first.
-    const absl::Duration pause = BusyRetryPolicy::Pause(attempt);
+    // AOBJ-FLO-003: the server did nothing; wait a randomized, doubling pause, and never less
+    // than the server's hint, taken up to a minute (AOBJ-FLO-007), unless the deadline would
+    // pass first.
+    const absl::Duration pause = std::max(
+        BusyRetryPolicy::Pause(attempt),
+        absl::Milliseconds(std::min<int64_t>(reply.error.retry_after_ms(), kMaxRetryAfterMs)));
     if (absl::Now() + pause >= deadline) break;
     absl::SleepFor(pause);
   }

@@ -15,6 +15,7 @@
 #include "wire/conditions.h"
 #include "wire/crypto.h"
 #include "wire/descriptor.h"
+#include "wire/error_detail.h"
 #include "wire/names.h"
 #include "wire/range.h"
 #include "wire/signing.h"
@@ -390,17 +391,20 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
 
   // AOBJ-SES-017 (Table 1): past the session limit, refuse before creating an endpoint.
   // AOBJ-SES-021: SLOW_DOWN when full, in total or for the access key.
+  // AOBJ-FLO-006: sessions end by lease or close, so a second is the hint.
   if (sessions_->open_sessions() >= config_.max_sessions) {
-    return MakeError(ErrorCode::kSlowDown,
-                     absl::StrCat("the server already holds ", config_.max_sessions,
-                                  " sessions; retry later"));
+    return WithRetryAfter(MakeError(ErrorCode::kSlowDown,
+                                    absl::StrCat("the server already holds ", config_.max_sessions,
+                                                 " sessions; retry later")),
+                          absl::Seconds(1));
   }
   // AOBJ-SEC-006: one principal cannot take every session.
   if (sessions_->open_sessions_of(auth.access_key_id) >= config_.max_sessions_per_principal) {
-    return MakeError(ErrorCode::kSlowDown,
-                     absl::StrCat("this access key already holds ",
-                                  config_.max_sessions_per_principal,
-                                  " sessions; close some or retry later"));
+    return WithRetryAfter(
+        MakeError(ErrorCode::kSlowDown,
+                  absl::StrCat("this access key already holds ", config_.max_sessions_per_principal,
+                               " sessions; close some or retry later")),
+        absl::Seconds(1));
   }
   // AOBJ-SEC-006 (fifth hostile probe of issue 16, C): each session's endpoint holds a
   // descriptor, so sessions within every count could take the descriptors new connections need.

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "aobj/status.h"
+#include "wire/error_detail.h"
 
 namespace aobj {
 
@@ -34,14 +35,17 @@ absl::Status RequestScheduler::Submit(absl::string_view principal, uint64_t byte
   const bool bytes_full = queued_ > 0 && queued_bytes_ + bytes > limits_.max_queued_bytes;
   if (queued_ >= limits_.max_queued || bytes_full || mine >= limits_.max_queued_per_principal) {
     ++rejected_;
-    return MakeError(
-        ErrorCode::kSlowDown,
-        mine >= limits_.max_queued_per_principal
-            ? absl::StrCat("this access key has ", mine,
-                           " requests waiting for a request thread, the server's limit; retry "
-                           "later")
-            : absl::StrCat("the server has ", queued_, " requests (", queued_bytes_ >> 20,
-                           " MiB) waiting for a request thread, its limit; retry later"));
+    // AOBJ-FLO-006: the queue drains at request speed; a tenth of a second is the hint.
+    return WithRetryAfter(
+        MakeError(
+            ErrorCode::kSlowDown,
+            mine >= limits_.max_queued_per_principal
+                ? absl::StrCat("this access key has ", mine,
+                               " requests waiting for a request thread, the server's limit; retry "
+                               "later")
+                : absl::StrCat("the server has ", queued_, " requests (", queued_bytes_ >> 20,
+                               " MiB) waiting for a request thread, its limit; retry later")),
+        absl::Milliseconds(100));
   }
   if (it == lanes_.end()) it = lanes_.emplace(std::string(principal), Lane{}).first;
   if (it->second.waiting.empty()) turn_.push_back(it->first);

@@ -1,5 +1,6 @@
 #include "wire/error_detail.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/cord.h"
@@ -11,11 +12,18 @@ namespace aobj {
 namespace {
 
 constexpr char kServerTimePayloadUrl[] = "aobj.dev/server-time-ms";
+constexpr char kRetryAfterPayloadUrl[] = "aobj.dev/retry-after-ms";
 
 }  // namespace
 
 absl::Status WithServerTime(absl::Status status, int64_t server_time_ms) {
   status.SetPayload(kServerTimePayloadUrl, absl::Cord(std::to_string(server_time_ms)));
+  return status;
+}
+
+absl::Status WithRetryAfter(absl::Status status, absl::Duration wait) {
+  const int64_t ms = std::clamp<int64_t>(absl::ToInt64Milliseconds(wait), 1, kMaxRetryAfterMs);
+  status.SetPayload(kRetryAfterPayloadUrl, absl::Cord(std::to_string(ms)));
   return status;
 }
 
@@ -33,6 +41,10 @@ aobj::v1::Error ErrorDetail(const absl::Status& status, const aobj::v1::VersionR
   if (const auto t = status.GetPayload(kServerTimePayloadUrl); t.has_value()) {
     uint64_t ms = 0;
     if (absl::SimpleAtoi(std::string(*t), &ms)) error.set_server_time_ms(ms);
+  }
+  if (const auto r = status.GetPayload(kRetryAfterPayloadUrl); r.has_value()) {
+    uint32_t ms = 0;
+    if (absl::SimpleAtoi(std::string(*r), &ms)) error.set_retry_after_ms(ms);
   }
   return error;
 }

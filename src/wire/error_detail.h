@@ -4,9 +4,11 @@
 #ifndef AOBJ_WIRE_ERROR_DETAIL_H_
 #define AOBJ_WIRE_ERROR_DETAIL_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "aobj/v1/aobj.pb.h"
 
 namespace aobj {
@@ -19,6 +21,13 @@ aobj::v1::Error ErrorDetail(const absl::Status& status,
 // AOBJ-AUTH-023: `status` (REQUEST_TIME_TOO_SKEWED) carrying the server's clock, which
 // ErrorDetail puts in `server_time_ms`.
 absl::Status WithServerTime(absl::Status status, int64_t server_time_ms);
+
+// AOBJ-FLO-006, AOBJ-FLO-007: no retry hint above one minute is sent or obeyed.
+inline constexpr int64_t kMaxRetryAfterMs = 60000;
+
+// A SLOW_DOWN or TOO_MANY_TRANSFERS `status` that tells the client how long to wait before it
+// tries again (Error.retry_after_ms, AOBJ-FLO-006).
+absl::Status WithRetryAfter(absl::Status status, absl::Duration wait);
 
 }  // namespace aobj
 

@@ -19,6 +19,16 @@ namespace {
 
 using Trailers = std::multimap<grpc::string_ref, grpc::string_ref>;
 
+// AOBJ-FLO-006: a retry hint travels in the Error, capped at a minute and at least 1 ms; a
+// status without one carries 0.
+TEST(GrpcStatusTest, RetryAfterTravelsInTheErrorCapped) {
+  const absl::Status slow = MakeError(ErrorCode::kSlowDown, "busy");
+  EXPECT_EQ(ErrorDetail(WithRetryAfter(slow, absl::Milliseconds(100))).retry_after_ms(), 100u);
+  EXPECT_EQ(ErrorDetail(WithRetryAfter(slow, absl::Minutes(5))).retry_after_ms(), 60000u);
+  EXPECT_EQ(ErrorDetail(WithRetryAfter(slow, absl::ZeroDuration())).retry_after_ms(), 1u);
+  EXPECT_EQ(ErrorDetail(slow).retry_after_ms(), 0u);
+}
+
 // AOBJ-SEC-015: a stream the server's transport cancelled under memory pressure (gRPC
 // RESOURCE_EXHAUSTED, no AOBJ error) is SLOW_DOWN, which is retryable; before, it was INTERNAL
 // and nothing retried it.

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
@@ -89,6 +90,11 @@ Session limits (spec section "Sessions"):
   --max-sessions-per-principal N  of one access key (default: 1024)
   --max-key-bytes N         longest object key accepted, at most 1024 (default: 1024)
   --max-list-page N         largest listing page, at most 1000 (default: 1000)
+  --grease-errors PERCENT   for testing clients only: answer this share (0 to 100) of the
+                            failures that are not retryable with a grease error code instead
+                            (spec AOBJ-EXT-019; UNSUPPORTED_VERSION and NEGOTIATION_FAILED
+                            never); a client must take it as INTERNAL, not retryable
+                            (default: 0)
 
 Requests and tenants (spec section 14.6; one tenant cannot starve another):
   --max-connections-per-address N  control connections of one peer address; further ones
@@ -221,6 +227,7 @@ int main(int argc, char** argv) {
                             "upload-expiry-ms",
                             "max-key-bytes",
                             "max-list-page",
+                            "grease-errors",
                             "net-devices",
                             "transports",
                             "data-isolation",
@@ -289,6 +296,13 @@ int main(int argc, char** argv) {
       return fail(absl::StrCat("--", flag, " must be positive"));
     }
     *field = v;
+  }
+  if (args.Has("grease-errors")) {
+    double pct = 0;
+    if (!absl::SimpleAtod(args.Get("grease-errors"), &pct) || !(pct >= 0 && pct <= 100)) {
+      return fail("--grease-errors must be a percentage from 0 to 100");
+    }
+    options.grease_errors_percent = pct;
   }
   if (!(st = args.GetInt("max-in-flight", 0, &v)).ok()) return fail(std::string(st.message()));
   options.limits.max_in_flight = static_cast<uint32_t>(v);

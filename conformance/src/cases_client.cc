@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "conformance/src/cases_util.h"
 #include "conformance/src/fake_server.h"
+#include "google/protobuf/unknown_field_set.h"
 
 namespace aobj::conformance {
 namespace {
@@ -432,6 +433,30 @@ void RequireOkFilesHoldObjects(CaseContext& ctx, const std::map<std::string, std
   }
 }
 
+// `n` objects of 300000 octets (too large to batch) under "many/" on `server`, downloaded by one
+// get-all run of the client into a new directory, which is returned: the run must succeed and
+// report each key downloaded, and each file hold its object. Object i's content is
+// Content(300000, seed + i).
+std::string GetAllOfMany(CaseContext& ctx, FakeServer& server, int n, uint8_t seed) {
+  std::map<std::string, std::string> objects;
+  for (int i = 0; i < n; ++i) {
+    objects[absl::StrCat("many/k", i)] = Content(300000, seed + i);
+    server.AddObject(kBucket, absl::StrCat("many/k", i), objects[absl::StrCat("many/k", i)]);
+  }
+  const std::string dir = ctx.target().work_dir + "/" + ctx.Unique("dir");
+  ctx.Require(mkdir(dir.c_str(), 0700) == 0, "make the directory " + dir, "made",
+              std::strerror(errno));
+  ClientRun run = RunClient(ctx, server, {"get-all", "20000", kBucket, "many/", dir});
+  RequireSuccess(ctx, run, absl::StrCat("get-all of ", n, " objects with one client"));
+  const auto outcome = KeyOutcomes(run.out);
+  for (const auto& [key, content] : objects) {
+    ctx.Require(outcome.count(key) > 0 && outcome.at(key) == "ok", key + " reported downloaded",
+                "ok", outcome.count(key) > 0 ? outcome.at(key) : "no line");
+  }
+  RequireOkFilesHoldObjects(ctx, outcome, objects, dir, 5);
+  return dir;
+}
+
 // get-range 1000-300999 of a 1 MiB object under `script`: the client must fail with INTERNAL
 // (AOBJ-DAT-105) and leave no file claiming to be the range.
 void RangeFails(CaseContext& ctx, FakeScript script, const std::string& what) {
@@ -660,10 +685,11 @@ void RegisterClientCases(Registry& r) {
               RequireOnlySessionCalls(ctx, *server, "after a binding it did not offer");
             });
   AddClient(r, "cli/4.3/4",
-            "a grease capability ID in the response is ignored; the client offers a list of "
-            "versions with grease among them",
-            {"AOBJ-EXT-012", "AOBJ-EXT-001", "AOBJ-SES-034", "AOBJ-EXT-011"}, true,
-            [](CaseContext& ctx) {
+            "a grease capability ID with parameters and a grease field in the response are "
+            "ignored; the client offers a list of versions with grease among them",
+            {"AOBJ-EXT-012", "AOBJ-EXT-001", "AOBJ-SES-034", "AOBJ-EXT-011", "AOBJ-EXT-018",
+             "AOBJ-CTL-004", "AOBJ-EXT-022"},
+            true, [](CaseContext& ctx) {
               FakeScript script;
               script.grease_capability = 0x7A3A5A1Au;
               auto server = Serve(ctx, script);
@@ -681,7 +707,34 @@ void RegisterClientCases(Registry& r) {
               }
               ctx.Require(one, "offered_versions lists version 1 (AOBJ-SES-034)", "1 listed",
                           req.ShortDebugString());
+              uint32_t highest = 0;
+              for (uint32_t v : req.offered_versions()) {
+                if (!IsGrease(v)) highest = std::max(highest, v);
+              }
+              ctx.Require(!req.has_versions() || highest == 0 || req.versions().max() <= highest,
+                          "the range's maximum is a version the client implements (AOBJ-EXT-022)",
+                          absl::StrCat("<= ", highest), req.versions().ShortDebugString());
               if (!grease) ctx.Note("no grease version offered (AOBJ-EXT-011 is a SHOULD)");
+            });
+  AddClient(r, "cli/4.3/5",
+            "the OpenSession request carries a grease capability with parameters and a grease "
+            "field",
+            {"AOBJ-EXT-017", "AOBJ-EXT-002"}, false, [](CaseContext& ctx) {
+              FakeScript script;
+              auto server = Serve(ctx, script);
+              const std::string small = Content(1000, 48);
+              PutOk(ctx, *server, "small", small, "put");
+              const auto opens = OfMethod(server->Requests(), Method::kOpenSession);
+              ctx.Require(!opens.empty(), "the client opened a session", "an OpenSession", "none");
+              if (opens.empty()) return;
+              auto req = ParseAs<pb::OpenSessionRequest>(ctx, opens[0]);
+              uint32_t grease = 0;
+              for (uint32_t c : req.capabilities()) {
+                if (IsGrease(c)) grease = c;
+              }
+              ctx.Require(grease != 0, "a grease capability ID offered (AOBJ-EXT-002)",
+                          "one matching (v & 0x0F0F0F0F) == 0x0A0A0A0A", req.ShortDebugString());
+              RequireGreaseParamsAndField(ctx, req, grease);
             });
   AddClient(r, "cli/6.8/1",
             "an OpenSession response without its signature, or altered after signing, is not used",
@@ -1433,25 +1486,7 @@ void RegisterClientCases(Registry& r) {
               PutOk(ctx, *server, "new", Content(300000, 102), "put");
               GetOk(ctx, *server, "obj", Content(300000, 101), "get");
               // Several objects with one client, which may pipeline them.
-              for (int i = 0; i < 4; ++i) {
-                server->AddObject(kBucket, absl::StrCat("many/k", i), Content(300000, 104 + i));
-              }
-              const std::string dir = ctx.target().work_dir + "/" + ctx.Unique("dir");
-              ctx.Require(mkdir(dir.c_str(), 0700) == 0, "make the directory " + dir, "made",
-                          std::strerror(errno));
-              ClientRun many = RunClient(ctx, *server, {"get-all", "20000", kBucket, "many/", dir});
-              RequireSuccess(ctx, many, "get-all of 4 objects with one client");
-              const auto outcome = KeyOutcomes(many.out);
-              for (int i = 0; i < 4; ++i) {
-                const std::string key = absl::StrCat("many/k", i);
-                ctx.Require(outcome.count(key) > 0 && outcome.at(key) == "ok",
-                            key + " reported downloaded", "ok",
-                            outcome.count(key) > 0 ? outcome.at(key) : "no line");
-                auto file = ReadFile(dir + "/k" + std::to_string(i));
-                ctx.Require(file.has_value() && *file == Content(300000, 104 + i),
-                            key + ": the file holds the object", "equal content",
-                            file ? "differs" : "no file");
-              }
+              GetAllOfMany(ctx, *server, 4, 104);
               ctx.Require(server->max_data_in_flight() <= 1, "data requests in progress at once",
                           "<= 1", absl::StrCat(server->max_data_in_flight()));
             });
@@ -1505,6 +1540,37 @@ void RegisterClientCases(Registry& r) {
                     ">= 700 ms after the refusal", absl::FormatDuration(gap));
         RequireSuccess(ctx, run, "PUT retried after SLOW_DOWN");
       });
+
+  AddClient(r, "cli/10/4",
+            "a reply granting 1 credit: no data request is sent while another is outstanding",
+            {"AOBJ-FLO-010"}, false, [](CaseContext& ctx) {
+              FakeScript script;
+              script.limits.set_max_in_flight(4);
+              script.grant_credits = 1;
+              // The first GET is answered after 50 ms, granting 1, the others after 400 ms
+              // each: a client that pipelines has sent its first ones before the grant and
+              // still has some outstanding when it arrives. One that ignores the grant sends
+              // another at once, and the next while that one is still held.
+              for (int nth = 1; nth <= 12; ++nth) {
+                Fault slow = KindFault(Method::kGetObject, FaultKind::kDelay);
+                slow.nth = nth;
+                slow.delay = absl::Milliseconds(nth == 1 ? 50 : 400);
+                script.faults.push_back(slow);
+              }
+              auto server = Serve(ctx, script);
+              GetAllOfMany(ctx, *server, 8, 120);
+              std::string first;
+              const int over = server->data_requests_over_grant(&first);
+              ctx.Require(over == 0,
+                          "data requests sent while the granted one was outstanding (after the "
+                          "first reply granting 1, plus 50 ms)",
+                          "0", absl::StrCat(over, ": ", first));
+              if (server->max_data_in_flight() <= 1) {
+                ctx.Note(
+                    "the client never had two data requests outstanding; the grant was not "
+                    "needed to hold it back");
+              }
+            });
 
   // ---- 11: errors ------------------------------------------------------------------------
   AddClient(r, "cli/11.1/1", "error code 0 is treated as an unknown code: INTERNAL, not retried",

@@ -138,6 +138,42 @@ pb::ObjectMetadata HeadMetadata(CaseContext& ctx, Peer& p, const std::string& bu
   return h.metadata();
 }
 
+// The credits (field 15, AOBJ-FLO-008) of a successful reply of each kind of data request the
+// suite can always send, in a session that asked for a max_in_flight of `limit`: PutObject and
+// GetObject by RMA, GetObject inline when INLINE was negotiated, UploadPart. Each entry names the
+// request.
+std::vector<std::pair<std::string, uint32_t>> DataReplyGrants(CaseContext& ctx, uint32_t limit) {
+  Upload u = Create(ctx, "granted");
+  u.p = ctx.NewPeer();  // the same principal, in a session with the limit asked for
+  pb::OpenSessionRequest o = u.p->DefaultOpen();
+  o.mutable_requested_limits()->set_max_in_flight(limit);
+  ctx.RequireOk(u.p->Open(o), absl::StrCat("OpenSession with max_in_flight ", limit));
+  std::vector<std::pair<std::string, uint32_t>> grants;
+  const std::string body = Content(70000, 31);
+  RawReply put = u.p->Put(u.bucket, "granted-object", body);
+  ctx.RequireOk(put, "PutObject by RMA");
+  grants.emplace_back("PutObject", Parse<pb::PutObjectResponse>(ctx, put, "PutObject").credits());
+  std::string back;
+  pb::GetObjectResponse g;
+  ctx.RequireOk(u.p->Get(u.bucket, "granted-object", &back, &g), "GetObject by RMA");
+  grants.emplace_back("GetObject", g.credits());
+  if (u.p->Negotiated(kCapInline)) {
+    ctx.RequireOk(u.p->Put(u.bucket, "small", "tiny"), "PutObject of 4 octets");
+    auto m = u.p->Allocate(4);
+    pb::GetObjectRequest inl = u.p->GetRequest(u.bucket, "small", *m, 4);
+    inl.set_accept_inline(true);
+    RawReply ir = u.p->Send(Method::kGetObject, inl);
+    ctx.RequireOk(ir, "GetObject accepting an inline body");
+    grants.emplace_back("GetObject (inline accepted)",
+                        Parse<pb::GetObjectResponse>(ctx, ir, "GetObject").credits());
+  }
+  RawReply part = Part(u, 1, body);
+  ctx.RequireOk(part, "UploadPart by RMA");
+  grants.emplace_back("UploadPart",
+                      Parse<pb::UploadPartResponse>(ctx, part, "UploadPart").credits());
+  return grants;
+}
+
 // Holds two data requests of `stalled`'s session in flight: `send(q, i)` runs for i = 0 and 1,
 // each on its own thread with a Peer `q` naming that session, and waits on the worker nobody
 // progresses until the target's RMA bound (AOBJ-OPS-008). Once both are admitted, `probe` runs
@@ -765,7 +801,7 @@ void RegisterMultipartCases(Registry& r) {
   Add(r, "flo/10/2",
       "exactly max_in_flight data requests are admitted: with 2 held in flight the third is "
       "TOO_MANY_TRANSFERS at once",
-      "limits", {"AOBJ-SES-012", "AOBJ-FLO-006"}, true, [](CaseContext& ctx) {
+      "limits", {"AOBJ-SES-012", "AOBJ-FLO-006", "AOBJ-FLO-011"}, true, [](CaseContext& ctx) {
         // Requests are held in flight deterministically: their windows are ordinary memory of a
         // worker nobody progresses, so the target's RMA waits until its bound (AOBJ-OPS-008).
         BucketFixture f = OpenBucket(ctx);
@@ -798,6 +834,23 @@ void RegisterMultipartCases(Registry& r) {
                     "retry_after_ms, if set, is at most a minute (AOBJ-FLO-006)", "<= 60000",
                     absl::StrCat(third.error.retry_after_ms()));
         ctx.RequireStillServes();
+      });
+  Add(r, "flo/10.1/1", "a data reply grants at most the session's max_in_flight (3)", "limits",
+      {"AOBJ-FLO-009"}, false, [](CaseContext& ctx) {
+        int granted = 0;
+        for (const auto& [what, credits] : DataReplyGrants(ctx, 3)) {
+          ctx.Require(credits <= 3, what + ": credits at most max_in_flight", "<= 3",
+                      absl::StrCat(credits));
+          if (credits != 0) ++granted;
+        }
+        if (granted == 0) ctx.Note("no reply granted credits (AOBJ-FLO-008 is a SHOULD)");
+      });
+  Add(r, "flo/10.1/2", "every successful data reply grants credits", "limits", {"AOBJ-FLO-008"},
+      false, [](CaseContext& ctx) {
+        for (const auto& [what, credits] : DataReplyGrants(ctx, 3)) {
+          ctx.Require(credits >= 1, what + ": credits granted (field 15)", ">= 1",
+                      absl::StrCat(credits));
+        }
       });
   Add(r, "flo/10/5",
       "CopyObject is not a data request: with max_in_flight (2) data requests held, a copy in "

@@ -271,9 +271,15 @@ void RegisterObjectCases(Registry& r) {
       });
 
   // ---- 9.3 buckets ---------------------------------------------------------------------------
-  Add(r, "obj/9.3/1", "bucket lifecycle: exists twice, not empty", "core", {"AOBJ-OBJ-006"}, true,
-      [](CaseContext& ctx) {
+  Add(r, "obj/9.3/1", "bucket lifecycle: HeadBucket, exists twice, not empty", "core",
+      {"AOBJ-OBJ-006", "AOBJ-OBJ-264"}, true, [](CaseContext& ctx) {
         BucketFixture f = OpenBucket(ctx);
+        pb::HeadBucketRequest head;
+        head.set_bucket(f.bucket);
+        RawReply exists = f.p->Send(Method::kHeadBucket, head);
+        ctx.RequireOk(exists, "HeadBucket of the bucket just created");
+        ctx.Require(exists.body.empty(), "HeadBucket's response is empty", "0 octets",
+                    absl::StrCat(exists.body.size(), " octets"));
         ctx.RequireCode(f.p->CreateBucket(f.bucket), ErrorCode::kBucketAlreadyExists, "CreateBucket again");
         ctx.RequireOk(f.p->Put(f.bucket, "k", "x"), "PUT");
         pb::DeleteBucketRequest d;

@@ -15,6 +15,7 @@
 
 #include "absl/time/clock.h"
 #include "conformance/src/cases_util.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "transport/address_check.h"
 
 namespace aobj::conformance {
@@ -149,7 +150,7 @@ void RegisterSessionCases(Registry& r) {
   Add(r, "ctl/3.3/1", "failures carry one aobj-error-bin trailer from the registry; successes none",
       "core",
       {"AOBJ-CTL-002", "AOBJ-CTL-008", "AOBJ-ERR-001", "AOBJ-ERR-004", "AOBJ-ERR-005",
-       "AOBJ-ERR-009", "AOBJ-ERR-120"},
+       "AOBJ-ERR-009", "AOBJ-ERR-120", "AOBJ-EXT-019"},
       true, [](CaseContext& ctx) {
         // Peer checks the trailer rules on every reply; this case provokes one failure of each
         // of several kinds (session, auth, object, descriptor, multipart).
@@ -270,7 +271,7 @@ void RegisterSessionCases(Registry& r) {
         ctx.RequireStillServes();
       });
   Add(r, "ses/5.2/2", "the highest common version is selected; a max above every version works",
-      "core", {"AOBJ-SES-002", "AOBJ-EXT-003"}, false, [](CaseContext& ctx) {
+      "core", {"AOBJ-SES-002", "AOBJ-EXT-021"}, false, [](CaseContext& ctx) {
         auto p = ctx.NewPeer();
         pb::OpenSessionRequest req = p->DefaultOpen();
         req.mutable_versions()->set_max(0x7fffffff);
@@ -295,21 +296,26 @@ void RegisterSessionCases(Registry& r) {
                     rr.error.ShortDebugString());
         ctx.RequireStillServes();
       });
-  Add(r, "ses/5.3/1", "capabilities: the intersection, grease and unknown IDs ignored", "core",
-      {"AOBJ-SES-005", "AOBJ-EXT-001"}, true, [](CaseContext& ctx) {
+  Add(r, "ses/5.3/1",
+      "capabilities: the intersection, grease and unknown IDs ignored, a duplicate answered once",
+      "core", {"AOBJ-SES-005", "AOBJ-EXT-001", "AOBJ-SES-042"}, true, [](CaseContext& ctx) {
         auto p = ctx.NewPeer();
         pb::OpenSessionRequest req = p->DefaultOpen();
         req.clear_capabilities();
-        // CRC32C, two grease values, an unassigned ID and a private-use one.
-        for (uint32_t c : {2u, 0x1A2A3A4Au, 0xFAFAFAFAu, 0x00ABCDEFu, 0xF0000001u}) {
+        // CRC32C twice, two grease values, an unassigned ID and a private-use one.
+        for (uint32_t c : {2u, 0x1A2A3A4Au, 2u, 0xFAFAFAFAu, 0x00ABCDEFu, 0xF0000001u}) {
           req.add_capabilities(c);
         }
         ctx.RequireOk(p->Open(req), "OpenSession offering CRC32C, grease and unknown IDs");
         // AOBJ-EXT-012: a server may add a grease ID of its own; it is ignored here too.
         std::set<uint32_t> got;
+        int twos = 0;
         for (uint32_t c : p->session().capabilities()) {
           if (!IsGrease(c)) got.insert(c);
+          twos += c == 2u ? 1 : 0;
         }
+        ctx.Require(twos == 1, "CRC32C, offered twice, is answered once (AOBJ-SES-042)", "1",
+                    absl::StrCat(twos));
         std::string list;
         for (uint32_t c : got) absl::StrAppend(&list, c, " ");
         ctx.Require(got == std::set<uint32_t>{2u}, "the answer is exactly {2}",
@@ -322,6 +328,75 @@ void RegisterSessionCases(Registry& r) {
         for (uint32_t c : q->session().capabilities()) none_offered = none_offered && IsGrease(c);
         ctx.Require(none_offered, "no capability that was not offered (grease aside)", "(none)",
                     q->session().ShortDebugString());
+      });
+  Add(r, "ses/5.3/2",
+      "capability parameters (for a known, a grease and an unknown capability) and a grease "
+      "field are ignored; the response's parameters name selected or grease capabilities only",
+      "core", {"AOBJ-EXT-018", "AOBJ-CTL-004", "AOBJ-EXT-020"}, true, [](CaseContext& ctx) {
+        auto p = ctx.NewPeer();
+        pb::OpenSessionRequest req = p->DefaultOpen();
+        req.clear_capabilities();
+        for (uint32_t c : {2u, 0x3A5A7A9Au, 0x00ABCDEFu}) {
+          req.add_capabilities(c);
+          pb::CapabilityParams* e = req.add_capability_params();
+          e->set_capability(c);
+          e->set_params(std::string(1024, static_cast<char>(c & 0xFF)));
+        }
+        req.GetReflection()->MutableUnknownFields(&req)->AddVarint(1500, 7);
+        req.GetReflection()->MutableUnknownFields(&req)->AddLengthDelimited(1999, "grease");
+        ctx.RequireOk(p->Open(req),
+                      "OpenSession with parameters for CRC32C, a grease and an unknown capability "
+                      "and grease fields 1500 and 1999");
+        std::set<uint32_t> got;
+        for (uint32_t c : p->session().capabilities()) {
+          if (!IsGrease(c)) got.insert(c);
+        }
+        ctx.Require(got == std::set<uint32_t>{2u}, "the capabilities are exactly {2}", "2",
+                    p->session().ShortDebugString());
+        std::set<uint32_t> listed(p->session().capabilities().begin(),
+                                  p->session().capabilities().end());
+        for (const pb::CapabilityParams& e : p->session().capability_params()) {
+          ctx.Require(listed.count(e.capability()) > 0,
+                      absl::StrCat("a response entry for capability ", e.capability(),
+                                   " names one the response lists (AOBJ-EXT-020)"),
+                      "listed", "not listed");
+        }
+        ctx.RequireStillServes();
+      });
+  Add(r, "ses/5.3/3",
+      "capability_params beyond 64 entries, 1024 octets, or twice one capability: "
+      "INVALID_ARGUMENT; at the bounds: served",
+      "core", {"AOBJ-EXT-015"}, true, [](CaseContext& ctx) {
+        auto with = [&](size_t entries, size_t octets, bool duplicate) {
+          auto p = ctx.NewPeer();
+          pb::OpenSessionRequest req = p->DefaultOpen();
+          for (size_t i = 0; i < entries; ++i) {
+            pb::CapabilityParams* e = req.add_capability_params();
+            e->set_capability(duplicate && i == entries - 1 ? 1000u : 1000u + i);
+            e->set_params(std::string(octets, 'p'));
+          }
+          return p->Open(req);
+        };
+        ctx.RequireOk(with(64, 1024, false), "64 entries of 1024 octets");
+        ctx.RequireCode(with(65, 1, false), ErrorCode::kInvalidArgument, "65 entries");
+        ctx.RequireCode(with(1, 1025, false), ErrorCode::kInvalidArgument,
+                        "an entry of 1025 octets");
+        ctx.RequireCode(with(2, 1, true), ErrorCode::kInvalidArgument,
+                        "two entries for capability 1000");
+        ctx.RequireStillServes();
+      });
+  Add(r, "ses/5.3/4",
+      "the OpenSession response greases: a grease capability with parameters, and a grease field",
+      "core", {"AOBJ-EXT-017", "AOBJ-EXT-012"}, false, [](CaseContext& ctx) {
+        auto p = ctx.Open();
+        const pb::OpenSessionResponse& resp = p->session();
+        uint32_t grease = 0;
+        for (uint32_t c : resp.capabilities()) {
+          if (IsGrease(c)) grease = c;
+        }
+        ctx.Require(grease != 0, "a grease capability ID listed (AOBJ-EXT-012)", "one",
+                    resp.ShortDebugString());
+        RequireGreaseParamsAndField(ctx, resp, grease);
       });
   Add(r, "ses/5.4/1", "effective limits: the smaller of requested and server values", "limits",
       {"AOBJ-SES-006"}, false, [](CaseContext& ctx) {
@@ -586,7 +661,7 @@ void RegisterSessionCases(Registry& r) {
         ctx.RequireStillServes();
       });
   Add(r, "ses/5.7/1", "memory_protection is EMULATED when no lane can enforce keys in hardware",
-      "core", {"AOBJ-SES-013", "AOBJ-SEC-002"}, false, [](CaseContext& ctx) {
+      "core", {"AOBJ-SES-013", "AOBJ-SEC-002", "AOBJ-TRN-015"}, false, [](CaseContext& ctx) {
         auto p = ctx.Open();
         if (HostHasRdmaDevice()) {
           ctx.Note("this host has an RDMA device; the case only checks hosts without one");
@@ -804,7 +879,7 @@ void RegisterSessionCases(Registry& r) {
       "32-bit fields at their top value: a maximum version of 2^32 - 1 selects a common version; "
       "part number, max_keys, max_buckets, max_parts and max_uploads of 2^32 - 1 get their codes",
       "core",
-      {"AOBJ-EXT-003", "AOBJ-SES-002", "AOBJ-OBJ-205", "AOBJ-OBJ-104", "AOBJ-OBJ-112",
+      {"AOBJ-EXT-021", "AOBJ-SES-002", "AOBJ-OBJ-205", "AOBJ-OBJ-104", "AOBJ-OBJ-112",
        "AOBJ-OBJ-224"},
       true, [](CaseContext& ctx) {
         auto p = ctx.NewPeer();

@@ -12,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "conformance/src/peer.h"
 #include "conformance/src/suite.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "wire/checksum.h"
 #include "wire/crypto.h"
 #include "wire/protocol.h"
@@ -129,6 +130,28 @@ inline void RequireCapability(CaseContext& ctx, const Peer& p, uint32_t cap, con
   if (!p.Negotiated(cap)) {
     ctx.Unsupported(absl::StrCat("the target did not negotiate capability ", cap, " (", name, ")"));
   }
+}
+
+// AOBJ-EXT-017: `m`, an OpenSession request or response, carries a capability_params entry of 1
+// to 16 octets for the grease capability ID `grease`, and a field numbered in the grease range
+// of AOBJ-EXT-016.
+template <typename M>
+void RequireGreaseParamsAndField(CaseContext& ctx, const M& m, uint32_t grease) {
+  bool params = false;
+  for (const pb::CapabilityParams& e : m.capability_params()) {
+    params = params || (e.capability() == grease && !e.params().empty() && e.params().size() <= 16);
+  }
+  ctx.Require(params, "a capability_params entry of 1 to 16 octets for the grease ID", "an entry",
+              m.ShortDebugString());
+  bool field = false;
+  const google::protobuf::UnknownFieldSet& unknown = m.GetReflection()->GetUnknownFields(m);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const int n = unknown.field(i).number();
+    field = field ||
+            (n >= static_cast<int>(kGreaseFieldFirst) && n <= static_cast<int>(kGreaseFieldLast));
+  }
+  ctx.Require(field, "a field numbered 1000 to 1999 (AOBJ-EXT-016)", "one",
+              absl::StrCat(unknown.field_count(), " unknown fields, none in range"));
 }
 
 }  // namespace aobj::conformance

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -23,6 +24,7 @@
 #include "aobj/v1/aobj.grpc.pb.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/dynamic_message.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "transport/ucx_context.h"
 #include "transport/ucx_worker.h"
 #include "wire/checksum.h"
@@ -326,6 +328,12 @@ int FakeServer::max_data_in_flight() {
   return max_data_in_flight_;
 }
 
+int FakeServer::data_requests_over_grant(std::string* first) {
+  absl::MutexLock l(&mu_);
+  if (first != nullptr) *first = over_grant_first_;
+  return over_grant_;
+}
+
 // ---- answers --------------------------------------------------------------------------------
 
 FakeServer::Answer FakeServer::Error(ErrorCode code, const std::string& message) {
@@ -456,6 +464,27 @@ FakeServer::Answer FakeServer::Process(ReceivedRequest& rec) {
     }
     session = it->second;
   }
+  // AOBJ-FLO-010: data requests outstanding from arrival to answer, delays included. Past the
+  // slack after the first granting reply, the client has had the grant.
+  const bool data = rec.method == Method::kPutObject || rec.method == Method::kGetObject ||
+                    rec.method == Method::kUploadPart || rec.method == Method::kGetObjects ||
+                    rec.method == Method::kPutObjects;
+  if (data) {
+    absl::MutexLock l(&mu_);
+    if (script_.grant_credits != 0 && rec.received > first_grant_ + kGrantSlack &&
+        outstanding_data_ >= static_cast<int>(script_.grant_credits) && over_grant_++ == 0) {
+      over_grant_first_ = absl::StrCat(
+          rec.method_name, " arrived ", absl::FormatDuration(rec.received - first_grant_),
+          " after the first reply granting ", script_.grant_credits, " credit(s), with ",
+          outstanding_data_, " data request(s) outstanding");
+    }
+    ++outstanding_data_;
+  }
+  absl::Cleanup answered = [this, data] {
+    if (!data) return;
+    absl::MutexLock l(&mu_);
+    --outstanding_data_;
+  };
   if (fault != nullptr && fault->kind == FaultKind::kError) {
     Answer a;
     pb::Error e;
@@ -605,8 +634,15 @@ FakeServer::Answer FakeServer::Process(ReceivedRequest& rec) {
           : rec.method == Method::kGetObjects ? GetObjects(rec, session, fault)
           : rec.method == Method::kPutObjects ? PutObjects(rec, session, fault)
                                               : UploadPart(rec, session, fault);
+      if (a.status.ok() && script_.grant_credits != 0) {
+        AppendCredits(&a.body, script_.grant_credits);  // AOBJ-FLO-008
+        absl::StrAppend(&a.shown, " [credits ", script_.grant_credits, "]");
+      }
       absl::MutexLock l(&mu_);
       --data_in_flight_;
+      if (a.status.ok() && script_.grant_credits != 0) {
+        first_grant_ = std::min(first_grant_, absl::Now());
+      }
       break;
     }
     default:
@@ -686,7 +722,14 @@ FakeServer::Answer FakeServer::OpenSession(ReceivedRequest& rec) {
       resp.add_capabilities(c);
     }
   }
-  if (script_.grease_capability != 0) resp.add_capabilities(script_.grease_capability);
+  if (script_.grease_capability != 0) {
+    resp.add_capabilities(script_.grease_capability);
+    // AOBJ-EXT-017: with grease parameters, and a grease field (AOBJ-EXT-016) beside them.
+    pb::CapabilityParams* p = resp.add_capability_params();
+    p->set_capability(script_.grease_capability);
+    p->set_params("\x0a\x1a\x2a\x3a\x4a");
+    resp.GetReflection()->MutableUnknownFields(&resp)->AddLengthDelimited(1234, "grease");
+  }
   s.limits = script_.limits;
   const pb::Limits& want = req.requested_limits();
   auto lower = [](uint64_t server, uint64_t asked) {

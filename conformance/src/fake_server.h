@@ -131,7 +131,8 @@ struct FakeScript {
   bool refuse_version = false;            // fail OpenSession with UNSUPPORTED_VERSION
   std::vector<uint32_t> capabilities = {1, 2, 3, 4};  // the server's own set
   bool list_all_capabilities = false;     // answer `capabilities` whatever the client offered
-  // A grease capability ID among those answered (AOBJ-EXT-012); the client must ignore it.
+  // A grease capability ID among those answered (AOBJ-EXT-012), with a capability_params entry
+  // and a grease field (AOBJ-EXT-017); the client must ignore all three.
   uint32_t grease_capability = 0;
   // Nonzero: the version the response names, whatever the client offered (AOBJ-SES-037).
   uint32_t answer_version = 0;
@@ -152,6 +153,8 @@ struct FakeScript {
   absl::Duration reread_put_after = absl::ZeroDuration();
   // Every reply waits this long first.
   absl::Duration reply_delay = absl::ZeroDuration();
+  // Nonzero: every successful data reply grants this many credits (AOBJ-FLO-008, field 15).
+  uint32_t grant_credits = 0;
   std::vector<Fault> faults;
   // TLS on the control channel (Section 3.6) when tls_cert_file is set: the server's PEM
   // certificate chain and key; the client under test is given tls_ca_file as AOBJ_TLS_CA.
@@ -202,6 +205,12 @@ class FakeServer {
   int endpoints_connected();
   // The most data requests ever in progress together (AOBJ-FLO-001).
   int max_data_in_flight();
+  // AOBJ-FLO-010, with FakeScript::grant_credits: the data requests that arrived more than
+  // kGrantSlack after the first granting reply was sent and found the grant already in progress
+  // (a client that follows the grant waits for a reply before it sends another), and the first
+  // of them described.
+  static constexpr absl::Duration kGrantSlack = absl::Milliseconds(50);
+  int data_requests_over_grant(std::string* first = nullptr);
 
   const std::string& tls_ca_file() const { return script_.tls_ca_file; }
   const std::string& access_key_id() const { return access_key_id_; }
@@ -289,6 +298,10 @@ class FakeServer {
   int endpoints_ ABSL_GUARDED_BY(mu_) = 0;
   int data_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   int max_data_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  int outstanding_data_ ABSL_GUARDED_BY(mu_) = 0;  // from arrival to answer, delays included
+  absl::Time first_grant_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  int over_grant_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string over_grant_first_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -51,6 +51,9 @@ const std::vector<Unobservable>& UnobservableRequirements() {
       {"AOBJ-EXT-008", "a rule for the registries"},
       {"AOBJ-EXT-009", "a rule for private-use assignments"},
       {"AOBJ-EXT-013", "a rule for later versions of the protocol (the invariants of section 4.5)"},
+      {"AOBJ-EXT-016",
+       "a rule for revisions of the .proto file (tests/wire/protocol_test.cc GreaseFieldTest); "
+       "that receivers ignore the range is ses/5.3/2"},
       {"AOBJ-AUTH-024",
        "what a client does with a clock it was told, inside the client (the reference only reports "
        "it: GrpcStatusTest.SkewedTimeIsReportedNotApplied)"},
@@ -119,7 +122,8 @@ const std::vector<Unobservable>& UnobservableRequirements() {
       {"AOBJ-AUTH-017",
        "needs a full replay cache (2^20 requests within the skew window on "
        "the reference server; tests/session/authenticator_test.cc "
-       "AForgottenNonceIsRefusedByItsKeysFloor)"},
+       "AForgottenNonceIsRefusedByItsKeysFloor) or a restart (tests/integration/hostile_test.cc "
+       "ARequestOfTheLastRunIsNotServedAgainAfterARestart)"},
       {"AOBJ-AUTH-018",
        "needs a full replay cache (tests/session/authenticator_test.cc "
        "NoSetOfKeysCanFillTheCacheForAnother)"},

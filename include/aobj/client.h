@@ -5,10 +5,11 @@
 // server's RMA into or out of Buffers: memory registered with UCX. The client never initiates
 // RMA (AOBJ-TRN-001).
 //
-// Threading: all methods are thread-safe; operations may run concurrently up to the session's
-// max_in_flight (beyond it the server answers TOO_MANY_TRANSFERS), from the caller's threads or
-// as asynchronous operations on the Client's own threads (Operation, ClientOptions::
-// async_threads).
+// Threading: all methods are thread-safe; any number of operations may run concurrently, from the
+// caller's threads or as asynchronous operations on the Client's own threads (Operation,
+// ClientOptions::async_threads). Data requests beyond what the server last granted (at most
+// the session's max_in_flight) wait for a reply to free a credit, up to their deadline (spec
+// section 10.1).
 // Deadlines (spec section 3.7): every call carries one (ClientOptions::timeout_ms, CallOptions);
 // past it the call fails DEADLINE_EXCEEDED.
 // Errors: absl::Status with the AOBJ code attached (aobj/status.h, ErrorCodeOf()).

@@ -62,6 +62,10 @@ struct ServerOptions {
   // sessions' data channels fail), so the server stops within a bound whatever its peers do.
   int64_t shutdown_grace_ms = 2000;
   int64_t clock_skew_ms = 300000;     // AOBJ-AUTH-007
+  // AOBJ-EXT-019, for testing clients only: this percentage (0 to 100) of failures whose code
+  // is not retryable, UNSUPPORTED_VERSION and NEGOTIATION_FAILED aside, is answered with a
+  // random grease error code instead. 0 (the default): never.
+  double grease_errors_percent = 0;
   int64_t session_tombstone_ms = 600000;
   // Control connections of one peer address at once; further ones are closed at accept
   // (AOBJ-SEC-012). 0 = no limit. Local processes all share 127.0.0.1.

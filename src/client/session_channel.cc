@@ -126,7 +126,16 @@ absl::Status SessionChannel::Open(const ClientOptions& options) {
     req.add_capabilities(kCapOpaquePartEtag);
   }
   if (options_.fast_path) req.add_capabilities(kCapFastPath);
-  if (options_.grease) req.add_capabilities(RandomGreaseValue());  // AOBJ-EXT-002
+  // AOBJ-EXT-002, AOBJ-EXT-017: a grease capability with grease parameters, and a grease field.
+  if (options_.grease) {
+    const uint32_t grease = RandomGreaseValue();
+    req.add_capabilities(grease);
+    pb::CapabilityParams* p = req.add_capability_params();
+    p->set_capability(grease);
+    p->set_params(RandomGreaseOctets());
+    req.GetReflection()->MutableUnknownFields(&req)->AddVarint(
+        RandomGreaseField(), static_cast<uint8_t>(RandomBytes(1)[0]));
+  }
   req.set_worker_address(worker_->address());
   // AOBJ-SES-039: this client implements the UCX binding only, whose address is worker_address;
   // a grease binding with a few random octets beside it (AOBJ-EXT-014).
@@ -239,13 +248,46 @@ void SessionChannel::SendCancel(const std::string& nonce) {
   }
 }
 
+absl::Status SessionChannel::AcquireCredit(const CallContext& ctx) {
+  const absl::Time deadline =
+      std::min(absl::Now() + absl::Milliseconds(options_.timeout_ms), ctx.deadline);
+  absl::MutexLock l(&credit_mu_);
+  auto credit = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(credit_mu_) {
+    return outstanding_ < CreditsFromReply(granted_, info_.limits.max_in_flight);
+  };
+  if (!credit_mu_.AwaitWithDeadline(absl::Condition(&credit), deadline)) {
+    return MakeError(ErrorCode::kDeadlineExceeded,
+                     absl::StrCat("the deadline passed while ", outstanding_,
+                                  " data requests held the session's credits (the server granted ",
+                                  CreditsFromReply(granted_, info_.limits.max_in_flight),
+                                  "; AOBJ-FLO-010); nothing was sent"));
+  }
+  ++outstanding_;
+  return absl::OkStatus();
+}
+
+void SessionChannel::ReleaseCredit(const google::protobuf::Message* reply) {
+  absl::MutexLock l(&credit_mu_);
+  --outstanding_;
+  if (reply == nullptr) return;
+  // AOBJ-FLO-010: the latest successful data reply's grant holds until the next one; the field
+  // is number 15 in each data reply.
+  const google::protobuf::FieldDescriptor* field =
+      reply->GetDescriptor()->FindFieldByNumber(kCreditsField);
+  if (field != nullptr && field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_UINT32) {
+    granted_ = reply->GetReflection()->GetUInt32(*reply, field);
+  }
+}
+
 absl::Status SessionChannel::DataCall(const CallContext& ctx, Method method,
                                       const google::protobuf::Message& req,
                                       google::protobuf::Message* resp, bool spin) {
+  AOBJ_RETURN_IF_ERROR(AcquireCredit(ctx));  // AOBJ-FLO-010
   std::shared_ptr<std::atomic<int>> spinning;
   {
     absl::MutexLock l(&mu_);
     if (data_channel_lost_) {
+      ReleaseCredit(nullptr);
       return MakeError(ErrorCode::kDataChannelUnavailable,
                        "the data channel was shut after a request ended without a reply "
                        "(AOBJ-MEM-014); connect a new client");
@@ -258,6 +300,7 @@ absl::Status SessionChannel::DataCall(const CallContext& ctx, Method method,
   }
   bool no_reply = false;
   absl::Status s = Call(ctx, method, req, resp, &no_reply);
+  ReleaseCredit(s.ok() ? resp : nullptr);
   if (spinning) spinning->fetch_sub(1);
   // AOBJ-MEM-027: TRANSFER_FAILED or DATA_CHANNEL_UNAVAILABLE means the server failed the
   // session's data channel (AOBJ-DAT-159) by closing its endpoint; operations it sent before

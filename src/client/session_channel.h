@@ -22,6 +22,7 @@
 #include "control/raw_call.h"
 #include "control/rpc.h"
 #include "google/protobuf/message.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "session/signer.h"
 #include "transport/ucx_context.h"
 #include "transport/ucx_worker.h"
@@ -80,7 +81,8 @@ class SessionChannel final : public CancelSender {
   // DATA_CHANNEL_UNAVAILABLE. A reply with an AOBJ error (CANCELLED and DEADLINE_EXCEEDED
   // included) is a reply: the server sends it only after its last RMA for the request
   // (AOBJ-DAT-155), so the channel stays. `spin`: the request's windows need this side's UCX
-  // progress (RequestRegistrations::emulated_windows).
+  // progress (RequestRegistrations::emulated_windows). It is sent only once fewer data requests
+  // are outstanding than the latest reply granted (AOBJ-FLO-010; until the deadline).
   absl::Status DataCall(const CallContext& ctx, Method method, const google::protobuf::Message& req,
                         google::protobuf::Message* resp, bool spin = false);
 
@@ -117,6 +119,11 @@ class SessionChannel final : public CancelSender {
   // On the progress thread (UcxWorker::SetMessageHandler): a reply goes to the request waiting
   // for its nonce; anything else (malformed, unknown or late) is dropped (AOBJ-DAT-169).
   void OnFastReply(absl::string_view message);
+  // AOBJ-FLO-010: waits (up to the call's deadline) until fewer data requests are outstanding
+  // than the latest grant, then counts one more; ReleaseCredit counts it out and takes the grant
+  // of `reply` (a successful data reply; null: none).
+  absl::Status AcquireCredit(const CallContext& ctx);
+  void ReleaseCredit(const google::protobuf::Message* reply);
   void FailFastWaiters();
 
   // AOBJ-SES-019: renews every third of the lease on its own thread, so also while a long data
@@ -141,6 +148,12 @@ class SessionChannel final : public CancelSender {
   absl::Mutex mu_;
   bool open_ ABSL_GUARDED_BY(mu_) = false;
   bool data_channel_lost_ ABSL_GUARDED_BY(mu_) = false;
+  // Credits (spec section 10): data requests this client has sent and not yet seen end, and the
+  // grant of the latest successful data reply (0: none yet, max_in_flight). AOBJ-FLO-010: a data
+  // request waits until fewer than the grant are outstanding.
+  absl::Mutex credit_mu_;
+  uint32_t outstanding_ ABSL_GUARDED_BY(credit_mu_) = 0;
+  uint32_t granted_ ABSL_GUARDED_BY(credit_mu_) = 0;
   // The server answered SESSION_EXPIRED or NO_SUCH_SESSION: no request names the session again.
   std::atomic<uint32_t> session_gone_{0};  // the ErrorCode, 0 while the session lives
   std::thread renewer_;

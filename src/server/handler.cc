@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "aobj/status.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "server/handler_util.h"
 #include "server/staged_transfer.h"
 #include "wire/checksum.h"
@@ -81,8 +82,25 @@ absl::StatusOr<std::string> RequestHandler::Handle(Method method, const RequestA
       supported->set_max(config_.max_version);
     }
     RecordFailure(method, auth, result.status());
+    if (config_.grease_errors_percent > 0) result = GreaseError(result.status());
   }
   return result;
+}
+
+absl::Status RequestHandler::GreaseError(absl::Status error) const {
+  const ErrorCode code = ErrorCodeOf(error);
+  const ErrorInfo info = GetErrorInfo(code);
+  // AOBJ-EXT-019: never a retryable code, and never the invariants' two codes.
+  if (info.retryable || code == ErrorCode::kUnsupportedVersion ||
+      code == ErrorCode::kNegotiationFailed) {
+    return error;
+  }
+  const std::string r = RandomBytes(2);
+  const uint32_t draw = (static_cast<uint8_t>(r[0]) << 8) | static_cast<uint8_t>(r[1]);
+  if (draw % 10000 >= config_.grease_errors_percent * 100) return error;
+  return MakeError(static_cast<ErrorCode>(RandomGreaseValue()),
+                   absl::StrCat("grease error code (--grease-errors) in place of ",
+                                std::string(info.name), ": ", error.message()));
 }
 
 absl::Status RequestHandler::Refuse(Method method, const RequestAuth& auth, absl::Status error) {
@@ -292,11 +310,19 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
       // AOBJ-DAT-156: a data request can be cancelled by its nonce while it runs.
       const InFlightRequests::Entry entry = in_flight_.Begin(s.id_hex, auth.nonce_hex);
       ActiveCall active(call, entry.flag());
-      return method == Method::kPutObject    ? PutObject(s, body, active)
-             : method == Method::kGetObject  ? GetObject(s, body, active)
-             : method == Method::kGetObjects ? GetObjects(s, body, active)
-             : method == Method::kPutObjects ? PutObjects(s, body, active)
-                                             : UploadPart(s, body, active);
+      absl::StatusOr<std::string> reply =
+          method == Method::kPutObject    ? PutObject(s, body, active)
+          : method == Method::kGetObject  ? GetObject(s, body, active)
+          : method == Method::kGetObjects ? GetObjects(s, body, active)
+          : method == Method::kPutObjects ? PutObjects(s, body, active)
+                                          : UploadPart(s, body, active);
+      // AOBJ-FLO-008, AOBJ-FLO-009: every successful data reply grants credits, computed once
+      // the request's own count is released (AOBJ-FLO-005).
+      if (reply.ok()) {
+        const double pressure = config_.pressure ? config_.pressure(s.access_key_id) : 0.0;
+        AppendCredits(&*reply, GrantCredits(s.limits.max_in_flight, pressure));
+      }
+      return reply;
     }
     case Method::kHeadObject:
       return HeadObject(s, body);  // handler_object.cc
@@ -352,6 +378,13 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
                                                         absl::string_view body, absl::Time now) {
   aobj::v1::OpenSessionRequest req;
   AOBJ_RETURN_IF_ERROR(Parse(body, &req));
+  // AOBJ-EXT-015; every entry is then ignored, since no capability of AOBJ/1 has parameters
+  // (AOBJ-EXT-018), and so are grease fields (AOBJ-EXT-016, AOBJ-CTL-004).
+  std::vector<CapabilityParamEntry> params;
+  for (const auto& e : req.capability_params()) {
+    params.push_back({e.capability(), e.params().size()});
+  }
+  AOBJ_RETURN_IF_ERROR(CheckCapabilityParams(params));
   // AOBJ-SES-036: a retry names the offer that was refused; if this server could have served
   // it, the refusal was not this server's (a downgrade).
   AOBJ_RETURN_IF_ERROR(CheckPreviousOffer(
@@ -463,8 +496,17 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   resp.set_version(state.version);
   resp.set_binding(*binding);  // AOBJ-SES-039; UCX needs no server endpoint address
   for (uint32_t c : state.capabilities) resp.add_capabilities(c);
-  // AOBJ-EXT-012: one grease ID among them, so that clients keep ignoring what they do not know.
-  if (config_.grease) resp.add_capabilities(RandomGreaseValue());
+  // AOBJ-EXT-012, AOBJ-EXT-017: one grease ID among them, with grease parameters, and a grease
+  // field, so that clients keep ignoring what they do not know.
+  if (config_.grease) {
+    const uint32_t grease = RandomGreaseValue();
+    resp.add_capabilities(grease);
+    aobj::v1::CapabilityParams* p = resp.add_capability_params();
+    p->set_capability(grease);
+    p->set_params(RandomGreaseOctets());
+    resp.GetReflection()->MutableUnknownFields(&resp)->AddLengthDelimited(RandomGreaseField(),
+                                                                          RandomGreaseOctets());
+  }
   auto* l = resp.mutable_limits();
   LimitsToProto(state.limits, l);
   l->set_data_wait_ms(config_.data_wait_ms);  // AOBJ-OPS-008

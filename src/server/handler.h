@@ -64,9 +64,15 @@ struct HandlerConfig {
   long session_reserve_fds = 0;
   // AOBJ-EXT-012: a grease capability ID in every OpenSession response.
   bool grease = true;
+  // AOBJ-EXT-019: the percentage of failures that are not retryable answered with a grease code
+  // instead (ServerOptions::grease_errors_percent); 0: none.
+  double grease_errors_percent = 0;
   std::string server_name;
   std::string list_token_key;  // ServerOptions::list_token_key; empty: random
   std::function<std::vector<std::string>()> gateways;  // ServerOptions::gateways
+  // How full the request queues of a principal are, 0 to 1 (RequestScheduler::Pressure); the
+  // credits of each data reply follow it (AOBJ-FLO-009). Unset: the whole max_in_flight.
+  std::function<double(absl::string_view principal)> pressure;
   std::function<void(const std::string&)> log;
 };
 
@@ -213,6 +219,9 @@ class RequestHandler {
   const HandlerConfig& config() const { return config_; }
 
  private:
+  // AOBJ-EXT-019: `error`, or, for config_.grease_errors_percent of the failures it may replace,
+  // a grease code whose message names the code replaced.
+  absl::Status GreaseError(absl::Status error) const;
   // Counts and logs a failed request (AOBJ-OPS-003).
   void RecordFailure(Method method, const RequestAuth& auth, const absl::Status& error);
   absl::StatusOr<std::string> Dispatch(Method method, const RequestAuth& auth,

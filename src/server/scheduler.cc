@@ -114,4 +114,18 @@ SchedulerStats RequestScheduler::stats() {
   return SchedulerStats{queued_, queued_bytes_, running_, rejected_};
 }
 
+double RequestScheduler::Pressure(absl::string_view principal) {
+  absl::MutexLock l(&mu_);
+  auto it = lanes_.find(principal);
+  const size_t mine = it == lanes_.end() ? 0 : it->second.waiting.size();
+  const double count = static_cast<double>(queued_) / static_cast<double>(limits_.max_queued);
+  const double bytes =
+      limits_.max_queued_bytes == 0
+          ? 0.0
+          : static_cast<double>(queued_bytes_) / static_cast<double>(limits_.max_queued_bytes);
+  const double own =
+      static_cast<double>(mine) / static_cast<double>(limits_.max_queued_per_principal);
+  return std::min(1.0, std::max({count, bytes, own}));
+}
+
 }  // namespace aobj

@@ -70,6 +70,11 @@ class RequestScheduler {
 
   SchedulerStats stats();
 
+  // How full the queues that `principal`'s next request would wait in are, 0 (empty) to 1 (a
+  // Submit would be refused): the fullest of the server's count, its bytes and the principal's
+  // own count. The grant of credits follows it (AOBJ-FLO-009).
+  double Pressure(absl::string_view principal);
+
  private:
   struct Item {
     std::function<void()> task;

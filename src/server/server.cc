@@ -155,6 +155,8 @@ class ServerImpl final : public Server {
     }
     auth_ = std::make_unique<Authenticator>(options_.credentials,
                                             absl::Milliseconds(options_.clock_skew_ms));
+    // AOBJ-AUTH-017: a new run remembers no nonce of the last one (a restart forgets them all).
+    auth_->RememberNothingBefore(absl::Now());
     sessions_ = std::make_unique<SessionTable>(absl::Milliseconds(options_.lease_ms),
                                                absl::Milliseconds(options_.session_tombstone_ms));
     HandlerConfig hc;
@@ -205,10 +207,6 @@ class ServerImpl final : public Server {
     hc.min_part_size = mpl.min_part_size;  // what multipart_ enforces, announced
     hc.max_part_size = multipart_->limits().max_part_size;
     hc.max_object_size = multipart_->limits().max_object_size;
-    hc.log = options_.log;
-    handler_ = std::make_unique<RequestHandler>(std::move(hc), store_.get(), channel_.get(),
-                                                auth_.get(), sessions_.get(), multipart_.get(),
-                                                authz_.get());
     SchedulerLimits sl;
     sl.threads = std::max(1, options_.request_threads);
     sl.max_running_per_principal = options_.max_requests_per_principal;
@@ -216,6 +214,15 @@ class ServerImpl final : public Server {
     sl.max_queued_per_principal = options_.max_queued_requests_per_principal;
     sl.max_queued_bytes = options_.max_queued_request_bytes;
     scheduler_ = std::make_unique<RequestScheduler>(sl);
+    // AOBJ-FLO-009: the grant of credits follows the queues a principal's requests wait in.
+    hc.pressure = [sched = scheduler_.get()](absl::string_view principal) {
+      return sched->Pressure(principal);
+    };
+    hc.grease_errors_percent = std::clamp(options_.grease_errors_percent, 0.0, 100.0);
+    hc.log = options_.log;
+    handler_ =
+        std::make_unique<RequestHandler>(std::move(hc), store_.get(), channel_.get(), auth_.get(),
+                                         sessions_.get(), multipart_.get(), authz_.get());
     ControlService::ReadBounds read_bounds;
     read_bounds.max_total = std::max<size_t>(options_.max_reading_requests, 1);
     read_bounds.max_per_key = std::max<size_t>(options_.max_reading_requests_per_principal, 1);

@@ -50,6 +50,20 @@ absl::Status Authenticator::Verify(absl::string_view method, const RequestAuth& 
                                absl::ToInt64Milliseconds(skew_), " ms; check this host's clock")),
         absl::ToUnixMillis(now));
   }
+  // AOBJ-AUTH-017: nonces of a previous run of the server are forgotten; a request stamped
+  // before this run began may be the replay of one it accepted. The client's next request
+  // carries a later timestamp, so the refusal costs a clock that lags by that lag, once.
+  if (const int64_t start = start_floor_ms_.load(); ts_ms <= start) {
+    return WithRetryAfter(
+        MakeError(ErrorCode::kSlowDown,
+                  absl::StrCat("the server started at ", start,
+                               " (Unix ms) and remembers no request from before; this one is "
+                               "stamped ",
+                               start - ts_ms,
+                               " ms earlier, so it may be a replay (AOBJ-AUTH-017); retry as a "
+                               "new request")),
+        absl::Milliseconds(std::min<int64_t>(start - ts_ms + 1, 60000)));
+  }
   // AOBJ-AUTH-008
   std::string nonce_key = absl::StrCat(auth.access_key_id, "/", auth.nonce_hex);
   absl::MutexLock l(&mu_);
@@ -74,6 +88,10 @@ absl::Status Authenticator::Verify(absl::string_view method, const RequestAuth& 
   keys_[auth.access_key_id].entries.emplace(ts_ms,
                                             KeyNonces::Entry{forget, std::move(nonce_key)});
   return absl::OkStatus();
+}
+
+void Authenticator::RememberNothingBefore(absl::Time start) {
+  start_floor_ms_.store(absl::ToUnixMillis(start));
 }
 
 void Authenticator::Sweep(KeyNonces& k, absl::Time now) {

@@ -8,6 +8,7 @@
 #ifndef AOBJ_SESSION_AUTHENTICATOR_H_
 #define AOBJ_SESSION_AUTHENTICATOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -45,6 +46,11 @@ class Authenticator {
   // server can answer it at once instead of queueing its body (issue 16, AOBJ-SEC-012).
   absl::Status CheckClaim(const RequestAuth& auth, bool needs_session) const;
 
+  // AOBJ-AUTH-017 across a restart: this server remembers no nonce from before `start` (its
+  // start), so a request stamped at or before it fails SLOW_DOWN: it may be the replay of one a
+  // previous run of the server accepted. Called once, before the first Verify.
+  void RememberNothingBefore(absl::Time start);
+
   size_t nonces_remembered();
   // The signing key of `access_key_id` (AOBJ-AUTH-003), or null when it is not known; for the
   // endpoint key of its sessions (AOBJ-SES-026).
@@ -56,6 +62,7 @@ class Authenticator {
   absl::flat_hash_map<std::string, std::string> signing_keys_;  // immutable after construction
   const absl::Duration skew_;
   const size_t max_nonces_;
+  std::atomic<int64_t> start_floor_ms_{INT64_MIN};  // RememberNothingBefore
 
   // The remembered nonces of one access key, by their requests' timestamps. A request passes
   // the time check only with ts >= arrival - skew, so each is kept until exactly ts + 2 * skew:

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "aobj/status.h"
 #include "transport/address_check.h"
+#include "transport/lane_protection.h"
 #include "transport/peer_rma_guard.h"
 #include "transport/shm_guard.h"
 #include "transport/ucx_worker.h"
@@ -157,12 +158,9 @@ void UcxWorker::DoProtection(Command& cmd) {
     info.append(text, size);
     free(text);
   }
-  // Software RMA: UCX's tcp, shared memory and self transports (shared/FACTS.md).
-  bool emulated = false;
-  for (const char* tl : {"tcp/", "sysv/", "posix/", "cma/", "self/", "xpmem/", "knem/", "rma_am"}) {
-    if (absl::StrContains(info, tl)) emulated = true;
-  }
-  cmd.protection = emulated ? Protection::kEmulated : Protection::kHardware;
+  // AOBJ-TRN-015: HARDWARE only when every lane is a verbs transport of the allow-list; tcp,
+  // shared memory, self, cuda_ipc and anything unknown are EMULATED (shared/FACTS.md).
+  cmd.protection = LanesEnforceRemoteKeys(info) ? Protection::kHardware : Protection::kEmulated;
   cmd.Finish();
 }
 

@@ -38,7 +38,7 @@ absl::StatusOr<uint32_t> SelectOfferedVersion(const std::vector<uint32_t>& offer
   }
   uint32_t best = 0;
   for (uint32_t v : offered) {
-    // AOBJ-EXT-003: a grease version is never selected, whatever the server supports.
+    // AOBJ-EXT-011: a grease version is never selected, whatever the server supports.
     if (v == 0 || IsGrease(v) || v < server_min || v > server_max) continue;
     best = std::max(best, v);
   }
@@ -150,6 +150,41 @@ uint32_t RandomGreaseValue() {
   return (v & 0xF0F0F0F0u) | 0x0A0A0A0Au;
 }
 
+absl::Status CheckCapabilityParams(const std::vector<CapabilityParamEntry>& entries) {
+  if (entries.size() > kMaxCapabilityParams) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     absl::StrCat("capability_params has ", entries.size(), " entries; at most ",
+                                  kMaxCapabilityParams));
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].params_bytes > kMaxCapabilityParamBytes) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       absl::StrCat("capability_params entry ", i, " (capability ",
+                                    entries[i].capability, ") has ", entries[i].params_bytes,
+                                    " octets of params; at most ", kMaxCapabilityParamBytes));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (entries[j].capability == entries[i].capability) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         absl::StrCat("capability_params entries ", j, " and ", i,
+                                      " both name capability ", entries[i].capability));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+uint32_t RandomGreaseField() {
+  const std::string r = RandomBytes(2);
+  const uint32_t v = (static_cast<uint8_t>(r[0]) << 8) | static_cast<uint8_t>(r[1]);
+  return kGreaseFieldFirst + v % (kGreaseFieldLast - kGreaseFieldFirst + 1);
+}
+
+std::string RandomGreaseOctets() {
+  const std::string n = RandomBytes(1);
+  return RandomBytes(1 + static_cast<uint8_t>(n[0]) % 16);
+}
+
 std::vector<uint32_t> IntersectCapabilities(const std::vector<uint32_t>& offered,
                                             const std::vector<uint32_t>& supported) {
   std::vector<uint32_t> out;
@@ -187,6 +222,31 @@ const char* TransferPathName(TransferPath path) {
     default:
       return "unspecified";
   }
+}
+
+uint32_t GrantCredits(uint32_t max_in_flight, double pressure) {
+  const uint32_t most = std::max<uint32_t>(max_in_flight, 1);
+  if (!(pressure > 0.5)) return most;  // NaN too
+  if (pressure >= 1.0) return 1;
+  const double share = (1.0 - pressure) * 2.0;  // 1 at half full, 0 when full
+  return std::clamp<uint32_t>(static_cast<uint32_t>(most * share), 1, most);
+}
+
+uint32_t CreditsFromReply(uint32_t credits, uint32_t max_in_flight) {
+  const uint32_t most = std::max<uint32_t>(max_in_flight, 1);
+  return credits == 0 ? most : std::min(credits, most);
+}
+
+void AppendCredits(std::string* serialized_reply, uint32_t credits) {
+  // Tag (field 15, varint) then the value as a base-128 varint; a parser takes the last
+  // occurrence of a scalar field, so this also replaces any value set before.
+  serialized_reply->push_back(static_cast<char>(kCreditsField << 3));
+  uint32_t v = credits;
+  while (v >= 0x80) {
+    serialized_reply->push_back(static_cast<char>((v & 0x7F) | 0x80));
+    v >>= 7;
+  }
+  serialized_reply->push_back(static_cast<char>(v));
 }
 
 }  // namespace aobj

@@ -4,6 +4,7 @@
 #define AOBJ_WIRE_PROTOCOL_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -62,7 +63,7 @@ absl::StatusOr<uint32_t> SelectVersion(uint32_t client_min, uint32_t client_max,
 // AOBJ-SES-034..036: at most this many entries in offered_versions and in previous_offer.
 inline constexpr size_t kMaxOfferedVersions = 16;
 
-// AOBJ-SES-035: the highest version of `offered` (grease ignored, AOBJ-EXT-003) inside
+// AOBJ-SES-035: the highest version of `offered` (grease ignored, AOBJ-EXT-011) inside
 // [server_min, server_max]. INVALID_ARGUMENT past kMaxOfferedVersions entries,
 // UNSUPPORTED_VERSION when none is common.
 absl::StatusOr<uint32_t> SelectOfferedVersion(const std::vector<uint32_t>& offered,
@@ -107,6 +108,28 @@ absl::Status CheckSelectedBinding(const std::vector<uint32_t>& offered, uint32_t
 // AOBJ-EXT-012: a grease capability ID chosen at random.
 uint32_t RandomGreaseValue();
 
+// Capability parameters (spec section 4.2): AOBJ-EXT-015's bounds.
+inline constexpr size_t kMaxCapabilityParams = 64;
+inline constexpr size_t kMaxCapabilityParamBytes = 1024;
+// AOBJ-EXT-016: field numbers reserved for grease in every message of aobj.v1.
+inline constexpr uint32_t kGreaseFieldFirst = 1000;
+inline constexpr uint32_t kGreaseFieldLast = 1999;
+
+// One entry of capability_params, as far as the checks need it.
+struct CapabilityParamEntry {
+  uint32_t capability = 0;
+  size_t params_bytes = 0;
+};
+
+// AOBJ-EXT-015: INVALID_ARGUMENT for more than kMaxCapabilityParams entries, params above
+// kMaxCapabilityParamBytes, or two entries for one capability. Nothing else is looked at: no
+// capability of AOBJ/1 has parameters, so every entry is then ignored (AOBJ-EXT-018).
+absl::Status CheckCapabilityParams(const std::vector<CapabilityParamEntry>& entries);
+
+// AOBJ-EXT-017: a grease field number (AOBJ-EXT-016) and 1 to 16 grease octets, at random.
+uint32_t RandomGreaseField();
+std::string RandomGreaseOctets();
+
 // AOBJ-SES-005: the client's known capabilities that the server also has, ascending, without
 // duplicates; grease and unknown values are ignored.
 std::vector<uint32_t> IntersectCapabilities(const std::vector<uint32_t>& offered,
@@ -114,6 +137,25 @@ std::vector<uint32_t> IntersectCapabilities(const std::vector<uint32_t>& offered
 
 // AOBJ-SES-006: each effective limit is the server's, or the client's when non-zero and smaller.
 SessionLimits EffectiveLimits(const SessionLimits& server, const SessionLimits& requested);
+
+// Credits (spec section 10): every data reply may grant the data requests the session may have
+// in progress once it has arrived, in field 15 of each of the five data replies.
+inline constexpr uint32_t kCreditsField = 15;
+
+// AOBJ-FLO-008, AOBJ-FLO-009 (the reference server's grant): the whole max_in_flight while the
+// requests waiting for a request thread fill at most half of what may wait (`pressure`, 0 to 1:
+// the fullest of the server's queue and the principal's), then fewer in proportion, down to 1
+// when it is full. Never 0 and never above max_in_flight (at least 1 when that is 0).
+uint32_t GrantCredits(uint32_t max_in_flight, double pressure);
+
+// AOBJ-FLO-010 (the client's side): the data requests it may have in progress after a reply
+// granting `credits`: max_in_flight for 0 (no grant), else `credits`, at least 1 and at most
+// max_in_flight.
+uint32_t CreditsFromReply(uint32_t credits, uint32_t max_in_flight);
+
+// Appends `credits` as field kCreditsField to a serialized data reply: the field is the same in
+// all five, so the server grants in one place whatever the reply's type.
+void AppendCredits(std::string* serialized_reply, uint32_t credits);
 
 }  // namespace aobj
 

@@ -5,6 +5,7 @@
 
 #include "aobj/client.h"
 #include "aobj/status.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "gtest/gtest.h"
 #include "integration/raw_session.h"
 #include "integration/server_process.h"
@@ -106,6 +107,30 @@ TEST_F(HostileTest, ReplayedOpenSessionIsRejected) {
   EXPECT_EQ(Code(raw_->Resend()), ErrorCode::kRequestReplayed);
 }
 
+// AOBJ-AUTH-017 across a restart: the new run remembers no nonce, so a request captured before
+// it and sent again afterwards is refused by its timestamp (SLOW_DOWN, retryable with a hint),
+// not served; a new request of the same client is.
+TEST_F(HostileTest, ARequestOfTheLastRunIsNotServedAgainAfterARestart) {
+  ASSERT_TRUE(raw_->Open().status.ok());
+  pb::HeadBucketRequest hb;
+  hb.set_bucket("no-such-bucket");
+  EXPECT_EQ(Code(raw_->Send(Method::kHeadBucket, hb)), ErrorCode::kNoSuchBucket);
+  ASSERT_TRUE(server_->RestartOnSamePort()) << server_->log();
+  RawReply again;
+  for (int i = 0; i < 50; ++i) {  // until the channel has reconnected
+    again = raw_->Resend();
+    if (again.grpc_status.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(Code(again), ErrorCode::kSlowDown) << again.error.ShortDebugString();
+  EXPECT_TRUE(again.error.retryable());
+  EXPECT_GT(again.error.retry_after_ms(), 0u);
+  EXPECT_NE(again.error.message().find("AOBJ-AUTH-017"), std::string::npos);
+  // A new request (a later timestamp) of the same principal passes authentication.
+  EXPECT_TRUE(raw_->Open().status.ok());
+  ExpectStillServes();
+}
+
 TEST_F(HostileTest, ClockSkewIsRejectedBothWays) {
   for (int64_t offset : {int64_t{600000}, int64_t{-600000}}) {
     RawSession::Tamper t;
@@ -143,7 +168,7 @@ TEST_F(HostileTest, MalformedVersionRangesAreInvalid) {
 
 TEST_F(HostileTest, GreaseVersionAndCapabilitiesAreIgnored) {
   pb::OpenSessionRequest req = raw_->DefaultOpen();
-  req.mutable_versions()->set_max(0x7A7A7A7A);  // AOBJ-EXT-003
+  req.mutable_versions()->set_max(0x7A7A7A7A);  // AOBJ-EXT-021
   req.add_capabilities(0x0A0A0A0A);             // AOBJ-EXT-001
   req.add_capabilities(0xFAFAFAFA);
   req.add_capabilities(999);
@@ -166,6 +191,67 @@ TEST_F(HostileTest, GreaseVersionAndCapabilitiesAreIgnored) {
   EXPECT_EQ(grease, 1);
   EXPECT_EQ(resp.session_id().size(), 16u);  // AOBJ-SES-015
   EXPECT_EQ(resp.memory_protection(), pb::MEMORY_PROTECTION_EMULATED);  // AOBJ-SES-013
+}
+
+// AOBJ-EXT-015: capability_params is bounded; AOBJ-EXT-018 and AOBJ-CTL-004: within the bounds
+// every entry is ignored, and so are grease fields; AOBJ-EXT-017: the response greases both.
+TEST_F(HostileTest, CapabilityParamsAreBoundedAndGreaseIsIgnoredAndSent) {
+  pb::OpenSessionRequest req = raw_->DefaultOpen();
+  for (uint32_t c : {2u, 0x1A2A3A4Au, 77u}) {
+    pb::CapabilityParams* e = req.add_capability_params();
+    e->set_capability(c);
+    e->set_params(std::string(kMaxCapabilityParamBytes, 'x'));
+  }
+  req.GetReflection()->MutableUnknownFields(&req)->AddVarint(1777, 3);
+  RawReply r = raw_->Open(req);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  pb::OpenSessionResponse resp;
+  ASSERT_TRUE(resp.ParseFromString(r.body));
+  uint32_t grease = 0;
+  for (uint32_t c : resp.capabilities()) {
+    if (IsGrease(c)) grease = c;
+  }
+  ASSERT_NE(grease, 0u);
+  ASSERT_EQ(resp.capability_params_size(), 1);
+  EXPECT_EQ(resp.capability_params(0).capability(), grease);  // AOBJ-EXT-020
+  EXPECT_GE(resp.capability_params(0).params().size(), 1u);
+  EXPECT_LE(resp.capability_params(0).params().size(), 16u);
+  const auto& unknown = resp.GetReflection()->GetUnknownFields(resp);
+  ASSERT_EQ(unknown.field_count(), 1);
+  EXPECT_GE(static_cast<uint32_t>(unknown.field(0).number()), kGreaseFieldFirst);
+  EXPECT_LE(static_cast<uint32_t>(unknown.field(0).number()), kGreaseFieldLast);
+
+  pb::OpenSessionRequest big = raw_->DefaultOpen();
+  big.add_capability_params()->set_params(std::string(kMaxCapabilityParamBytes + 1, 'x'));
+  RawReply refused = raw_->Open(big);
+  EXPECT_EQ(Code(refused), ErrorCode::kInvalidArgument);
+  EXPECT_NE(refused.error.message().find("1025 octets"), std::string::npos)
+      << refused.error.message();
+  ExpectStillServes();
+}
+
+// AOBJ-EXT-019: --grease-errors 100 answers every failure that is not retryable with a grease
+// code, naming the one it replaced; UNSUPPORTED_VERSION is never replaced.
+TEST_F(HostileTest, GreaseErrorsOnlyWhereConfiguredAndNeverForTheInvariants) {
+  pb::HeadBucketRequest missing;
+  missing.set_bucket("no-such-bucket");
+  ASSERT_TRUE(raw_->Open(raw_->DefaultOpen()).status.ok());
+  EXPECT_EQ(Code(raw_->Send(Method::kHeadBucket, missing)), ErrorCode::kNoSuchBucket);
+
+  StartServer({"--grease-errors", "100"});
+  ASSERT_TRUE(raw_->Open(raw_->DefaultOpen()).status.ok());
+  RawReply r = raw_->Send(Method::kHeadBucket, missing);
+  EXPECT_TRUE(IsGrease(static_cast<uint32_t>(Code(r)))) << r.error.ShortDebugString();
+  EXPECT_EQ(r.error.name(), "UNKNOWN");
+  EXPECT_EQ(r.error.s3_code(), "InternalError");
+  EXPECT_FALSE(r.error.retryable());
+  EXPECT_EQ(r.grpc_status.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_NE(r.error.message().find("in place of NO_SUCH_BUCKET"), std::string::npos)
+      << r.error.message();
+  pb::OpenSessionRequest nine = raw_->DefaultOpen();
+  nine.mutable_versions()->set_min(9);
+  nine.mutable_versions()->set_max(9);
+  EXPECT_EQ(Code(raw_->Open(nine)), ErrorCode::kUnsupportedVersion);
 }
 
 TEST_F(HostileTest, OfferedVersionsListIsUsedAndGreaseIsNeverSelected) {

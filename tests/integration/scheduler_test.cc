@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "aobj/status.h"
 #include "gtest/gtest.h"
+#include "wire/protocol.h"
 
 namespace aobj {
 namespace {
@@ -138,6 +139,32 @@ TEST(SchedulerTest, QueuesAreBoundedWithSlowDown) {
   t.Stop();
   EXPECT_EQ(ran.load(), 5);
   EXPECT_EQ(refused_ran.load(), 0);
+}
+
+// AOBJ-FLO-009: the pressure behind the grant of credits is the fullest of the server's queue
+// and the principal's own, so that one principal filling its share lowers its own grant first.
+TEST(SchedulerTest, PressureIsTheFullestQueueOfThePrincipal) {
+  SchedulerLimits limits;
+  limits.threads = 1;
+  limits.max_queued = 4;
+  limits.max_queued_per_principal = 2;
+  RequestScheduler s(limits);
+  EXPECT_EQ(s.Pressure("a"), 0.0);
+  Gate gate(s);  // the one thread is busy: what follows waits
+  ASSERT_TRUE(s.Submit("a", 0, [] {}).ok());
+  EXPECT_DOUBLE_EQ(s.Pressure("a"), 0.5);   // its own queue: 1 of 2
+  EXPECT_DOUBLE_EQ(s.Pressure("b"), 0.25);  // the server's: 1 of 4
+  ASSERT_TRUE(s.Submit("a", 0, [] {}).ok());
+  EXPECT_DOUBLE_EQ(s.Pressure("a"), 1.0);
+  EXPECT_DOUBLE_EQ(s.Pressure("b"), 0.5);
+  EXPECT_EQ(GrantCredits(16, s.Pressure("a")), 1u);
+  EXPECT_EQ(GrantCredits(16, s.Pressure("b")), 16u);
+  gate.Open();
+  // Once the queue has drained, the whole grant again (the gate outlives its task).
+  for (int i = 0; i < 200 && s.stats().queued + s.stats().running > 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(s.Pressure("a"), 0.0);
 }
 
 }  // namespace

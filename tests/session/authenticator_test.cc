@@ -5,6 +5,7 @@
 
 #include "absl/time/time.h"
 #include "aobj/status.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "session/signer.h"
 #include "wire/error_detail.h"
@@ -42,6 +43,20 @@ class AuthenticatorTest : public ::testing::Test {
 TEST_F(AuthenticatorTest, AcceptsGoodRequestAndRemembersNonce) {
   // AOBJ-AUTH-009, AOBJ-AUTH-008
   EXPECT_EQ(Verify(Sign()), ErrorCode::kOk);
+  EXPECT_EQ(auth_.nonces_remembered(), 1u);
+}
+
+// AOBJ-AUTH-017 across a restart: a run remembers no nonce from before its start, so a request
+// stamped at or before it fails SLOW_DOWN, with a hint of how much earlier it was stamped; one
+// stamped later passes, and the refusal recorded nothing.
+TEST_F(AuthenticatorTest, NothingStampedBeforeTheStartOfThisRunIsServed) {
+  auth_.RememberNothingBefore(Now());
+  const RequestAuth old = Sign(Now() - absl::Milliseconds(1500));
+  const absl::Status refused = auth_.Verify(kMethod, old, kBody, true, Now() + absl::Seconds(1));
+  EXPECT_EQ(ErrorCodeOf(refused), ErrorCode::kSlowDown);
+  EXPECT_THAT(std::string(refused.message()), ::testing::HasSubstr("AOBJ-AUTH-017"));
+  EXPECT_EQ(Verify(Sign(Now()), Now() + absl::Seconds(1)), ErrorCode::kSlowDown);  // at: refused
+  EXPECT_EQ(Verify(Sign(Now() + absl::Milliseconds(1)), Now() + absl::Seconds(1)), ErrorCode::kOk);
   EXPECT_EQ(auth_.nonces_remembered(), 1u);
 }
 

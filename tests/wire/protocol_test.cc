@@ -1,10 +1,13 @@
 #include "wire/protocol.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "aobj/status.h"
+#include "aobj/v1/aobj.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -117,7 +120,7 @@ TEST(RandomGreaseValueTest, AlwaysGreaseAndNotAlwaysTheSame) {
   EXPECT_GT(std::unique(seen.begin(), seen.end()) - seen.begin(), 8);
 }
 
-// --- SelectVersion (AOBJ-SES-002..004, AOBJ-EXT-003) ---
+// --- SelectVersion (AOBJ-SES-002..004, AOBJ-EXT-021) ---
 
 TEST(SelectVersionTest, SelectsOnlyCommonVersion) {
   // AOBJ-SES-002
@@ -147,7 +150,7 @@ TEST(SelectVersionTest, SelectsSingleOverlappingVersionAtEdges) {
 }
 
 TEST(SelectVersionTest, GreaseMaximumStillSelectsVersionOne) {
-  // AOBJ-EXT-003: a maximum above every assigned version selects the server's highest.
+  // AOBJ-EXT-021: a maximum above every assigned version selects the server's highest.
   for (uint32_t max : {0x7A7A7A7Au, 0x0A0A0A0Au, UINT32_MAX}) {
     auto v = SelectVersion(1, max, 1, kProtocolVersion);
     ASSERT_TRUE(v.ok()) << v.status();
@@ -319,6 +322,107 @@ TEST(EffectiveLimitsTest, FieldsAreChosenIndependently) {
   EXPECT_EQ(e.inline_threshold, 16384u);
   EXPECT_EQ(e.max_descriptors, 16u);
   EXPECT_EQ(e.max_rkey_bytes, 1024u);
+}
+
+// --- Credits (spec section 10.1) ---
+
+// AOBJ-FLO-008, AOBJ-FLO-009: the whole max_in_flight up to half-full queues, then in proportion
+// down to 1; never 0, never above max_in_flight.
+TEST(GrantCreditsTest, FullGrantUntilHalfFullThenDownToOne) {
+  EXPECT_EQ(GrantCredits(16, 0.0), 16u);
+  EXPECT_EQ(GrantCredits(16, 0.5), 16u);
+  EXPECT_EQ(GrantCredits(16, 0.75), 8u);
+  EXPECT_EQ(GrantCredits(16, 0.99), 1u);
+  EXPECT_EQ(GrantCredits(16, 1.0), 1u);
+  EXPECT_EQ(GrantCredits(16, 7.0), 1u);
+  EXPECT_EQ(GrantCredits(16, std::nan("")), 16u);
+  EXPECT_EQ(GrantCredits(0, 0.0), 1u);  // never a grant of zero
+  for (double p = 0.0; p <= 1.0; p += 0.01) {
+    const uint32_t c = GrantCredits(5, p);
+    EXPECT_GE(c, 1u) << p;
+    EXPECT_LE(c, 5u) << p;
+    EXPECT_LE(c, GrantCredits(5, p - 0.01)) << "the grant never grows with the pressure: " << p;
+  }
+}
+
+// AOBJ-FLO-010: 0 is no grant (max_in_flight); a grant above max_in_flight is capped.
+TEST(CreditsFromReplyTest, NoGrantMeansMaxInFlightAndTheGrantIsCapped) {
+  EXPECT_EQ(CreditsFromReply(0, 16), 16u);
+  EXPECT_EQ(CreditsFromReply(4, 16), 4u);
+  EXPECT_EQ(CreditsFromReply(1, 16), 1u);
+  EXPECT_EQ(CreditsFromReply(20, 16), 16u);
+  EXPECT_EQ(CreditsFromReply(0, 0), 1u);
+}
+
+// The server grants after serializing (AppendCredits); every data reply has `credits` as field
+// 15, so the appended octets parse as that field in each, replacing any earlier value.
+TEST(AppendCreditsTest, ParsesAsTheCreditsFieldOfEveryDataReply) {
+  aobj::v1::GetObjectResponse get;
+  get.set_bytes_transferred(4096);
+  get.set_credits(3);
+  std::string octets = get.SerializeAsString();
+  AppendCredits(&octets, 300);  // two varint octets
+  aobj::v1::GetObjectResponse back;
+  ASSERT_TRUE(back.ParseFromString(octets));
+  EXPECT_EQ(back.credits(), 300u);
+  EXPECT_EQ(back.bytes_transferred(), 4096u);
+  const google::protobuf::Descriptor* replies[] = {
+      aobj::v1::PutObjectResponse::descriptor(), aobj::v1::GetObjectResponse::descriptor(),
+      aobj::v1::UploadPartResponse::descriptor(), aobj::v1::GetObjectsResponse::descriptor(),
+      aobj::v1::PutObjectsResponse::descriptor()};
+  for (const google::protobuf::Descriptor* d : replies) {
+    const google::protobuf::FieldDescriptor* f = d->FindFieldByNumber(kCreditsField);
+    ASSERT_NE(f, nullptr) << d->full_name();
+    EXPECT_EQ(f->name(), "credits") << d->full_name();
+    EXPECT_EQ(f->type(), google::protobuf::FieldDescriptor::TYPE_UINT32) << d->full_name();
+  }
+}
+
+// --- Capability parameters and grease fields (AOBJ-EXT-015 to AOBJ-EXT-017) ---
+
+TEST(CheckCapabilityParamsTest, BoundsAndDuplicatesAreRefusedAndNamed) {
+  std::vector<CapabilityParamEntry> at_bounds;
+  for (uint32_t i = 0; i < kMaxCapabilityParams; ++i) {
+    at_bounds.push_back({1000 + i, kMaxCapabilityParamBytes});
+  }
+  EXPECT_TRUE(CheckCapabilityParams(at_bounds).ok());
+  EXPECT_TRUE(CheckCapabilityParams({}).ok());
+  std::vector<CapabilityParamEntry> too_many = at_bounds;
+  too_many.push_back({5000, 0});
+  const absl::Status many = CheckCapabilityParams(too_many);
+  EXPECT_EQ(ErrorCodeOf(many), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(std::string(many.message()), ::testing::HasSubstr("65 entries"));
+  const absl::Status big = CheckCapabilityParams({{2, 1}, {7, kMaxCapabilityParamBytes + 1}});
+  EXPECT_EQ(ErrorCodeOf(big), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(std::string(big.message()), ::testing::HasSubstr("entry 1 (capability 7)"));
+  const absl::Status twice = CheckCapabilityParams({{2, 1}, {3, 1}, {2, 0}});
+  EXPECT_EQ(ErrorCodeOf(twice), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(std::string(twice.message()), ::testing::HasSubstr("entries 0 and 2"));
+}
+
+TEST(GreaseFieldTest, NumbersInTheReservedRangeAndShortOctets) {
+  bool low = false, high = false;
+  for (int i = 0; i < 2000; ++i) {
+    const uint32_t f = RandomGreaseField();
+    ASSERT_GE(f, kGreaseFieldFirst);
+    ASSERT_LE(f, kGreaseFieldLast);
+    low = low || f < 1500;
+    high = high || f >= 1500;
+    const std::string octets = RandomGreaseOctets();
+    ASSERT_GE(octets.size(), 1u);
+    ASSERT_LE(octets.size(), 16u);
+  }
+  EXPECT_TRUE(low && high) << "the whole range is drawn from";
+  // Nothing of aobj.v1 uses the range (AOBJ-EXT-016).
+  const google::protobuf::FileDescriptor* file = aobj::v1::Limits::descriptor()->file();
+  ASSERT_GT(file->message_type_count(), 40);
+  for (int m = 0; m < file->message_type_count(); ++m) {
+    const google::protobuf::Descriptor* d = file->message_type(m);
+    for (int i = 0; i < d->field_count(); ++i) {
+      EXPECT_LT(static_cast<uint32_t>(d->field(i)->number()), kGreaseFieldFirst)
+          << d->field(i)->full_name();
+    }
+  }
 }
 
 }  // namespace

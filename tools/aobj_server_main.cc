@@ -93,7 +93,8 @@ Session limits (spec section "Sessions"):
   --grease-errors PERCENT   for testing clients only: answer this share (0 to 100) of the
                             failures that are not retryable with a grease error code instead
                             (spec AOBJ-EXT-019; UNSUPPORTED_VERSION and NEGOTIATION_FAILED
-                            never); a client must take it as INTERNAL, not retryable
+                            never); a client must take it as INTERNAL, not retryable,
+                            so a greased NO_SUCH_SESSION no longer ends its session
                             (default: 0)
 
 Requests and tenants (spec section 14.6; one tenant cannot starve another):

@@ -464,26 +464,31 @@ FakeServer::Answer FakeServer::Process(ReceivedRequest& rec) {
     }
     session = it->second;
   }
-  // AOBJ-FLO-010: data requests outstanding from arrival to answer, delays included. Past the
-  // slack after the first granting reply, the client has had the grant.
+  // AOBJ-FLO-010: data requests outstanding from arrival to answer, the delay of a kDelay fault
+  // included (FakeScript::reply_delay, applied before, is not). A request that arrives past the
+  // slack after the first granting reply is "late": its client had the grant when it sent it, so
+  // a client that follows the grant never has more late requests outstanding than the grant.
+  // Requests sent before the grant arrived are left out, whatever their timing.
   const bool data = rec.method == Method::kPutObject || rec.method == Method::kGetObject ||
                     rec.method == Method::kUploadPart || rec.method == Method::kGetObjects ||
                     rec.method == Method::kPutObjects;
+  bool late = false;
   if (data) {
     absl::MutexLock l(&mu_);
-    if (script_.grant_credits != 0 && rec.received > first_grant_ + kGrantSlack &&
-        outstanding_data_ >= static_cast<int>(script_.grant_credits) && over_grant_++ == 0) {
+    late = script_.grant_credits != 0 && rec.received > first_grant_ + kGrantSlack;
+    if (late && late_outstanding_ >= static_cast<int>(script_.grant_credits) &&
+        over_grant_++ == 0) {
       over_grant_first_ = absl::StrCat(
           rec.method_name, " arrived ", absl::FormatDuration(rec.received - first_grant_),
           " after the first reply granting ", script_.grant_credits, " credit(s), with ",
-          outstanding_data_, " data request(s) outstanding");
+          late_outstanding_, " other data request(s) sent since the grant outstanding");
     }
-    ++outstanding_data_;
+    late_outstanding_ += late ? 1 : 0;
   }
-  absl::Cleanup answered = [this, data] {
-    if (!data) return;
+  absl::Cleanup answered = [this, late] {
+    if (!late) return;
     absl::MutexLock l(&mu_);
-    --outstanding_data_;
+    --late_outstanding_;
   };
   if (fault != nullptr && fault->kind == FaultKind::kError) {
     Answer a;

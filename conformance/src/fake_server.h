@@ -206,10 +206,10 @@ class FakeServer {
   // The most data requests ever in progress together (AOBJ-FLO-001).
   int max_data_in_flight();
   // AOBJ-FLO-010, with FakeScript::grant_credits: the data requests that arrived more than
-  // kGrantSlack after the first granting reply was sent and found the grant already in progress
-  // (a client that follows the grant waits for a reply before it sends another), and the first
-  // of them described.
-  static constexpr absl::Duration kGrantSlack = absl::Milliseconds(50);
+  // kGrantSlack after the first granting reply was sent and found as many others that arrived
+  // after that point still outstanding as the grant allows (a client that follows the grant waits
+  // for a reply before it sends another), and the first of them described.
+  static constexpr absl::Duration kGrantSlack = absl::Milliseconds(250);
   int data_requests_over_grant(std::string* first = nullptr);
 
   const std::string& tls_ca_file() const { return script_.tls_ca_file; }
@@ -298,7 +298,7 @@ class FakeServer {
   int endpoints_ ABSL_GUARDED_BY(mu_) = 0;
   int data_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   int max_data_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
-  int outstanding_data_ ABSL_GUARDED_BY(mu_) = 0;  // from arrival to answer, delays included
+  int late_outstanding_ ABSL_GUARDED_BY(mu_) = 0;  // data requests since the grant + slack
   absl::Time first_grant_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   int over_grant_ ABSL_GUARDED_BY(mu_) = 0;
   std::string over_grant_first_ ABSL_GUARDED_BY(mu_);

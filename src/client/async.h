@@ -37,6 +37,11 @@ class OpControl {
     nonce_ = nonce;
     return true;
   }
+  // True once the operation was cancelled (a call waiting to be sent gives up).
+  bool CancelRequested() const {
+    absl::MutexLock l(&mu_);
+    return cancel_requested_;
+  }
 
  protected:
   mutable absl::Mutex mu_;

@@ -123,6 +123,7 @@ class SessionChannel final : public CancelSender {
   // than the latest grant, then counts one more; ReleaseCredit counts it out and takes the grant
   // of `reply` (a successful data reply; null: none).
   absl::Status AcquireCredit(const CallContext& ctx);
+  static constexpr absl::Duration kCreditWaitSlice = absl::Milliseconds(50);
   void ReleaseCredit(const google::protobuf::Message* reply);
   void FailFastWaiters();
 

@@ -317,7 +317,8 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
           : method == Method::kPutObjects ? PutObjects(s, body, active)
                                           : UploadPart(s, body, active);
       // AOBJ-FLO-008, AOBJ-FLO-009: every successful data reply grants credits, computed once
-      // the request's own count is released (AOBJ-FLO-005).
+      // the request's own count is released (AOBJ-FLO-005: each handler holds its TransferSlot
+      // in a local, gone when it returns).
       if (reply.ok()) {
         const double pressure = config_.pressure ? config_.pressure(s.access_key_id) : 0.0;
         AppendCredits(&*reply, GrantCredits(s.limits.max_in_flight, pressure));

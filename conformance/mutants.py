@@ -824,6 +824,15 @@ MUTANTS.update({
           "      session_gone_.store(static_cast<uint32_t>(code));  // AOBJ-SES-022",
           "      (void)code;  // AOBJ-SES-022")],
         "cli/5.9", []),
+    "rapid-reset-uncut": (
+        "a connection whose client resets its streams as fast as it opens them is never closed, neither by the HTTP/2 guard nor by the call handlers (AOBJ-SEC-019, AOBJ-SEC-023)",
+        [("src/server/h2_guard.cc",
+          "      if (resets_ >= static_cast<uint64_t>(budget_) && resets_ > 4 * finished_) {",
+          "      if (false) {"),
+         ("src/server/control_service.cc",
+          "      if (!c.cut && c.cancelled >= kResetsToCut && c.cancelled > 4 * c.completed) {",
+          "      if (false) {")],
+        "sec/14.6/3", ["--strict"]),
 })
 
 

@@ -101,6 +101,12 @@ Requests and tenants (spec section 14.6; one tenant cannot starve another):
   --max-connections-per-address N  control connections of one peer address; further ones
                             are closed at once (default: 1024; 0: no limit; local processes
                             all share 127.0.0.1)
+  --max-stream-resets N     streams a client may reset before the server ends them (HTTP/2
+                            Rapid Reset) before its connection is closed, once they are more
+                            than four times those it let end; each such cut halves it for
+                            the address's next connections for a minute (default: 64; 2-65536)
+  --http2-guard on|off      read every HTTP/2 frame (terminating TLS) before gRPC does, which
+                            the limit above needs (default: on; off only to measure its cost)
   --threads N               request threads (default: 10)
   --max-requests-per-principal N  requests of one access key running at once
                             (default: threads - 2, so two threads stay for the others)
@@ -216,6 +222,8 @@ int main(int argc, char** argv) {
                             "max-sessions-per-principal",
                             "max-requests-per-principal",
                             "max-connections-per-address",
+                            "max-stream-resets",
+                            "http2-guard",
                             "max-queued-requests",
                             "max-queued-requests-per-principal",
                             "max-queued-request-bytes",
@@ -321,6 +329,15 @@ int main(int argc, char** argv) {
     return fail("--max-connections-per-address takes 0 (no limit) or more");
   }
   options.max_connections_per_address = static_cast<size_t>(v);
+  if (!(st = args.GetInt("max-stream-resets", 64, &v)).ok() || v < 2 || v > 65536) {
+    return fail("--max-stream-resets takes 2 to 65536");
+  }
+  options.max_stream_resets = static_cast<int>(v);
+  if (const std::string g = args.Get("http2-guard", "on"); g == "on" || g == "off") {
+    options.http2_guard = g == "on";
+  } else {
+    return fail("--http2-guard must be on or off, not '" + aobj::tools::Printable(g) + "'");
+  }
   if (!(st = args.GetInt("max-requests-per-principal", 0, &v)).ok() || v < 0 || v > 1024) {
     return fail("--max-requests-per-principal takes 0 (threads - 2) to 1024");
   }

@@ -917,6 +917,68 @@ void RegisterObjectCases(Registry& r) {
         ctx.RequireStillServes();
       });
 
+  Add(r, "sec/14.6/3",
+      "a connection whose client resets its streams as fast as it opens them is closed", "core",
+      {"AOBJ-SEC-019"}, true, [](CaseContext& ctx) {
+        // HTTP/2 Rapid Reset (CVE-2023-44487): each call claims a known key (so that the server
+        // waits for its message) and is reset as soon as its HEADERS are out. A server that
+        // never closes the connection keeps making calls for a client that pays a few octets.
+        auto channel = MakeChannel(ctx.target().endpoint, ctx.target().tls, 8 << 20);
+        ctx.Require(channel.ok(), "a control channel to the target", "a channel",
+                    channel.ok() ? "" : channel.status().ToString());
+        grpc::GenericStub stub(*channel);
+        grpc::CompletionQueue cq;
+        std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+        std::vector<std::unique_ptr<grpc::GenericClientAsyncReaderWriter>> calls;
+        constexpr int kMaxResets = 4000;
+        int resets = 0;
+        bool closed = false;
+        const absl::Time until = absl::Now() + absl::Seconds(20);
+        while (resets < kMaxResets && absl::Now() < until && !closed) {
+          auto call_ctx = std::make_unique<grpc::ClientContext>();
+          call_ctx->AddMetadata("aobj-access-key-id", ctx.target().access_key_id);
+          call_ctx->AddMetadata("aobj-timestamp", absl::StrCat(absl::ToUnixMillis(absl::Now())));
+          call_ctx->AddMetadata("aobj-nonce", std::string(32, 'r'));
+          call_ctx->AddMetadata("aobj-session-id", std::string(32, 'r'));
+          call_ctx->AddMetadata("aobj-signature", std::string(64, 'r'));
+          auto call = stub.PrepareCall(call_ctx.get(), "/aobj.v1.ObjectService/PutObject", &cq);
+          call->StartCall(reinterpret_cast<void*>(1));
+          void* tag = nullptr;
+          bool ok = false;
+          bool started = false;
+          while (
+              !started &&
+              cq.AsyncNext(&tag, &ok, std::chrono::system_clock::now() + std::chrono::seconds(5)) ==
+                  grpc::CompletionQueue::GOT_EVENT) {
+            started = tag == reinterpret_cast<void*>(1);
+          }
+          // The first connection is gone once a start fails or the channel left READY.
+          if (resets > 0 &&
+              (!started || !ok || (*channel)->GetState(false) != GRPC_CHANNEL_READY)) {
+            closed = true;
+            break;
+          }
+          call_ctx->TryCancel();  // RST_STREAM as soon as the HEADERS are out
+          ++resets;
+          contexts.push_back(std::move(call_ctx));
+          calls.push_back(std::move(call));
+        }
+        Exchange e;
+        e.peer = "raw";
+        e.method = "PutObject x" + std::to_string(resets) + " (a known key's claim, reset at once)";
+        e.outcome = closed ? "connection closed by the server" : "connection still open";
+        ctx.Record(e);
+        cq.Shutdown();
+        void* tag = nullptr;
+        bool ok = false;
+        while (cq.Next(&tag, &ok)) {
+        }
+        ctx.Require(closed, "the connection is closed within 4000 reset streams", "closed",
+                    absl::StrCat("still open after ", resets, " resets"));
+        ctx.Note(absl::StrCat("closed after ", resets, " reset streams"));
+        ctx.RequireStillServes();
+      });
+
   // ---- 14.8 authorization ------------------------------------------------------------------------
   Add(r, "sec/14.8/1", "owner policy: another principal cannot read, write or list a bucket",
       "access", {"AOBJ-SEC-008", "AOBJ-SEC-009", "AOBJ-SEC-010", "AOBJ-OBJ-008"}, true,

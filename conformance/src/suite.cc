@@ -93,10 +93,10 @@ const std::vector<Unobservable>& UnobservableRequirements() {
        "host (tests/transport/rkey_check_test.cc "
        "PinRefusesSegmentsOfAnotherCreator)"},
       {"AOBJ-SES-030", "needs a server whose active-message send fails"},
-      {"AOBJ-SEC-019",
-       "needs a flood of reset streams and the server's connections "
-       "(tests/integration/request_flood_test.cc "
-       "AConnectionThatResetsItsStreamsIsCut)"},
+      {"AOBJ-SEC-023",
+       "when a server's transport reads a reset, and when it starts work on a stream, are "
+       "inside it (tests/integration/request_flood_test.cc "
+       "RapidResetFromReconnectingConnectionsIsBounded, h2_guard_test.cc)"},
       {"AOBJ-OPS-009",
        "needs the server to be shut down (tests/integration/dead_peer_test.cc "
        "SigtermDuringAStalledTransferStopsWithinFiveSeconds)"},

@@ -70,6 +70,13 @@ struct ServerOptions {
   // Control connections of one peer address at once; further ones are closed at accept
   // (AOBJ-SEC-012). 0 = no limit. Local processes all share 127.0.0.1.
   size_t max_connections_per_address = 1024;
+  // AOBJ-SEC-019, AOBJ-SEC-023: the HTTP/2 guard in front of gRPC (it terminates TLS and reads
+  // every frame header first). A connection whose client resets this many streams before the
+  // server ended them, more than four times as many as it let end, is closed before gRPC sees
+  // the last; each such cut halves the number for the address's next connections, for a minute.
+  // Off: gRPC gets the connections itself (for measuring the guard's cost).
+  bool http2_guard = true;
+  int max_stream_resets = 64;
   int request_threads = 10;  // requests handled at once; each data request holds one throughout
   // Fairness and pre-authentication bounds (spec section 14.6, AOBJ-SEC-012 to AOBJ-SEC-014).
   // Requests of one access key running at once; 0 = request_threads - 2 (at least 1), so two

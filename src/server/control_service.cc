@@ -18,6 +18,7 @@
 #include "aobj/status.h"
 #include "control/rpc.h"
 #include "google/protobuf/descriptor.h"
+#include "server/h2_guard.h"
 #include "server/handler.h"
 #include "server/listener.h"
 #include "server/scheduler.h"
@@ -395,7 +396,7 @@ class ServiceImpl final : public ControlService {
   class Call final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
    public:
     Call(ServiceImpl* service, Method method, grpc::CallbackServerContext* ctx)
-        : service_(service), method_(method), ctx_(ctx), peer_(ctx->peer()) {
+        : service_(service), method_(method), ctx_(ctx), peer_(PeerFromGuardUri(ctx->peer())) {
       if (method == Method::kCount) {
         Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "method not implemented"));
         return;

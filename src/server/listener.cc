@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "aobj/status.h"
+#include "server/h2_guard.h"
 
 namespace aobj {
 namespace {
@@ -56,8 +57,10 @@ std::string PeerKey(const sockaddr_storage& peer) {
 }
 
 // The same key from gRPC's peer string ("ipv4:127.0.0.1:5555", "ipv6:[::1]:5555", brackets
-// possibly percent-encoded); "" when it is neither.
-std::string PeerKeyFromGrpc(absl::string_view peer) {
+// possibly percent-encoded, or the H2Guard's name that carries one); "" when it is neither.
+std::string PeerKeyFromGrpc(absl::string_view grpc_peer) {
+  const std::string client = PeerFromGuardUri(grpc_peer);  // a guarded connection's client
+  absl::string_view peer = client;
   int family;
   if (absl::ConsumePrefix(&peer, "ipv4:")) {
     family = AF_INET;
@@ -78,6 +81,16 @@ std::string PeerKeyFromGrpc(absl::string_view peer) {
     return "";
   }
   return absl::StrCat(text, "|", port);
+}
+
+// gRPC's form of a peer's address ("ipv4:127.0.0.1:5555", "ipv6:[::1]:5555").
+std::string GrpcPeerUri(const sockaddr_storage& peer) {
+  const std::string key = PeerKey(peer);
+  const size_t bar = key.rfind('|');
+  if (bar == std::string::npos) return "unknown";
+  const std::string addr = key.substr(0, bar), port = key.substr(bar + 1);
+  return peer.ss_family == AF_INET6 ? absl::StrCat("ipv6:[", addr, "]:", port)
+                                    : absl::StrCat("ipv4:", addr, ":", port);
 }
 
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
@@ -136,6 +149,8 @@ absl::StatusOr<std::unique_ptr<ControlListener>> ControlListener::Bind(absl::str
     }
     const int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    // Accepted connections inherit it (below: why they need it).
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
       why = std::strerror(errno);
       close(fd);
@@ -171,8 +186,9 @@ ControlListener::~ControlListener() {
 }
 
 void ControlListener::Start(
-    std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor) {
+    std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor, H2Guard* guard) {
   acceptor_ = std::move(acceptor);
+  guard_ = guard;
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -403,11 +419,19 @@ void ControlListener::Loop() {
       }
       continue;  // EAGAIN, ECONNABORTED, EINTR, ...: the next connection
     }
+    // gRPC sets TCP_NODELAY on its own listening socket, whose connections inherit it, but not
+    // on a connection handed over from outside: without it, a reply written while the previous
+    // one is unacknowledged waits for the peer's delayed ACK (40 ms on Linux), which stalled
+    // one call in every few dozen when two were in flight on one connection.
+    const int nodelay = 1;
+    setsockopt(conn, IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof(nodelay));
     // Descriptors are allocated lowest first, so the new one's number is about how many are
     // open: past the limit less the reserve, the server keeps them for its own work.
     // Within the reserve, an unauthenticated connection is cut to make room for this one, which
     // may then use a descriptor of the reserve's upper half until the cut one is closed.
-    if (conn >= limit - reserve_fds_ && !(conn < limit - reserve_fds_ / 2 && EvictOne())) {
+    // Through the guard a connection takes two more descriptors (its relay's socket pair).
+    const int highest = conn + (guard_ != nullptr ? 2 : 0);
+    if (highest >= limit - reserve_fds_ && !(highest < limit - reserve_fds_ / 2 && EvictOne())) {
       Refuse(conn);
       continue;
     }
@@ -420,15 +444,17 @@ void ControlListener::Loop() {
     accepted_.fetch_add(1);
     conns_.push_back(Conn{conn, FileOf(conn), peer_key, NowMs()});
     if (++since_prune_ >= 4096) PruneAll();
-    // gRPC sets TCP_NODELAY on its own listening socket, whose connections inherit it, but not
-    // on a connection handed over from outside: without it, a reply written while the previous
-    // one is unacknowledged waits for the peer's delayed ACK (40 ms on Linux), which stalled
-    // one call in every few dozen when two were in flight on one connection.
-    const int nodelay = 1;
-    setsockopt(conn, IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof(nodelay));
     grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters params;
     params.listener_fd = fd_;
     params.fd = conn;
+    if (guard_ != nullptr) {
+      // gRPC gets the relay's end; the listener keeps watching (and cutting) the client's.
+      params.fd = guard_->Adopt(conn, GrpcPeerUri(peer), AddressKey(peer));
+      if (params.fd < 0) {  // no descriptors for the pair: the connection was closed
+        refused_.fetch_add(1);
+        continue;
+      }
+    }
     acceptor_->HandleNewConnection(&params);
   }
 }

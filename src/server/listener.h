@@ -47,6 +47,8 @@
 
 namespace aobj {
 
+class H2Guard;
+
 struct ListenerStats {
   uint64_t accepted = 0;
   uint64_t refused = 0;  // closed at once: descriptors short (EMFILE, ENFILE or the reserve)
@@ -68,8 +70,10 @@ class ControlListener {
   ControlListener& operator=(const ControlListener&) = delete;
 
   int port() const { return port_; }
-  // Hands every accepted connection to `acceptor` (after grpc::Server started).
-  void Start(std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor);
+  // Hands every accepted connection to `acceptor` (after grpc::Server started), through
+  // `guard` when there is one (which then owns the connection and gives gRPC its relay).
+  void Start(std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor,
+             H2Guard* guard = nullptr);
   // Stops accepting and closes the listening socket; connections already handed over stay
   // gRPC's.
   void Stop();
@@ -133,6 +137,7 @@ class ControlListener {
   int spare_fd_ = -1;  // released to accept-and-close when descriptors run out
   int wake_[2] = {-1, -1};
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
+  H2Guard* guard_ = nullptr;
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> accepted_{0}, refused_{0}, per_address_refused_{0}, evicted_{0},

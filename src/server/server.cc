@@ -28,6 +28,7 @@
 #include "server/control_service.h"
 #include "server/data_channel.h"
 #include "server/fast_path.h"
+#include "server/h2_guard.h"
 #include "server/handler.h"
 #include "server/listener.h"
 #include "server/metrics.h"
@@ -245,6 +246,20 @@ class ServerImpl final : public Server {
 
     auto creds = MakeServerCredentials(options_.tls, options_.allow_plaintext);
     if (!creds.ok()) return creds.status();
+    // AOBJ-SEC-019, AOBJ-SEC-023: the HTTP/2 guard reads every frame before gRPC, terminating
+    // TLS itself; gRPC then speaks plaintext HTTP/2 over the guard's socket pairs.
+    if (options_.http2_guard) {
+      H2GuardPolicy policy;
+      policy.resets_to_cut = std::clamp(options_.max_stream_resets, 2, 65536);
+      policy.min_resets_to_cut = std::min(policy.min_resets_to_cut, policy.resets_to_cut);
+      policy.max_open_streams = 4 * kMaxStreamsPerConnection;
+      policy.handshake_timeout = absl::Milliseconds(kHandshakeTimeoutMs);
+      auto guard = H2Guard::Create(options_.tls, policy,
+                                   [this](const std::string& line) { handler_->LogEvent(line); });
+      if (!guard.ok()) return guard.status();
+      h2_guard_ = std::move(*guard);
+      creds = grpc::InsecureServerCredentials();
+    }
     // Issue 16: our own listener in front of gRPC, which survives descriptor exhaustion.
     auto listener = ControlListener::Bind(options_.listen_address, kReservedDescriptors,
                                           options_.max_connections_per_address);
@@ -278,7 +293,7 @@ class ServerImpl final : public Server {
       return MakeError(ErrorCode::kInternal,
                        absl::StrCat("cannot listen on ", options_.listen_address));
     }
-    listener_->Start(std::move(acceptor));
+    listener_->Start(std::move(acceptor), h2_guard_.get());
     reaper_ = std::thread([this] { Reap(); });
     if (!options_.metrics_listen.empty()) {
       auto http = MetricsHttpServer::Start(options_.metrics_listen, options_.metrics_allow_remote,
@@ -308,6 +323,7 @@ class ServerImpl final : public Server {
       grpc_->Shutdown(std::chrono::system_clock::now() +
                       std::chrono::milliseconds(grace_ms + 1000));
     }
+    if (h2_guard_) h2_guard_->Stop();  // gRPC has closed its ends; the clients' go too
     if (scheduler_) scheduler_->Stop();
     if (fast_path_) fast_path_->Stop();  // no fast request reaches the channel from here on
     if (reaper_.joinable()) reaper_.join();
@@ -422,6 +438,7 @@ class ServerImpl final : public Server {
   static constexpr int kConnectionIdleMs = 120000;
   static constexpr int kMaxStreamsPerConnection = 256;
   std::unique_ptr<ControlListener> listener_;
+  std::unique_ptr<H2Guard> h2_guard_;
   std::thread reaper_;
   absl::Mutex mu_;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;

@@ -420,7 +420,7 @@ TEST_F(RequestFloodTest, HeldMessagesOfAKeyAreBoundedAndEndedAtTheDeadline) {
 TEST_F(RequestFloodTest, ForgedRequestsMeetABoundedQueue) {
   const std::string port_file = testing::TestDir() + "-metrics-port";
   ASSERT_NO_FATAL_FAILURE(
-      StartServer({"--threads", "1", "--max-queued-requests", "8", "--metrics-listen",
+      StartServer({"--threads", "1", "--max-queued-requests", "2", "--metrics-listen",
                    "127.0.0.1:0", "--metrics-port-file", port_file}));
   const auto md = ForgedAuth('a');
   FloodResult r = Flood(server_->endpoint(), 400, 64, 4, size_t{1} << 20, md);
@@ -439,7 +439,7 @@ TEST_F(RequestFloodTest, ForgedRequestsMeetABoundedQueue) {
     }
   }
   EXPECT_GT(slow + r.shed_by_transport, 0)
-      << "64 callers and a queue of 8: some must have been refused at once";
+      << "64 callers and a queue of 2: some must have been refused at once";
   // Each refusal is counted where an operator looks, and nothing is left queued.
   const std::string metrics = Metrics(std::stoi(testing::ReadFile(port_file)));
   EXPECT_EQ(Sample(metrics, "aobj_requests_shed_total"), slow) << metrics;
@@ -603,6 +603,108 @@ TEST_F(RequestFloodTest, AConnectionThatResetsItsStreamsIsCut) {
 
 namespace aobj {
 namespace {
+
+// The HTTP/2 preface, an empty SETTINGS frame, then `count` streams from `first` on, each a gRPC
+// call's HEADERS (HPACK: POST, http, :path, content-type and :authority as literals of static
+// names, te and the claim of ForgedAuth as literals of new names, so that the server waits for each
+// call's message) reset at once by RST_STREAM (CANCEL): HTTP/2 Rapid Reset, as the attacker's
+// octets on the wire.
+std::string RapidResetOctets(uint32_t first, int count, bool preface) {
+  const std::string path = "/aobj.v1.ObjectService/ListObjectsV2";
+  std::string block = "\x83\x86";
+  block += '\x04';
+  block += static_cast<char>(path.size());
+  block += path;
+  block += std::string("\x0f\x10\x10", 3) + "application/grpc";
+  block += std::string("\x00\x02te\x08trailers\x01\x09localhost", 24);  // gRPC needs both
+  for (const auto& [name, value] : ForgedAuth('r')) {
+    block += '\x00';
+    block += static_cast<char>(name.size());
+    block += name;
+    block += static_cast<char>(value.size());
+    block += value;
+  }
+  std::string out;
+  if (preface) {
+    out = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
+          std::string("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9);
+  }
+  for (int i = 0; i < count; ++i) {
+    const uint32_t s = first + 2 * static_cast<uint32_t>(i);
+    const std::string id = {static_cast<char>((s >> 24) & 0x7f), static_cast<char>(s >> 16),
+                            static_cast<char>(s >> 8), static_cast<char>(s)};
+    const size_t len = block.size();  // HEADERS, END_HEADERS
+    out += {static_cast<char>(len >> 16), static_cast<char>(len >> 8), static_cast<char>(len),
+            '\x01', '\x04'};
+    out += id + block;
+    out += std::string("\x00\x00\x04\x03\x00", 5) + id + std::string("\x00\x00\x00\x08", 4);
+  }
+  return out;
+}
+
+// HTTP/2 Rapid Reset from connections that reconnect as soon as they are cut (fifth hostile
+// probe of issue 16, B, second round: four attackers with two connections each took the server
+// to 2.2 GB in 8 s, because gRPC had read, and made calls of, far more streams than the cut
+// counted). The guard reads each frame header before gRPC does: a connection is closed before
+// gRPC sees its 65th reset stream, the next ones from the address after fewer (AOBJ-SEC-019,
+// AOBJ-SEC-023). Bounded: 4 threads, 3 seconds, loopback.
+TEST_F(RequestFloodTest, RapidResetFromReconnectingConnectionsIsBounded) {
+  ASSERT_NO_FATAL_FAILURE(StartServer({}));
+  const uint64_t before_kib = ProcStatusKiB(server_->pid(), "VmHWM");
+  const int port = std::stoi(server_->endpoint().substr(server_->endpoint().rfind(':') + 1));
+  std::atomic<int64_t> streams_sent{0}, connections{0};
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  std::vector<std::thread> attackers;
+  for (int t = 0; t < 4; ++t) {
+    attackers.emplace_back([&] {
+      while (std::chrono::steady_clock::now() < until) {
+        const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(static_cast<uint16_t>(port));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        timeval tv{0, 200000};
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+          close(fd);
+          continue;
+        }
+        connections.fetch_add(1);
+        uint32_t next = 1;
+        bool preface = true;
+        // As fast as the socket takes them, until the server closes the connection.
+        while (std::chrono::steady_clock::now() < until && next < (1u << 30)) {
+          const std::string out = RapidResetOctets(next, 256, preface);
+          preface = false;
+          const ssize_t n = send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+          if (n <= 0) break;
+          streams_sent.fetch_add(256);
+          next += 512;
+        }
+        close(fd);
+      }
+    });
+  }
+  for (auto& th : attackers) th.join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  const uint64_t peak_kib = ProcStatusKiB(server_->pid(), "VmHWM");
+  std::printf(
+      "rapid reset, reconnecting: %lld connections, %lld streams offered; server VmHWM "
+      "%llu -> %llu MiB\n",
+      static_cast<long long>(connections.load()), static_cast<long long>(streams_sent.load()),
+      static_cast<unsigned long long>(before_kib >> 10),
+      static_cast<unsigned long long>(peak_kib >> 10));
+  const std::string log = server_->log();
+  EXPECT_NE(log.find("event=connection_cut reason=reset_streams"), std::string::npos) << log;
+  EXPECT_GT(connections.load(), 4) << "the attackers were never cut, so never reconnected";
+  EXPECT_TRUE(Served()) << log;
+#if !defined(__SANITIZE_ADDRESS__)
+  // Before the guard: 2.2 GB in 8 s (four attackers, two connections each), and the server's
+  // memory grew for as long as they went on. Now each connection costs gRPC a few calls.
+  EXPECT_LT(peak_kib - before_kib, uint64_t{256} << 10)
+      << "the server grew by " << ((peak_kib - before_kib) >> 10) << " MiB";
+#endif
+}
 
 // Fifth hostile probe of issue 16, A: calls that forge a tenant's claim (its access key ID is
 // not secret) and never send their message held every read slot of that key, and each of the

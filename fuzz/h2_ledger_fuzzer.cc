@@ -1,0 +1,57 @@
+// The HTTP/2 guard's accounting (AOBJ-SEC-023): the client's and the server's octets, in pieces of
+// any size and interleaved, never crash it; the streams it holds open never pass the bound
+// without a kTooManyOpen verdict, which then stays; a cut for resets comes only at the budget and
+// with more than four times as many resets as ended streams; the same octets fed whole give the
+// same verdict as in pieces.
+// AOBJ_FUZZ_COVERS: src/server/h2_guard.cc
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fuzz_util.h"
+#include "fuzzer/FuzzedDataProvider.h"
+#include "server/h2_guard.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzedDataProvider fdp(data, size);
+  const int budget = fdp.ConsumeIntegralInRange<int>(1, 70);
+  const int max_open = fdp.ConsumeIntegralInRange<int>(1, 300);
+  const bool preface = fdp.ConsumeBool();
+  aobj::H2Ledger pieces(budget, max_open);
+  std::string client_all;
+  if (preface) {
+    client_all = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
+    AOBJ_FUZZ_CHECK(pieces.FromClient(client_all.data(), client_all.size()) ==
+                    aobj::H2Ledger::Verdict::kGoOn);
+  }
+  bool server_spoke = false;
+  aobj::H2Ledger::Verdict verdict = aobj::H2Ledger::Verdict::kGoOn;
+  while (fdp.remaining_bytes() > 0) {
+    const bool from_client = fdp.ConsumeBool();
+    const std::string piece = fdp.ConsumeRandomLengthString(256);
+    if (from_client) {
+      const auto before = verdict;
+      verdict = pieces.FromClient(piece.data(), piece.size());
+      if (before != aobj::H2Ledger::Verdict::kGoOn) AOBJ_FUZZ_CHECK(verdict == before);
+      if (before == aobj::H2Ledger::Verdict::kGoOn) client_all += piece;
+    } else {
+      pieces.FromServer(piece.data(), piece.size());
+      server_spoke = server_spoke || !piece.empty();
+    }
+    if (verdict != aobj::H2Ledger::Verdict::kTooManyOpen) {
+      AOBJ_FUZZ_CHECK(pieces.open() <= static_cast<size_t>(max_open));
+    }
+    if (verdict == aobj::H2Ledger::Verdict::kTooManyResets) {
+      AOBJ_FUZZ_CHECK(pieces.resets() >= static_cast<uint64_t>(budget));
+      AOBJ_FUZZ_CHECK(pieces.resets() > 4 * pieces.finished());
+    }
+  }
+  // Without the server's side, the verdict depends on the client's octets alone, not on how
+  // they were cut into pieces.
+  if (!server_spoke) {
+    aobj::H2Ledger whole(budget, max_open);
+    AOBJ_FUZZ_CHECK(whole.FromClient(client_all.data(), client_all.size()) == verdict);
+    AOBJ_FUZZ_CHECK(whole.resets() == pieces.resets());
+  }
+  return 0;
+}

@@ -1,0 +1,163 @@
+// The control channel's HTTP/2 guard: a relay between each accepted connection and gRPC that
+// reads the HTTP/2 frames before gRPC does (issue 16, HTTP/2 Rapid Reset, AOBJ-SEC-019).
+//
+// gRPC 1.51 predates the transport-level mitigation of Rapid Reset (CVE-2023-44487): a client
+// that opens streams and resets them at once costs a few dozen octets a stream, frees its stream
+// limit at once, and makes gRPC create a server call for each, faster than they are finished.
+// Cutting the connection from the server's call handlers (once their cancellations are seen)
+// came too late: what gRPC had already read was still worked off, and reconnecting attackers
+// grew the server by hundreds of megabytes a second. The guard sits in front instead:
+//   * it terminates TLS itself (OpenSSL; the same certificate, key and client CA that gRPC was
+//     given, ALPN "h2") and hands gRPC the plaintext over a Unix socket pair, so it sees every
+//     frame header before gRPC does;
+//   * it counts, per connection, the streams the client opened that the server has not finished
+//     (its HEADERS or RST_STREAM with END_STREAM, in the other direction), the ones the client
+//     reset before the server finished them, and the ones the server finished;
+//   * a connection whose client has reset `resets_to_cut` streams prematurely, more than four
+//     times as many as the server finished, is closed before the frame that crosses the line
+//     reaches gRPC; so gRPC sees at most that many reset streams from one connection;
+//   * each such cut halves the budget of the next connections from the same address (down to
+//     `min_resets_to_cut`), for a minute after the last cut: reconnecting does not renew it;
+//   * a client that keeps more streams open than `max_open_streams` (the server allows 256 at a
+//     time) is closed as well;
+//   * a TLS handshake not finished within `handshake_timeout` ends the connection.
+// gRPC learns the client's address from the name the guard binds its end of the pair to
+// ("unix-abstract:aobj-h2/N/ipv4:ADDR:PORT"), which PeerFromGuardUri() turns back into the
+// address.
+//
+// Threading: Adopt() and stats() from any thread; one relay thread moves the octets.
+#ifndef AOBJ_SERVER_H2_GUARD_H_
+#define AOBJ_SERVER_H2_GUARD_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "aobj/types.h"
+
+namespace aobj {
+
+struct H2GuardPolicy {
+  int resets_to_cut = 64;     // premature resets (and more than 4x the finished streams)
+  int min_resets_to_cut = 4;  // the floor of the halving for an address cut before
+  int max_open_streams = 1024;
+  absl::Duration handshake_timeout = absl::Seconds(10);
+  absl::Duration strike_memory = absl::Minutes(1);
+};
+
+struct H2GuardStats {
+  uint64_t relayed = 0;          // connections adopted
+  uint64_t cut_for_resets = 0;   // closed for resetting their streams
+  uint64_t cut_for_streams = 0;  // closed for keeping too many streams open
+  uint64_t tls_failed = 0;       // TLS handshakes that failed or timed out
+};
+
+// Turns a gRPC peer string of a guarded connection ("unix-abstract:aobj-h2/7/ipv4:1.2.3.4:5",
+// percent-encoded or not) into the client's ("ipv4:1.2.3.4:5"); other strings are returned as
+// they are.
+std::string PeerFromGuardUri(absl::string_view peer);
+
+// One connection's accounting, apart from its sockets (tests and fuzz/h2_ledger_fuzzer.cc): the
+// client's and the server's octets, as they pass, in any pieces.
+class H2Ledger {
+ public:
+  enum class Verdict {
+    kGoOn,
+    kTooManyResets,  // `budget` premature resets, more than 4x the streams the server ended
+    kTooManyOpen,    // more than `max_open` streams opened and not ended
+    kNotHttp2,       // the client's preface is not HTTP/2's
+  };
+  H2Ledger(int budget, int max_open);
+  // The client's octets; once not kGoOn, the verdict stays and nothing more is counted.
+  Verdict FromClient(const char* data, size_t n);
+  // The server's octets: HEADERS or DATA with END_STREAM end a stream (it counts as finished),
+  // RST_STREAM ends it too. Nothing is counted after a verdict.
+  void FromServer(const char* data, size_t n);
+  uint64_t resets() const { return resets_; }
+  uint64_t finished() const { return finished_; }
+  size_t open() const { return open_.size(); }
+
+ private:
+  struct Scanner {  // walks frames as octets arrive, reporting each frame header
+    size_t preface_left = 0;
+    uint8_t header[9] = {};
+    size_t have = 0;
+    uint32_t payload_left = 0;
+    bool Feed(const char* data, size_t n,
+              const std::function<bool(uint8_t, uint8_t, uint32_t)>& on_frame);
+  };
+  const int budget_;
+  const int max_open_;
+  Scanner client_, server_;
+  absl::flat_hash_set<uint32_t> open_;  // opened by the client, not yet ended
+  uint32_t last_opened_ = 0;
+  uint64_t resets_ = 0, finished_ = 0;
+  Verdict verdict_ = Verdict::kGoOn;
+};
+
+class H2Guard {
+ public:
+  // `tls.enabled`: the guard terminates TLS with tls's files (errors name the file); otherwise
+  // it relays plaintext. `log` receives one line per cut connection.
+  static absl::StatusOr<std::unique_ptr<H2Guard>> Create(
+      const TlsOptions& tls, H2GuardPolicy policy, std::function<void(const std::string&)> log);
+  ~H2Guard();
+  H2Guard(const H2Guard&) = delete;
+  H2Guard& operator=(const H2Guard&) = delete;
+
+  // Takes the accepted, non-blocking `client` (from `peer_uri`, gRPC's form "ipv4:ADDR:PORT";
+  // `address` the key the per-address budget is kept under) and returns the descriptor to give
+  // gRPC; on failure (descriptors short) closes `client` and returns -1.
+  int Adopt(int client, const std::string& peer_uri, const std::string& address);
+  H2GuardStats stats() const {
+    return {relayed_.load(), cut_for_resets_.load(), cut_for_streams_.load(), tls_failed_.load()};
+  }
+  void Stop();
+
+  struct Conn;  // one relayed connection (h2_guard.cc)
+
+ private:
+  H2Guard(void* ssl_ctx, H2GuardPolicy policy, std::function<void(const std::string&)> log);
+  void Loop();
+  int BudgetFor(const std::string& address);  // relay thread
+  void Strike(const std::string& address);    // relay thread
+  void Pump(Conn* c);
+  void Log(const std::string& line);  // relay thread
+  void Close(Conn* c);
+  void Watch(Conn* c);
+
+  struct Strikes {
+    int count = 0;
+    absl::Time last;
+  };
+  absl::flat_hash_map<std::string, Strikes> strikes_;  // relay thread: cuts per address
+  absl::Time last_log_ = absl::InfinitePast();         // relay thread
+  uint64_t unlogged_ = 0;                              // relay thread
+
+  void* const ssl_ctx_;  // SSL_CTX*, null for plaintext
+  const H2GuardPolicy policy_;
+  const std::function<void(const std::string&)> log_;
+  int epoll_ = -1;
+  int wake_ = -1;  // eventfd
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<Conn>> adopted_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> next_id_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::atomic<uint64_t> relayed_{0}, cut_for_resets_{0}, cut_for_streams_{0}, tls_failed_{0};
+};
+
+}  // namespace aobj
+
+#endif  // AOBJ_SERVER_H2_GUARD_H_

@@ -1,0 +1,105 @@
+// The HTTP/2 guard's accounting (AOBJ-SEC-023) apart from sockets, and the peer names it gives
+// gRPC. The guard in front of a real server is tested by request_flood_test.cc
+// (RapidResetFromReconnectingConnectionsIsBounded), tls_test.cc and connection_flood_test.cc.
+#include "server/h2_guard.h"
+
+#include <cstdint>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace aobj {
+namespace {
+
+std::string Frame(uint8_t type, uint8_t flags, uint32_t stream, const std::string& payload = "") {
+  std::string f = {static_cast<char>(payload.size() >> 16),
+                   static_cast<char>(payload.size() >> 8),
+                   static_cast<char>(payload.size()),
+                   static_cast<char>(type),
+                   static_cast<char>(flags),
+                   static_cast<char>(stream >> 24),
+                   static_cast<char>(stream >> 16),
+                   static_cast<char>(stream >> 8),
+                   static_cast<char>(stream)};
+  return f + payload;
+}
+
+const std::string kPreface = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + Frame(4, 0, 0);
+std::string Headers(uint32_t s) { return Frame(1, 4, s, std::string(40, 'h')); }
+std::string Reset(uint32_t s) { return Frame(3, 0, s, std::string("\0\0\0\x08", 4)); }
+std::string Trailers(uint32_t s) { return Frame(1, 5, s, std::string(20, 't')); }
+
+TEST(H2LedgerTest, ACutComesAtTheBudgetOfPrematureResets) {
+  H2Ledger l(64, 1024);
+  ASSERT_EQ(l.FromClient(kPreface.data(), kPreface.size()), H2Ledger::Verdict::kGoOn);
+  for (uint32_t i = 0; i < 63; ++i) {
+    const std::string out = Headers(2 * i + 1) + Reset(2 * i + 1);
+    ASSERT_EQ(l.FromClient(out.data(), out.size()), H2Ledger::Verdict::kGoOn) << i;
+  }
+  EXPECT_EQ(l.resets(), 63u);
+  const std::string last = Headers(127) + Reset(127);
+  EXPECT_EQ(l.FromClient(last.data(), last.size()), H2Ledger::Verdict::kTooManyResets);
+  // The verdict stays, whatever follows.
+  const std::string more = Headers(129);
+  EXPECT_EQ(l.FromClient(more.data(), more.size()), H2Ledger::Verdict::kTooManyResets);
+}
+
+TEST(H2LedgerTest, StreamsTheServerEndedAreNotResetsAndRaiseTheBar) {
+  H2Ledger l(8, 1024);
+  ASSERT_EQ(l.FromClient(kPreface.data(), kPreface.size()), H2Ledger::Verdict::kGoOn);
+  uint32_t s = 1;
+  // Four calls answered, then a reset that comes after the answer: no premature reset.
+  for (int i = 0; i < 4; ++i, s += 2) {
+    const std::string h = Headers(s);
+    ASSERT_EQ(l.FromClient(h.data(), h.size()), H2Ledger::Verdict::kGoOn);
+    const std::string t = Trailers(s);
+    l.FromServer(t.data(), t.size());
+    const std::string r = Reset(s);
+    ASSERT_EQ(l.FromClient(r.data(), r.size()), H2Ledger::Verdict::kGoOn);
+  }
+  EXPECT_EQ(l.finished(), 4u);
+  EXPECT_EQ(l.resets(), 0u);
+  EXPECT_EQ(l.open(), 0u);
+  // With 4 ended, up to 16 premature resets are tolerated (more than four times is the line).
+  for (int i = 0; i < 16; ++i, s += 2) {
+    const std::string out = Headers(s) + Reset(s);
+    ASSERT_EQ(l.FromClient(out.data(), out.size()), H2Ledger::Verdict::kGoOn) << i;
+  }
+  const std::string out = Headers(s) + Reset(s);
+  EXPECT_EQ(l.FromClient(out.data(), out.size()), H2Ledger::Verdict::kTooManyResets);
+}
+
+TEST(H2LedgerTest, OctetsInAnyPiecesCountTheSame) {
+  std::string all = kPreface;
+  for (uint32_t s = 1; s < 40; s += 2) all += Headers(s) + Frame(0, 1, s, "body") + Reset(s);
+  for (size_t piece : {1, 2, 7, 9, 10, 64, 4096}) {
+    H2Ledger l(1000, 1024);
+    for (size_t at = 0; at < all.size(); at += piece) {
+      ASSERT_EQ(l.FromClient(all.data() + at, std::min(piece, all.size() - at)),
+                H2Ledger::Verdict::kGoOn);
+    }
+    EXPECT_EQ(l.resets(), 20u) << piece;
+    EXPECT_EQ(l.open(), 0u) << piece;
+  }
+}
+
+TEST(H2LedgerTest, TooManyOpenStreamsAndANonHttp2PrefaceAreRefused) {
+  H2Ledger l(64, 4);
+  std::string out = kPreface;
+  for (uint32_t s = 1; s <= 9; s += 2) out += Headers(s);
+  EXPECT_EQ(l.FromClient(out.data(), out.size()), H2Ledger::Verdict::kTooManyOpen);
+  H2Ledger bad(64, 4);
+  const std::string get = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  EXPECT_EQ(bad.FromClient(get.data(), get.size()), H2Ledger::Verdict::kNotHttp2);
+}
+
+TEST(PeerFromGuardUriTest, TheClientsAddressComesBack) {
+  EXPECT_EQ(PeerFromGuardUri("unix-abstract:aobj-h2/7/ipv4:127.0.0.1:5555"), "ipv4:127.0.0.1:5555");
+  EXPECT_EQ(PeerFromGuardUri("unix-abstract:aobj-h2%2F12%2Fipv6:%5B::1%5D:80"), "ipv6:[::1]:80");
+  EXPECT_EQ(PeerFromGuardUri("ipv4:10.0.0.1:9"), "ipv4:10.0.0.1:9");
+  EXPECT_EQ(PeerFromGuardUri("unix-abstract:other"), "unix-abstract:other");
+  EXPECT_EQ(PeerFromGuardUri("unix-abstract:aobj-h2/noslash"), "unix-abstract:aobj-h2/noslash");
+}
+
+}  // namespace
+}  // namespace aobj

@@ -1,9 +1,8 @@
-// The HTTP/2 guard's accounting (AOBJ-SEC-023): the client's and the server's octets, in pieces of
-// any size and interleaved, never crash it; the streams it holds open never pass the bound
-// without a kTooManyOpen verdict, which then stays; a cut for resets comes only at the budget and
-// with more than four times as many resets as ended streams; the same octets fed whole give the
-// same verdict as in pieces.
-// AOBJ_FUZZ_COVERS: src/server/h2_guard.cc
+// The HTTP/2 guard's accounting (AOBJ-SEC-023, AOBJ-SEC-024): the client's and the server's
+// octets, in pieces of any size and interleaved, never crash it; the streams it holds open never
+// pass the bound without a kTooManyOpen verdict, which then stays; a cut for resets comes only at
+// the budget and with more than four times as many resets as ended streams; the same octets fed
+// whole give the same verdict as in pieces. AOBJ_FUZZ_COVERS: src/server/h2_guard.cc
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -93,6 +93,10 @@ const std::vector<Unobservable>& UnobservableRequirements() {
        "host (tests/transport/rkey_check_test.cc "
        "PinRefusesSegmentsOfAnotherCreator)"},
       {"AOBJ-SES-030", "needs a server whose active-message send fails"},
+      {"AOBJ-SEC-024",
+       "needs raw HTTP/2 frames (CONTINUATION, PING, streams beyond the advertised limit) that "
+       "gRPC's client library does not send (tests/integration/request_flood_test.cc "
+       "RawFloodTest, h2_guard_test.cc)"},
       {"AOBJ-SEC-023",
        "when a server's transport reads a reset, and when it starts work on a stream, are "
        "inside it (tests/integration/request_flood_test.cc "

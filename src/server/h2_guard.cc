@@ -30,6 +30,7 @@ namespace {
 // rest): at most about kBufferCap + kReadChunk a direction per connection, given back when drained.
 constexpr size_t kBufferCap = 64 << 10;
 constexpr size_t kReadChunk = 64 << 10;
+constexpr int kMinOpenStreams = 64;  // the floor of the open-stream bound after cuts
 constexpr absl::string_view kPreface("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
 constexpr absl::string_view kNamePrefix = "aobj-h2/";
 
@@ -110,8 +111,7 @@ std::string PeerFromGuardUri(absl::string_view peer) {
 }
 
 // AOBJ_PEER_INPUT: the client's HTTP/2 frame headers (fuzz/h2_ledger_fuzzer.cc).
-bool H2Ledger::Scanner::Feed(const char* data, size_t n,
-                             const std::function<bool(uint8_t, uint8_t, uint32_t)>& on_frame) {
+bool H2Ledger::Scanner::Feed(const char* data, size_t n, const Callback& on_frame) {
   size_t i = 0;
   while (i < n) {
     if (preface_left > 0) {
@@ -137,7 +137,7 @@ bool H2Ledger::Scanner::Feed(const char* data, size_t n,
       const uint32_t stream =
           ((uint32_t{h[5]} << 24) | (uint32_t{h[6]} << 16) | (uint32_t{h[7]} << 8) | h[8]) &
           0x7fffffffu;
-      if (!on_frame(h[3], h[4], stream)) return false;
+      if (!on_frame(h[3], h[4], stream, payload_left)) return false;
     }
   }
   return true;
@@ -147,34 +147,59 @@ H2Ledger::H2Ledger(int budget, int max_open) : budget_(budget), max_open_(max_op
   client_.preface_left = kPreface.size();
 }
 
+// HTTP/2 frame types and flags (RFC 9113, section 6).
+constexpr uint8_t kData = 0, kHeaders = 1, kRstStream = 3, kSettings = 4, kPing = 6,
+                  kContinuation = 9;
+constexpr uint8_t kEndStream = 0x1, kAck = 0x1, kEndHeaders = 0x4;
+
 H2Ledger::Verdict H2Ledger::FromClient(const char* data, size_t n) {
   if (verdict_ != Verdict::kGoOn) return verdict_;
-  constexpr uint8_t kHeaders = 1, kRstStream = 3;  // HTTP/2 frame types (RFC 9113)
-  const bool ok = client_.Feed(data, n, [this](uint8_t type, uint8_t, uint32_t stream) {
-    if (type == kHeaders && (stream & 1) != 0 && stream > last_opened_) {
-      last_opened_ = stream;
-      open_.insert(stream);
-      if (open_.size() > static_cast<size_t>(max_open_)) {
-        verdict_ = Verdict::kTooManyOpen;
-        return false;
-      }
-    } else if (type == kRstStream && open_.erase(stream) > 0) {
-      ++resets_;
-      if (resets_ >= static_cast<uint64_t>(budget_) && resets_ > 4 * finished_) {
-        verdict_ = Verdict::kTooManyResets;
-        return false;
-      }
-    }
-    return true;
-  });
+  const bool ok =
+      client_.Feed(data, n, [this](uint8_t type, uint8_t flags, uint32_t stream, uint32_t len) {
+        // A header block (HEADERS and its CONTINUATIONs) is bounded as it arrives: gRPC 1.51
+        // keeps an endless run of CONTINUATION frames in memory.
+        if (type == kHeaders || (type == kContinuation && in_header_block_)) {
+          header_block_ = (type == kHeaders ? 0 : header_block_) + len;
+          in_header_block_ = (flags & kEndHeaders) == 0;
+          if (header_block_ > kMaxHeaderBlock) {
+            verdict_ = Verdict::kHeadersTooLarge;
+            return false;
+          }
+        }
+        // PING and SETTINGS make the server answer: a client that does not wait for the answers
+        // has gRPC queue them without bound.
+        if ((type == kPing || type == kSettings) && (flags & kAck) == 0 &&
+            ++unanswered_ > kMaxUnanswered) {
+          verdict_ = Verdict::kControlFlood;
+          return false;
+        }
+        if (type == kHeaders && (stream & 1) != 0 && stream > last_opened_) {
+          last_opened_ = stream;
+          open_.insert(stream);
+          if (open_.size() > static_cast<size_t>(max_open_)) {
+            verdict_ = Verdict::kTooManyOpen;
+            return false;
+          }
+        } else if (type == kRstStream && open_.erase(stream) > 0) {
+          ++resets_;
+          if (resets_ >= static_cast<uint64_t>(budget_) && resets_ > 4 * finished_) {
+            verdict_ = Verdict::kTooManyResets;
+            return false;
+          }
+        }
+        return true;
+      });
   if (!ok && verdict_ == Verdict::kGoOn) verdict_ = Verdict::kNotHttp2;
   return verdict_;
 }
 
 void H2Ledger::FromServer(const char* data, size_t n) {
   if (verdict_ != Verdict::kGoOn) return;  // the connection is being closed
-  constexpr uint8_t kData = 0, kHeaders = 1, kRstStream = 3, kEndStream = 0x1;
-  server_.Feed(data, n, [this](uint8_t type, uint8_t flags, uint32_t stream) {
+  server_.Feed(data, n, [this](uint8_t type, uint8_t flags, uint32_t stream, uint32_t) {
+    if ((type == kPing || type == kSettings) && (flags & kAck) != 0) {
+      if (unanswered_ > 0) --unanswered_;
+      return true;
+    }
     if (stream == 0) return true;
     if (type == kRstStream) {
       open_.erase(stream);
@@ -325,15 +350,14 @@ int H2Guard::Adopt(int client, const std::string& peer_uri, const std::string& a
   return pair[1];
 }
 
-int H2Guard::BudgetFor(const std::string& address) {
+int H2Guard::StrikesOf(const std::string& address) {
   auto it = strikes_.find(address);
-  if (it == strikes_.end()) return policy_.resets_to_cut;
+  if (it == strikes_.end()) return 0;
   if (absl::Now() - it->second.last > policy_.strike_memory) {
     strikes_.erase(it);
-    return policy_.resets_to_cut;
+    return 0;
   }
-  const int shift = std::min(it->second.count, 30);
-  return std::max(policy_.min_resets_to_cut, policy_.resets_to_cut >> shift);
+  return std::min(it->second.count, 30);
 }
 
 void H2Guard::Strike(const std::string& address) {
@@ -451,9 +475,19 @@ void H2Guard::Pump(Conn* c) {
         return false;
       case H2Ledger::Verdict::kTooManyOpen:
         cut_for_streams_.fetch_add(1);
+        Strike(c->address);
         Log(absl::StrCat("event=connection_cut reason=open_streams peer=", c->peer,
                          " (its client kept more than ", policy_.max_open_streams,
                          " streams open)"));
+        return false;
+      case H2Ledger::Verdict::kHeadersTooLarge:
+        Log(absl::StrCat("event=connection_cut reason=header_block peer=", c->peer,
+                         " (a header block of more than ", H2Ledger::kMaxHeaderBlock, " octets)"));
+        return false;
+      case H2Ledger::Verdict::kControlFlood:
+        Log(absl::StrCat("event=connection_cut reason=unanswered_pings peer=", c->peer,
+                         " (more than ", H2Ledger::kMaxUnanswered,
+                         " PING or SETTINGS frames sent without waiting for their answers)"));
         return false;
       case H2Ledger::Verdict::kNotHttp2:
         return false;  // gRPC would refuse it anyway
@@ -572,8 +606,13 @@ void H2Guard::Loop() {
         }
         for (auto& c : taken) {
           Conn* raw = c.get();
-          raw->ledger =
-              std::make_unique<H2Ledger>(BudgetFor(raw->address), policy_.max_open_streams);
+          // Each cut of the address in the last minute halves both bounds for its next
+          // connections, down to floors that a client working normally stays under.
+          const int strikes = StrikesOf(raw->address);
+          raw->ledger = std::make_unique<H2Ledger>(
+              std::max(policy_.min_resets_to_cut, policy_.resets_to_cut >> strikes),
+              std::max(std::min(policy_.max_open_streams, kMinOpenStreams),
+                       policy_.max_open_streams >> strikes));
           epoll_event ev{};
           ev.events = raw->client_events = EPOLLIN;
           ev.data.u64 = reinterpret_cast<uint64_t>(raw);

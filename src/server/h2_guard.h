@@ -19,7 +19,12 @@
 //   * each such cut halves the budget of the next connections from the same address (down to
 //     `min_resets_to_cut`), for a minute after the last cut: reconnecting does not renew it;
 //   * a client that keeps more streams open than `max_open_streams` (the server allows 256 at a
-//     time) is closed as well;
+//     time; gRPC 1.51 enforces it only once the client acknowledged its SETTINGS, so a client
+//     that never does and never reads its answers grew the server by 3.5 GB in 10 s) is closed
+//     as well (a strike too: the next connections' bound halves, down to 64), and so is one that
+//     sends a header block above 64 KiB (an endless run of CONTINUATION frames, which gRPC 1.51
+//     keeps in memory) or more than 32 PING or SETTINGS frames without waiting for their
+//     acknowledgements (which gRPC queues);
 //   * a TLS handshake not finished within `handshake_timeout` ends the connection.
 // gRPC learns the client's address from the name the guard binds its end of the pair to
 // ("unix-abstract:aobj-h2/N/ipv4:ADDR:PORT"), which PeerFromGuardUri() turns back into the
@@ -74,10 +79,16 @@ class H2Ledger {
  public:
   enum class Verdict {
     kGoOn,
-    kTooManyResets,  // `budget` premature resets, more than 4x the streams the server ended
-    kTooManyOpen,    // more than `max_open` streams opened and not ended
-    kNotHttp2,       // the client's preface is not HTTP/2's
+    kTooManyResets,    // `budget` premature resets, more than 4x the streams the server ended
+    kTooManyOpen,      // more than `max_open` streams opened and not ended
+    kHeadersTooLarge,  // a header block (HEADERS + CONTINUATION) above kMaxHeaderBlock
+    kControlFlood,     // more than kMaxUnanswered PING/SETTINGS sent without their ACKs back
+    kNotHttp2,         // the client's preface is not HTTP/2's
   };
+  // gRPC's own limit on a request's metadata is 8 KiB by default; aobj's are far smaller.
+  static constexpr uint32_t kMaxHeaderBlock = 64 << 10;
+  // Answers the server owes: keepalive and BDP pings go one at a time.
+  static constexpr uint32_t kMaxUnanswered = 32;
   H2Ledger(int budget, int max_open);
   // The client's octets; once not kGoOn, the verdict stays and nothing more is counted.
   Verdict FromClient(const char* data, size_t n);
@@ -90,12 +101,13 @@ class H2Ledger {
 
  private:
   struct Scanner {  // walks frames as octets arrive, reporting each frame header
+    // (type, flags, stream, payload length); false stops the walk.
+    using Callback = std::function<bool(uint8_t, uint8_t, uint32_t, uint32_t)>;
     size_t preface_left = 0;
     uint8_t header[9] = {};
     size_t have = 0;
     uint32_t payload_left = 0;
-    bool Feed(const char* data, size_t n,
-              const std::function<bool(uint8_t, uint8_t, uint32_t)>& on_frame);
+    bool Feed(const char* data, size_t n, const Callback& on_frame);
   };
   const int budget_;
   const int max_open_;
@@ -103,6 +115,9 @@ class H2Ledger {
   absl::flat_hash_set<uint32_t> open_;  // opened by the client, not yet ended
   uint32_t last_opened_ = 0;
   uint64_t resets_ = 0, finished_ = 0;
+  uint64_t header_block_ = 0;  // octets of the header block being received
+  bool in_header_block_ = false;
+  uint32_t unanswered_ = 0;  // PING and SETTINGS of the client not yet acknowledged
   Verdict verdict_ = Verdict::kGoOn;
 };
 
@@ -130,7 +145,7 @@ class H2Guard {
  private:
   H2Guard(void* ssl_ctx, H2GuardPolicy policy, std::function<void(const std::string&)> log);
   void Loop();
-  int BudgetFor(const std::string& address);  // relay thread
+  int StrikesOf(const std::string& address);  // relay thread: cuts in the last strike_memory
   void Strike(const std::string& address);    // relay thread
   void Pump(Conn* c);
   void Log(const std::string& line);  // relay thread

@@ -252,7 +252,8 @@ class ServerImpl final : public Server {
       H2GuardPolicy policy;
       policy.resets_to_cut = std::clamp(options_.max_stream_resets, 2, 65536);
       policy.min_resets_to_cut = std::min(policy.min_resets_to_cut, policy.resets_to_cut);
-      policy.max_open_streams = 4 * kMaxStreamsPerConnection;
+      // The limit it advertises, and some slack for streams a client opened before its SETTINGS.
+      policy.max_open_streams = kMaxStreamsPerConnection + 64;
       policy.handshake_timeout = absl::Milliseconds(kHandshakeTimeoutMs);
       auto guard = H2Guard::Create(options_.tls, policy,
                                    [this](const std::string& line) { handler_->LogEvent(line); });

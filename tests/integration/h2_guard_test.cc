@@ -93,6 +93,44 @@ TEST(H2LedgerTest, TooManyOpenStreamsAndANonHttp2PrefaceAreRefused) {
   EXPECT_EQ(bad.FromClient(get.data(), get.size()), H2Ledger::Verdict::kNotHttp2);
 }
 
+// gRPC 1.51 kept an endless run of CONTINUATION frames in memory (682 MB from 8 connections in
+// 4 s in the sixth probe), and queued the answers to PINGs that its client never read (760 MB).
+TEST(H2LedgerTest, AnEndlessHeaderBlockAndUnansweredPingsAreRefused) {
+  H2Ledger l(64, 1024);
+  std::string out = kPreface + Frame(1, 0, 1, std::string(1000, 'h'));  // no END_HEADERS
+  ASSERT_EQ(l.FromClient(out.data(), out.size()), H2Ledger::Verdict::kGoOn);
+  const std::string more = Frame(9, 0, 1, std::string(16000, 'c'));
+  int sent = 0;
+  H2Ledger::Verdict v = H2Ledger::Verdict::kGoOn;
+  while (v == H2Ledger::Verdict::kGoOn && sent < 100) {
+    v = l.FromClient(more.data(), more.size());
+    ++sent;
+  }
+  EXPECT_EQ(v, H2Ledger::Verdict::kHeadersTooLarge);
+  EXPECT_EQ(sent, 5) << "1000 + 5 x 16000 octets pass 64 KiB; 1000 + 4 x 16000 do not";
+  // A block that ends (END_HEADERS) starts the count again.
+  H2Ledger ok(64, 1024);
+  std::string blocks = kPreface;
+  for (uint32_t s = 1; s < 40; s += 2)
+    blocks += Frame(1, 0, s, std::string(30000, 'h')) + Frame(9, 4, s, std::string(30000, 'c'));
+  EXPECT_EQ(ok.FromClient(blocks.data(), blocks.size()), H2Ledger::Verdict::kGoOn);
+
+  H2Ledger pings(64, 1024);
+  ASSERT_EQ(pings.FromClient(kPreface.data(), kPreface.size()), H2Ledger::Verdict::kGoOn);
+  const std::string ping = Frame(6, 0, 0, "12345678");
+  const std::string ack = Frame(6, 1, 0, "12345678");
+  // One at a time, each answered: any number.
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_EQ(pings.FromClient(ping.data(), ping.size()), H2Ledger::Verdict::kGoOn) << i;
+    pings.FromServer(ack.data(), ack.size());
+  }
+  // The SETTINGS of the preface is still unanswered: 31 more pings are the most.
+  for (int i = 0; i < 31; ++i) {
+    ASSERT_EQ(pings.FromClient(ping.data(), ping.size()), H2Ledger::Verdict::kGoOn) << i;
+  }
+  EXPECT_EQ(pings.FromClient(ping.data(), ping.size()), H2Ledger::Verdict::kControlFlood);
+}
+
 TEST(PeerFromGuardUriTest, TheClientsAddressComesBack) {
   EXPECT_EQ(PeerFromGuardUri("unix-abstract:aobj-h2/7/ipv4:127.0.0.1:5555"), "ipv4:127.0.0.1:5555");
   EXPECT_EQ(PeerFromGuardUri("unix-abstract:aobj-h2%2F12%2Fipv6:%5B::1%5D:80"), "ipv6:[::1]:80");

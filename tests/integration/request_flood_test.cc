@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -642,20 +643,19 @@ std::string RapidResetOctets(uint32_t first, int count, bool preface) {
   return out;
 }
 
-// HTTP/2 Rapid Reset from connections that reconnect as soon as they are cut (fifth hostile
-// probe of issue 16, B, second round: four attackers with two connections each took the server
-// to 2.2 GB in 8 s, because gRPC had read, and made calls of, far more streams than the cut
-// counted). The guard reads each frame header before gRPC does: a connection is closed before
-// gRPC sees its 65th reset stream, the next ones from the address after fewer (AOBJ-SEC-019,
-// AOBJ-SEC-023). Bounded: 4 threads, 3 seconds, loopback.
-TEST_F(RequestFloodTest, RapidResetFromReconnectingConnectionsIsBounded) {
-  ASSERT_NO_FATAL_FAILURE(StartServer({}));
-  const uint64_t before_kib = ProcStatusKiB(server_->pid(), "VmHWM");
-  const int port = std::stoi(server_->endpoint().substr(server_->endpoint().rfind(':') + 1));
-  std::atomic<int64_t> streams_sent{0}, connections{0};
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+// Raw HTTP/2 attackers: `threads` of them, each connecting to 127.0.0.1:port and writing the
+// octets `next(i)` gives for the i-th write of its connection as fast as the socket takes them,
+// until the server closes the connection (then it reconnects), for `seconds`. Never reads.
+struct RawFlood {
+  int64_t connections = 0;
+  int64_t writes = 0;
+};
+RawFlood FloodRaw(int port, int threads, int seconds,
+                  const std::function<std::string(int64_t)>& next) {
+  std::atomic<int64_t> connections{0}, writes{0};
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
   std::vector<std::thread> attackers;
-  for (int t = 0; t < 4; ++t) {
+  for (int t = 0; t < threads; ++t) {
     attackers.emplace_back([&] {
       while (std::chrono::steady_clock::now() < until) {
         const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -670,40 +670,119 @@ TEST_F(RequestFloodTest, RapidResetFromReconnectingConnectionsIsBounded) {
           continue;
         }
         connections.fetch_add(1);
-        uint32_t next = 1;
-        bool preface = true;
-        // As fast as the socket takes them, until the server closes the connection.
-        while (std::chrono::steady_clock::now() < until && next < (1u << 30)) {
-          const std::string out = RapidResetOctets(next, 256, preface);
-          preface = false;
-          const ssize_t n = send(fd, out.data(), out.size(), MSG_NOSIGNAL);
-          if (n <= 0) break;
-          streams_sent.fetch_add(256);
-          next += 512;
+        for (int64_t i = 0; std::chrono::steady_clock::now() < until; ++i) {
+          const std::string out = next(i);
+          if (send(fd, out.data(), out.size(), MSG_NOSIGNAL) <= 0) break;
+          writes.fetch_add(1);
         }
         close(fd);
       }
     });
   }
   for (auto& th : attackers) th.join();
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-  const uint64_t peak_kib = ProcStatusKiB(server_->pid(), "VmHWM");
-  std::printf(
-      "rapid reset, reconnecting: %lld connections, %lld streams offered; server VmHWM "
-      "%llu -> %llu MiB\n",
-      static_cast<long long>(connections.load()), static_cast<long long>(streams_sent.load()),
-      static_cast<unsigned long long>(before_kib >> 10),
-      static_cast<unsigned long long>(peak_kib >> 10));
-  const std::string log = server_->log();
-  EXPECT_NE(log.find("event=connection_cut reason=reset_streams"), std::string::npos) << log;
-  EXPECT_GT(connections.load(), 4) << "the attackers were never cut, so never reconnected";
-  EXPECT_TRUE(Served()) << log;
+  return {connections.load(), writes.load()};
+}
+
+// One HTTP/2 frame.
+std::string H2Frame(uint8_t type, uint8_t flags, uint32_t stream, const std::string& payload) {
+  std::string f = {static_cast<char>(payload.size() >> 16),
+                   static_cast<char>(payload.size() >> 8),
+                   static_cast<char>(payload.size()),
+                   static_cast<char>(type),
+                   static_cast<char>(flags),
+                   static_cast<char>((stream >> 24) & 0x7f),
+                   static_cast<char>(stream >> 16),
+                   static_cast<char>(stream >> 8),
+                   static_cast<char>(stream)};
+  return f + payload;
+}
+
+class RawFloodTest : public RequestFloodTest {
+ protected:
+  // Runs the flood against a fresh server and checks that it was cut for `reason`, that the
+  // server's peak memory grew by less than 256 MiB (`before` names what it grew by without the
+  // guard) and that a signed client is served afterwards.
+  void ExpectBounded(const char* what, const std::string& reason, const char* before,
+                     const std::function<std::string(int64_t)>& next) {
+    ASSERT_NO_FATAL_FAILURE(StartServer({}));
+    const uint64_t before_kib = ProcStatusKiB(server_->pid(), "VmHWM");
+    const int port = std::stoi(server_->endpoint().substr(server_->endpoint().rfind(':') + 1));
+    const RawFlood f = FloodRaw(port, 4, 3, next);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    const uint64_t peak_kib = ProcStatusKiB(server_->pid(), "VmHWM");
+    std::printf("%s: %lld connections, %lld writes; server VmHWM %llu -> %llu MiB\n", what,
+                static_cast<long long>(f.connections), static_cast<long long>(f.writes),
+                static_cast<unsigned long long>(before_kib >> 10),
+                static_cast<unsigned long long>(peak_kib >> 10));
+    const std::string log = server_->log();
+    EXPECT_NE(log.find("event=connection_cut reason=" + reason), std::string::npos) << log;
+    EXPECT_GT(f.connections, 4) << "the attackers were never cut, so never reconnected";
+    EXPECT_TRUE(Served()) << log;
 #if !defined(__SANITIZE_ADDRESS__)
-  // Before the guard: 2.2 GB in 8 s (four attackers, two connections each), and the server's
-  // memory grew for as long as they went on. Now each connection costs gRPC a few calls.
-  EXPECT_LT(peak_kib - before_kib, uint64_t{256} << 10)
-      << "the server grew by " << ((peak_kib - before_kib) >> 10) << " MiB";
+    EXPECT_LT(peak_kib - before_kib, uint64_t{256} << 10)
+        << "the server grew by " << ((peak_kib - before_kib) >> 10) << " MiB (" << before
+        << " without the guard)";
+#else
+    (void)before;
 #endif
+  }
+};
+
+// HTTP/2 Rapid Reset from connections that reconnect as soon as they are cut (fifth hostile
+// probe of issue 16, B, second round: four attackers with two connections each took the server
+// to 2.2 GB in 8 s, because gRPC had read, and made calls of, far more streams than the cut
+// counted). The guard reads each frame header before gRPC does: a connection is closed before
+// gRPC sees its 65th reset stream, the next ones from the address after fewer (AOBJ-SEC-019,
+// AOBJ-SEC-023). Bounded: 4 threads, 3 seconds, loopback.
+TEST_F(RawFloodTest, RapidResetFromReconnectingConnectionsIsBounded) {
+  ExpectBounded("rapid reset, reconnecting", "reset_streams", "602 MiB in 3 s", [](int64_t i) {
+    return RapidResetOctets(1 + 512 * static_cast<uint32_t>(i), 256, i == 0);
+  });
+}
+
+// The sixth probe (after the guard's first version): gRPC 1.51 keeps an endless header block
+// (HEADERS without END_HEADERS, then CONTINUATION after CONTINUATION) in memory, 682 MB from
+// four attackers in 4 s; the guard bounds a block to 64 KiB (AOBJ-SEC-024).
+TEST_F(RawFloodTest, AnEndlessHeaderBlockIsCut) {
+  ExpectBounded("endless header block", "header_block", "943 MiB in this test", [](int64_t i) {
+    std::string out;
+    if (i == 0) {
+      out = RapidResetOctets(1, 0, true) + H2Frame(1, 0, 1, std::string(100, '\x40'));
+    }
+    for (int k = 0; k < 64; ++k) out += H2Frame(9, 0, 1, std::string(1000, '\x40'));
+    return out;
+  });
+}
+
+// The sixth probe: PINGs (and SETTINGS) whose answers the client never reads made gRPC queue the
+// answers, 760 MB in 4 s; the guard allows 32 unanswered (AOBJ-SEC-024).
+TEST_F(RawFloodTest, PingsWithoutReadingTheAnswersAreCut) {
+  ExpectBounded("unanswered pings", "unanswered_pings", "128 MiB in this test, and never cut",
+                [](int64_t i) {
+                  std::string out = i == 0 ? RapidResetOctets(1, 0, true) : "";
+                  for (int k = 0; k < 1000; ++k) out += H2Frame(6, 0, 0, "12345678");
+                  return out;
+                });
+}
+
+// The sixth probe: gRPC 1.51 enforces its stream limit (256) only once the client acknowledged
+// its SETTINGS; a client that never does, opens calls and never reads the answers took the server
+// to 3.5 GB in 10 s. The guard closes a connection holding more than 320 open and halves that
+// for the address's next connections (AOBJ-SEC-024).
+TEST_F(RawFloodTest, StreamsOpenedWithoutReadingTheAnswersAreCut) {
+  ExpectBounded("streams held open", "open_streams", "1,051 MiB in this test", [](int64_t i) {
+    // The HEADERS of RapidResetOctets without their RST_STREAM: 200 new streams a write.
+    std::string out = i == 0 ? RapidResetOctets(1, 0, true) : "";
+    const std::string pairs = RapidResetOctets(1 + 400 * static_cast<uint32_t>(i), 200, false);
+    for (size_t at = 0; at < pairs.size();) {  // keep the HEADERS frames, drop the resets
+      const size_t len = (static_cast<uint8_t>(pairs[at]) << 16) |
+                         (static_cast<uint8_t>(pairs[at + 1]) << 8) |
+                         static_cast<uint8_t>(pairs[at + 2]);
+      if (pairs[at + 3] == 1) out += pairs.substr(at, 9 + len);
+      at += 9 + len;
+    }
+    return out;
+  });
 }
 
 // Fifth hostile probe of issue 16, A: calls that forge a tenant's claim (its access key ID is

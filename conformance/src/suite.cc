@@ -100,7 +100,7 @@ const std::vector<Unobservable>& UnobservableRequirements() {
       {"AOBJ-SEC-023",
        "when a server's transport reads a reset, and when it starts work on a stream, are "
        "inside it (tests/integration/request_flood_test.cc "
-       "RapidResetFromReconnectingConnectionsIsBounded, h2_guard_test.cc)"},
+       "RawFloodTest.RapidResetFromReconnectingConnectionsIsBounded, h2_guard_test.cc)"},
       {"AOBJ-OPS-009",
        "needs the server to be shut down (tests/integration/dead_peer_test.cc "
        "SigtermDuringAStalledTransferStopsWithinFiveSeconds)"},

@@ -2,6 +2,8 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -13,6 +15,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstring>
+#include <random>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -30,7 +33,11 @@ namespace {
 // rest): at most about kBufferCap + kReadChunk a direction per connection, given back when drained.
 constexpr size_t kBufferCap = 64 << 10;
 constexpr size_t kReadChunk = 64 << 10;
+static_assert(kReadChunk == 64 << 10, "H2Guard::buffer_ holds one read");
 constexpr int kMinOpenStreams = 64;  // the floor of the open-stream bound after cuts
+// How long a connection whose gRPC end closed may take to pass on what gRPC wrote last (and how
+// long Stop() waits for all of them).
+constexpr absl::Duration kDrainTime = absl::Seconds(1);
 constexpr absl::string_view kPreface("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
 constexpr absl::string_view kNamePrefix = "aobj-h2/";
 
@@ -59,7 +66,7 @@ int SelectAlpn(SSL*, const unsigned char** out, unsigned char* outlen, const uns
 // Writes out[*off..] to fd until done or it would block; false on an error.
 bool Flush(int fd, std::string* out, size_t* off) {
   while (*off < out->size()) {
-    const ssize_t n = write(fd, out->data() + *off, out->size() - *off);
+    const ssize_t n = send(fd, out->data() + *off, out->size() - *off, MSG_NOSIGNAL);
     if (n > 0) {
       *off += static_cast<size_t>(n);
     } else if (n < 0 && errno == EINTR) {
@@ -143,7 +150,10 @@ bool H2Ledger::Scanner::Feed(const char* data, size_t n, const Callback& on_fram
   return true;
 }
 
-H2Ledger::H2Ledger(int budget, int max_open) : budget_(budget), max_open_(max_open) {
+H2Ledger::H2Ledger(int budget, int max_open, int max_open_unacked)
+    : budget_(budget),
+      max_open_(max_open),
+      max_open_unacked_(max_open_unacked > 0 ? max_open_unacked : max_open) {
   client_.preface_left = kPreface.size();
 }
 
@@ -160,14 +170,16 @@ H2Ledger::Verdict H2Ledger::FromClient(const char* data, size_t n) {
         // keeps an endless run of CONTINUATION frames in memory.
         if (type == kHeaders || (type == kContinuation && in_header_block_)) {
           header_block_ = (type == kHeaders ? 0 : header_block_) + len;
+          header_frames_ = (type == kHeaders ? 0 : header_frames_) + 1;
           in_header_block_ = (flags & kEndHeaders) == 0;
-          if (header_block_ > kMaxHeaderBlock) {
+          if (header_block_ > kMaxHeaderBlock || header_frames_ > kMaxHeaderFrames) {
             verdict_ = Verdict::kHeadersTooLarge;
             return false;
           }
         }
         // PING and SETTINGS make the server answer: a client that does not wait for the answers
         // has gRPC queue them without bound.
+        if (type == kSettings && (flags & kAck) != 0) settings_acked_ = true;
         if ((type == kPing || type == kSettings) && (flags & kAck) == 0 &&
             ++unanswered_ > kMaxUnanswered) {
           verdict_ = Verdict::kControlFlood;
@@ -176,7 +188,7 @@ H2Ledger::Verdict H2Ledger::FromClient(const char* data, size_t n) {
         if (type == kHeaders && (stream & 1) != 0 && stream > last_opened_) {
           last_opened_ = stream;
           open_.insert(stream);
-          if (open_.size() > static_cast<size_t>(max_open_)) {
+          if (open_.size() > static_cast<size_t>(settings_acked_ ? max_open_ : max_open_unacked_)) {
             verdict_ = Verdict::kTooManyOpen;
             return false;
           }
@@ -218,6 +230,9 @@ struct H2Guard::Conn {
   bool handshaken = false;
   bool want_write = false;  // the client socket must become writable to go on
   bool closed = false;
+  bool draining = false;       // gRPC closed its end; what it wrote is still being passed on
+  bool inner_watched = false;  // gRPC's end is registered with epoll
+  absl::Time drain_deadline;
   absl::Time started;
   std::string peer;      // gRPC's form of the client's address
   std::string address;   // the per-address key
@@ -240,6 +255,17 @@ absl::StatusOr<std::unique_ptr<H2Guard>> H2Guard::Create(
     };
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+    // As gRPC 1.51's own TLS server: forward-secret AEAD suites only below TLS 1.3, a session
+    // context (resumption with client certificates fails without one), partial chains in the
+    // client CA file, and no passphrase prompt for a key file.
+    SSL_CTX_set_cipher_list(ctx,
+                            "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+                            "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384");
+    static const unsigned char kSessionContext[] = "aobj";
+    SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof(kSessionContext) - 1);
+    X509_STORE_set_flags(SSL_CTX_get_cert_store(ctx),
+                         X509_V_FLAG_PARTIAL_CHAIN | X509_V_FLAG_TRUSTED_FIRST);
+    SSL_CTX_set_default_passwd_cb(ctx, [](char*, int, int, void*) { return 0; });
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                               SSL_MODE_RELEASE_BUFFERS);  // idle connections hold no record buffers
     if (SSL_CTX_use_certificate_chain_file(ctx, tls.cert_file.c_str()) != 1) {
@@ -274,6 +300,9 @@ absl::StatusOr<std::unique_ptr<H2Guard>> H2Guard::Create(
 
 H2Guard::H2Guard(void* ssl_ctx, H2GuardPolicy policy, std::function<void(const std::string&)> log)
     : ssl_ctx_(ssl_ctx), policy_(policy), log_(std::move(log)) {
+  // Names start at a random number: another local process cannot take them in advance.
+  std::random_device random;
+  next_id_.store((uint64_t{random()} << 32) | random());
   epoll_ = epoll_create1(EPOLL_CLOEXEC);
   wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (epoll_ >= 0 && wake_ >= 0) {
@@ -316,13 +345,23 @@ int H2Guard::Adopt(int client, const std::string& peer_uri, const std::string& a
   // gRPC names the connection's peer by the address of the other end of its socket: ours,
   // bound to a name (Linux's abstract namespace, so no file) that carries the client's address.
   // Nobody can connect to it: it never listens.
-  sockaddr_un name{};
-  name.sun_family = AF_UNIX;
-  std::string text = absl::StrCat(kNamePrefix, next_id_.fetch_add(1), "/", peer_uri);
-  text.resize(std::min(text.size(), sizeof(name.sun_path) - 1));
-  std::memcpy(name.sun_path + 1, text.data(), text.size());
-  (void)bind(pair[0], reinterpret_cast<sockaddr*>(&name),
-             static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + text.size()));
+  // Another process of the network namespace may hold a name first: the next number is tried.
+  bool named = false;
+  for (int attempt = 0; attempt < 8 && !named; ++attempt) {
+    sockaddr_un name{};
+    name.sun_family = AF_UNIX;
+    std::string text = absl::StrCat(kNamePrefix, next_id_.fetch_add(1), "/", peer_uri);
+    text.resize(std::min(text.size(), sizeof(name.sun_path) - 1));
+    std::memcpy(name.sun_path + 1, text.data(), text.size());
+    named = bind(pair[0], reinterpret_cast<sockaddr*>(&name),
+                 static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + text.size())) == 0;
+  }
+  if (!named) {  // gRPC would not know whom the connection is from
+    close(client);
+    close(pair[0]);
+    close(pair[1]);
+    return -1;
+  }
   auto c = std::make_unique<Conn>();
   c->client = client;
   c->inner = pair[0];
@@ -397,26 +436,34 @@ void H2Guard::Close(Conn* c) {
   if (c->closed) return;
   c->closed = true;
   epoll_ctl(epoll_, EPOLL_CTL_DEL, c->client, nullptr);
-  epoll_ctl(epoll_, EPOLL_CTL_DEL, c->inner, nullptr);
+  if (c->inner_watched) epoll_ctl(epoll_, EPOLL_CTL_DEL, c->inner, nullptr);
   if (c->ssl != nullptr) {
     SSL_free(c->ssl);
     c->ssl = nullptr;
   }
   close(c->client);  // the listener sees it gone (a new file on the descriptor, or none)
   close(c->inner);   // gRPC reads the end and closes its transport
+  closed_.push_back(c);
 }
 
 void H2Guard::Watch(Conn* c) {
   const size_t up_pending = c->up.size() - c->up_off;
   const size_t down_pending = c->down.size() - c->down_off;
+  const bool relaying = c->ssl == nullptr || c->handshaken;
   uint32_t client_events = 0;
-  if (c->handshaken || c->ssl == nullptr ? up_pending < kBufferCap : !c->want_write) {
-    client_events |= EPOLLIN;
+  if (!relaying) {
+    client_events = c->want_write ? EPOLLOUT : EPOLLIN;
+  } else {
+    if (!c->draining && up_pending < kBufferCap) client_events |= EPOLLIN;
+    if (c->want_write) client_events |= EPOLLOUT;
   }
-  if (c->want_write) client_events |= EPOLLOUT;
+  // gRPC's side is looked at only once the handshake is done (gRPC writes its SETTINGS at once:
+  // watching it earlier woke this thread again and again during every handshake).
   uint32_t inner_events = 0;
-  if (down_pending < kBufferCap) inner_events |= EPOLLIN;
-  if (up_pending > 0) inner_events |= EPOLLOUT;
+  if (relaying && !c->draining) {
+    if (down_pending < kBufferCap) inner_events |= EPOLLIN;
+    if (up_pending > 0) inner_events |= EPOLLOUT;
+  }
   auto update = [&](int fd, uint32_t want, uint32_t* have, uint64_t tag) {
     if (want == *have) return;
     epoll_event ev{};
@@ -426,7 +473,16 @@ void H2Guard::Watch(Conn* c) {
     *have = want;
   };
   update(c->client, client_events, &c->client_events, 0);
-  update(c->inner, inner_events, &c->inner_events, 1);
+  if (c->inner_watched) update(c->inner, inner_events, &c->inner_events, 1);
+}
+
+void H2Guard::StartDraining(Conn* c) {
+  if (c->draining) return;
+  c->draining = true;
+  c->drain_deadline = absl::Now() + kDrainTime;
+  // A hang-up cannot be masked: gRPC's end is no longer watched at all.
+  if (c->inner_watched) epoll_ctl(epoll_, EPOLL_CTL_DEL, c->inner, nullptr);
+  c->inner_watched = false;
 }
 
 void H2Guard::Pump(Conn* c) {
@@ -459,49 +515,60 @@ void H2Guard::Pump(Conn* c) {
     c->handshaken = true;
   }
 
-  // Every frame header the client sends is looked at before gRPC gets it (AOBJ-SEC-023).
+  // Every frame header the client sends is looked at before gRPC gets it (AOBJ-SEC-023,
+  // AOBJ-SEC-024).
   auto scan_up = [&](const char* data, size_t n) {
     H2Ledger& l = *c->ledger;
-    switch (l.FromClient(data, n)) {
-      case H2Ledger::Verdict::kGoOn:
-        return true;
+    const H2Ledger::Verdict v = l.FromClient(data, n);
+    if (v == H2Ledger::Verdict::kGoOn) return true;
+    if (v == H2Ledger::Verdict::kNotHttp2) return false;  // gRPC would refuse it anyway
+    Strike(c->address);
+    switch (v) {
       case H2Ledger::Verdict::kTooManyResets:
         cut_for_resets_.fetch_add(1);
-        Strike(c->address);
         Log(absl::StrCat("event=connection_cut reason=reset_streams peer=", c->peer,
                          " (its client reset ", l.resets(),
                          " streams before the server ended them, more than four times the ",
                          l.finished(), " it let end)"));
-        return false;
+        break;
       case H2Ledger::Verdict::kTooManyOpen:
         cut_for_streams_.fetch_add(1);
-        Strike(c->address);
         Log(absl::StrCat("event=connection_cut reason=open_streams peer=", c->peer,
-                         " (its client kept more than ", policy_.max_open_streams,
-                         " streams open)"));
-        return false;
+                         " (its client kept more than ", l.open() - 1, " streams open)"));
+        break;
       case H2Ledger::Verdict::kHeadersTooLarge:
+        cut_for_streams_.fetch_add(1);
         Log(absl::StrCat("event=connection_cut reason=header_block peer=", c->peer,
-                         " (a header block of more than ", H2Ledger::kMaxHeaderBlock, " octets)"));
-        return false;
-      case H2Ledger::Verdict::kControlFlood:
+                         " (a header block of more than ", H2Ledger::kMaxHeaderBlock, " octets or ",
+                         H2Ledger::kMaxHeaderFrames, " frames)"));
+        break;
+      default:
+        cut_for_streams_.fetch_add(1);
         Log(absl::StrCat("event=connection_cut reason=unanswered_pings peer=", c->peer,
                          " (more than ", H2Ledger::kMaxUnanswered,
                          " PING or SETTINGS frames sent without waiting for their answers)"));
-        return false;
-      case H2Ledger::Verdict::kNotHttp2:
-        return false;  // gRPC would refuse it anyway
+        break;
     }
     return false;
   };
-  auto scan_down = [&](const char* data, size_t n) { c->ledger->FromServer(data, n); };
 
-  char buf[kReadChunk];
+  char* const buf = buffer_.get();
+  // gRPC's side first: an answer already written counts as the end of its stream before a
+  // cancel of the client that crossed it is looked at.
+  while (!c->draining && c->down.size() - c->down_off < kBufferCap) {
+    const ssize_t n = read(c->inner, buf, kReadChunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) StartDraining(c);
+      break;
+    }
+    c->ledger->FromServer(buf, static_cast<size_t>(n));
+    c->down.append(buf, static_cast<size_t>(n));
+  }
   bool client_done = false;
-  bool inner_done = false;
   // Rounds, so that plaintext OpenSSL holds (which epoll cannot see) is taken once the buffer
   // toward gRPC has room again.
-  for (int round = 0; round < 8; ++round) {
+  for (int round = 0; round < 8 && !c->draining; ++round) {
     bool full = false;
     while (!client_done) {
       if (c->up.size() - c->up_off >= kBufferCap) {
@@ -511,7 +578,7 @@ void H2Guard::Pump(Conn* c) {
       ssize_t n;
       if (ssl != nullptr) {
         ERR_clear_error();
-        const int rc = SSL_read(ssl, buf, sizeof(buf));
+        const int rc = SSL_read(ssl, buf, static_cast<int>(kReadChunk));
         if (rc <= 0) {
           const int e = SSL_get_error(ssl, rc);
           if (e == SSL_ERROR_WANT_WRITE) c->want_write = true;
@@ -521,7 +588,7 @@ void H2Guard::Pump(Conn* c) {
         }
         n = rc;
       } else {
-        n = read(c->client, buf, sizeof(buf));
+        n = read(c->client, buf, kReadChunk);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
           client_done = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
@@ -534,19 +601,13 @@ void H2Guard::Pump(Conn* c) {
       }
       c->up.append(buf, static_cast<size_t>(n));
     }
-    if (!Flush(c->inner, &c->up, &c->up_off)) inner_done = true;
+    if (!Flush(c->inner, &c->up, &c->up_off)) StartDraining(c);  // gRPC's end is gone
     Compact(&c->up, &c->up_off);
-    if (!full || c->up.size() - c->up_off >= kBufferCap || client_done || inner_done) break;
+    if (!full || c->up.size() - c->up_off >= kBufferCap || client_done) break;
   }
-  while (!inner_done && c->down.size() - c->down_off < kBufferCap) {
-    const ssize_t n = read(c->inner, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      inner_done = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
-      break;
-    }
-    scan_down(buf, static_cast<size_t>(n));
-    c->down.append(buf, static_cast<size_t>(n));
+  if (client_done) {  // the client is gone: nothing left can reach it
+    Close(c);
+    return;
   }
   while (c->down_off < c->down.size()) {
     const size_t len = std::min<size_t>(c->down.size() - c->down_off, INT_MAX);
@@ -566,7 +627,7 @@ void H2Guard::Pump(Conn* c) {
       }
       break;
     }
-    const ssize_t n = write(c->client, c->down.data() + c->down_off, len);
+    const ssize_t n = send(c->client, c->down.data() + c->down_off, len, MSG_NOSIGNAL);
     if (n > 0) {
       c->down_off += static_cast<size_t>(n);
     } else if (n < 0 && errno == EINTR) {
@@ -581,8 +642,20 @@ void H2Guard::Pump(Conn* c) {
     }
   }
   Compact(&c->down, &c->down_off);
-  // Either end gone: the other is closed too (an HTTP/2 connection has no use half-closed).
-  if (client_done || inner_done) {
+  if (client_done) {
+    Close(c);
+    return;
+  }
+  // gRPC closed its end (idle, GOAWAY, shutdown): once what it wrote has reached the client, the
+  // connection ends cleanly (TLS close_notify, then FIN), so that its last answers are not lost
+  // to a reset.
+  if (c->draining && c->down.empty()) {
+    if (ssl != nullptr) {
+      ERR_clear_error();
+      (void)SSL_shutdown(ssl);
+      ERR_clear_error();
+    }
+    shutdown(c->client, SHUT_WR);
     Close(c);
     return;
   }
@@ -590,11 +663,21 @@ void H2Guard::Pump(Conn* c) {
 }
 
 void H2Guard::Loop() {
+  // Writes to a peer that has gone raise SIGPIPE in the writing thread; blocked here, they only
+  // fail with EPIPE (an embedding process need not ignore SIGPIPE).
+  sigset_t pipe_signal;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
   absl::flat_hash_map<Conn*, std::unique_ptr<Conn>> conns;
   epoll_event events[64];
   absl::Time next_sweep = absl::Now() + absl::Seconds(1);
-  while (!stop_.load()) {
-    const int n = epoll_wait(epoll_, events, 64, 1000);
+  absl::Time stop_by = absl::InfiniteFuture();
+  for (;;) {
+    if (stop_.load() && stop_by == absl::InfiniteFuture()) stop_by = absl::Now() + kDrainTime;
+    // Stopping: gRPC has closed its ends, and what it wrote last is passed on for a little while.
+    if (stop_by != absl::InfiniteFuture() && (conns.empty() || absl::Now() >= stop_by)) break;
+    const int n = epoll_wait(epoll_, events, 64, stop_by == absl::InfiniteFuture() ? 1000 : 50);
     for (int i = 0; i < n; ++i) {
       if (events[i].data.ptr == nullptr) {  // new connections, or Stop()
         uint64_t count;
@@ -606,52 +689,59 @@ void H2Guard::Loop() {
         }
         for (auto& c : taken) {
           Conn* raw = c.get();
-          // Each cut of the address in the last minute halves both bounds for its next
-          // connections, down to floors that a client working normally stays under.
+          // Each cut of the address in the last minute halves its next connections' budget of
+          // resets, down to a floor; and their bound on open streams as long as they have not
+          // acknowledged the server's SETTINGS (a gRPC client does at once; after that gRPC
+          // enforces its own limit), down to 64.
           const int strikes = StrikesOf(raw->address);
           raw->ledger = std::make_unique<H2Ledger>(
               std::max(policy_.min_resets_to_cut, policy_.resets_to_cut >> strikes),
+              policy_.max_open_streams,
               std::max(std::min(policy_.max_open_streams, kMinOpenStreams),
                        policy_.max_open_streams >> strikes));
           epoll_event ev{};
           ev.events = raw->client_events = EPOLLIN;
           ev.data.u64 = reinterpret_cast<uint64_t>(raw);
           const bool ok = epoll_ctl(epoll_, EPOLL_CTL_ADD, raw->client, &ev) == 0;
-          ev.events = raw->inner_events = EPOLLIN;
+          ev.events = raw->inner_events = raw->ssl == nullptr ? EPOLLIN : 0;
           ev.data.u64 = reinterpret_cast<uint64_t>(raw) | 1;
-          if (!ok || epoll_ctl(epoll_, EPOLL_CTL_ADD, raw->inner, &ev) != 0) {
+          raw->inner_watched = ok && epoll_ctl(epoll_, EPOLL_CTL_ADD, raw->inner, &ev) == 0;
+          conns.emplace(raw, std::move(c));
+          if (!raw->inner_watched) {
             Close(raw);
             continue;
           }
-          conns.emplace(raw, std::move(c));
           Pump(raw);
         }
         continue;
       }
       Conn* c = reinterpret_cast<Conn*>(events[i].data.u64 & ~uint64_t{1});
       Pump(c);
-      // A hang-up or error cannot be masked and would be reported again and again while the
-      // buffer toward the other side is full: what could be passed on was, the rest is moot.
-      if ((events[i].events & (EPOLLHUP | EPOLLERR)) != 0) Close(c);
-    }
-    const absl::Time now = absl::Now();
-    const bool sweep = now >= next_sweep;
-    if (sweep) next_sweep = now + absl::Seconds(1);
-    for (auto it = conns.begin(); it != conns.end();) {
-      Conn* c = it->first;
-      if (!c->closed && sweep && c->ssl != nullptr && !c->handshaken &&
-          now - c->started > policy_.handshake_timeout) {
-        tls_failed_.fetch_add(1);
+      // A hang-up or error of the client cannot be masked and would be reported again and again
+      // while nothing more can be done: what could be passed on was.
+      if ((events[i].data.u64 & 1) == 0 && (events[i].events & (EPOLLHUP | EPOLLERR)) != 0) {
         Close(c);
       }
-      if (c->closed) {
-        conns.erase(it++);
-      } else {
-        ++it;
+    }
+    const absl::Time now = absl::Now();
+    if (now >= next_sweep) {  // handshakes and drains that take too long
+      next_sweep = now + absl::Seconds(1);
+      for (auto& [raw, c] : conns) {
+        if (raw->closed) continue;
+        if (raw->ssl != nullptr && !raw->handshaken &&
+            now - raw->started > policy_.handshake_timeout) {
+          tls_failed_.fetch_add(1);
+          Close(raw);
+        } else if (raw->draining && now >= raw->drain_deadline) {
+          Close(raw);
+        }
       }
     }
+    for (Conn* c : closed_) conns.erase(c);
+    closed_.clear();
   }
   for (auto& [raw, c] : conns) Close(raw);
+  closed_.clear();
 }
 
 }  // namespace aobj

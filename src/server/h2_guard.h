@@ -81,15 +81,19 @@ class H2Ledger {
     kGoOn,
     kTooManyResets,    // `budget` premature resets, more than 4x the streams the server ended
     kTooManyOpen,      // more than `max_open` streams opened and not ended
-    kHeadersTooLarge,  // a header block (HEADERS + CONTINUATION) above kMaxHeaderBlock
+    kHeadersTooLarge,  // a header block (HEADERS + CONTINUATION) above kMaxHeaderBlock octets
+                       // or kMaxHeaderFrames frames
     kControlFlood,     // more than kMaxUnanswered PING/SETTINGS sent without their ACKs back
     kNotHttp2,         // the client's preface is not HTTP/2's
   };
   // gRPC's own limit on a request's metadata is 8 KiB by default; aobj's are far smaller.
   static constexpr uint32_t kMaxHeaderBlock = 64 << 10;
+  static constexpr uint32_t kMaxHeaderFrames = 64;  // empty CONTINUATIONs cost octets too
   // Answers the server owes: keepalive and BDP pings go one at a time.
   static constexpr uint32_t kMaxUnanswered = 32;
-  H2Ledger(int budget, int max_open);
+  // `max_open_unacked` applies until the client acknowledged the server's SETTINGS, `max_open`
+  // after (default: the same).
+  H2Ledger(int budget, int max_open, int max_open_unacked = 0);
   // The client's octets; once not kGoOn, the verdict stays and nothing more is counted.
   Verdict FromClient(const char* data, size_t n);
   // The server's octets: HEADERS or DATA with END_STREAM end a stream (it counts as finished),
@@ -111,11 +115,14 @@ class H2Ledger {
   };
   const int budget_;
   const int max_open_;
+  const int max_open_unacked_;
+  bool settings_acked_ = false;  // the client acknowledged the server's SETTINGS
   Scanner client_, server_;
   absl::flat_hash_set<uint32_t> open_;  // opened by the client, not yet ended
   uint32_t last_opened_ = 0;
   uint64_t resets_ = 0, finished_ = 0;
   uint64_t header_block_ = 0;  // octets of the header block being received
+  uint32_t header_frames_ = 0;  // and its frames
   bool in_header_block_ = false;
   uint32_t unanswered_ = 0;  // PING and SETTINGS of the client not yet acknowledged
   Verdict verdict_ = Verdict::kGoOn;
@@ -148,6 +155,7 @@ class H2Guard {
   int StrikesOf(const std::string& address);  // relay thread: cuts in the last strike_memory
   void Strike(const std::string& address);    // relay thread
   void Pump(Conn* c);
+  void StartDraining(Conn* c);
   void Log(const std::string& line);  // relay thread
   void Close(Conn* c);
   void Watch(Conn* c);
@@ -159,6 +167,8 @@ class H2Guard {
   absl::flat_hash_map<std::string, Strikes> strikes_;  // relay thread: cuts per address
   absl::Time last_log_ = absl::InfinitePast();         // relay thread
   uint64_t unlogged_ = 0;                              // relay thread
+  std::vector<Conn*> closed_;                          // relay thread: closed in this round
+  std::unique_ptr<char[]> buffer_{new char[64 << 10]};  // relay thread: one read at a time
 
   void* const ssl_ctx_;  // SSL_CTX*, null for plaintext
   const H2GuardPolicy policy_;

@@ -131,6 +131,24 @@ TEST(H2LedgerTest, AnEndlessHeaderBlockAndUnansweredPingsAreRefused) {
   EXPECT_EQ(pings.FromClient(ping.data(), ping.size()), H2Ledger::Verdict::kControlFlood);
 }
 
+// gRPC 1.51 enforces its stream limit only once the client acknowledged its SETTINGS: until
+// then the guard's (lower, after strikes) bound applies; after, the advertised one and some slack.
+TEST(H2LedgerTest, TheOpenStreamBoundBeforeAndAfterSettingsAreAcknowledged) {
+  auto open_until_refused = [](bool ack) {
+    H2Ledger l(64, 320, 64);
+    std::string out = kPreface + (ack ? Frame(4, 1, 0) : "");
+    EXPECT_EQ(l.FromClient(out.data(), out.size()), H2Ledger::Verdict::kGoOn);
+    for (uint32_t s = 1;; s += 2) {
+      const std::string h = Headers(s);
+      if (l.FromClient(h.data(), h.size()) != H2Ledger::Verdict::kGoOn) {
+        return static_cast<int>(l.open());
+      }
+    }
+  };
+  EXPECT_EQ(open_until_refused(false), 65);
+  EXPECT_EQ(open_until_refused(true), 321);
+}
+
 TEST(PeerFromGuardUriTest, TheClientsAddressComesBack) {
   EXPECT_EQ(PeerFromGuardUri("unix-abstract:aobj-h2/7/ipv4:127.0.0.1:5555"), "ipv4:127.0.0.1:5555");
   EXPECT_EQ(PeerFromGuardUri("unix-abstract:aobj-h2%2F12%2Fipv6:%5B::1%5D:80"), "ipv6:[::1]:80");

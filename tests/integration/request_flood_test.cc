@@ -119,19 +119,27 @@ FloodResult Flood(const std::string& endpoint, int count, int parallel, int chan
   return result;
 }
 
-// GET /metrics from the server's metrics endpoint on 127.0.0.1:port; "" when unreachable.
-std::string Metrics(int port) {
+// A TCP connection to 127.0.0.1:port whose socket option `timeout` (SO_RCVTIMEO or SO_SNDTIMEO)
+// is `tv`, or -1.
+int ConnectLoopback(int port, int timeout, timeval tv) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, timeout, &tv, sizeof(tv));
   if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
     close(fd);
-    return "";
+    return -1;
   }
+  return fd;
+}
+
+// GET /metrics from the server's metrics endpoint on 127.0.0.1:port; "" when unreachable.
+std::string Metrics(int port) {
+  const int fd = ConnectLoopback(port, SO_RCVTIMEO, timeval{10, 0});
+  if (fd < 0) return "";
   const std::string req = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
   (void)!write(fd, req.data(), req.size());
   std::string out;
@@ -658,17 +666,8 @@ RawFlood FloodRaw(int port, int threads, int seconds,
   for (int t = 0; t < threads; ++t) {
     attackers.emplace_back([&] {
       while (std::chrono::steady_clock::now() < until) {
-        const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(static_cast<uint16_t>(port));
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        timeval tv{0, 200000};
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-          close(fd);
-          continue;
-        }
+        const int fd = ConnectLoopback(port, SO_SNDTIMEO, timeval{0, 200000});
+        if (fd < 0) continue;
         connections.fetch_add(1);
         for (int64_t i = 0; std::chrono::steady_clock::now() < until; ++i) {
           const std::string out = next(i);

@@ -21,7 +21,8 @@
 //   * a client that keeps more streams open than `max_open_streams` (the server allows 256 at a
 //     time; gRPC 1.51 enforces it only once the client acknowledged its SETTINGS, so a client
 //     that never does and never reads its answers grew the server by 3.5 GB in 10 s) is closed
-//     as well (a strike too: the next connections' bound halves, down to 64), and so is one that
+//     as well (a strike too: for the next connections that have not acknowledged the
+//     server's SETTINGS yet the bound halves, down to 64), and so is one that
 //     sends a header block above 64 KiB (an endless run of CONTINUATION frames, which gRPC 1.51
 //     keeps in memory) or more than 32 PING or SETTINGS frames without waiting for their
 //     acknowledgements (which gRPC queues);

@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -94,20 +95,35 @@ class ServiceImpl final : public ControlService {
   // let finish) is cut.
   void NoteCallEnded(const std::string& peer, bool cancelled) {
     bool cut = false;
+    bool log = false;
+    uint64_t unlogged = 0;
     {
       absl::MutexLock l(&churn_mu_);
+      const absl::Time now = absl::Now();
       Churn& c = churn_[peer];
-      c.last = absl::Now();
+      c.last = now;
       ++(cancelled ? c.cancelled : c.completed);
       if (!c.cut && c.cancelled >= kResetsToCut && c.cancelled > 4 * c.completed) {
         c.cut = cut = true;
+        // At most one line a second: reconnecting attackers are cut thousands of times.
+        if (now - last_cut_logged_ >= absl::Seconds(1)) {
+          last_cut_logged_ = now;
+          log = true;
+          unlogged = std::exchange(cuts_unlogged_, 0);
+        } else {
+          ++cuts_unlogged_;
+        }
       }
     }
     if (!cut) return;
     if (ControlListener* l = listener_.load(std::memory_order_acquire)) l->CutConnection(peer);
-    handler_->LogEvent(absl::StrCat("event=connection_cut reason=reset_streams peer=", peer,
-                                    " (its client cancelled at least ", kResetsToCut,
-                                    " calls, four times as many as it let finish)"));
+    if (!log) return;
+    handler_->LogEvent(absl::StrCat(
+        "event=connection_cut reason=reset_streams peer=", peer, " (its client cancelled at least ",
+        kResetsToCut, " calls, four times as many as it let finish)",
+        unlogged == 0 ? ""
+                      : absl::StrCat(" unlogged_before=", unlogged,
+                                     " (connections cut since the last line)")));
   }
 
   // AOBJ-SEC-018: ends the calls whose message has not arrived whole within the deadline (called
@@ -553,6 +569,8 @@ class ServiceImpl final : public ControlService {
   absl::Mutex churn_mu_;
   absl::flat_hash_map<std::string, Churn> churn_ ABSL_GUARDED_BY(churn_mu_);  // by peer
   absl::Time churn_swept_ ABSL_GUARDED_BY(churn_mu_);
+  absl::Time last_cut_logged_ ABSL_GUARDED_BY(churn_mu_) = absl::InfinitePast();
+  uint64_t cuts_unlogged_ ABSL_GUARDED_BY(churn_mu_) = 0;
   absl::Mutex reading_mu_;
   absl::flat_hash_map<Call*, Reading> reading_ ABSL_GUARDED_BY(reading_mu_);
   absl::flat_hash_map<std::string, size_t> reading_per_key_ ABSL_GUARDED_BY(reading_mu_);

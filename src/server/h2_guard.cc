@@ -33,7 +33,6 @@ namespace {
 // rest): at most about kBufferCap + kReadChunk a direction per connection, given back when drained.
 constexpr size_t kBufferCap = 64 << 10;
 constexpr size_t kReadChunk = 64 << 10;
-static_assert(kReadChunk == 64 << 10, "H2Guard::buffer_ holds one read");
 constexpr int kMinOpenStreams = 64;  // the floor of the open-stream bound after cuts
 // How long a connection whose gRPC end closed may take to pass on what gRPC wrote last (and how
 // long Stop() waits for all of them).
@@ -226,20 +225,43 @@ void H2Ledger::FromServer(const char* data, size_t n) {
 struct H2Guard::Conn {
   int client = -1;  // the accepted TCP connection
   int inner = -1;   // our end of the pair; gRPC holds the other
+  uint64_t token = 0;
   SSL* ssl = nullptr;
   bool handshaken = false;
+  bool handed_off = false;  // given by the handshake thread to a relay thread
   bool want_write = false;  // the client socket must become writable to go on
   bool closed = false;
-  bool draining = false;       // gRPC closed its end; what it wrote is still being passed on
-  bool inner_watched = false;  // gRPC's end is registered with epoll
+  bool draining = false;         // gRPC closed its end; what it wrote is still being passed on
+  bool inner_watched = false;    // gRPC's end is registered with epoll
+  std::atomic<bool> cut{false};  // Cut() asked for its end
   absl::Time drain_deadline;
   absl::Time started;
   std::string peer;      // gRPC's form of the client's address
   std::string address;   // the per-address key
   std::string up, down;  // client -> gRPC, gRPC -> client; written from *_off on
   size_t up_off = 0, down_off = 0;
-  std::unique_ptr<H2Ledger> ledger;              // made on the relay thread (the address's budget)
+  std::unique_ptr<H2Ledger> ledger;              // made by the first relay thread that holds it
   uint32_t client_events = 0, inner_events = 0;  // as registered with epoll
+};
+
+struct H2Guard::Relay {
+  bool handshakes = false;  // the handshake thread: no relaying
+  int epoll = -1;
+  int wake = -1;  // eventfd
+  absl::Mutex mu;
+  std::vector<std::unique_ptr<Conn>> given ABSL_GUARDED_BY(mu);  // to be taken on the thread
+  std::thread thread;
+  // The thread's own:
+  absl::flat_hash_map<Conn*, std::unique_ptr<Conn>> conns;
+  std::vector<Conn*> closed;  // closed in this round
+  std::vector<Conn*> handed;  // handed off in this round
+  uint64_t seen_cut_epoch = 0;
+  std::unique_ptr<char[]> buffer{new char[kReadChunk]};  // one read at a time
+
+  void Wake() {
+    const uint64_t one = 1;
+    if (wake >= 0) (void)!write(wake, &one, sizeof(one));
+  }
 };
 
 absl::StatusOr<std::unique_ptr<H2Guard>> H2Guard::Create(
@@ -290,11 +312,15 @@ absl::StatusOr<std::unique_ptr<H2Guard>> H2Guard::Create(
     SSL_CTX_set_alpn_select_cb(ctx, SelectAlpn, nullptr);
   }
   std::unique_ptr<H2Guard> guard(new H2Guard(ctx, policy, std::move(log)));
-  if (guard->epoll_ < 0 || guard->wake_ < 0) {
-    return MakeError(ErrorCode::kInternal,
-                     absl::StrCat("cannot start the HTTP/2 guard: ", std::strerror(errno)));
+  for (auto& r : guard->relays_) {
+    if (r->epoll < 0 || r->wake < 0) {
+      return MakeError(ErrorCode::kInternal,
+                       absl::StrCat("cannot start the HTTP/2 guard: ", std::strerror(errno)));
+    }
   }
-  guard->thread_ = std::thread([g = guard.get()] { g->Loop(); });
+  for (auto& r : guard->relays_) {
+    r->thread = std::thread([g = guard.get(), raw = r.get()] { g->Loop(raw); });
+  }
   return guard;
 }
 
@@ -303,40 +329,68 @@ H2Guard::H2Guard(void* ssl_ctx, H2GuardPolicy policy, std::function<void(const s
   // Names start at a random number: another local process cannot take them in advance.
   std::random_device random;
   next_id_.store((uint64_t{random()} << 32) | random());
-  epoll_ = epoll_create1(EPOLL_CLOEXEC);
-  wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (epoll_ >= 0 && wake_ >= 0) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.ptr = nullptr;  // the wake-up
-    epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev);
+  int relays = policy_.relay_threads;
+  if (relays <= 0)
+    relays = std::clamp<int>(static_cast<int>(std::thread::hardware_concurrency()) / 8, 1, 4);
+  if (ssl_ctx_ != nullptr) {  // the handshake thread
+    relays_.push_back(std::make_unique<Relay>());
+    relays_.back()->handshakes = true;
+    first_relay_ = 1;
+  }
+  for (int i = 0; i < relays; ++i) relays_.push_back(std::make_unique<Relay>());
+  for (auto& r : relays_) {
+    r->epoll = epoll_create1(EPOLL_CLOEXEC);
+    r->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (r->epoll >= 0 && r->wake >= 0) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.ptr = nullptr;  // the wake-up
+      epoll_ctl(r->epoll, EPOLL_CTL_ADD, r->wake, &ev);
+    }
   }
 }
 
 H2Guard::~H2Guard() {
   Stop();
-  {
-    absl::MutexLock l(&mu_);
-    for (auto& c : adopted_) {
-      if (c->ssl != nullptr) SSL_free(c->ssl);
-      close(c->client);
-      close(c->inner);
+  for (auto& r : relays_) {
+    {
+      absl::MutexLock l(&r->mu);
+      for (auto& c : r->given) {  // handed to a thread that had stopped
+        if (c->ssl != nullptr) SSL_free(c->ssl);
+        close(c->client);
+        close(c->inner);
+      }
+      r->given.clear();
     }
-    adopted_.clear();
+    if (r->epoll >= 0) close(r->epoll);
+    if (r->wake >= 0) close(r->wake);
   }
-  if (epoll_ >= 0) close(epoll_);
-  if (wake_ >= 0) close(wake_);
   if (ssl_ctx_ != nullptr) SSL_CTX_free(static_cast<SSL_CTX*>(ssl_ctx_));
 }
 
 void H2Guard::Stop() {
   if (stop_.exchange(true)) return;
-  const uint64_t one = 1;
-  if (wake_ >= 0) (void)!write(wake_, &one, sizeof(one));
-  if (thread_.joinable()) thread_.join();
+  for (auto& r : relays_) r->Wake();
+  for (auto& r : relays_) {
+    if (r->thread.joinable()) r->thread.join();
+  }
 }
 
-int H2Guard::Adopt(int client, const std::string& peer_uri, const std::string& address) {
+H2Guard::Relay* H2Guard::NextRelay() {
+  const size_t n = relays_.size() - first_relay_;
+  return relays_[first_relay_ + next_relay_.fetch_add(1) % n].get();
+}
+
+void H2Guard::Give(Relay* r, std::unique_ptr<Conn> c) {
+  {
+    absl::MutexLock l(&r->mu);
+    r->given.push_back(std::move(c));
+  }
+  r->Wake();
+}
+
+int H2Guard::Adopt(int client, const std::string& peer_uri, const std::string& address,
+                   uint64_t* token) {
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) != 0) {
     close(client);
@@ -347,10 +401,12 @@ int H2Guard::Adopt(int client, const std::string& peer_uri, const std::string& a
   // Nobody can connect to it: it never listens.
   // Another process of the network namespace may hold a name first: the next number is tried.
   bool named = false;
+  uint64_t id = 0;
   for (int attempt = 0; attempt < 8 && !named; ++attempt) {
     sockaddr_un name{};
     name.sun_family = AF_UNIX;
-    std::string text = absl::StrCat(kNamePrefix, next_id_.fetch_add(1), "/", peer_uri);
+    id = next_id_.fetch_add(1);
+    std::string text = absl::StrCat(kNamePrefix, id, "/", peer_uri);
     text.resize(std::min(text.size(), sizeof(name.sun_path) - 1));
     std::memcpy(name.sun_path + 1, text.data(), text.size());
     named = bind(pair[0], reinterpret_cast<sockaddr*>(&name),
@@ -365,6 +421,7 @@ int H2Guard::Adopt(int client, const std::string& peer_uri, const std::string& a
   auto c = std::make_unique<Conn>();
   c->client = client;
   c->inner = pair[0];
+  c->token = id;
   c->peer = peer_uri;
   c->address = address;
   c->started = absl::Now();
@@ -380,13 +437,25 @@ int H2Guard::Adopt(int client, const std::string& peer_uri, const std::string& a
     SSL_set_accept_state(c->ssl);
   }
   {
-    absl::MutexLock l(&mu_);
-    adopted_.push_back(std::move(c));
+    absl::MutexLock l(&registry_mu_);
+    registry_.emplace(id, c.get());
   }
-  const uint64_t one = 1;
-  (void)!write(wake_, &one, sizeof(one));
+  if (token != nullptr) *token = id;
+  Give(ssl_ctx_ != nullptr ? relays_[0].get() : NextRelay(), std::move(c));
   relayed_.fetch_add(1);
   return pair[1];
+}
+
+void H2Guard::Cut(uint64_t token) {
+  {
+    absl::MutexLock l(&registry_mu_);
+    auto it = registry_.find(token);
+    if (it == registry_.end()) return;  // closed already
+    it->second->cut.store(true);
+  }
+  // Whichever thread holds it (it may be moving from the handshake thread) finds it flagged.
+  cut_epoch_.fetch_add(1);
+  for (auto& r : relays_) r->Wake();
 }
 
 int H2Guard::StrikesOf(const std::string& address) {
@@ -401,6 +470,7 @@ int H2Guard::StrikesOf(const std::string& address) {
 
 void H2Guard::Strike(const std::string& address) {
   const absl::Time now = absl::Now();
+  absl::MutexLock l(&shared_mu_);
   if (strikes_.size() >= 65536) {  // many addresses: forget those whose memory has run out
     for (auto it = strikes_.begin(); it != strikes_.end();) {
       if (now - it->second.last > policy_.strike_memory) {
@@ -419,34 +489,48 @@ void H2Guard::Strike(const std::string& address) {
 void H2Guard::Log(const std::string& line) {
   // At most one line a second: a flood of reconnecting attackers is cut thousands of times.
   const absl::Time now = absl::Now();
-  if (now - last_log_ < absl::Seconds(1)) {
-    ++unlogged_;
-    return;
+  uint64_t unlogged;
+  {
+    absl::MutexLock l(&shared_mu_);
+    if (now - last_log_ < absl::Seconds(1)) {
+      ++unlogged_;
+      return;
+    }
+    last_log_ = now;
+    unlogged = unlogged_;
+    unlogged_ = 0;
   }
-  last_log_ = now;
   if (log_) {
-    log_(unlogged_ == 0 ? line
-                        : absl::StrCat(line, " unlogged_before=", unlogged_,
-                                       " (connections cut since the last line)"));
+    log_(unlogged == 0 ? line
+                       : absl::StrCat(line, " unlogged_before=", unlogged,
+                                      " (connections cut since the last line)"));
   }
-  unlogged_ = 0;
 }
 
-void H2Guard::Close(Conn* c) {
+void H2Guard::Close(Relay* r, Conn* c) {
   if (c->closed) return;
   c->closed = true;
-  epoll_ctl(epoll_, EPOLL_CTL_DEL, c->client, nullptr);
-  if (c->inner_watched) epoll_ctl(epoll_, EPOLL_CTL_DEL, c->inner, nullptr);
+  epoll_ctl(r->epoll, EPOLL_CTL_DEL, c->client, nullptr);
+  if (c->inner_watched) epoll_ctl(r->epoll, EPOLL_CTL_DEL, c->inner, nullptr);
   if (c->ssl != nullptr) {
     SSL_free(c->ssl);
     c->ssl = nullptr;
   }
   close(c->client);  // the listener sees it gone (a new file on the descriptor, or none)
   close(c->inner);   // gRPC reads the end and closes its transport
-  closed_.push_back(c);
+  r->closed.push_back(c);
 }
 
-void H2Guard::Watch(Conn* c) {
+void H2Guard::HandOff(Relay* r, Conn* c) {
+  c->handed_off = true;
+  epoll_ctl(r->epoll, EPOLL_CTL_DEL, c->client, nullptr);
+  if (c->inner_watched) epoll_ctl(r->epoll, EPOLL_CTL_DEL, c->inner, nullptr);
+  c->inner_watched = false;
+  c->client_events = c->inner_events = 0;
+  r->handed.push_back(c);  // moved once this round's events are done
+}
+
+void H2Guard::Watch(Relay* r, Conn* c) {
   const size_t up_pending = c->up.size() - c->up_off;
   const size_t down_pending = c->down.size() - c->down_off;
   const bool relaying = c->ssl == nullptr || c->handshaken;
@@ -458,7 +542,7 @@ void H2Guard::Watch(Conn* c) {
     if (c->want_write) client_events |= EPOLLOUT;
   }
   // gRPC's side is looked at only once the handshake is done (gRPC writes its SETTINGS at once:
-  // watching it earlier woke this thread again and again during every handshake).
+  // watching it earlier woke the thread again and again during every handshake).
   uint32_t inner_events = 0;
   if (relaying && !c->draining) {
     if (down_pending < kBufferCap) inner_events |= EPOLLIN;
@@ -469,24 +553,24 @@ void H2Guard::Watch(Conn* c) {
     epoll_event ev{};
     ev.events = want;
     ev.data.u64 = reinterpret_cast<uint64_t>(c) | tag;
-    epoll_ctl(epoll_, EPOLL_CTL_MOD, fd, &ev);
+    epoll_ctl(r->epoll, EPOLL_CTL_MOD, fd, &ev);
     *have = want;
   };
   update(c->client, client_events, &c->client_events, 0);
   if (c->inner_watched) update(c->inner, inner_events, &c->inner_events, 1);
 }
 
-void H2Guard::StartDraining(Conn* c) {
+void H2Guard::StartDraining(Relay* r, Conn* c) {
   if (c->draining) return;
   c->draining = true;
   c->drain_deadline = absl::Now() + kDrainTime;
   // A hang-up cannot be masked: gRPC's end is no longer watched at all.
-  if (c->inner_watched) epoll_ctl(epoll_, EPOLL_CTL_DEL, c->inner, nullptr);
+  if (c->inner_watched) epoll_ctl(r->epoll, EPOLL_CTL_DEL, c->inner, nullptr);
   c->inner_watched = false;
 }
 
-void H2Guard::Pump(Conn* c) {
-  if (c->closed) return;
+void H2Guard::Pump(Relay* r, Conn* c) {
+  if (c->closed || c->handed_off) return;
   SSL* const ssl = c->ssl;
   c->want_write = false;
   if (ssl != nullptr && !c->handshaken) {
@@ -496,12 +580,12 @@ void H2Guard::Pump(Conn* c) {
       const int e = SSL_get_error(ssl, rc);
       if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
         c->want_write = e == SSL_ERROR_WANT_WRITE;
-        Watch(c);
+        Watch(r, c);
         return;
       }
       tls_failed_.fetch_add(1);
       ERR_clear_error();
-      Close(c);
+      Close(r, c);
       return;
     }
     const unsigned char* alpn = nullptr;
@@ -509,10 +593,14 @@ void H2Guard::Pump(Conn* c) {
     SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
     if (alpn_len != 2 || std::memcmp(alpn, "h2", 2) != 0) {  // gRPC needs ALPN "h2"
       tls_failed_.fetch_add(1);
-      Close(c);
+      Close(r, c);
       return;
     }
     c->handshaken = true;
+  }
+  if (r->handshakes) {  // relaying is another thread's
+    HandOff(r, c);
+    return;
   }
 
   // Every frame header the client sends is looked at before gRPC gets it (AOBJ-SEC-023,
@@ -552,14 +640,14 @@ void H2Guard::Pump(Conn* c) {
     return false;
   };
 
-  char* const buf = buffer_.get();
+  char* const buf = r->buffer.get();
   // gRPC's side first: an answer already written counts as the end of its stream before a
   // cancel of the client that crossed it is looked at.
   while (!c->draining && c->down.size() - c->down_off < kBufferCap) {
     const ssize_t n = read(c->inner, buf, kReadChunk);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) StartDraining(c);
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) StartDraining(r, c);
       break;
     }
     c->ledger->FromServer(buf, static_cast<size_t>(n));
@@ -596,17 +684,17 @@ void H2Guard::Pump(Conn* c) {
         }
       }
       if (!scan_up(buf, static_cast<size_t>(n))) {  // cut: nothing of this read reaches gRPC
-        Close(c);
+        Close(r, c);
         return;
       }
       c->up.append(buf, static_cast<size_t>(n));
     }
-    if (!Flush(c->inner, &c->up, &c->up_off)) StartDraining(c);  // gRPC's end is gone
+    if (!Flush(c->inner, &c->up, &c->up_off)) StartDraining(r, c);  // gRPC's end is gone
     Compact(&c->up, &c->up_off);
     if (!full || c->up.size() - c->up_off >= kBufferCap || client_done) break;
   }
   if (client_done) {  // the client is gone: nothing left can reach it
-    Close(c);
+    Close(r, c);
     return;
   }
   while (c->down_off < c->down.size()) {
@@ -643,7 +731,7 @@ void H2Guard::Pump(Conn* c) {
   }
   Compact(&c->down, &c->down_off);
   if (client_done) {
-    Close(c);
+    Close(r, c);
     return;
   }
   // gRPC closed its end (idle, GOAWAY, shutdown): once what it wrote has reached the client, the
@@ -656,92 +744,132 @@ void H2Guard::Pump(Conn* c) {
       ERR_clear_error();
     }
     shutdown(c->client, SHUT_WR);
-    Close(c);
+    Close(r, c);
     return;
   }
-  Watch(c);
+  Watch(r, c);
 }
 
-void H2Guard::Loop() {
+void H2Guard::Take(Relay* r, std::unique_ptr<Conn> owned) {
+  Conn* const c = owned.get();
+  r->conns.emplace(c, std::move(owned));
+  if (!r->handshakes && c->ledger == nullptr) {
+    // Each cut of the address in the last minute halves its next connections' budget of resets,
+    // down to a floor; and their bound on open streams as long as they have not acknowledged
+    // the server's SETTINGS (a gRPC client does at once; after that gRPC enforces its own
+    // limit), down to 64.
+    int strikes;
+    {
+      absl::MutexLock l(&shared_mu_);
+      strikes = StrikesOf(c->address);
+    }
+    c->ledger = std::make_unique<H2Ledger>(
+        std::max(policy_.min_resets_to_cut, policy_.resets_to_cut >> strikes),
+        policy_.max_open_streams,
+        std::max(std::min(policy_.max_open_streams, kMinOpenStreams),
+                 policy_.max_open_streams >> strikes));
+  }
+  c->handed_off = false;
+  const bool relaying = c->ssl == nullptr || c->handshaken;
+  epoll_event ev{};
+  ev.events = c->client_events = EPOLLIN;
+  ev.data.u64 = reinterpret_cast<uint64_t>(c);
+  const bool ok = epoll_ctl(r->epoll, EPOLL_CTL_ADD, c->client, &ev) == 0;
+  ev.events = c->inner_events = relaying ? uint32_t{EPOLLIN} : 0;
+  ev.data.u64 = reinterpret_cast<uint64_t>(c) | 1;
+  c->inner_watched = ok && epoll_ctl(r->epoll, EPOLL_CTL_ADD, c->inner, &ev) == 0;
+  if (!c->inner_watched || c->cut.load()) {
+    Close(r, c);
+    return;
+  }
+  Pump(r, c);
+}
+
+void H2Guard::Loop(Relay* r) {
   // Writes to a peer that has gone raise SIGPIPE in the writing thread; blocked here, they only
   // fail with EPIPE (an embedding process need not ignore SIGPIPE).
   sigset_t pipe_signal;
   sigemptyset(&pipe_signal);
   sigaddset(&pipe_signal, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
-  absl::flat_hash_map<Conn*, std::unique_ptr<Conn>> conns;
   epoll_event events[64];
   absl::Time next_sweep = absl::Now() + absl::Seconds(1);
   absl::Time stop_by = absl::InfiniteFuture();
+  // Closed and handed-off connections leave at the end of each round (events of the round may
+  // still name them).
+  auto settle = [&] {
+    for (Conn* c : r->closed) {
+      {
+        absl::MutexLock l(&registry_mu_);
+        registry_.erase(c->token);
+      }
+      r->conns.erase(c);
+    }
+    r->closed.clear();
+    for (Conn* c : r->handed) {
+      auto it = r->conns.find(c);
+      std::unique_ptr<Conn> owned = std::move(it->second);
+      r->conns.erase(it);
+      Give(NextRelay(), std::move(owned));
+    }
+    r->handed.clear();
+  };
   for (;;) {
-    if (stop_.load() && stop_by == absl::InfiniteFuture()) stop_by = absl::Now() + kDrainTime;
-    // Stopping: gRPC has closed its ends, and what it wrote last is passed on for a little while.
-    if (stop_by != absl::InfiniteFuture() && (conns.empty() || absl::Now() >= stop_by)) break;
-    const int n = epoll_wait(epoll_, events, 64, stop_by == absl::InfiniteFuture() ? 1000 : 50);
+    if (stop_.load() && stop_by == absl::InfiniteFuture()) {
+      // Stopping: gRPC has closed its ends, and what it wrote last is passed on for a little
+      // while. A handshake still under way has nothing to pass on.
+      stop_by = r->handshakes ? absl::Now() : absl::Now() + kDrainTime;
+    }
+    if (stop_by != absl::InfiniteFuture() && (r->conns.empty() || absl::Now() >= stop_by)) break;
+    const int n = epoll_wait(r->epoll, events, 64, stop_by == absl::InfiniteFuture() ? 1000 : 50);
     for (int i = 0; i < n; ++i) {
-      if (events[i].data.ptr == nullptr) {  // new connections, or Stop()
+      if (events[i].data.ptr == nullptr) {  // new connections, a cut, or Stop()
         uint64_t count;
-        (void)!read(wake_, &count, sizeof(count));
+        (void)!read(r->wake, &count, sizeof(count));
         std::vector<std::unique_ptr<Conn>> taken;
         {
-          absl::MutexLock l(&mu_);
-          taken.swap(adopted_);
+          absl::MutexLock l(&r->mu);
+          taken.swap(r->given);
         }
-        for (auto& c : taken) {
-          Conn* raw = c.get();
-          // Each cut of the address in the last minute halves its next connections' budget of
-          // resets, down to a floor; and their bound on open streams as long as they have not
-          // acknowledged the server's SETTINGS (a gRPC client does at once; after that gRPC
-          // enforces its own limit), down to 64.
-          const int strikes = StrikesOf(raw->address);
-          raw->ledger = std::make_unique<H2Ledger>(
-              std::max(policy_.min_resets_to_cut, policy_.resets_to_cut >> strikes),
-              policy_.max_open_streams,
-              std::max(std::min(policy_.max_open_streams, kMinOpenStreams),
-                       policy_.max_open_streams >> strikes));
-          epoll_event ev{};
-          ev.events = raw->client_events = EPOLLIN;
-          ev.data.u64 = reinterpret_cast<uint64_t>(raw);
-          const bool ok = epoll_ctl(epoll_, EPOLL_CTL_ADD, raw->client, &ev) == 0;
-          ev.events = raw->inner_events = raw->ssl == nullptr ? EPOLLIN : 0;
-          ev.data.u64 = reinterpret_cast<uint64_t>(raw) | 1;
-          raw->inner_watched = ok && epoll_ctl(epoll_, EPOLL_CTL_ADD, raw->inner, &ev) == 0;
-          conns.emplace(raw, std::move(c));
-          if (!raw->inner_watched) {
-            Close(raw);
-            continue;
+        for (auto& c : taken) Take(r, std::move(c));
+        const uint64_t epoch = cut_epoch_.load();
+        if (epoch != r->seen_cut_epoch) {
+          r->seen_cut_epoch = epoch;
+          for (auto& [raw, c] : r->conns) {
+            if (raw->cut.load() && !raw->handed_off) Close(r, raw);
           }
-          Pump(raw);
         }
         continue;
       }
       Conn* c = reinterpret_cast<Conn*>(events[i].data.u64 & ~uint64_t{1});
-      Pump(c);
+      Pump(r, c);
       // A hang-up or error of the client cannot be masked and would be reported again and again
       // while nothing more can be done: what could be passed on was.
-      if ((events[i].data.u64 & 1) == 0 && (events[i].events & (EPOLLHUP | EPOLLERR)) != 0) {
-        Close(c);
+      if ((events[i].data.u64 & 1) == 0 && (events[i].events & (EPOLLHUP | EPOLLERR)) != 0 &&
+          !c->handed_off) {
+        Close(r, c);
       }
     }
     const absl::Time now = absl::Now();
     if (now >= next_sweep) {  // handshakes and drains that take too long
       next_sweep = now + absl::Seconds(1);
-      for (auto& [raw, c] : conns) {
-        if (raw->closed) continue;
+      for (auto& [raw, c] : r->conns) {
+        if (raw->closed || raw->handed_off) continue;
         if (raw->ssl != nullptr && !raw->handshaken &&
             now - raw->started > policy_.handshake_timeout) {
           tls_failed_.fetch_add(1);
-          Close(raw);
+          Close(r, raw);
         } else if (raw->draining && now >= raw->drain_deadline) {
-          Close(raw);
+          Close(r, raw);
         }
       }
     }
-    for (Conn* c : closed_) conns.erase(c);
-    closed_.clear();
+    settle();
   }
-  for (auto& [raw, c] : conns) Close(raw);
-  closed_.clear();
+  // Handed-off connections too: the relay thread they were meant for may have stopped.
+  for (auto& [raw, c] : r->conns) Close(r, raw);
+  r->handed.clear();
+  settle();
 }
 
 }  // namespace aobj

@@ -31,7 +31,11 @@
 // ("unix-abstract:aobj-h2/N/ipv4:ADDR:PORT"), which PeerFromGuardUri() turns back into the
 // address.
 //
-// Threading: Adopt() and stats() from any thread; one relay thread moves the octets.
+// Threading: Adopt(), Cut() and stats() from any thread. Relay threads (policy.relay_threads)
+// move the octets, each connection on one of them; with TLS, one more thread does every
+// handshake and then hands the connection to a relay thread, so that a flood of handshakes
+// (about a millisecond of signing each) competes with relaying only for the cores, never for a
+// thread (issue 16: on one thread, established connections waited behind every handshake).
 #ifndef AOBJ_SERVER_H2_GUARD_H_
 #define AOBJ_SERVER_H2_GUARD_H_
 
@@ -60,6 +64,7 @@ struct H2GuardPolicy {
   int max_open_streams = 1024;
   absl::Duration handshake_timeout = absl::Seconds(10);
   absl::Duration strike_memory = absl::Minutes(1);
+  int relay_threads = 0;  // 0: one per 8 cores, at least 1 and at most 4
 };
 
 struct H2GuardStats {
@@ -122,7 +127,7 @@ class H2Ledger {
   absl::flat_hash_set<uint32_t> open_;  // opened by the client, not yet ended
   uint32_t last_opened_ = 0;
   uint64_t resets_ = 0, finished_ = 0;
-  uint64_t header_block_ = 0;  // octets of the header block being received
+  uint64_t header_block_ = 0;   // octets of the header block being received
   uint32_t header_frames_ = 0;  // and its frames
   bool in_header_block_ = false;
   uint32_t unanswered_ = 0;  // PING and SETTINGS of the client not yet acknowledged
@@ -141,46 +146,59 @@ class H2Guard {
 
   // Takes the accepted, non-blocking `client` (from `peer_uri`, gRPC's form "ipv4:ADDR:PORT";
   // `address` the key the per-address budget is kept under) and returns the descriptor to give
-  // gRPC; on failure (descriptors short) closes `client` and returns -1.
-  int Adopt(int client, const std::string& peer_uri, const std::string& address);
+  // gRPC, with the connection's token for Cut() in `*token`; on failure (descriptors short)
+  // closes `client` and returns -1.
+  int Adopt(int client, const std::string& peer_uri, const std::string& address,
+            uint64_t* token = nullptr);
+  // Closes the connection of `token` soon, on the thread that holds it; gRPC then sees its end
+  // close. Nothing happens once it has closed. The guard owns the client's descriptor, so this is
+  // the only safe way to cut a guarded connection: shutdown() by number could hit a descriptor
+  // that was closed and given to another file in between.
+  void Cut(uint64_t token);
   H2GuardStats stats() const {
     return {relayed_.load(), cut_for_resets_.load(), cut_for_streams_.load(), tls_failed_.load()};
   }
+  size_t threads() const { return relays_.size(); }  // with TLS, the handshake thread included
   void Stop();
 
-  struct Conn;  // one relayed connection (h2_guard.cc)
+  struct Conn;   // one relayed connection (h2_guard.cc)
+  struct Relay;  // one thread and its connections (h2_guard.cc)
 
  private:
   H2Guard(void* ssl_ctx, H2GuardPolicy policy, std::function<void(const std::string&)> log);
-  void Loop();
-  int StrikesOf(const std::string& address);  // relay thread: cuts in the last strike_memory
-  void Strike(const std::string& address);    // relay thread
-  void Pump(Conn* c);
-  void StartDraining(Conn* c);
-  void Log(const std::string& line);  // relay thread
-  void Close(Conn* c);
-  void Watch(Conn* c);
+  void Loop(Relay* r);
+  void Give(Relay* r, std::unique_ptr<Conn> c);  // any thread: r takes c on its thread
+  void Take(Relay* r, std::unique_ptr<Conn> c);  // r's thread
+  void Pump(Relay* r, Conn* c);
+  void StartDraining(Relay* r, Conn* c);
+  void Close(Relay* r, Conn* c);
+  void Watch(Relay* r, Conn* c);
+  void HandOff(Relay* r, Conn* c);  // the handshake thread: c goes to a relay thread
+  Relay* NextRelay();
+  int StrikesOf(const std::string& address) ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_mu_);
+  void Strike(const std::string& address);
+  void Log(const std::string& line);
 
   struct Strikes {
     int count = 0;
     absl::Time last;
   };
-  absl::flat_hash_map<std::string, Strikes> strikes_;  // relay thread: cuts per address
-  absl::Time last_log_ = absl::InfinitePast();         // relay thread
-  uint64_t unlogged_ = 0;                              // relay thread
-  std::vector<Conn*> closed_;                          // relay thread: closed in this round
-  std::unique_ptr<char[]> buffer_{new char[64 << 10]};  // relay thread: one read at a time
+  absl::Mutex shared_mu_;  // what the threads share about addresses and the log
+  absl::flat_hash_map<std::string, Strikes> strikes_ ABSL_GUARDED_BY(shared_mu_);
+  absl::Time last_log_ ABSL_GUARDED_BY(shared_mu_) = absl::InfinitePast();
+  uint64_t unlogged_ ABSL_GUARDED_BY(shared_mu_) = 0;
+  absl::Mutex registry_mu_;  // token -> connection, for Cut()
+  absl::flat_hash_map<uint64_t, Conn*> registry_ ABSL_GUARDED_BY(registry_mu_);
+  std::atomic<uint64_t> cut_epoch_{0};  // bumped by each Cut(); each thread then looks
 
   void* const ssl_ctx_;  // SSL_CTX*, null for plaintext
   const H2GuardPolicy policy_;
   const std::function<void(const std::string&)> log_;
-  int epoll_ = -1;
-  int wake_ = -1;  // eventfd
-  absl::Mutex mu_;
-  std::vector<std::unique_ptr<Conn>> adopted_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Relay>> relays_;  // with TLS, [0] does the handshakes
+  size_t first_relay_ = 0;                      // the first that relays
+  std::atomic<uint64_t> next_relay_{0};
   std::atomic<uint64_t> next_id_{0};
   std::atomic<bool> stop_{false};
-  std::thread thread_;
   std::atomic<uint64_t> relayed_{0}, cut_for_resets_{0}, cut_for_streams_{0}, tls_failed_{0};
 };
 

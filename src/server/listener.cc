@@ -278,13 +278,23 @@ void ControlListener::CutRequested() {
     for (auto it = conns_.begin(); it != conns_.end(); ++it) {
       if (it->peer != key) continue;
       if (FileOf(it->fd) == it->file) {  // still the connection gRPC was given
-        shutdown(it->fd, SHUT_RDWR);     // gRPC sees the end and closes it
+        Shut(*it);
         cut_for_abuse_.fetch_add(1);
       }
       Forget(it->peer);
       conns_.erase(it);
       break;
     }
+  }
+}
+
+void ControlListener::Shut(const Conn& conn) {
+  if (guard_ != nullptr) {
+    // The guard owns the descriptor and may have closed it since it was looked at: a
+    // shutdown() by number could end whatever file has the number now.
+    guard_->Cut(conn.token);
+  } else {
+    shutdown(conn.fd, SHUT_RDWR);  // gRPC sees the end and closes it
   }
 }
 
@@ -311,7 +321,7 @@ bool ControlListener::EvictOne(const std::string& address_prefix) {
     }
   }
   auto cut = [&](std::deque<Conn>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(auth_mu_) {
-    shutdown(it->fd, SHUT_RDWR);  // gRPC sees the end and closes it
+    Shut(*it);
     Forget(it->peer);
     conns_.erase(it);
     evicted_.fetch_add(1);
@@ -449,7 +459,7 @@ void ControlListener::Loop() {
     params.fd = conn;
     if (guard_ != nullptr) {
       // gRPC gets the relay's end; the listener keeps watching (and cutting) the client's.
-      params.fd = guard_->Adopt(conn, GrpcPeerUri(peer), AddressKey(peer));
+      params.fd = guard_->Adopt(conn, GrpcPeerUri(peer), AddressKey(peer), &conns_.back().token);
       if (params.fd < 0) {  // no descriptors for the pair: the connection was closed
         refused_.fetch_add(1);
         continue;

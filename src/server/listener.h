@@ -11,7 +11,8 @@
 //   * one peer address holds at most `max_per_address` connections (0: no limit); further ones
 //     from it are closed at once (AOBJ-SEC-012). On one host every local process shares an
 //     address, so this bounds remote peers, not local ones;
-//   * when descriptors run short, or an address is at its limit, a connection is cut (shutdown)
+//   * when descriptors run short, or an address is at its limit, a connection is cut (through the
+//     guard, which owns it, or by shutdown())
 //     to make room: the oldest that has not carried a request whose signature verified
 //     (MarkAuthenticated) within a second of its accept, else the oldest of the principal that
 //     holds the most connections; so that neither a flood of connections that never
@@ -125,7 +126,11 @@ class ControlListener {
     std::pair<dev_t, ino_t> file;
     std::string peer;
     int64_t accepted_ms;
+    uint64_t token = 0;  // the guard's, when it relays the connection
   };
+  // Ends `conn` (gRPC sees its end and closes it): through the guard when it holds the client's
+  // descriptor, else by shutdown(). Loop thread.
+  void Shut(const Conn& conn);
   std::deque<Conn> conns_;
   uint64_t since_prune_ = 0;
   absl::Mutex auth_mu_;

@@ -1,10 +1,17 @@
-// The HTTP/2 guard's accounting (AOBJ-SEC-023) apart from sockets, and the peer names it gives
-// gRPC. The guard in front of a real server is tested by request_flood_test.cc
-// (RapidResetFromReconnectingConnectionsIsBounded), tls_test.cc and connection_flood_test.cc.
+// The HTTP/2 guard's accounting (AOBJ-SEC-023) apart from sockets, the peer names it gives
+// gRPC, and the guard itself between socket pairs (relay threads, Cut). The guard in front of a
+// real server is tested by request_flood_test.cc (RapidResetFromReconnectingConnectionsIsBounded),
+// tls_test.cc and connection_flood_test.cc.
 #include "server/h2_guard.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -147,6 +154,85 @@ TEST(H2LedgerTest, TheOpenStreamBoundBeforeAndAfterSettingsAreAcknowledged) {
   };
   EXPECT_EQ(open_until_refused(false), 65);
   EXPECT_EQ(open_until_refused(true), 321);
+}
+
+// What arrives on `fd` within 5 s: the octets read, or "EOF" once the other end closed, or ""
+// when nothing came.
+std::string ReadWithin5s(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, 5000) <= 0) return "";
+  char buf[4096];
+  const ssize_t n = read(fd, buf, sizeof(buf));
+  if (n == 0) return "EOF";
+  return n < 0 ? "" : std::string(buf, static_cast<size_t>(n));
+}
+
+// Reads until `want` octets arrived (or 5 s passed without any).
+std::string ReadAll(int fd, size_t want) {
+  std::string got;
+  while (got.size() < want) {
+    const std::string more = ReadWithin5s(fd);
+    if (more.empty() || more == "EOF") break;
+    got += more;
+  }
+  return got;
+}
+
+// Connections are spread over the relay threads, each relays both ways, and Cut() ends exactly
+// the connection of its token (gRPC's end and the client's), once; unknown tokens change
+// nothing. The listener cuts guarded connections only this way: the guard owns their
+// descriptors (a shutdown() by number could hit one closed and reused in between).
+TEST(H2GuardTest, ConnectionsOnSeveralRelayThreadsAndCutByToken) {
+  H2GuardPolicy policy;
+  policy.relay_threads = 3;
+  auto guard = H2Guard::Create(TlsOptions{}, policy, nullptr);
+  ASSERT_TRUE(guard.ok()) << guard.status();
+  EXPECT_EQ((*guard)->threads(), 3u);  // plaintext: no handshake thread
+  constexpr int kConns = 6;
+  std::vector<int> clients, inners;
+  std::vector<uint64_t> tokens;
+  for (int i = 0; i < kConns; ++i) {
+    int pair[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+    fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK);  // as the listener's are
+    uint64_t token = 0;
+    const int inner = (*guard)->Adopt(pair[1], "ipv4:127.0.0.1:" + std::to_string(40000 + i),
+                                      "127.0.0.1", &token);
+    ASSERT_GE(inner, 0);
+    clients.push_back(pair[0]);
+    inners.push_back(inner);
+    tokens.push_back(token);
+  }
+  for (size_t i = 1; i < tokens.size(); ++i) EXPECT_NE(tokens[i], tokens[0]);
+  const std::string settings = Frame(4, 0, 0, std::string(6, '\0'));
+  for (int i = 0; i < kConns; ++i) {
+    ASSERT_EQ(write(clients[i], kPreface.data(), kPreface.size()),
+              static_cast<ssize_t>(kPreface.size()));
+    EXPECT_EQ(ReadAll(inners[i], kPreface.size()), kPreface) << "connection " << i;
+    ASSERT_EQ(write(inners[i], settings.data(), settings.size()),
+              static_cast<ssize_t>(settings.size()));
+    EXPECT_EQ(ReadAll(clients[i], settings.size()), settings) << "connection " << i;
+  }
+  (*guard)->Cut(tokens[2]);
+  EXPECT_EQ(ReadWithin5s(clients[2]), "EOF") << "the cut connection's client end stayed open";
+  EXPECT_EQ(ReadWithin5s(inners[2]), "EOF") << "gRPC's end of the cut connection stayed open";
+  (*guard)->Cut(tokens[2]);         // closed already: nothing
+  (*guard)->Cut(tokens[0] - 1000);  // no such connection
+  for (int i = 0; i < kConns; ++i) {
+    if (i == 2) continue;
+    const std::string ping = Frame(6, 0, 0, "12345678");
+    ASSERT_EQ(write(clients[i], ping.data(), ping.size()), static_cast<ssize_t>(ping.size()));
+    EXPECT_EQ(ReadAll(inners[i], ping.size()), ping) << "connection " << i << " after the cut";
+  }
+  EXPECT_EQ((*guard)->stats().relayed, static_cast<uint64_t>(kConns));
+  (*guard)->Stop();
+  for (int i = 0; i < kConns; ++i) {
+    if (i != 2) {
+      EXPECT_EQ(ReadWithin5s(clients[i]), "EOF") << "Stop() left connection " << i;
+    }
+    close(clients[i]);
+    close(inners[i]);
+  }
 }
 
 TEST(PeerFromGuardUriTest, TheClientsAddressComesBack) {

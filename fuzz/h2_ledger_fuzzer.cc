@@ -2,7 +2,8 @@
 // octets, in pieces of any size and interleaved, never crash it; the streams it holds open never
 // pass the bound without a kTooManyOpen verdict, which then stays; a cut for resets comes only at
 // the budget and with more than four times as many resets as ended streams; the same octets fed
-// whole give the same verdict as in pieces. AOBJ_FUZZ_COVERS: src/server/h2_guard.cc
+// whole give the same verdict as in pieces; a cut for frames carrying nothing comes exactly at
+// eight times the payload and the allowance. AOBJ_FUZZ_COVERS: src/server/h2_guard.cc
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int budget = fdp.ConsumeIntegralInRange<int>(1, 70);
   const int max_open = fdp.ConsumeIntegralInRange<int>(1, 300);
   const bool preface = fdp.ConsumeBool();
-  aobj::H2Ledger pieces(budget, max_open);
+  const uint64_t allowance = fdp.ConsumeIntegralInRange<uint64_t>(0, 2048);
+  aobj::H2Ledger pieces(budget, max_open, 0, allowance);
   std::string client_all;
   if (preface) {
     client_all = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
@@ -40,6 +42,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (verdict != aobj::H2Ledger::Verdict::kTooManyOpen) {
       AOBJ_FUZZ_CHECK(pieces.open() <= static_cast<size_t>(max_open));
     }
+    // Frames carrying nothing are cut exactly when they pass eight times the payload and the
+    // allowance, and not before.
+    if (verdict == aobj::H2Ledger::Verdict::kFrameFlood) {
+      AOBJ_FUZZ_CHECK(pieces.octets() / 8 > pieces.payload() + allowance);
+    } else if (verdict == aobj::H2Ledger::Verdict::kGoOn) {
+      AOBJ_FUZZ_CHECK(pieces.octets() / 8 <= pieces.payload() + allowance);
+    }
     if (verdict == aobj::H2Ledger::Verdict::kTooManyResets) {
       AOBJ_FUZZ_CHECK(pieces.resets() >= static_cast<uint64_t>(budget));
       AOBJ_FUZZ_CHECK(pieces.resets() > 4 * pieces.finished());
@@ -48,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Without the server's side, the verdict depends on the client's octets alone, not on how
   // they were cut into pieces.
   if (!server_spoke) {
-    aobj::H2Ledger whole(budget, max_open);
+    aobj::H2Ledger whole(budget, max_open, 0, allowance);
     AOBJ_FUZZ_CHECK(whole.FromClient(client_all.data(), client_all.size()) == verdict);
     AOBJ_FUZZ_CHECK(whole.resets() == pieces.resets());
   }

@@ -33,7 +33,8 @@ namespace {
 // rest): at most about kBufferCap + kReadChunk a direction per connection, given back when drained.
 constexpr size_t kBufferCap = 64 << 10;
 constexpr size_t kReadChunk = 64 << 10;
-constexpr int kMinOpenStreams = 64;  // the floor of the open-stream bound after cuts
+constexpr int kMinOpenStreams = 64;               // the floor of the open-stream bound after cuts
+constexpr uint64_t kMinIdleAllowance = 64 << 10;  // and of H2Ledger's idle allowance
 // How long a connection whose gRPC end closed may take to pass on what gRPC wrote last (and how
 // long Stop() waits for all of them).
 constexpr absl::Duration kDrainTime = absl::Seconds(1);
@@ -149,10 +150,11 @@ bool H2Ledger::Scanner::Feed(const char* data, size_t n, const Callback& on_fram
   return true;
 }
 
-H2Ledger::H2Ledger(int budget, int max_open, int max_open_unacked)
+H2Ledger::H2Ledger(int budget, int max_open, int max_open_unacked, uint64_t idle_allowance)
     : budget_(budget),
       max_open_(max_open),
-      max_open_unacked_(max_open_unacked > 0 ? max_open_unacked : max_open) {
+      max_open_unacked_(max_open_unacked > 0 ? max_open_unacked : max_open),
+      idle_allowance_(idle_allowance) {
   client_.preface_left = kPreface.size();
 }
 
@@ -165,6 +167,13 @@ H2Ledger::Verdict H2Ledger::FromClient(const char* data, size_t n) {
   if (verdict_ != Verdict::kGoOn) return verdict_;
   const bool ok =
       client_.Feed(data, n, [this](uint8_t type, uint8_t flags, uint32_t stream, uint32_t len) {
+        // Octets that carry nothing for the calls, against those that do (kFrameFlood).
+        octets_ += 9 + uint64_t{len};
+        if (type == kData || type == kHeaders || type == kContinuation) payload_ += len;
+        if (octets_ / 8 > payload_ + idle_allowance_) {
+          verdict_ = Verdict::kFrameFlood;
+          return false;
+        }
         // A header block (HEADERS and its CONTINUATIONs) is bounded as it arrives: gRPC 1.51
         // keeps an endless run of CONTINUATION frames in memory.
         if (type == kHeaders || (type == kContinuation && in_header_block_)) {
@@ -637,6 +646,12 @@ void H2Guard::Pump(Relay* r, Conn* c) {
                          " (a header block of more than ", H2Ledger::kMaxHeaderBlock, " octets or ",
                          H2Ledger::kMaxHeaderFrames, " frames)"));
         break;
+      case H2Ledger::Verdict::kFrameFlood:
+        cut_for_streams_.fetch_add(1);
+        Log(absl::StrCat("event=connection_cut reason=frame_flood peer=", c->peer,
+                         " (its client sent ", l.octets(), " octets of frames for ", l.payload(),
+                         " octets of headers and data)"));
+        break;
       default:
         cut_for_streams_.fetch_add(1);
         Log(absl::StrCat("event=connection_cut reason=unanswered_pings peer=", c->peer,
@@ -774,7 +789,10 @@ void H2Guard::Take(Relay* r, std::unique_ptr<Conn> owned) {
         std::max(policy_.min_resets_to_cut, policy_.resets_to_cut >> strikes),
         policy_.max_open_streams,
         std::max(std::min(policy_.max_open_streams, kMinOpenStreams),
-                 policy_.max_open_streams >> strikes));
+                 policy_.max_open_streams >> strikes),
+        // and the octets its frames may carry beyond eight times their payload, down to 64 KiB
+        // (a gRPC client's frames carry about their own size).
+        std::max<uint64_t>(kMinIdleAllowance, H2Ledger::kIdleAllowance >> strikes));
   }
   c->handed_off = false;
   const bool relaying = c->ssl == nullptr || c->handshaken;

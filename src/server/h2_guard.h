@@ -91,15 +91,23 @@ class H2Ledger {
                        // or kMaxHeaderFrames frames
     kControlFlood,     // more than kMaxUnanswered PING/SETTINGS sent without their ACKs back
     kNotHttp2,         // the client's preface is not HTTP/2's
+    kFrameFlood,       // frames carrying next to no headers or data (below)
   };
   // gRPC's own limit on a request's metadata is 8 KiB by default; aobj's are far smaller.
   static constexpr uint32_t kMaxHeaderBlock = 64 << 10;
   static constexpr uint32_t kMaxHeaderFrames = 64;  // empty CONTINUATIONs cost octets too
   // Answers the server owes: keepalive and BDP pings go one at a time.
   static constexpr uint32_t kMaxUnanswered = 32;
+  // Frames that carry no headers or data (empty DATA, unknown types, PRIORITY, WINDOW_UPDATE,
+  // SETTINGS and PING acknowledgements, ...) cost the server their parsing and nothing bounds how
+  // many a client sends (CVE-2019-9518 and kin; the seventh probe's flood of empty unknown frames
+  // took a core): as nginx does, a connection whose octets, frame headers included, pass eight
+  // times its header and data payload plus eight times `idle_allowance` is cut.
+  static constexpr uint64_t kIdleAllowance = 1 << 20;
   // `max_open_unacked` applies until the client acknowledged the server's SETTINGS, `max_open`
   // after (default: the same).
-  H2Ledger(int budget, int max_open, int max_open_unacked = 0);
+  H2Ledger(int budget, int max_open, int max_open_unacked = 0,
+           uint64_t idle_allowance = kIdleAllowance);
   // The client's octets; once not kGoOn, the verdict stays and nothing more is counted.
   Verdict FromClient(const char* data, size_t n);
   // The server's octets: HEADERS or DATA with END_STREAM end a stream (it counts as finished),
@@ -108,6 +116,8 @@ class H2Ledger {
   uint64_t resets() const { return resets_; }
   uint64_t finished() const { return finished_; }
   size_t open() const { return open_.size(); }
+  uint64_t octets() const { return octets_; }    // of the client's frames, headers included
+  uint64_t payload() const { return payload_; }  // of its HEADERS, CONTINUATION and DATA
 
  private:
   struct Scanner {  // walks frames as octets arrive, reporting each frame header
@@ -122,6 +132,8 @@ class H2Ledger {
   const int budget_;
   const int max_open_;
   const int max_open_unacked_;
+  const uint64_t idle_allowance_;
+  uint64_t octets_ = 0, payload_ = 0;
   bool settings_acked_ = false;  // the client acknowledged the server's SETTINGS
   Scanner client_, server_;
   absl::flat_hash_set<uint32_t> open_;  // opened by the client, not yet ended

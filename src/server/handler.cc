@@ -133,9 +133,26 @@ void RequestHandler::FlushLogSummary() {
   }
   for (const auto& [key, n] : by_key) {
     Log(absl::StrCat("event=request_failed_suppressed count=", n, " access_key=", key,
-                     " reason=\"failures of one access key above ", kKeyLogLinesPerSecond,
-                     " a second\""));
+                     " reason=\"failures and cancellations of one access key above ",
+                     kKeyLogLinesPerSecond, " a second\""));
   }
+}
+
+bool RequestHandler::KeyLogLine(const std::string& key) {
+  absl::MutexLock l(&log_mu_);
+  auto it = key_log_.find(key);
+  if (it == key_log_.end()) {
+    // An access key here may still be forged (a failure the signature check did not reach yet):
+    // the map is bounded, and keys beyond it share one budget.
+    it = key_log_.size() < kLogKeys ? key_log_.try_emplace(key).first
+                                    : key_log_.try_emplace("(other keys)").first;
+  }
+  if (it->second.lines >= kKeyLogLinesPerSecond) {
+    ++it->second.suppressed;
+    return false;
+  }
+  ++it->second.lines;
+  return true;
 }
 
 void RequestHandler::RecordFailure(Method method, const RequestAuth& auth,
@@ -149,8 +166,7 @@ void RequestHandler::RecordFailure(Method method, const RequestAuth& auth,
   const ErrorCode code = ErrorCodeOf(error);
   const bool unverified = code == ErrorCode::kMissingAuthentication ||
                           code == ErrorCode::kInvalidAccessKeyId ||
-                          code == ErrorCode::kSignatureDoesNotMatch ||
-                          code == ErrorCode::kSlowDown;
+                          code == ErrorCode::kSignatureDoesNotMatch || code == ErrorCode::kSlowDown;
   const std::string key = LogToken(auth.access_key_id);
   FlushLogSummary();
   {
@@ -161,21 +177,9 @@ void RequestHandler::RecordFailure(Method method, const RequestAuth& auth,
         return;
       }
       ++log_window_lines_;
-    } else {
-      auto it = key_log_.find(key);
-      if (it == key_log_.end()) {
-        // An access key here may still be forged (a failure the signature check did not reach
-        // yet): the map is bounded, and keys beyond it share one budget.
-        it = key_log_.size() < kLogKeys ? key_log_.try_emplace(key).first
-                                        : key_log_.try_emplace("(other keys)").first;
-      }
-      if (it->second.lines >= kKeyLogLinesPerSecond) {
-        ++it->second.suppressed;
-        return;
-      }
-      ++it->second.lines;
     }
   }
+  if (!unverified && !KeyLogLine(key)) return;
   // AOBJ-OPS-003: one structured event per failed request.
   Log(absl::StrCat("event=request_failed method=", MethodName(method), " session=",
                    auth.session_hex.empty() ? "-" : auth.session_hex, " access_key=", key,
@@ -229,8 +233,12 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
                                         " lower-case hex characters (a request's aobj-nonce)"));
         }
       }
+      // Logged within the key's budget of lines (AOBJ-OPS-010): up to 16 entries a request.
+      if (config_.log) FlushLogSummary();
+      const std::string log_key = LogToken(s.access_key_id);
       for (const std::string& nonce : cancels) {
         const bool running = in_flight_.Cancel(s.id_hex, nonce);
+        if (!config_.log || !KeyLogLine(log_key)) continue;
         Log(absl::StrCat("event=request_cancel session=", s.id_hex, " nonce=", nonce,
                          " running=", running ? "true" : "false"));
       }
@@ -510,9 +518,9 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   }
   auto* l = resp.mutable_limits();
   LimitsToProto(state.limits, l);
-  l->set_data_wait_ms(config_.data_wait_ms);  // AOBJ-OPS-008
-  l->set_skew_window_ms(config_.skew_window_ms);  // AOBJ-AUTH-019
-  l->set_min_part_size(config_.min_part_size);    // AOBJ-OBJ-235
+  l->set_data_wait_ms(config_.data_wait_ms);                           // AOBJ-OPS-008
+  l->set_skew_window_ms(config_.skew_window_ms);                       // AOBJ-AUTH-019
+  l->set_min_part_size(config_.min_part_size);                         // AOBJ-OBJ-235
   l->set_max_key_bytes(static_cast<uint32_t>(config_.max_key_bytes));  // AOBJ-OBJ-255
   l->set_max_list_page(config_.max_list_page);
   l->set_max_part_size(config_.max_part_size);  // AOBJ-OBJ-256
@@ -531,8 +539,7 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   resp.mutable_supported_versions()->set_min(config_.min_version);
   resp.mutable_supported_versions()->set_max(config_.max_version);
   resp.set_lease_ms(absl::ToInt64Milliseconds(sessions_->lease()));
-  resp.set_endpoint_challenges(
-      static_cast<uint32_t>(challenges->size() / kEndpointChallengeBytes));
+  resp.set_endpoint_challenges(static_cast<uint32_t>(challenges->size() / kEndpointChallengeBytes));
   const std::string id = sessions_->Create(std::move(state), now);
   std::string raw;
   HexDecode(id, &raw);
@@ -544,8 +551,7 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   return Serialize(resp);
 }
 
-absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s,
-                                                      absl::string_view body,
+absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s, absl::string_view body,
                                                       const ActiveCall& call) {
   aobj::v1::PutObjectRequest req;
   AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
@@ -559,7 +565,7 @@ absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s,
   auto plan = PlanBody(s, upload);
   if (!plan.ok()) return plan.status();
   if (s.HasCapability(kCapOpaqueEtag)) plan->etag = BodyPlan::Etag::kOpaque;  // AOBJ-OBJ-016
-  auto slot = sessions_->Admit(s.id_hex);  // AOBJ-SES-012
+  auto slot = sessions_->Admit(s.id_hex);                                     // AOBJ-SES-012
   if (!slot.ok()) return slot.status();
 
   // AOBJ-OBJ-134: the store checks the conditions again, atomically with the commit.
@@ -655,8 +661,8 @@ absl::Status RequestHandler::ExecuteRma(const SessionState& s, const RmaBatch& b
     // reply that follows is sent after the last RMA operation of the request.
     AOBJ_RETURN_IF_ERROR(call.Check());
     // AOBJ-DAT-157: a call whose client cancelled or went away ends within a short grace.
-    absl::Status st = channel_->ExecuteWatched(s.endpoint, part,
-                                               [&call] { return !call.Check().ok(); });
+    absl::Status st =
+        channel_->ExecuteWatched(s.endpoint, part, [&call] { return !call.Check().ok(); });
     part.ops.clear();
     in_part = 0;
     return st;

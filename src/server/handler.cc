@@ -166,7 +166,8 @@ void RequestHandler::RecordFailure(Method method, const RequestAuth& auth,
   const ErrorCode code = ErrorCodeOf(error);
   const bool unverified = code == ErrorCode::kMissingAuthentication ||
                           code == ErrorCode::kInvalidAccessKeyId ||
-                          code == ErrorCode::kSignatureDoesNotMatch || code == ErrorCode::kSlowDown;
+                          code == ErrorCode::kSignatureDoesNotMatch ||
+                          code == ErrorCode::kSlowDown;
   const std::string key = LogToken(auth.access_key_id);
   FlushLogSummary();
   {
@@ -518,9 +519,9 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   }
   auto* l = resp.mutable_limits();
   LimitsToProto(state.limits, l);
-  l->set_data_wait_ms(config_.data_wait_ms);                           // AOBJ-OPS-008
-  l->set_skew_window_ms(config_.skew_window_ms);                       // AOBJ-AUTH-019
-  l->set_min_part_size(config_.min_part_size);                         // AOBJ-OBJ-235
+  l->set_data_wait_ms(config_.data_wait_ms);  // AOBJ-OPS-008
+  l->set_skew_window_ms(config_.skew_window_ms);  // AOBJ-AUTH-019
+  l->set_min_part_size(config_.min_part_size);    // AOBJ-OBJ-235
   l->set_max_key_bytes(static_cast<uint32_t>(config_.max_key_bytes));  // AOBJ-OBJ-255
   l->set_max_list_page(config_.max_list_page);
   l->set_max_part_size(config_.max_part_size);  // AOBJ-OBJ-256
@@ -539,7 +540,8 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   resp.mutable_supported_versions()->set_min(config_.min_version);
   resp.mutable_supported_versions()->set_max(config_.max_version);
   resp.set_lease_ms(absl::ToInt64Milliseconds(sessions_->lease()));
-  resp.set_endpoint_challenges(static_cast<uint32_t>(challenges->size() / kEndpointChallengeBytes));
+  resp.set_endpoint_challenges(
+      static_cast<uint32_t>(challenges->size() / kEndpointChallengeBytes));
   const std::string id = sessions_->Create(std::move(state), now);
   std::string raw;
   HexDecode(id, &raw);
@@ -551,7 +553,8 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   return Serialize(resp);
 }
 
-absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s, absl::string_view body,
+absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s,
+                                                      absl::string_view body,
                                                       const ActiveCall& call) {
   aobj::v1::PutObjectRequest req;
   AOBJ_RETURN_IF_ERROR(Admit(s, body, &req));
@@ -565,7 +568,7 @@ absl::StatusOr<std::string> RequestHandler::PutObject(const SessionState& s, abs
   auto plan = PlanBody(s, upload);
   if (!plan.ok()) return plan.status();
   if (s.HasCapability(kCapOpaqueEtag)) plan->etag = BodyPlan::Etag::kOpaque;  // AOBJ-OBJ-016
-  auto slot = sessions_->Admit(s.id_hex);                                     // AOBJ-SES-012
+  auto slot = sessions_->Admit(s.id_hex);  // AOBJ-SES-012
   if (!slot.ok()) return slot.status();
 
   // AOBJ-OBJ-134: the store checks the conditions again, atomically with the commit.
@@ -661,8 +664,8 @@ absl::Status RequestHandler::ExecuteRma(const SessionState& s, const RmaBatch& b
     // reply that follows is sent after the last RMA operation of the request.
     AOBJ_RETURN_IF_ERROR(call.Check());
     // AOBJ-DAT-157: a call whose client cancelled or went away ends within a short grace.
-    absl::Status st =
-        channel_->ExecuteWatched(s.endpoint, part, [&call] { return !call.Check().ok(); });
+    absl::Status st = channel_->ExecuteWatched(s.endpoint, part,
+                                               [&call] { return !call.Check().ok(); });
     part.ops.clear();
     in_part = 0;
     return st;

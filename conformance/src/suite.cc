@@ -93,6 +93,10 @@ const std::vector<Unobservable>& UnobservableRequirements() {
        "host (tests/transport/rkey_check_test.cc "
        "PinRefusesSegmentsOfAnotherCreator)"},
       {"AOBJ-SES-030", "needs a server whose active-message send fails"},
+      {"AOBJ-SEC-025",
+       "needs a client that withholds its HTTP/2 flow-control window (SETTINGS_INITIAL_WINDOW_SIZE "
+       "0), which gRPC's client library does not do (tests/integration/request_flood_test.cc "
+       "RawFloodTest.RepliesLeftUnreadAreBoundedPerKey)"},
       {"AOBJ-SEC-024",
        "needs raw HTTP/2 frames (CONTINUATION, PING, streams beyond the advertised limit) that "
        "gRPC's client library does not send (tests/integration/request_flood_test.cc "

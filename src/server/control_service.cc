@@ -483,6 +483,20 @@ class ServiceImpl final : public ControlService {
         Run(std::move(body));
         return;
       }
+      // AOBJ-SEC-025: a key whose clients leave its replies untaken gets no more until they do.
+      if (const uint64_t held = service_->ReplyBytes(auth_.access_key_id);
+          held >= service_->read_bounds_.reply_bytes_per_key) {
+        Fail(service_->handler_->Refuse(
+                 method_, auth_,
+                 MakeError(ErrorCode::kSlowDown,
+                           absl::StrCat("replies of this access key that its clients have not "
+                                        "read hold ",
+                                        held, " octets of the server's memory (at most ",
+                                        service_->read_bounds_.reply_bytes_per_key,
+                                        "); read them, then retry"))),
+             nullptr);
+        return;
+      }
       // AOBJ-SEC-013, AOBJ-SEC-014: queued under the principal it claims, within the bounds.
       const size_t size = body.size();
       absl::Status queued = service_->scheduler_->Submit(
@@ -502,6 +516,7 @@ class ServiceImpl final : public ControlService {
 
     void OnDone() override {
       if (!counted_) service_->NoteCallEnded(peer_, ctx_->IsCancelled());
+      if (reply_bytes_ > 0) service_->ReplyTaken(auth_.access_key_id, reply_bytes_);
       delete this;
     }
 
@@ -531,6 +546,9 @@ class ServiceImpl final : public ControlService {
                                      SignOpenSessionResponse(*key, auth_.signature_hex, *out));
           }
         }
+        // Held until the client takes it (OnDone), within the key's bound (AOBJ-SEC-025).
+        reply_bytes_ = out->size();
+        if (reply_bytes_ > 0) service_->ReplyHeld(auth_.access_key_id, reply_bytes_);
         grpc::Slice slice(out->data(), out->size());
         response_ = grpc::ByteBuffer(&slice, 1);
         // AOBJ-CTL-008: no error trailer on success.
@@ -555,16 +573,39 @@ class ServiceImpl final : public ControlService {
     const Method method_;
     grpc::CallbackServerContext* const ctx_;
     const std::string peer_;
-    bool counted_ = false;  // by OnCancel, for NoteCallEnded
+    bool counted_ = false;      // by OnCancel, for NoteCallEnded
+    uint64_t reply_bytes_ = 0;  // of the successful reply written (ReplyHeld)
     RequestAuth auth_;
     grpc::ByteBuffer request_;
     grpc::ByteBuffer response_;
   };
 
+  // AOBJ-SEC-025 (seventh hostile probe: a tenant's connections that set their flow-control
+  // window to 0 and sent 3,000 ListObjectsV2 calls took the server to 2.2 GB): the octets of
+  // each key's successful replies that gRPC holds until their clients take them.
+  uint64_t ReplyBytes(const std::string& key) {
+    absl::MutexLock l(&replies_mu_);
+    auto it = reply_bytes_.find(key);
+    return it == reply_bytes_.end() ? 0 : it->second;
+  }
+  void ReplyHeld(const std::string& key, uint64_t n) {
+    absl::MutexLock l(&replies_mu_);
+    reply_bytes_[key] += n;
+  }
+  void ReplyTaken(const std::string& key, uint64_t n) {
+    absl::MutexLock l(&replies_mu_);
+    auto it = reply_bytes_.find(key);
+    if (it == reply_bytes_.end()) return;
+    it->second -= std::min(it->second, n);
+    if (it->second == 0) reply_bytes_.erase(it);
+  }
+
   RequestHandler* handler_;
   const Authenticator* auth_;
   RequestScheduler* scheduler_;
   const ReadBounds read_bounds_;
+  absl::Mutex replies_mu_;
+  absl::flat_hash_map<std::string, uint64_t> reply_bytes_ ABSL_GUARDED_BY(replies_mu_);
   std::atomic<ControlListener*> listener_{nullptr};  // set once it is bound
   absl::Mutex churn_mu_;
   absl::flat_hash_map<std::string, Churn> churn_ ABSL_GUARDED_BY(churn_mu_);  // by peer

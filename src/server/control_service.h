@@ -31,6 +31,11 @@ class ControlService : public aobj::v1::ObjectService::Service {
     // Messages read at once (each up to 8 MiB in gRPC's memory quota); the other calls wait
     // with only their flow-control window buffered.
     size_t slots = 8;
+    // Octets of successful replies of one access key that gRPC holds for clients that have not
+    // taken them (the call not done); past it, the key's new requests are refused SLOW_DOWN
+    // before they run (AOBJ-SEC-025: a client that never opens its flow-control window keeps
+    // every reply in the server's memory).
+    uint64_t reply_bytes_per_key = 32 << 20;
   };
 
   // `handler`, `auth` and `scheduler` are borrowed and must outlive the service.

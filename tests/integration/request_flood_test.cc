@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -29,7 +30,9 @@
 #include "aobj/client.h"
 #include "aobj/v1/aobj.pb.h"
 #include "gtest/gtest.h"
+#include "integration/raw_session.h"
 #include "integration/server_process.h"
+#include "integration/still_serves.h"
 
 namespace aobj {
 namespace {
@@ -618,21 +621,28 @@ namespace {
 // names, te and the claim of ForgedAuth as literals of new names, so that the server waits for each
 // call's message) reset at once by RST_STREAM (CANCEL): HTTP/2 Rapid Reset, as the attacker's
 // octets on the wire.
-std::string RapidResetOctets(uint32_t first, int count, bool preface) {
-  const std::string path = "/aobj.v1.ObjectService/ListObjectsV2";
+// The HPACK block of a gRPC call of `path` carrying `md` (names and values under 128 octets).
+std::string GrpcHeaderBlock(const std::string& path,
+                            const std::vector<std::pair<std::string, std::string>>& md) {
   std::string block = "\x83\x86";
   block += '\x04';
   block += static_cast<char>(path.size());
   block += path;
   block += std::string("\x0f\x10\x10", 3) + "application/grpc";
   block += std::string("\x00\x02te\x08trailers\x01\x09localhost", 24);  // gRPC needs both
-  for (const auto& [name, value] : ForgedAuth('r')) {
+  for (const auto& [name, value] : md) {
     block += '\x00';
     block += static_cast<char>(name.size());
     block += name;
     block += static_cast<char>(value.size());
     block += value;
   }
+  return block;
+}
+
+std::string RapidResetOctets(uint32_t first, int count, bool preface) {
+  const std::string block =
+      GrpcHeaderBlock("/aobj.v1.ObjectService/ListObjectsV2", ForgedAuth('r'));
   std::string out;
   if (preface) {
     out = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
@@ -795,6 +805,99 @@ TEST_F(RawFloodTest, FramesCarryingNothingAreCut) {
     for (int k = 0; k < 4096; ++k) out += H2Frame(0x2a, 0, 0, "");
     return out;
   });
+}
+
+// The seventh probe ("hoard"): a tenant's connections that set their flow-control window to 0
+// (the server may send no DATA) and sent 250 ListObjectsV2 calls of 1,000 keys each: gRPC kept
+// every reply, 800 MiB for three connections and 2.2 GB for twelve. Now the replies of one access
+// key that its clients have not taken hold at most 32 MiB of reply octets; the key's further
+// requests are refused SLOW_DOWN before they run (AOBJ-SEC-025), other keys are served, and the
+// key is served again once its connections close.
+TEST_F(RawFloodTest, RepliesLeftUnreadAreBoundedPerKey) {
+  ASSERT_NO_FATAL_FAILURE(StartServer({}));
+  {
+    ClientOptions o = testing::TestClientOptions(*server_);
+    auto c = Client::Connect(o);
+    ASSERT_TRUE(c.ok()) << c.status();
+    auto buf = (*c)->AllocateBuffer(64);
+    ASSERT_TRUE(buf.ok());
+    std::memset((*buf)->data(), 'x', 64);
+    for (int i = 0; i < 1000; ++i) {
+      // Long names: each listing reply is about 250 KB.
+      ASSERT_TRUE((*c)->Put("test-bucket", "listing/" + std::string(200, 'k') + std::to_string(i),
+                            **buf, 64)
+                      .ok());
+    }
+  }
+  const std::string key = "AKTESTSECOND", secret = "second-secret-for-tests";
+  testing::RawSession session(server_->endpoint(), key, secret);
+  ASSERT_TRUE(session.Open().status.ok());
+  RequestSigner signer(key, secret);
+  aobj::v1::ListObjectsV2Request list;
+  list.set_bucket("test-bucket");
+  list.set_max_keys(1000);
+  const std::string body = list.SerializeAsString();
+  const std::string path = "/aobj.v1.ObjectService/ListObjectsV2";
+  std::string message = {'\0', static_cast<char>(body.size() >> 24),
+                         static_cast<char>(body.size() >> 16), static_cast<char>(body.size() >> 8),
+                         static_cast<char>(body.size())};
+  message += body;
+  const int port = std::stoi(server_->endpoint().substr(server_->endpoint().rfind(':') + 1));
+  const uint64_t before_kib = ProcStatusKiB(server_->pid(), "VmHWM");
+  std::vector<int> fds;
+  for (int conn = 0; conn < 4; ++conn) {
+    const int fd = ConnectLoopback(port, SO_SNDTIMEO, timeval{5, 0});
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+    // SETTINGS_INITIAL_WINDOW_SIZE = 0, and the acknowledgement of the server's SETTINGS.
+    std::string out = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
+                      H2Frame(4, 0, 0, std::string("\x00\x04\x00\x00\x00\x00", 6)) +
+                      H2Frame(4, 1, 0, "");
+    for (uint32_t i = 0; i < 250; ++i) {
+      const RequestAuth a = signer.Sign(path, session.session_hex(), body, absl::Now());
+      const std::vector<std::pair<std::string, std::string>> md = {
+          {"aobj-access-key-id", a.access_key_id},
+          {"aobj-timestamp", a.timestamp},
+          {"aobj-nonce", a.nonce_hex},
+          {"aobj-session-id", a.session_hex},
+          {"aobj-signature", a.signature_hex}};
+      out +=
+          H2Frame(1, 4, 2 * i + 1, GrpcHeaderBlock(path, md)) + H2Frame(0, 1, 2 * i + 1, message);
+      if (i % 32 == 31) {
+        ASSERT_EQ(send(fd, out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
+        out.clear();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+    ASSERT_EQ(send(fd, out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // every call answered or refused
+  const uint64_t peak_kib = ProcStatusKiB(server_->pid(), "VmHWM");
+  std::printf("1000 listings never read: server VmHWM %llu -> %llu MiB\n",
+              static_cast<unsigned long long>(before_kib >> 10),
+              static_cast<unsigned long long>(peak_kib >> 10));
+  const std::string log = server_->log();
+  EXPECT_NE(log.find("replies of this access key that its clients have not read"),
+            std::string::npos)
+      << log;
+#if !defined(__SANITIZE_ADDRESS__)
+  EXPECT_LT(peak_kib - before_kib, uint64_t{160} << 10)
+      << "the server grew by " << ((peak_kib - before_kib) >> 10)
+      << " MiB (measured here: 64 MiB with the bound, 279 MiB without)";
+#endif
+  EXPECT_TRUE(Served()) << "another access key was not served:\n" << log;
+  for (int fd : fds) close(fd);
+  // The key's replies go with its connections, and it is served again.
+  ClientOptions o = testing::TestClientOptions(*server_);
+  o.access_key_id = key;
+  o.secret = secret;
+  bool served = false;
+  for (int attempt = 0; attempt < 50 && !served; ++attempt) {
+    auto c = Client::Connect(o);
+    served = c.ok() && (*c)->HeadBucket("test-bucket").ok();
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(served) << "the key was still refused after its connections closed";
 }
 
 // Fifth hostile probe of issue 16, A: calls that forge a tenant's claim (its access key ID is

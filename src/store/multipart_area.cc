@@ -440,9 +440,9 @@ class DirectoryPartArea final : public PartArea {
     if (!is_dir.ok()) return is_dir.status();
     if (!*is_dir) return false;
     const std::string mpath = absl::StrCat(udir, "/", kManifestName);
-    ScopedFd fd(::open(mpath.c_str(), O_RDONLY | O_CLOEXEC));
+    ScopedFd fd(OpenRegularForRead(mpath));  // a FIFO here hung the start (seventh probe F5)
     if (!fd.valid()) {
-      if (errno != ENOENT) return IoError("open", mpath, errno);
+      if (errno != ENOENT) return OpenRegularError(mpath, errno);
       RemoveFlatDir(udir);
       return false;
     }
@@ -478,8 +478,8 @@ class DirectoryPartArea final : public PartArea {
   }
 
   static absl::StatusOr<PartInfo> LoadPart(const std::string& path, uint32_t number) {
-    ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return IoError("open", path, errno);
+    ScopedFd fd(OpenRegularForRead(path));
+    if (!fd.valid()) return OpenRegularError(path, errno);
     std::string header(kPartHeaderBytes, '\0');
     absl::StatusOr<size_t> got =
         PreadFull(fd.get(), reinterpret_cast<uint8_t*>(header.data()), header.size(), 0, path);

@@ -57,6 +57,35 @@ absl::Status FsyncDir(const std::string& dir) {
 }
 
 // True when `path` is a directory, false when it does not exist.
+int OpenRegularForRead(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    errno = err;
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    errno = EINVAL;
+    return -1;
+  }
+  return fd;
+}
+
+absl::Status OpenRegularError(const std::string& path, int err) {
+  if (err == EINVAL) {
+    return MakeError(ErrorCode::kStorageError, absl::StrCat(path, " is not a regular file"));
+  }
+  if (err == ELOOP) {
+    return MakeError(ErrorCode::kStorageError,
+                     absl::StrCat(path, " is a symbolic link (never followed)"));
+  }
+  return IoError("open", path, err);
+}
+
 absl::StatusOr<bool> IsDir(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {

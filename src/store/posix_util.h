@@ -64,6 +64,14 @@ absl::StatusOr<size_t> PreadFull(int fd, uint8_t* data, size_t n, uint64_t offse
 
 absl::Status FsyncDir(const std::string& dir);
 
+// Opens `path` for reading only if it is a regular file, or returns -1 with errno set: never
+// follows a symbolic link (ELOOP), never blocks on a FIFO or a device (EINVAL; see
+// NotRegularFileError). Whoever can write in a store root must not be able to hang or steer the
+// server's start (issue 16, finding 6; seventh probe F5).
+int OpenRegularForRead(const std::string& path);
+// The error for `path` when OpenRegularForRead failed with `err`.
+absl::Status OpenRegularError(const std::string& path, int err);
+
 // True when `path` is a directory, false when it does not exist.
 absl::StatusOr<bool> IsDir(const std::string& path);
 

@@ -1,6 +1,7 @@
 // Per-principal bucket authorization with two principals (spec 14.8, AOBJ-SEC-008..011):
 // owner-only buckets, read-only and write grants, refused requests without effect, owners kept
 // across a restart of the filesystem store.
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -292,11 +293,15 @@ TEST(AuthzStartTest, BadGrantOrOwnersFileIsReportedNotACrash) {
     std::ofstream f(dir + "/root/.aobj-owners");
     f << "this is \x01 not an owners file\n\n\n";
   }
+  // Seventh hostile probe, F5: an owners file that is a FIFO hung the start in open().
+  std::system(("mkdir -p '" + dir + "/root3'").c_str());
+  ASSERT_EQ(mkfifo((dir + "/root3/.aobj-owners").c_str(), 0600), 0);
   const std::vector<std::vector<std::string>> cases = {
       {"--store", "memory", "--grant", std::string(kAccessKey) + ":BAD_Bucket!:read"},
       {"--store", "fs", "--root", dir + "/root"},
       // Hostile probe of issue 16 (N6): a bucket name no request can reach used to be created.
-      {"--store", "fs", "--root", dir + "/root2", "--create-bucket", "Not_A_Bucket"}};
+      {"--store", "fs", "--root", dir + "/root2", "--create-bucket", "Not_A_Bucket"},
+      {"--store", "fs", "--root", dir + "/root3"}};
   int n = 0;
   for (const auto& extra : cases) {
     std::vector<std::string> argv = {AOBJ_SERVER_BINARY, "--listen", "127.0.0.1:0",
@@ -306,7 +311,11 @@ TEST(AuthzStartTest, BadGrantOrOwnersFileIsReportedNotACrash) {
     const std::string log = dir + "/start-" + std::to_string(++n) + ".log";
     const pid_t pid = testing::Spawn(argv, log);
     const int status = testing::WaitFor(pid, std::chrono::seconds(20));
-    ASSERT_GE(status, 0) << testing::ReadFile(log);
+    if (status < 0) {
+      kill(pid, SIGKILL);
+      testing::WaitFor(pid, std::chrono::seconds(5));
+    }
+    ASSERT_GE(status, 0) << "the start hangs:\n" << testing::ReadFile(log);
     EXPECT_TRUE(WIFEXITED(status)) << "killed by a signal:\n" << testing::ReadFile(log);
     EXPECT_NE(WEXITSTATUS(status), 0) << testing::ReadFile(log);
     EXPECT_EQ(testing::ReadFile(log).find("Segmentation"), std::string::npos)
@@ -318,6 +327,8 @@ TEST(AuthzStartTest, BadGrantOrOwnersFileIsReportedNotACrash) {
   EXPECT_NE(testing::ReadFile(dir + "/start-3.log").find("--create-bucket Not_A_Bucket"),
             std::string::npos)
       << testing::ReadFile(dir + "/start-3.log");
+  EXPECT_NE(testing::ReadFile(dir + "/start-4.log").find("not a regular file"), std::string::npos)
+      << testing::ReadFile(dir + "/start-4.log");
   struct stat st;
   EXPECT_NE(stat((dir + "/root2/Not_A_Bucket").c_str(), &st), 0) << "the directory was made";
 }

@@ -9,11 +9,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <random>
 #include <string>
 #include <thread>
@@ -865,6 +866,45 @@ TEST_P(MultipartTest, CrashLeftoversAreRemovedAtOpen) {
   EXPECT_NE(stat((udir + "/part-00002.0123456789abcdef.tmp").c_str(), &st), 0);
   EXPECT_NE(stat(torn.c_str(), &st), 0);
   EXPECT_NE(stat(trash.c_str(), &st), 0);
+}
+
+// Seventh hostile probe, F5: a MANIFEST replaced by a FIFO hung the start in open() (for
+// minutes, deaf to SIGTERM). A FIFO or a symbolic link where a manifest belongs is reported by
+// path, at once; a part file that is not a regular file is left out like a corrupt one.
+TEST_P(MultipartTest, AFifoOrLinkWhereAManifestBelongsIsReportedWithoutHanging) {
+  if (!fs()) GTEST_SKIP() << "directory area only";
+  const std::string id = Create();
+  ASSERT_TRUE(Part(id, 1, "stored").ok());
+  mp_.reset();
+  const std::string udir = area_dir() + "/uploads/" + kBucket + "/" + id;
+  const std::string manifest = udir + "/MANIFEST";
+  ASSERT_EQ(::rename(manifest.c_str(), (root_ + "/saved-manifest").c_str()), 0);
+  for (const bool fifo : {true, false}) {
+    if (fifo) {
+      ASSERT_EQ(::mkfifo(manifest.c_str(), 0600), 0);
+    } else {
+      ASSERT_EQ(::symlink((root_ + "/saved-manifest").c_str(), manifest.c_str()), 0);
+    }
+    auto opened = std::async(std::launch::async, [&] {
+      return MultipartManager::Open(store_.get(), area_dir(), limits_);
+    });
+    if (opened.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      ADD_FAILURE() << "MultipartManager::Open hangs on a FIFO manifest";
+      const int fd = ::open(manifest.c_str(), O_WRONLY | O_NONBLOCK);  // releases the open
+      if (fd >= 0) ::close(fd);
+    }
+    auto mp = opened.get();
+    ASSERT_FALSE(mp.ok());
+    EXPECT_NE(mp.status().message().find(fifo ? "not a regular file" : "symbolic link"),
+              std::string::npos)
+        << mp.status();
+    ::unlink(manifest.c_str());
+  }
+  ASSERT_EQ(::rename((root_ + "/saved-manifest").c_str(), manifest.c_str()), 0);
+  ASSERT_EQ(::mkfifo((udir + "/part-00002").c_str(), 0600), 0);
+  Reopen();
+  EXPECT_EQ(UploadCount(), 1u);
+  EXPECT_EQ(mp_->ListParts(kBucket, "k", id, 0, 0)->parts.size(), 1u);
 }
 
 // AOBJ-OBJ-226: a crash after the object was committed but before the upload was detached

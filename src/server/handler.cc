@@ -138,7 +138,9 @@ void RequestHandler::FlushLogSummary() {
   }
 }
 
-bool RequestHandler::KeyLogLine(const std::string& key) {
+bool RequestHandler::KeyLogLine(const std::string& access_key_id) {
+  if (!config_.log) return false;
+  const std::string key = LogToken(access_key_id);
   absl::MutexLock l(&log_mu_);
   auto it = key_log_.find(key);
   if (it == key_log_.end()) {
@@ -180,7 +182,7 @@ void RequestHandler::RecordFailure(Method method, const RequestAuth& auth,
       ++log_window_lines_;
     }
   }
-  if (!unverified && !KeyLogLine(key)) return;
+  if (!unverified && !KeyLogLine(auth.access_key_id)) return;
   // AOBJ-OPS-003: one structured event per failed request.
   Log(absl::StrCat("event=request_failed method=", MethodName(method), " session=",
                    auth.session_hex.empty() ? "-" : auth.session_hex, " access_key=", key,
@@ -236,10 +238,9 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
       }
       // Logged within the key's budget of lines (AOBJ-OPS-010): up to 16 entries a request.
       if (config_.log) FlushLogSummary();
-      const std::string log_key = LogToken(s.access_key_id);
       for (const std::string& nonce : cancels) {
         const bool running = in_flight_.Cancel(s.id_hex, nonce);
-        if (!config_.log || !KeyLogLine(log_key)) continue;
+        if (!KeyLogLine(s.access_key_id)) continue;
         Log(absl::StrCat("event=request_cancel session=", s.id_hex, " nonce=", nonce,
                          " running=", running ? "true" : "false"));
       }
@@ -266,7 +267,9 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
       }
       // AOBJ-SES-026: a wrong proof changes nothing; the endpoint stays unconfirmed.
       if (!ConstantTimeEquals(req.proof(), s.endpoint_proof)) {
-        Log(absl::StrCat("event=endpoint_refused session=", s.id_hex));
+        if (KeyLogLine(s.access_key_id)) {
+          Log(absl::StrCat("event=endpoint_refused session=", s.id_hex));
+        }
         return MakeError(ErrorCode::kAccessDenied,
                          "the endpoint proof does not match the challenges sent to the "
                          "session's worker address (AOBJ-SES-026)");

@@ -78,7 +78,9 @@ absl::StatusOr<std::string> RequestHandler::CreateMultipartUpload(const SessionS
   auto upload =
       (*mp)->Create(req.bucket(), req.key(), attributes, s.access_key_id);  // AOBJ-OBJ-200
   if (!upload.ok()) return upload.status();
-  Log(absl::StrCat("event=upload_created bucket=", req.bucket(), " upload=", upload->upload_id));
+  if (KeyLogLine(s.access_key_id)) {  // within the key's budget (AOBJ-OPS-010)
+    Log(absl::StrCat("event=upload_created bucket=", req.bucket(), " upload=", upload->upload_id));
+  }
   pb::CreateMultipartUploadResponse resp;
   resp.set_bucket(upload->bucket);
   resp.set_key(upload->key);
@@ -174,8 +176,10 @@ absl::StatusOr<std::string> RequestHandler::CompleteMultipartUpload(const Sessio
   auto info = (*mp)->Complete(req.bucket(), req.key(), req.upload_id(), parts, *conditions,
                               expected_crc32c);  // AOBJ-OBJ-259
   if (!info.ok()) return info.status();
-  Log(absl::StrCat("event=upload_completed bucket=", req.bucket(), " upload=", req.upload_id(),
-                   " parts=", parts.size(), " size=", info->size));
+  if (KeyLogLine(s.access_key_id)) {
+    Log(absl::StrCat("event=upload_completed bucket=", req.bucket(), " upload=", req.upload_id(),
+                     " parts=", parts.size(), " size=", info->size));
+  }
   pb::CompleteMultipartUploadResponse resp;
   ObjectInfoToProto(*info, resp.mutable_metadata());
   return Serialize(resp);
@@ -188,7 +192,9 @@ absl::StatusOr<std::string> RequestHandler::AbortMultipartUpload(const SessionSt
   auto mp = UploadScope(req.bucket(), req.key(), req.upload_id());
   if (!mp.ok()) return mp.status();
   AOBJ_RETURN_IF_ERROR((*mp)->Abort(req.bucket(), req.key(), req.upload_id()));  // AOBJ-OBJ-220
-  Log(absl::StrCat("event=upload_aborted bucket=", req.bucket(), " upload=", req.upload_id()));
+  if (KeyLogLine(s.access_key_id)) {
+    Log(absl::StrCat("event=upload_aborted bucket=", req.bucket(), " upload=", req.upload_id()));
+  }
   return Serialize(pb::AbortMultipartUploadResponse());
 }
 

@@ -327,7 +327,6 @@ bool ControlListener::EvictOne(const std::string& address_prefix) {
     evicted_.fetch_add(1);
   };
   std::deque<Conn>::iterator of_heaviest = conns_.end();
-  std::string fresh;  // the oldest unauthenticated connection still within its grace
   int scanned = 0;
   for (auto it = conns_.begin(); it != conns_.end() && scanned < kScan;) {
     if (FileOf(it->fd) != it->file) {  // gRPC closed it
@@ -346,27 +345,11 @@ bool ControlListener::EvictOne(const std::string& address_prefix) {
         cut(it);
         return true;
       }
-      if (fresh.empty()) fresh = it->peer;
     } else if (of_heaviest == conns_.end() && !heaviest.empty() && mark->second == heaviest) {
       of_heaviest = it;
     }
     ++it;
     ++scanned;
-  }
-  // An address at its limit whose unauthenticated connections are all younger than the grace
-  // loses the oldest of them all the same (seventh probe F3: connections opened and closed
-  // 1,000 times a second, each younger than a second, held 127.0.0.1 at its limit of 1,024, and
-  // half of a local client's attempts were refused; now a newcomer gets in and has until about
-  // a limit's worth more arrive, a second there, to authenticate). Not when descriptors run
-  // short: with few of them, a backlog of hostile connections would cut each newcomer within
-  // milliseconds (ConnectionFloodTest); aobj-server raises its descriptor limit to the hard one.
-  if (!fresh.empty() && !address_prefix.empty()) {
-    for (auto it = conns_.begin(); it != conns_.end(); ++it) {
-      if (it->peer == fresh) {
-        cut(it);
-        return true;
-      }
-    }
   }
   if (of_heaviest == conns_.end() && !heaviest.empty()) {  // lost to an erase above: look again
     for (auto it = conns_.begin(); it != conns_.end(); ++it) {

@@ -14,4 +14,5 @@ targets=$(sed -n 's/^set(AOBJ_FUZZ_TARGETS \(.*\))$/\1/p' fuzz/CMakeLists.txt)
 cmake --build build-fuzz -j"$(nproc)" --target $(for t in $targets; do echo "${t}_fuzzer"; done)
 # No groups in the regex: CMake's regular expressions allow only nine of them.
 regex=$(for t in $targets; do printf 'fuzz_replay_%s$|fuzz_run_%s$|' "$t" "$t"; done)
-ctest --test-dir build-fuzz --output-on-failure --no-tests=error -R "${regex%|}"
+# Each run is time-boxed and single-threaded: they share the cores, one per core.
+ctest --test-dir build-fuzz --output-on-failure --no-tests=error -j"$(nproc)" -R "${regex%|}"

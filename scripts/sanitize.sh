@@ -18,6 +18,8 @@ export AOBJ_CONF_SERVER_FLAGS="${AOBJ_CONF_SERVER_FLAGS:-} --lease-ms 6000"
 # cannot link instrumented libraries; it runs in the normal stage. conformance_server_memory_tcp
 # repeats conformance_server_memory's cases with UCX_TLS=tcp (UCX itself is not instrumented;
 # the server's code is the same): it runs in the normal stage, and skipping it here keeps CI
-# within its time (about 155 s of the 2 cores' time under ASan).
+# within its time (about 155 s of the 2 cores' time under ASan). conformance_server_fs likewise
+# repeats the memory run's cases against the file store, whose code the unit and integration
+# tests run here (about 180 s).
 ctest --test-dir build-asan --output-on-failure --no-tests=error -j2 --timeout 900 \
-  -E '^(embed_examples|conformance_server_memory_tcp)$'
+  -E '^(embed_examples|conformance_server_memory_tcp|conformance_server_fs)$'

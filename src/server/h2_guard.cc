@@ -2,6 +2,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
@@ -237,6 +238,8 @@ struct H2Guard::Conn {
   uint64_t token = 0;
   SSL* ssl = nullptr;
   bool handshaken = false;
+  std::atomic<bool> awaits_handshake{false};  // TLS, handshake not done (Handshake())
+  std::atomic<int64_t> handshake_done_ms{0};  // when it was done (Unix milliseconds)
   bool handed_off = false;  // given by the handshake thread to a relay thread
   bool want_write = false;  // the client socket must become writable to go on
   bool closed = false;
@@ -451,6 +454,7 @@ int H2Guard::Adopt(int client, const std::string& peer_uri, const std::string& a
       return -1;
     }
     SSL_set_accept_state(c->ssl);
+    c->awaits_handshake.store(true);
   }
   {
     absl::MutexLock l(&registry_mu_);
@@ -460,6 +464,13 @@ int H2Guard::Adopt(int client, const std::string& peer_uri, const std::string& a
   Give(ssl_ctx_ != nullptr ? relays_[0].get() : NextRelay(), std::move(c));
   relayed_.fetch_add(1);
   return pair[1];
+}
+
+H2Guard::HandshakeState H2Guard::Handshake(uint64_t token) {
+  absl::MutexLock l(&registry_mu_);
+  auto it = registry_.find(token);
+  if (it == registry_.end()) return {};
+  return {it->second->awaits_handshake.load(), it->second->handshake_done_ms.load()};
 }
 
 void H2Guard::Cut(uint64_t token) {
@@ -526,6 +537,7 @@ void H2Guard::Log(const std::string& line) {
 void H2Guard::Close(Relay* r, Conn* c) {
   if (c->closed) return;
   c->closed = true;
+  c->awaits_handshake.store(false);
   epoll_ctl(r->epoll, EPOLL_CTL_DEL, c->client, nullptr);
   if (c->inner_watched) epoll_ctl(r->epoll, EPOLL_CTL_DEL, c->inner, nullptr);
   if (c->ssl != nullptr) {
@@ -590,6 +602,17 @@ void H2Guard::Pump(Relay* r, Conn* c) {
   SSL* const ssl = c->ssl;
   c->want_write = false;
   if (ssl != nullptr && !c->handshaken) {
+    // A client that hung up before its handshake was done can never finish it (its Finished
+    // would follow its FIN): it is closed without the key exchange and signature that
+    // SSL_accept would spend on a ClientHello it left behind. A FIN also makes the socket
+    // readable, so a hang-up while the server waits for the client is found here too.
+    pollfd hangup{c->client, POLLRDHUP, 0};
+    if (poll(&hangup, 1, 0) > 0 && (hangup.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+      tls_failed_.fetch_add(1);
+      tls_abandoned_.fetch_add(1);
+      Close(r, c);
+      return;
+    }
     ERR_clear_error();
     const int rc = SSL_accept(ssl);
     if (rc != 1) {
@@ -613,6 +636,8 @@ void H2Guard::Pump(Relay* r, Conn* c) {
       return;
     }
     c->handshaken = true;
+    c->handshake_done_ms.store(absl::ToUnixMillis(absl::Now()));
+    c->awaits_handshake.store(false);
   }
   if (r->handshakes) {  // relaying is another thread's
     HandOff(r, c);

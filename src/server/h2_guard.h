@@ -26,7 +26,11 @@
 //     sends a header block above 64 KiB (an endless run of CONTINUATION frames, which gRPC 1.51
 //     keeps in memory) or more than 32 PING or SETTINGS frames without waiting for their
 //     acknowledgements (which gRPC queues);
-//   * a TLS handshake not finished within `handshake_timeout` ends the connection.
+//   * a TLS handshake not finished within `handshake_timeout` ends the connection, and one whose
+//     client has hung up (a FIN, which no TLS client sends before its handshake is done) ends
+//     before the server spends its key exchange and signature on it: a flood of ClientHellos
+//     sent and closed at once costs the handshake thread next to nothing and holds no slot of
+//     the listener's (issue 16: under CI's load such a flood kept a new client out).
 // gRPC learns the client's address from the name the guard binds its end of the pair to
 // ("unix-abstract:aobj-h2/N/ipv4:ADDR:PORT"), which PeerFromGuardUri() turns back into the
 // address.
@@ -72,6 +76,7 @@ struct H2GuardStats {
   uint64_t cut_for_resets = 0;   // closed for resetting their streams
   uint64_t cut_for_streams = 0;  // closed for keeping too many streams open
   uint64_t tls_failed = 0;       // TLS handshakes that failed or timed out
+  uint64_t tls_abandoned = 0;    // of those, clients that hung up before the server's part
 };
 
 // Turns a gRPC peer string of a guarded connection ("unix-abstract:aobj-h2/7/ipv4:1.2.3.4:5",
@@ -167,8 +172,19 @@ class H2Guard {
   // the only safe way to cut a guarded connection: shutdown() by number could hit a descriptor
   // that was closed and given to another file in between.
   void Cut(uint64_t token);
+  // Where the connection of `token` stands with its TLS handshake: under way, or done at
+  // `done_ms` (Unix milliseconds; 0 for plaintext and for connections closed already).
+  // Thread-safe; the listener asks, to tell connections that wait for the server's handshake
+  // thread from those that wait for their client, and to count a connection's grace from the
+  // end of its handshake.
+  struct HandshakeState {
+    bool under_way = false;
+    int64_t done_ms = 0;
+  };
+  HandshakeState Handshake(uint64_t token);
   H2GuardStats stats() const {
-    return {relayed_.load(), cut_for_resets_.load(), cut_for_streams_.load(), tls_failed_.load()};
+    return {relayed_.load(), cut_for_resets_.load(), cut_for_streams_.load(), tls_failed_.load(),
+            tls_abandoned_.load()};
   }
   size_t threads() const { return relays_.size(); }  // with TLS, the handshake thread included
   void Stop();
@@ -211,7 +227,8 @@ class H2Guard {
   std::atomic<uint64_t> next_relay_{0};
   std::atomic<uint64_t> next_id_{0};
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> relayed_{0}, cut_for_resets_{0}, cut_for_streams_{0}, tls_failed_{0};
+  std::atomic<uint64_t> relayed_{0}, cut_for_resets_{0}, cut_for_streams_{0}, tls_failed_{0},
+      tls_abandoned_{0};
 };
 
 }  // namespace aobj

@@ -12,12 +12,16 @@
 //     from it are closed at once (AOBJ-SEC-012). On one host every local process shares an
 //     address, so this bounds remote peers, not local ones;
 //   * when descriptors run short, or an address is at its limit, a connection is cut (through the
-//     guard, which owns it, or by shutdown())
-//     to make room: the oldest that has not carried a request whose signature verified
-//     (MarkAuthenticated) within a second of its accept, else the oldest of the principal that
+//     guard, which owns it, or by shutdown()) to make room: the oldest that has not carried a
+//     request whose signature verified (MarkAuthenticated) within a second of its accept (with
+//     TLS, of the end of its handshake), else (for an address at its limit) the oldest
+//     unauthenticated one of the address however young, else the oldest of the principal that
 //     holds the most connections; so that neither a flood of connections that never
 //     authenticate (idle after the HTTP/2 preface, or holding a call they never finish: hostile
-//     probe N3) nor one tenant's held connections can keep new clients out;
+//     probe N3; opened and held for less than the second: seventh probe F3) nor one tenant's
+//     held connections can keep new clients out. A connection whose ClientHello waits for the
+//     guard's handshake thread waits for the server, not its client, and is never cut for
+//     room (the guard's handshake timeout bounds it);
 //   * it never stops accepting while it runs.
 // gRPC's handshake and idle timeouts (set by the server) end connections that never become, or
 // stop being, useful.

@@ -96,6 +96,11 @@ std::string GrpcPeerUri(const sockaddr_storage& peer) {
 
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
+// "ADDR|" of a peer key "ADDR|PORT": what every connection of the address's keys start with.
+std::string PrefixOf(const std::string& peer_key) {
+  return peer_key.substr(0, peer_key.rfind('|') + 1);
+}
+
 // What identifies the file open on `fd` (device and inode); zeros when `fd` is not open.
 std::pair<dev_t, ino_t> FileOf(int fd) {
   struct stat st;
@@ -226,7 +231,7 @@ bool ControlListener::Admit(const std::string& address, const std::string& peer_
   // At its limit, the address makes room the way a short descriptor supply does (hostile probe
   // N3, second round: otherwise 1024 half-sent calls from 127.0.0.1 kept every local client out).
   // The cut connection counts until gRPC has closed it.
-  if (held.size() >= max_per_address_ && !EvictOne(peer_key.substr(0, peer_key.rfind('|') + 1))) {
+  if (held.size() >= max_per_address_ && !EvictOne(PrefixOf(peer_key), /*young_too=*/true)) {
     return false;
   }
   held.push_back(Held{conn, FileOf(conn)});
@@ -283,7 +288,7 @@ void ControlListener::CutRequested() {
         cut_for_abuse_.fetch_add(1);
       }
       Forget(it->peer);
-      conns_.erase(it);
+      Drop(it);
       break;
     }
   }
@@ -306,7 +311,62 @@ void ControlListener::Forget(const std::string& peer) {
   authenticated_.erase(it);
 }
 
-bool ControlListener::EvictOne(const std::string& address_prefix) {
+bool ControlListener::AwaitsServer(const Conn& conn, int64_t* client_since) {
+  // The grace is the client's time: a TLS connection's counts from the end of its handshake, and
+  // one whose ClientHello waits for the guard's handshake thread (a backlog of the server's
+  // making) is not cut for room at all; the handshake timeout bounds it.
+  const H2Guard::HandshakeState hs =
+      guard_ != nullptr ? guard_->Handshake(conn.token) : H2Guard::HandshakeState{};
+  *client_since = std::max(conn.accepted_ms, hs.done_ms);
+  int unread = 0;
+  return hs.under_way && ioctl(conn.fd, FIONREAD, &unread) == 0 && unread > 0;
+}
+
+std::deque<ControlListener::Conn>::iterator ControlListener::Drop(std::deque<Conn>::iterator it) {
+  auto count = per_prefix_.find(PrefixOf(it->peer));
+  if (count != per_prefix_.end() && --count->second <= 0) per_prefix_.erase(count);
+  return conns_.erase(it);
+}
+
+bool ControlListener::MakeRoom(const std::string& peer_key, int highest, long limit) {
+  const std::string own = PrefixOf(peer_key);
+  // The two addresses that hold the most connections, counted at most every 50 ms, after the
+  // connections gRPC closed are forgotten (counted, they made a churning address look as busy
+  // as it had ever been, and the churn's other addresses quiet beside it).
+  const int64_t now = NowMs();
+  if (now - busiest_at_ms_ >= 50 || busiest_at_ms_ > now) {
+    busiest_at_ms_ = now;
+    PruneAll();
+    busiest_[0] = busiest_[1] = {"", 0};
+    for (const auto& [prefix, n] : per_prefix_) {
+      if (n > busiest_[0].second) {
+        busiest_[1] = std::move(busiest_[0]);
+        busiest_[0] = {prefix, n};
+      } else if (n > busiest_[1].second) {
+        busiest_[1] = {prefix, n};
+      }
+    }
+  }
+  const auto& other = busiest_[0].first != own ? busiest_[0] : busiest_[1];
+  auto held = per_prefix_.find(own);
+  const int own_count = held != per_prefix_.end() ? held->second : 0;
+  // A connection may take a descriptor of the reserve's upper half if an unauthenticated one
+  // past its grace (or one of the principal holding the most) is cut for it. One from a quiet
+  // address (it holds less than half of what the busiest other address holds) may also take one
+  // of the third quarter, and if nothing is that old, the oldest unauthenticated connection of
+  // the busiest other address goes, however young (seventh probe F3 with descriptors short: a
+  // churn from several addresses, each below its own limit, kept every client of another
+  // address out). Only a quiet address's newcomer cuts young connections: with the churn's
+  // connections cutting each other too, closing them (the guard's and gRPC's work) fell behind
+  // and kept the descriptors all taken. A churn from the newcomer's own address meets the
+  // per-address limit instead.
+  const bool quiet = own_count * 2 < other.second;
+  if (highest >= limit - (quiet ? reserve_fds_ / 4 : reserve_fds_ / 2)) return false;
+  if (EvictOne()) return true;
+  return quiet && EvictOne(other.first, /*young_too=*/true);
+}
+
+bool ControlListener::EvictOne(const std::string& address_prefix, bool young_too) {
   constexpr int64_t kGraceMs = 1000;  // a client authenticates within this of connecting
   constexpr int kScan = 4096;         // live connections looked at, oldest first
   const int64_t now = NowMs();
@@ -324,35 +384,28 @@ bool ControlListener::EvictOne(const std::string& address_prefix) {
   auto cut = [&](std::deque<Conn>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(auth_mu_) {
     Shut(*it);
     Forget(it->peer);
-    conns_.erase(it);
+    Drop(it);
     evicted_.fetch_add(1);
   };
   std::deque<Conn>::iterator of_heaviest = conns_.end();
   std::string fresh;  // the oldest unauthenticated connection within its grace, its peer key
   int scanned = 0;
   for (auto it = conns_.begin(); it != conns_.end() && scanned < kScan;) {
-    if (FileOf(it->fd) != it->file) {  // gRPC closed it
-      Forget(it->peer);
-      it = conns_.erase(it);
-      of_heaviest = conns_.end();  // erase invalidates; found again below if needed
-      continue;
-    }
     if (!address_prefix.empty() && it->peer.rfind(address_prefix, 0) != 0) {
       ++it;
       continue;
     }
+    if (FileOf(it->fd) != it->file) {  // gRPC closed it
+      Forget(it->peer);
+      it = Drop(it);
+      of_heaviest = conns_.end();  // erase invalidates; found again below if needed
+      continue;
+    }
     auto mark = authenticated_.find(it->peer);
     if (mark == authenticated_.end()) {
-      // The grace is the client's time: a TLS connection's counts from the end of its handshake,
-      // and one whose ClientHello waits for the guard's handshake thread (a backlog of the
-      // server's making) is not cut at all; the handshake timeout bounds it.
-      const H2Guard::HandshakeState hs =
-          guard_ != nullptr ? guard_->Handshake(it->token) : H2Guard::HandshakeState{};
-      int unread = 0;
-      const bool awaits_server =
-          hs.under_way && ioctl(it->fd, FIONREAD, &unread) == 0 && unread > 0;
-      if (!awaits_server) {
-        if (now - std::max(it->accepted_ms, hs.done_ms) >= kGraceMs) {
+      int64_t since;
+      if (!AwaitsServer(*it, &since)) {
+        if (now - since >= kGraceMs) {
           cut(it);
           return true;
         }
@@ -369,10 +422,8 @@ bool ControlListener::EvictOne(const std::string& address_prefix) {
   // a second, 1,000 a second, kept 127.0.0.1 at its limit of 1,024 with nothing to cut, and half
   // of a local client's attempts were refused). A newcomer then has until about a limit's worth
   // more connections have arrived to authenticate, its wait for the handshake thread not
-  // counted. Not when descriptors run short (no address prefix): with few of them, a backlog of
-  // hostile connections would cut each newcomer within milliseconds (ConnectionFloodTest);
-  // aobj-server raises its descriptor limit to the hard one.
-  if (!fresh.empty() && !address_prefix.empty()) {
+  // counted. When descriptors run short, only another address's (MakeRoom).
+  if (!fresh.empty() && young_too) {
     for (auto it = conns_.begin(); it != conns_.end(); ++it) {
       if (it->peer == fresh) {
         cut(it);
@@ -402,7 +453,7 @@ void ControlListener::PruneAll() {
   absl::flat_hash_set<std::string> live;
   for (auto it = conns_.begin(); it != conns_.end();) {
     if (FileOf(it->fd) != it->file) {
-      it = conns_.erase(it);
+      it = Drop(it);
     } else {
       live.insert(it->peer);
       ++it;
@@ -470,11 +521,11 @@ void ControlListener::Loop() {
     // may then use a descriptor of the reserve's upper half until the cut one is closed.
     // Through the guard a connection takes two more descriptors (its relay's socket pair).
     const int highest = conn + (guard_ != nullptr ? 2 : 0);
-    if (highest >= limit - reserve_fds_ && !(highest < limit - reserve_fds_ / 2 && EvictOne())) {
+    const std::string peer_key = PeerKey(peer);
+    if (highest >= limit - reserve_fds_ && !MakeRoom(peer_key, highest, limit)) {
       Refuse(conn);
       continue;
     }
-    const std::string peer_key = PeerKey(peer);
     if (max_per_address_ > 0 && !Admit(AddressKey(peer), peer_key, conn)) {
       Refuse(conn);
       per_address_refused_.fetch_add(1);
@@ -482,6 +533,7 @@ void ControlListener::Loop() {
     }
     accepted_.fetch_add(1);
     conns_.push_back(Conn{conn, FileOf(conn), peer_key, NowMs()});
+    ++per_prefix_[PrefixOf(peer_key)];
     if (++since_prune_ >= 4096) PruneAll();
     grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters params;
     params.listener_fd = fd_;

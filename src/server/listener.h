@@ -104,8 +104,20 @@ class ControlListener {
   // none of them can be cut.
   bool Admit(const std::string& address, const std::string& peer_key, int conn);
   // Cuts one connection to make room (see above), among those whose peer key starts with
-  // `address_prefix` ("" = all); false when none may be cut.
-  bool EvictOne(const std::string& address_prefix = "");
+  // `address_prefix` ("" = all), unauthenticated ones within their grace too if `young_too`;
+  // false when none may be cut.
+  bool EvictOne(const std::string& address_prefix = "", bool young_too = false);
+  // With descriptors short (the new connection's highest descriptor is `highest`, the limit
+  // `limit`): whether the connection of `peer_key` may stay, having cut another to make room
+  // (EvictOne(), else the oldest unauthenticated connection, however young, of the address other
+  // than its own that holds the most), so that a churn from other addresses cannot keep a
+  // client out. Loop thread.
+  bool MakeRoom(const std::string& peer_key, int highest, long limit);
+  struct Conn;
+  // Whether `conn` waits for the server (its ClientHello unread by the guard's handshake
+  // thread) rather than its client; `*client_since`: since when its client has had its turn
+  // (its accept, or with TLS the end of its handshake). Loop thread.
+  bool AwaitsServer(const Conn& conn, int64_t* client_since);
   // Drops the mark of `peer`. Requires auth_mu_.
   void Forget(const std::string& peer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(auth_mu_);
   // Forgets connections that gRPC closed (and their authenticated marks).
@@ -136,6 +148,13 @@ class ControlListener {
   // descriptor, else by shutdown(). Loop thread.
   void Shut(const Conn& conn);
   std::deque<Conn> conns_;
+  // Erases `it` from conns_ and its address's count. Requires auth_mu_ (or the loop thread).
+  std::deque<Conn>::iterator Drop(std::deque<Conn>::iterator it);
+  // Loop thread: connections of conns_ per address prefix ("ADDR|"), and the two addresses that
+  // held the most when last looked (MakeRoom).
+  absl::flat_hash_map<std::string, int> per_prefix_;
+  std::pair<std::string, int> busiest_[2];
+  int64_t busiest_at_ms_ = 0;
   uint64_t since_prune_ = 0;
   absl::Mutex auth_mu_;
   // Peer key -> the principal whose signed request it carried; connections per principal.

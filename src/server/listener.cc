@@ -322,9 +322,13 @@ bool ControlListener::AwaitsServer(const Conn& conn, int64_t* client_since) {
   return hs.under_way && ioctl(conn.fd, FIONREAD, &unread) == 0 && unread > 0;
 }
 
-std::deque<ControlListener::Conn>::iterator ControlListener::Drop(std::deque<Conn>::iterator it) {
-  auto count = per_prefix_.find(PrefixOf(it->peer));
+void ControlListener::Uncount(const std::string& peer) {
+  auto count = per_prefix_.find(PrefixOf(peer));
   if (count != per_prefix_.end() && --count->second <= 0) per_prefix_.erase(count);
+}
+
+std::deque<ControlListener::Conn>::iterator ControlListener::Drop(std::deque<Conn>::iterator it) {
+  Uncount(it->peer);
   return conns_.erase(it);
 }
 
@@ -451,14 +455,16 @@ bool ControlListener::EvictOne(const std::string& address_prefix, bool young_too
 void ControlListener::PruneAll() {
   absl::MutexLock l(&auth_mu_);
   absl::flat_hash_set<std::string> live;
-  for (auto it = conns_.begin(); it != conns_.end();) {
-    if (FileOf(it->fd) != it->file) {
-      it = Drop(it);
-    } else {
-      live.insert(it->peer);
-      ++it;
+  std::deque<Conn> kept;  // one pass: erasing each closed one from the middle cost O(n) each
+  for (Conn& conn : conns_) {
+    if (FileOf(conn.fd) != conn.file) {
+      Uncount(conn.peer);
+      continue;
     }
+    live.insert(conn.peer);
+    kept.push_back(std::move(conn));
   }
+  conns_.swap(kept);
   // Marks for connections the listener no longer holds (or never saw) go.
   std::vector<std::string> gone;
   for (const auto& [peer, principal] : authenticated_) {

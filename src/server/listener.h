@@ -148,8 +148,9 @@ class ControlListener {
   // descriptor, else by shutdown(). Loop thread.
   void Shut(const Conn& conn);
   std::deque<Conn> conns_;
-  // Erases `it` from conns_ and its address's count. Requires auth_mu_ (or the loop thread).
+  // Erases `it` from conns_ and its address's count (Uncount). Loop thread.
   std::deque<Conn>::iterator Drop(std::deque<Conn>::iterator it);
+  void Uncount(const std::string& peer);
   // Loop thread: connections of conns_ per address prefix ("ADDR|"), and the two addresses that
   // held the most when last looked (MakeRoom).
   absl::flat_hash_map<std::string, int> per_prefix_;

@@ -39,6 +39,12 @@ constexpr uint64_t kMinIdleAllowance = 64 << 10;  // and of H2Ledger's idle allo
 // How long a connection whose gRPC end closed may take to pass on what gRPC wrote last (and how
 // long Stop() waits for all of them).
 constexpr absl::Duration kDrainTime = absl::Seconds(1);
+// The handshake thread looks at up to kHandshakeScan ready connections at a time and works on the
+// kHandshakesPerRound of them whose addresses have the fewest handshakes under way (the others
+// stay ready and are looked at again): a flood of ClientHellos from some addresses delays the
+// handshakes of another by a round, not by the flood's backlog.
+constexpr int kHandshakeScan = 4096;
+constexpr int kHandshakesPerRound = 16;
 constexpr absl::string_view kPreface("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
 constexpr absl::string_view kNamePrefix = "aobj-h2/";
 
@@ -241,6 +247,7 @@ struct H2Guard::Conn {
   std::atomic<bool> awaits_handshake{false};  // TLS, handshake not done (Handshake())
   std::atomic<int64_t> handshake_done_ms{0};  // when it was done (Unix milliseconds)
   bool handed_off = false;  // given by the handshake thread to a relay thread
+  bool counted = false;     // in its handshake thread's count of its address (Relay::under_way)
   bool want_write = false;  // the client socket must become writable to go on
   bool closed = false;
   bool draining = false;         // gRPC closed its end; what it wrote is still being passed on
@@ -267,6 +274,14 @@ struct H2Guard::Relay {
   absl::flat_hash_map<Conn*, std::unique_ptr<Conn>> conns;
   std::vector<Conn*> closed;  // closed in this round
   std::vector<Conn*> handed;  // handed off in this round
+  // The handshake thread's: handshakes under way per address (the order they are worked on).
+  absl::flat_hash_map<std::string, int> under_way;
+  void Uncount(Conn* c) {
+    if (!c->counted) return;
+    c->counted = false;
+    auto it = under_way.find(c->address);
+    if (it != under_way.end() && --it->second <= 0) under_way.erase(it);
+  }
   uint64_t seen_cut_epoch = 0;
   std::unique_ptr<char[]> buffer{new char[kReadChunk]};  // one read at a time
 
@@ -538,6 +553,7 @@ void H2Guard::Close(Relay* r, Conn* c) {
   if (c->closed) return;
   c->closed = true;
   c->awaits_handshake.store(false);
+  r->Uncount(c);
   epoll_ctl(r->epoll, EPOLL_CTL_DEL, c->client, nullptr);
   if (c->inner_watched) epoll_ctl(r->epoll, EPOLL_CTL_DEL, c->inner, nullptr);
   if (c->ssl != nullptr) {
@@ -551,6 +567,7 @@ void H2Guard::Close(Relay* r, Conn* c) {
 
 void H2Guard::HandOff(Relay* r, Conn* c) {
   c->handed_off = true;
+  r->Uncount(c);
   epoll_ctl(r->epoll, EPOLL_CTL_DEL, c->client, nullptr);
   if (c->inner_watched) epoll_ctl(r->epoll, EPOLL_CTL_DEL, c->inner, nullptr);
   c->inner_watched = false;
@@ -820,6 +837,10 @@ void H2Guard::Take(Relay* r, std::unique_ptr<Conn> owned) {
         std::max<uint64_t>(kMinIdleAllowance, H2Ledger::kIdleAllowance >> strikes));
   }
   c->handed_off = false;
+  if (r->handshakes) {
+    ++r->under_way[c->address];
+    c->counted = true;
+  }
   const bool relaying = c->ssl == nullptr || c->handshaken;
   epoll_event ev{};
   ev.events = c->client_events = EPOLLIN;
@@ -832,7 +853,9 @@ void H2Guard::Take(Relay* r, std::unique_ptr<Conn> owned) {
     Close(r, c);
     return;
   }
-  Pump(r, c);
+  // The handshake thread works on a connection once epoll reports it, in its address's turn
+  // (Loop); a relay thread goes on at once with what the handshake thread left.
+  if (!r->handshakes) Pump(r, c);
 }
 
 void H2Guard::Loop(Relay* r) {
@@ -842,7 +865,7 @@ void H2Guard::Loop(Relay* r) {
   sigemptyset(&pipe_signal);
   sigaddset(&pipe_signal, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
-  epoll_event events[64];
+  std::vector<epoll_event> events(r->handshakes ? kHandshakeScan : 64);
   absl::Time next_sweep = absl::Now() + absl::Seconds(1);
   absl::Time stop_by = absl::InfiniteFuture();
   // Closed and handed-off connections leave at the end of each round (events of the round may
@@ -871,7 +894,28 @@ void H2Guard::Loop(Relay* r) {
       stop_by = r->handshakes ? absl::Now() : absl::Now() + kDrainTime;
     }
     if (stop_by != absl::InfiniteFuture() && (r->conns.empty() || absl::Now() >= stop_by)) break;
-    const int n = epoll_wait(r->epoll, events, 64, stop_by == absl::InfiniteFuture() ? 1000 : 50);
+    int n = epoll_wait(r->epoll, events.data(), static_cast<int>(events.size()),
+                       stop_by == absl::InfiniteFuture() ? 1000 : 50);
+    if (r->handshakes && n > kHandshakesPerRound) {
+      // The wake-up first, then the addresses with the fewest handshakes under way, in the
+      // order they became ready; the rest stay ready for the next round (level-triggered).
+      auto weight = [&](const epoll_event& e) {
+        if (e.data.ptr == nullptr) return -1;
+        const Conn* c = reinterpret_cast<const Conn*>(e.data.u64 & ~uint64_t{1});
+        auto it = r->under_way.find(c->address);
+        return it == r->under_way.end() ? 0 : it->second;
+      };
+      std::vector<std::pair<int, int>> order;  // (weight, index)
+      order.reserve(static_cast<size_t>(n));
+      for (int i = 0; i < n; ++i) order.emplace_back(weight(events[static_cast<size_t>(i)]), i);
+      std::partial_sort(order.begin(), order.begin() + kHandshakesPerRound, order.end());
+      std::vector<epoll_event> first;
+      for (int i = 0; i < kHandshakesPerRound; ++i) {
+        first.push_back(events[static_cast<size_t>(order[static_cast<size_t>(i)].second)]);
+      }
+      std::copy(first.begin(), first.end(), events.begin());
+      n = kHandshakesPerRound;
+    }
     for (int i = 0; i < n; ++i) {
       if (events[i].data.ptr == nullptr) {  // new connections, a cut, or Stop()
         uint64_t count;

@@ -39,7 +39,10 @@
 // move the octets, each connection on one of them; with TLS, one more thread does every
 // handshake and then hands the connection to a relay thread, so that a flood of handshakes
 // (about a millisecond of signing each) competes with relaying only for the cores, never for a
-// thread (issue 16: on one thread, established connections waited behind every handshake).
+// thread (issue 16: on one thread, established connections waited behind every handshake). That
+// thread works first on the ready connections of the addresses with the fewest handshakes under
+// way, 16 at a time, so that a backlog of ClientHellos from some addresses delays another
+// address's handshake by about a round, not by the backlog (eighth hostile probe).
 #ifndef AOBJ_SERVER_H2_GUARD_H_
 #define AOBJ_SERVER_H2_GUARD_H_
 

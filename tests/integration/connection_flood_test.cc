@@ -21,6 +21,7 @@
 #include "aobj/client.h"
 #include "aobj/status.h"
 #include "gtest/gtest.h"
+#include "integration/raw_http.h"
 #include "integration/server_process.h"
 
 namespace aobj {
@@ -46,19 +47,9 @@ std::string HalfSentCall() {
 }
 
 // A TCP connection to 127.0.0.1:port, or -1.
-// From 127.0.0.`source` (every 127/8 address is the loopback's) when `source` is not 1.
-int ConnectLoopback(int port, int source = 1) {
+int ConnectLoopback(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
-  if (source != 1) {
-    sockaddr_in from{};
-    from.sin_family = AF_INET;
-    from.sin_addr.s_addr = htonl(INADDR_LOOPBACK - 1 + static_cast<uint32_t>(source));
-    if (bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0) {
-      close(fd);
-      return -1;
-    }
-  }
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
@@ -274,7 +265,7 @@ TEST_F(ConnectionFloodTest, AChurnFromOtherAddressesDoesNotKeepAClientOut) {
       std::vector<int> ring(100, -1);
       for (size_t i = 0; !stop.load(); i = (i + 1) % ring.size()) {
         if (ring[i] >= 0) close(ring[i]);
-        ring[i] = ConnectLoopback(port_, 2 + static_cast<int>((i + t) % 4));
+        ring[i] = testing::ConnectLoopback(port_, 2 + static_cast<int>((i + t) % 4));
         if (ring[i] >= 0) ++opened;
       }
       for (int fd : ring) {

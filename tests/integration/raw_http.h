@@ -17,10 +17,21 @@ namespace aobj::testing {
 // fails the test instead of hanging it. Well below kMetricsHttpIdleTimeout.
 inline constexpr auto kClientDeadline = std::chrono::seconds(5);
 
-// A socket connected to 127.0.0.1:port with kClientDeadline on connect, send and receive, or -1.
-inline int ConnectLoopback(int port) {
+// A socket connected to 127.0.0.1:port with kClientDeadline on connect, send and receive, or -1;
+// from 127.0.0.`source` (every 127/8 address is the loopback's: another peer address for the
+// server's per-address accounting) when `source` is not 1.
+inline int ConnectLoopback(int port, int source = 1) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
+  if (source != 1) {
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    from.sin_addr.s_addr = htonl(INADDR_LOOPBACK - 1 + static_cast<uint32_t>(source));
+    if (bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0) {
+      close(fd);
+      return -1;
+    }
+  }
   timeval tv{};
   tv.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(kClientDeadline).count();
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));

@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +20,7 @@
 #include "aobj/client.h"
 #include "aobj/status.h"
 #include "gtest/gtest.h"
+#include "integration/churn.h"
 #include "integration/raw_http.h"
 #include "integration/server_process.h"
 
@@ -257,33 +257,17 @@ TEST(ConnectionLimitTest, OneAddressHoldsAtMostItsLimit) {
 // 8 here).
 TEST_F(ConnectionFloodTest, AChurnFromOtherAddressesDoesNotKeepAClientOut) {
   ASSERT_TRUE(Served());
-  std::atomic<bool> stop{false};
-  std::atomic<int> opened{0};
-  std::vector<std::thread> churners;
-  for (int t = 0; t < 2; ++t) {
-    churners.emplace_back([&, t] {
-      std::vector<int> ring(100, -1);
-      for (size_t i = 0; !stop.load(); i = (i + 1) % ring.size()) {
-        if (ring[i] >= 0) close(ring[i]);
-        ring[i] = testing::ConnectLoopback(port_, 2 + static_cast<int>((i + t) % 4));
-        if (ring[i] >= 0) ++opened;
-      }
-      for (int fd : ring) {
-        if (fd >= 0) close(fd);
-      }
-    });
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  int served = 0;
   constexpr int kTries = 8;
-  for (int i = 0; i < kTries; ++i) served += Served() ? 1 : 0;
-  const int churned = opened.load();
-  stop = true;
-  for (auto& t : churners) t.join();
+  const testing::ChurnResult r = testing::ServedBesideAChurn(
+      2, 100,
+      [&](size_t i, int t) {
+        return testing::ConnectLoopback(port_, 2 + static_cast<int>((i + t) % 4));
+      },
+      [&] { return Served(); }, kTries);
   std::printf("%d of %d clients served beside %d connections churned from 4 other addresses\n",
-              served, kTries, churned);
-  EXPECT_GT(churned, 300) << "the churn did not happen: nothing was tested";
-  EXPECT_GE(served, kTries - 1) << testing::ReadFile(dir_ + "/server.log");
+              r.served, kTries, r.opened);
+  EXPECT_GT(r.opened, 300) << "the churn did not happen: nothing was tested";
+  EXPECT_GE(r.served, kTries - 1) << testing::ReadFile(dir_ + "/server.log");
   EXPECT_TRUE(Served());
 }
 

@@ -15,7 +15,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -31,6 +30,7 @@
 #include "aobj/client.h"
 #include "aobj/v1/aobj.pb.h"
 #include "gtest/gtest.h"
+#include "integration/churn.h"
 #include "integration/raw_session.h"
 #include "integration/server_process.h"
 #include "integration/still_serves.h"
@@ -926,36 +926,17 @@ TEST_F(RequestFloodTest, AChurnOfYoungConnectionsDoesNotKeepNewClientsOut) {
   ASSERT_NO_FATAL_FAILURE(StartServer({"--max-connections-per-address", "256"}));
   const int port = std::stoi(server_->endpoint().substr(server_->endpoint().rfind(':') + 1));
   ASSERT_TRUE(Served());
-  std::atomic<bool> stop{false};
-  std::atomic<int> opened{0};
-  std::vector<std::thread> churners;
-  for (int t = 0; t < 2; ++t) {
-    churners.emplace_back([&] {
-      std::deque<int> held;
-      while (!stop.load()) {
-        const int fd = ConnectLoopback(port, SO_SNDTIMEO, timeval{1, 0});
-        if (fd >= 0) {
-          held.push_back(fd);
-          ++opened;
-        }
-        if (held.size() > 150 || (fd < 0 && !held.empty())) {
-          close(held.front());
-          held.pop_front();
-        }
-      }
-      for (int fd : held) close(fd);
-    });
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  int served = 0;
   constexpr int kTries = 8;
-  for (int i = 0; i < kTries; ++i) served += Served() ? 1 : 0;
-  const int churned = opened.load();
-  stop = true;
-  for (auto& t : churners) t.join();
-  std::printf("%d of %d clients served beside %d churned connections\n", served, kTries, churned);
-  EXPECT_GT(churned, 300) << "the churn did not happen: nothing was tested";
-  EXPECT_GE(served, kTries - 1) << server_->log();
+  const testing::ChurnResult r = testing::ServedBesideAChurn(
+      2, 150,
+      [&](size_t, int) {
+        return ConnectLoopback(port, SO_SNDTIMEO, timeval{1, 0});
+      },
+      [&] { return Served(); }, kTries);
+  std::printf("%d of %d clients served beside %d churned connections\n", r.served, kTries,
+              r.opened);
+  EXPECT_GT(r.opened, 300) << "the churn did not happen: nothing was tested";
+  EXPECT_GE(r.served, kTries - 1) << server_->log();
   EXPECT_TRUE(Served());
 }
 

@@ -101,6 +101,10 @@ Requests and tenants (spec section 14.6; one tenant cannot starve another):
   --max-connections-per-address N  control connections of one peer address; further ones
                             are closed at once (default: 1024; 0: no limit; local processes
                             all share 127.0.0.1)
+  --max-unauthenticated-connections N  control connections, from all addresses, that have
+                            not yet carried a signed request; past it the oldest of them is
+                            cut for a new one (default: 1024, and at most three quarters of
+                            what the descriptor limit leaves room for; 0: only that)
   --max-stream-resets N     streams a client may reset before the server ends them (HTTP/2
                             Rapid Reset) before its connection is closed, once they are more
                             than four times those it let end; each such cut halves it for
@@ -222,6 +226,7 @@ int main(int argc, char** argv) {
                             "max-sessions-per-principal",
                             "max-requests-per-principal",
                             "max-connections-per-address",
+                            "max-unauthenticated-connections",
                             "max-stream-resets",
                             "http2-guard",
                             "max-queued-requests",
@@ -329,6 +334,10 @@ int main(int argc, char** argv) {
     return fail("--max-connections-per-address takes 0 (no limit) or more");
   }
   options.max_connections_per_address = static_cast<size_t>(v);
+  if (!(st = args.GetInt("max-unauthenticated-connections", 1024, &v)).ok() || v < 0) {
+    return fail("--max-unauthenticated-connections takes 0 (the descriptor limit's share) or more");
+  }
+  options.max_unauthenticated_connections = static_cast<size_t>(v);
   if (!(st = args.GetInt("max-stream-resets", 64, &v)).ok() || v < 2 || v > 65536) {
     return fail("--max-stream-resets takes 2 to 65536");
   }

@@ -70,6 +70,11 @@ struct ServerOptions {
   // Control connections of one peer address at once; further ones are closed at accept
   // (AOBJ-SEC-012). 0 = no limit. Local processes all share 127.0.0.1.
   size_t max_connections_per_address = 1024;
+  // Control connections that have not yet carried a request whose signature verified, from all
+  // addresses together (AOBJ-SEC-012); past it, one of them is cut for a new connection, or the
+  // new one is closed. Also at most three quarters of what the descriptor limit leaves room for.
+  // 0 = only that.
+  size_t max_unauthenticated_connections = 1024;
   // AOBJ-SEC-019, AOBJ-SEC-023: the HTTP/2 guard in front of gRPC (it terminates TLS and reads
   // every frame header first). A connection whose client resets this many streams before the
   // server ended them, more than four times as many as it let end, is closed before gRPC sees

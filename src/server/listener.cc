@@ -119,7 +119,8 @@ long SoftFdLimit() {
 
 absl::StatusOr<std::unique_ptr<ControlListener>> ControlListener::Bind(absl::string_view address,
                                                                        int reserve_fds,
-                                                                       size_t max_per_address) {
+                                                                       size_t max_per_address,
+                                                                       size_t max_unauthenticated) {
   const size_t colon = address.rfind(':');
   if (colon == absl::string_view::npos) {
     return MakeError(ErrorCode::kInvalidArgument,
@@ -175,11 +176,16 @@ absl::StatusOr<std::unique_ptr<ControlListener>> ControlListener::Bind(absl::str
                          ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                          : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   return std::unique_ptr<ControlListener>(
-      new ControlListener(fd, actual, reserve_fds, max_per_address));
+      new ControlListener(fd, actual, reserve_fds, max_per_address, max_unauthenticated));
 }
 
-ControlListener::ControlListener(int fd, int port, int reserve_fds, size_t max_per_address)
-    : fd_(fd), port_(port), reserve_fds_(reserve_fds), max_per_address_(max_per_address) {
+ControlListener::ControlListener(int fd, int port, int reserve_fds, size_t max_per_address,
+                                 size_t max_unauthenticated)
+    : fd_(fd),
+      port_(port),
+      reserve_fds_(reserve_fds),
+      max_per_address_(max_per_address),
+      max_unauthenticated_(max_unauthenticated) {
   spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
 }
@@ -332,8 +338,7 @@ std::deque<ControlListener::Conn>::iterator ControlListener::Drop(std::deque<Con
   return conns_.erase(it);
 }
 
-bool ControlListener::MakeRoom(const std::string& peer_key, int highest, long limit) {
-  const std::string own = PrefixOf(peer_key);
+std::pair<std::string, int> ControlListener::BusiestOther(const std::string& own, bool* quiet) {
   // The two addresses that hold the most connections, counted at most every 50 ms, after the
   // connections gRPC closed are forgotten (counted, they made a churning address look as busy
   // as it had ever been, and the churn's other addresses quiet beside it).
@@ -354,6 +359,11 @@ bool ControlListener::MakeRoom(const std::string& peer_key, int highest, long li
   const auto& other = busiest_[0].first != own ? busiest_[0] : busiest_[1];
   auto held = per_prefix_.find(own);
   const int own_count = held != per_prefix_.end() ? held->second : 0;
+  *quiet = own_count * 2 < other.second;
+  return other;
+}
+
+bool ControlListener::MakeRoom(const std::string& peer_key, int highest, long limit) {
   // A connection may take a descriptor of the reserve's upper half if an unauthenticated one
   // past its grace (or one of the principal holding the most) is cut for it. One from a quiet
   // address (it holds less than half of what the busiest other address holds) may also take one
@@ -364,13 +374,36 @@ bool ControlListener::MakeRoom(const std::string& peer_key, int highest, long li
   // connections cutting each other too, closing them (the guard's and gRPC's work) fell behind
   // and kept the descriptors all taken. A churn from the newcomer's own address meets the
   // per-address limit instead.
-  const bool quiet = own_count * 2 < other.second;
+  bool quiet = false;
+  const std::pair<std::string, int> other = BusiestOther(PrefixOf(peer_key), &quiet);
   if (highest >= limit - (quiet ? reserve_fds_ / 4 : reserve_fds_ / 2)) return false;
   if (EvictOne()) return true;
   return quiet && EvictOne(other.first, /*young_too=*/true);
 }
 
-bool ControlListener::EvictOne(const std::string& address_prefix, bool young_too) {
+size_t ControlListener::Unauthenticated(bool prune) {
+  const int64_t now = NowMs();
+  if (prune && (now - counted_at_ms_ >= 50 || counted_at_ms_ > now)) {
+    counted_at_ms_ = now;
+    PruneAll();  // conns_ then holds live connections, authenticated_ marks of live ones only
+  }
+  absl::MutexLock l(&auth_mu_);
+  return conns_.size() - std::min(conns_.size(), authenticated_.size());
+}
+
+bool ControlListener::MakeRoomForUnauthenticated(const std::string& peer_key) {
+  // The same choice as MakeRoom's, among unauthenticated connections only (eighth hostile
+  // probe N1: idle HTTP/2 connections from 59 addresses, each below its own limit, took every
+  // descriptor, and 30-77 % of a client's attempts from another address failed; each also held
+  // some 16-79 KB of the server's memory, N3).
+  if (EvictOne("", /*young_too=*/false, /*principals_too=*/false)) return true;
+  bool quiet = false;
+  const std::pair<std::string, int> other = BusiestOther(PrefixOf(peer_key), &quiet);
+  return quiet && EvictOne(other.first, /*young_too=*/true, /*principals_too=*/false);
+}
+
+bool ControlListener::EvictOne(const std::string& address_prefix, bool young_too,
+                               bool principals_too) {
   constexpr int64_t kGraceMs = 1000;  // a client authenticates within this of connecting
   constexpr int kScan = 4096;         // live connections looked at, oldest first
   const int64_t now = NowMs();
@@ -380,7 +413,7 @@ bool ControlListener::EvictOne(const std::string& address_prefix, bool young_too
   std::string heaviest;
   int most = 1;
   for (const auto& [principal, n] : per_principal_) {
-    if (n > most) {
+    if (n > most && principals_too) {
       most = n;
       heaviest = principal;
     }
@@ -481,6 +514,12 @@ void ControlListener::Refuse(int fd) {
 
 void ControlListener::Loop() {
   const long limit = SoftFdLimit();
+  // Three quarters of the connections the descriptors leave room for (a guarded connection
+  // takes three), and the configured bound below that.
+  const size_t room = static_cast<size_t>(std::max<long>(limit - reserve_fds_, 0)) /
+                      (guard_ != nullptr ? 3 : 1) * 3 / 4;
+  const size_t unauthenticated_cap =
+      max_unauthenticated_ > 0 ? std::min(max_unauthenticated_, room) : room;
   while (!stop_.load()) {
     // Idle, this thread sleeps until a connection or Stop()'s wake-up (spec 13.5, implementation
     // note); without the wake pipe it looks at stop_ every 200 ms instead.
@@ -530,6 +569,16 @@ void ControlListener::Loop() {
     const std::string peer_key = PeerKey(peer);
     if (highest >= limit - reserve_fds_ && !MakeRoom(peer_key, highest, limit)) {
       Refuse(conn);
+      continue;
+    }
+    // Unauthenticated connections from all addresses together keep within their bound, so that
+    // they can never take the descriptors (and memory) that signed clients need.
+    // (Counted again after a failed try: the connections it found closed are gone from the
+    // count, which a churn that stopped may have left all stale.)
+    if (Unauthenticated() >= unauthenticated_cap && !MakeRoomForUnauthenticated(peer_key) &&
+        Unauthenticated(/*prune=*/false) >= unauthenticated_cap) {
+      Refuse(conn);
+      unauthenticated_refused_.fetch_add(1);
       continue;
     }
     if (max_per_address_ > 0 && !Admit(AddressKey(peer), peer_key, conn)) {

@@ -22,6 +22,11 @@
 //     held connections can keep new clients out. A connection whose ClientHello waits for the
 //     guard's handshake thread waits for the server, not its client, and is never cut for
 //     room (the guard's handshake timeout bounds it);
+//   * connections that have not carried a verified request, from all addresses together, are
+//     at most `max_unauthenticated` and three quarters of what the descriptors leave room for;
+//     past that one of them is cut for a new connection as above (never an authenticated one),
+//     else the new one is closed (eighth hostile probe N1: idle connections from 59 addresses,
+//     each below its own limit, took every descriptor and refused clients of any address);
 //   * it never stops accepting while it runs.
 // gRPC's handshake and idle timeouts (set by the server) end connections that never become, or
 // stop being, useful.
@@ -59,6 +64,7 @@ struct ListenerStats {
   uint64_t refused = 0;  // closed at once: descriptors short (EMFILE, ENFILE or the reserve)
                          // or the address at its limit
   uint64_t refused_per_address = 0;  // of those, for the address's limit
+  uint64_t refused_unauthenticated = 0;  // of those, for the bound on unauthenticated ones
   uint64_t evicted = 0;              // unauthenticated connections cut to make room
   uint64_t cut_for_abuse = 0;        // connections cut on request (CutConnection)
 };
@@ -69,7 +75,8 @@ class ControlListener {
   // Accepting starts with Start().
   static absl::StatusOr<std::unique_ptr<ControlListener>> Bind(absl::string_view address,
                                                                int reserve_fds,
-                                                               size_t max_per_address = 0);
+                                                               size_t max_per_address = 0,
+                                                               size_t max_unauthenticated = 0);
   ~ControlListener();
   ControlListener(const ControlListener&) = delete;
   ControlListener& operator=(const ControlListener&) = delete;
@@ -83,7 +90,11 @@ class ControlListener {
   // gRPC's.
   void Stop();
   ListenerStats stats() const {
-    return {accepted_.load(), refused_.load(), per_address_refused_.load(), evicted_.load(),
+    return {accepted_.load(),
+            refused_.load(),
+            per_address_refused_.load(),
+            unauthenticated_refused_.load(),
+            evicted_.load(),
             cut_for_abuse_.load()};
   }
   // The connection of `peer` (grpc::ServerContext::peer(): "ipv4:ADDR:PORT", "ipv6:[ADDR]:PORT")
@@ -97,16 +108,19 @@ class ControlListener {
   void CutConnection(const std::string& peer);
 
  private:
-  ControlListener(int fd, int port, int reserve_fds, size_t max_per_address);
+  ControlListener(int fd, int port, int reserve_fds, size_t max_per_address,
+                  size_t max_unauthenticated);
   void Loop();
   void Refuse(int fd);
   // Records `conn` for `address` unless the address holds max_per_address_ connections and
   // none of them can be cut.
   bool Admit(const std::string& address, const std::string& peer_key, int conn);
   // Cuts one connection to make room (see above), among those whose peer key starts with
-  // `address_prefix` ("" = all), unauthenticated ones within their grace too if `young_too`;
-  // false when none may be cut.
-  bool EvictOne(const std::string& address_prefix = "", bool young_too = false);
+  // `address_prefix` ("" = all), unauthenticated ones within their grace too if `young_too`,
+  // and the heaviest principal's authenticated ones if `principals_too`; false when none may be
+  // cut.
+  bool EvictOne(const std::string& address_prefix = "", bool young_too = false,
+                bool principals_too = true);
   // With descriptors short (the new connection's highest descriptor is `highest`, the limit
   // `limit`): whether the connection of `peer_key` may stay, having cut another to make room
   // (EvictOne(), else the oldest unauthenticated connection, however young, of the address other
@@ -129,6 +143,17 @@ class ControlListener {
   const int port_;
   const int reserve_fds_;
   const size_t max_per_address_;
+  const size_t max_unauthenticated_;  // 0: three quarters of the descriptors' room only
+  // With unauthenticated connections at their bound: cuts one of them (the oldest past its
+  // grace, else, for a newcomer from a quiet address, the busiest other address's oldest) for
+  // the connection of `peer_key`; false when none may be cut. Loop thread.
+  bool MakeRoomForUnauthenticated(const std::string& peer_key);
+  // Unauthenticated connections held (conns_ without a mark), after a prune at most every 50 ms
+  // if `prune`.
+  size_t Unauthenticated(bool prune = true);
+  // The address other than `own` that holds the most connections (prefix and count; "" when
+  // none), and whether `own` is quiet beside it (holds less than half as many).
+  std::pair<std::string, int> BusiestOther(const std::string& own, bool* quiet);
   // Loop thread only: per peer address, the connections handed to gRPC and not yet seen closed.
   struct Held {
     int fd;
@@ -156,6 +181,7 @@ class ControlListener {
   absl::flat_hash_map<std::string, int> per_prefix_;
   std::pair<std::string, int> busiest_[2];
   int64_t busiest_at_ms_ = 0;
+  int64_t counted_at_ms_ = 0;  // when Unauthenticated() last pruned
   uint64_t since_prune_ = 0;
   absl::Mutex auth_mu_;
   // Peer key -> the principal whose signed request it carried; connections per principal.
@@ -169,8 +195,8 @@ class ControlListener {
   H2Guard* guard_ = nullptr;
   std::thread thread_;
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> accepted_{0}, refused_{0}, per_address_refused_{0}, evicted_{0},
-      cut_for_abuse_{0};
+  std::atomic<uint64_t> accepted_{0}, refused_{0}, per_address_refused_{0},
+      unauthenticated_refused_{0}, evicted_{0}, cut_for_abuse_{0};
 };
 
 }  // namespace aobj

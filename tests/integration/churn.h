@@ -21,10 +21,11 @@ struct ChurnResult {
 };
 
 // Runs `threads` threads, each keeping its last `held` connections of `connect(i, thread)` (a
-// descriptor, or -1) open; after 500 ms tries `client` `tries` times, then stops the churn.
-inline ChurnResult ServedBesideAChurn(int threads, size_t held,
-                                      const std::function<int(size_t, int)>& connect,
-                                      const std::function<bool()>& client, int tries) {
+// descriptor, or -1) open; after `warm_up` tries `client` `tries` times, then stops the churn.
+inline ChurnResult ServedBesideAChurn(
+    int threads, size_t held, const std::function<int(size_t, int)>& connect,
+    const std::function<bool()>& client, int tries,
+    std::chrono::milliseconds warm_up = std::chrono::milliseconds(500)) {
   std::atomic<bool> stop{false};
   std::atomic<int> opened{0};
   std::vector<std::thread> churners;
@@ -41,7 +42,7 @@ inline ChurnResult ServedBesideAChurn(int threads, size_t held,
       }
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::this_thread::sleep_for(warm_up);
   ChurnResult result;
   for (int i = 0; i < tries; ++i) result.served += client() ? 1 : 0;
   result.opened = opened.load();

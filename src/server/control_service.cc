@@ -542,11 +542,15 @@ class ServiceImpl final : public ControlService {
       aobj::v1::VersionRange supported;
       absl::StatusOr<std::string> out =
           service_->handler_->Handle(method_, auth_, body, absl::Now(), &supported, call.get());
-      if (out.ok()) {
-        // This connection carries signed requests: never cut to make room (ControlListener).
+      // This connection carries signed requests (a failure after the signature verified, a
+      // missing key say, counts too): never cut to make room for unauthenticated ones, and not
+      // counted among them (ControlListener).
+      if (out.ok() || call->signature_verified) {
         if (ControlListener* l = service_->listener_.load(std::memory_order_acquire)) {
           l->MarkAuthenticated(ctx->peer(), auth_.access_key_id);
         }
+      }
+      if (out.ok()) {
         // AOBJ-AUTH-020: the negotiation is signed, over the octets that go out.
         if (method_ == Method::kOpenSession) {
           if (const std::string* key = service_->auth_->SigningKey(auth_.access_key_id)) {

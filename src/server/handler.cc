@@ -203,6 +203,7 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
   // AOBJ-AUTH-009: authentication first; a failing request has no other effect.
   AOBJ_RETURN_IF_ERROR(
       auth_->Verify(MethodPath(method), auth, body, method != Method::kOpenSession, now));
+  if (call != nullptr) call->signature_verified = true;
   if (method == Method::kOpenSession) return OpenSession(auth, body, now);
 
   // AOBJ-SES-001 / AOBJ-AUTH-010: the session named in the metadata, owned by the signer.

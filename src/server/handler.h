@@ -123,6 +123,9 @@ struct CallControl {
   // RenewSession only: the nonce (hex) that an `aobj-cancel` metadata entry names
   // (AOBJ-DAT-156); empty when absent.
   std::string cancel_nonce;
+  // Set once the request's signature verified (whatever the request's result then): its
+  // connection carries a known principal's requests (ControlListener::MarkAuthenticated).
+  mutable bool signature_verified = false;
 };
 
 // The data requests of every session that are in progress, by session and nonce, so that a

@@ -255,7 +255,9 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
       auto endpoints = sessions_->Close(s.id_hex, s.access_key_id);
       if (!endpoints.ok()) return endpoints.status();
       for (uint64_t ep : *endpoints) channel_->Disconnect(ep);  // AOBJ-SES-010
-      Log(absl::StrCat("event=session_closed session=", s.id_hex));
+      if (KeyLogLine(s.access_key_id)) {  // within the key's budget (AOBJ-OPS-010)
+        Log(absl::StrCat("event=session_closed session=", s.id_hex));
+      }
       return Serialize(aobj::v1::CloseSessionResponse());
     }
     case Method::kConfirmEndpoint: {
@@ -276,7 +278,9 @@ absl::StatusOr<std::string> RequestHandler::Dispatch(Method method, const Reques
                          "session's worker address (AOBJ-SES-026)");
       }
       AOBJ_RETURN_IF_ERROR(channel_->Bind(s.endpoint));
-      Log(absl::StrCat("event=endpoint_confirmed session=", s.id_hex));
+      if (KeyLogLine(s.access_key_id)) {
+        Log(absl::StrCat("event=endpoint_confirmed session=", s.id_hex));
+      }
       return Serialize(aobj::v1::ConfirmEndpointResponse());
     }
     case Method::kCreateBucket: {
@@ -551,9 +555,11 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   HexDecode(id, &raw);
   resp.set_session_id(raw);
   // AOBJ-SEC-004, AOBJ-SEC-007: never the worker address, a secret or a signing key.
-  Log(absl::StrCat("event=session_opened session=", id, " access_key=", auth.access_key_id,
-                   " version=", resp.version(), " protection=", ProtectionName(*protection),
-                   " client=\"", req.client_name().substr(0, 64), "\""));
+  if (KeyLogLine(auth.access_key_id)) {  // within the key's budget (AOBJ-OPS-010)
+    Log(absl::StrCat("event=session_opened session=", id, " access_key=", auth.access_key_id,
+                     " version=", resp.version(), " protection=", ProtectionName(*protection),
+                     " client=\"", req.client_name().substr(0, 64), "\""));
+  }
   return Serialize(resp);
 }
 

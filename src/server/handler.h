@@ -227,8 +227,8 @@ class RequestHandler {
   // Counts and logs a failed request (AOBJ-OPS-003).
   void RecordFailure(Method method, const RequestAuth& auth, const absl::Status& error);
   // Whether one more line about the requests of `access_key_id` fits in this second's budget
-  // (kKeyLogLinesPerSecond, shared by its failures, cancellations, refused endpoints and
-  // multipart events); if not, it is counted for the key's summary line (AOBJ-OPS-010). False
+  // (kKeyLogLinesPerSecond, shared by its failures, cancellations, refused endpoints, session
+  // and multipart events); if not, it is counted for the key's summary line (AOBJ-OPS-010). False
   // when the server does not log.
   bool KeyLogLine(const std::string& access_key_id);
   absl::StatusOr<std::string> Dispatch(Method method, const RequestAuth& auth,

@@ -43,7 +43,7 @@ constexpr ErrorInfo kRegistry[] = {
      C::kFailedPrecondition},
     {ErrorCode::kNoSuchBucket, "NO_SUCH_BUCKET", "NoSuchBucket", false, C::kNotFound},
     {ErrorCode::kNoSuchKey, "NO_SUCH_KEY", "NoSuchKey", false, C::kNotFound},
-    {ErrorCode::kBucketAlreadyExists, "BUCKET_ALREADY_EXISTS", "BucketAlreadyOwnedByYou", false,
+    {ErrorCode::kBucketAlreadyExists, "BUCKET_ALREADY_EXISTS", "BucketAlreadyExists", false,
      C::kAlreadyExists},
     {ErrorCode::kBucketNotEmpty, "BUCKET_NOT_EMPTY", "BucketNotEmpty", false,
      C::kFailedPrecondition},

@@ -226,7 +226,7 @@ TEST_P(CliS3Test, RmRecursiveMbAndRbForce) {
   ASSERT_EQ(Cli({"mb", "aobj://scratch"}), 0) << last_output_;
   EXPECT_NE(last_output_.find("make_bucket: scratch"), std::string::npos);
   EXPECT_EQ(Cli({"mb", "aobj://scratch"}), 1);
-  EXPECT_NE(last_output_.find("BucketAlreadyOwnedByYou"), std::string::npos) << last_output_;
+  EXPECT_NE(last_output_.find("BucketAlreadyExists"), std::string::npos) << last_output_;
   auto c = Connect();
   auto buf = c->AllocateBuffer(1);
   ASSERT_TRUE(buf.ok());

@@ -360,5 +360,30 @@ TEST_F(HandlerCancelTest, CancelEntriesAreLoggedWithinTheKeysBudget) {
   EXPECT_EQ(lines + summarized, kRenewals * 16);
 }
 
+// Eighth hostile probe (N6): sessions opened, confirmed and closed were logged outside the key's
+// budget, a line each however fast a tenant cycled them. They share it now.
+TEST_F(HandlerCancelTest, SessionEventsAreLoggedWithinTheKeysBudget) {
+  constexpr int kSessions = 100;
+  pb::OpenSessionRequest open;
+  open.mutable_versions()->set_min(1);
+  open.mutable_versions()->set_max(1);
+  open.set_worker_address("fake-worker");
+  for (int i = 0; i < kSessions; ++i) {
+    ASSERT_TRUE(Send(Method::kOpenSession, open.SerializeAsString(), nullptr).ok()) << i;
+  }
+  absl::SleepFor(absl::Milliseconds(1100));
+  handler_->FlushLogSummary();  // the reaper's call, made here
+  int lines = 0;
+  long summarized = 0;
+  absl::MutexLock l(&log_mu_);
+  for (const std::string& line : log_) {
+    if (line.find("event=session_opened ") != std::string::npos) ++lines;
+    const size_t at = line.find("event=request_failed_suppressed count=");
+    if (at != std::string::npos) summarized += std::stol(line.substr(at + 38));
+  }
+  EXPECT_LE(lines, 60) << "at most 20 a second (the fixture's own session among them)";
+  EXPECT_EQ(lines + summarized, kSessions + 1);
+}
+
 }  // namespace
 }  // namespace aobj

@@ -40,7 +40,7 @@ const std::vector<Expected>& ExpectedRows() {
       {ErrorCode::kNegotiationFailed, "NEGOTIATION_FAILED", "NegotiationFailed", false},
       {ErrorCode::kNoSuchBucket, "NO_SUCH_BUCKET", "NoSuchBucket", false},
       {ErrorCode::kNoSuchKey, "NO_SUCH_KEY", "NoSuchKey", false},
-      {ErrorCode::kBucketAlreadyExists, "BUCKET_ALREADY_EXISTS", "BucketAlreadyOwnedByYou", false},
+      {ErrorCode::kBucketAlreadyExists, "BUCKET_ALREADY_EXISTS", "BucketAlreadyExists", false},
       {ErrorCode::kBucketNotEmpty, "BUCKET_NOT_EMPTY", "BucketNotEmpty", false},
       {ErrorCode::kInvalidBucketName, "INVALID_BUCKET_NAME", "InvalidBucketName", false},
       {ErrorCode::kKeyTooLong, "KEY_TOO_LONG", "KeyTooLongError", false},

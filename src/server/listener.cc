@@ -294,7 +294,7 @@ void ControlListener::CutRequested() {
         cut_for_abuse_.fetch_add(1);
       }
       Forget(it->peer);
-      Drop(it);
+      conns_.erase(it);
       break;
     }
   }
@@ -328,26 +328,26 @@ bool ControlListener::AwaitsServer(const Conn& conn, int64_t* client_since) {
   return hs.under_way && ioctl(conn.fd, FIONREAD, &unread) == 0 && unread > 0;
 }
 
-void ControlListener::Uncount(const std::string& peer) {
-  auto count = per_prefix_.find(PrefixOf(peer));
-  if (count != per_prefix_.end() && --count->second <= 0) per_prefix_.erase(count);
-}
-
-std::deque<ControlListener::Conn>::iterator ControlListener::Drop(std::deque<Conn>::iterator it) {
-  Uncount(it->peer);
-  return conns_.erase(it);
-}
-
 std::pair<std::string, int> ControlListener::BusiestOther(const std::string& own, bool* quiet) {
-  // The two addresses that hold the most connections, counted at most every 50 ms, after the
-  // connections gRPC closed are forgotten (counted, they made a churning address look as busy
-  // as it had ever been, and the churn's other addresses quiet beside it).
+  // Per address, the unauthenticated connections (those a newcomer may cut), counted at most
+  // every 50 ms after the connections gRPC closed are forgotten (counted, they made a churning
+  // address look as busy as it had ever been, and the churn's other addresses quiet beside it).
+  // Only unauthenticated ones count (ninth hostile probe: counting every connection made an
+  // address busy with signed clients the busiest, and a churn from quiet addresses then cut its
+  // newcomers before they could authenticate).
   const int64_t now = NowMs();
   if (now - busiest_at_ms_ >= 50 || busiest_at_ms_ > now) {
     busiest_at_ms_ = now;
     PruneAll();
+    unauthenticated_per_prefix_.clear();
+    {
+      absl::MutexLock l(&auth_mu_);
+      for (const Conn& conn : conns_) {
+        if (!authenticated_.contains(conn.peer)) ++unauthenticated_per_prefix_[PrefixOf(conn.peer)];
+      }
+    }
     busiest_[0] = busiest_[1] = {"", 0};
-    for (const auto& [prefix, n] : per_prefix_) {
+    for (const auto& [prefix, n] : unauthenticated_per_prefix_) {
       if (n > busiest_[0].second) {
         busiest_[1] = std::move(busiest_[0]);
         busiest_[0] = {prefix, n};
@@ -357,8 +357,8 @@ std::pair<std::string, int> ControlListener::BusiestOther(const std::string& own
     }
   }
   const auto& other = busiest_[0].first != own ? busiest_[0] : busiest_[1];
-  auto held = per_prefix_.find(own);
-  const int own_count = held != per_prefix_.end() ? held->second : 0;
+  auto held = unauthenticated_per_prefix_.find(own);
+  const int own_count = held != unauthenticated_per_prefix_.end() ? held->second : 0;
   *quiet = own_count * 2 < other.second;
   return other;
 }
@@ -366,7 +366,8 @@ std::pair<std::string, int> ControlListener::BusiestOther(const std::string& own
 bool ControlListener::MakeRoom(const std::string& peer_key, int highest, long limit) {
   // A connection may take a descriptor of the reserve's upper half if an unauthenticated one
   // past its grace (or one of the principal holding the most) is cut for it. One from a quiet
-  // address (it holds less than half of what the busiest other address holds) may also take one
+  // address (it holds less than half the unauthenticated connections that the busiest other
+  // address holds) may also take one
   // of the third quarter, and if nothing is that old, the oldest unauthenticated connection of
   // the busiest other address goes, however young (seventh probe F3 with descriptors short: a
   // churn from several addresses, each below its own limit, kept every client of another
@@ -421,7 +422,7 @@ bool ControlListener::EvictOne(const std::string& address_prefix, bool young_too
   auto cut = [&](std::deque<Conn>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(auth_mu_) {
     Shut(*it);
     Forget(it->peer);
-    Drop(it);
+    conns_.erase(it);
     evicted_.fetch_add(1);
   };
   std::deque<Conn>::iterator of_heaviest = conns_.end();
@@ -434,7 +435,7 @@ bool ControlListener::EvictOne(const std::string& address_prefix, bool young_too
     }
     if (FileOf(it->fd) != it->file) {  // gRPC closed it
       Forget(it->peer);
-      it = Drop(it);
+      it = conns_.erase(it);
       of_heaviest = conns_.end();  // erase invalidates; found again below if needed
       continue;
     }
@@ -490,10 +491,7 @@ void ControlListener::PruneAll() {
   absl::flat_hash_set<std::string> live;
   std::deque<Conn> kept;  // one pass: erasing each closed one from the middle cost O(n) each
   for (Conn& conn : conns_) {
-    if (FileOf(conn.fd) != conn.file) {
-      Uncount(conn.peer);
-      continue;
-    }
+    if (FileOf(conn.fd) != conn.file) continue;
     live.insert(conn.peer);
     kept.push_back(std::move(conn));
   }
@@ -588,7 +586,6 @@ void ControlListener::Loop() {
     }
     accepted_.fetch_add(1);
     conns_.push_back(Conn{conn, FileOf(conn), peer_key, NowMs()});
-    ++per_prefix_[PrefixOf(peer_key)];
     if (++since_prune_ >= 4096) PruneAll();
     grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters params;
     params.listener_fd = fd_;

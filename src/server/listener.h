@@ -151,8 +151,8 @@ class ControlListener {
   // Unauthenticated connections held (conns_ without a mark), after a prune at most every 50 ms
   // if `prune`.
   size_t Unauthenticated(bool prune = true);
-  // The address other than `own` that holds the most connections (prefix and count; "" when
-  // none), and whether `own` is quiet beside it (holds less than half as many).
+  // The address other than `own` that holds the most unauthenticated connections (prefix and
+  // count; "" when none), and whether `own` is quiet beside it (holds less than half as many).
   std::pair<std::string, int> BusiestOther(const std::string& own, bool* quiet);
   // Loop thread only: per peer address, the connections handed to gRPC and not yet seen closed.
   struct Held {
@@ -173,12 +173,9 @@ class ControlListener {
   // descriptor, else by shutdown(). Loop thread.
   void Shut(const Conn& conn);
   std::deque<Conn> conns_;
-  // Erases `it` from conns_ and its address's count (Uncount). Loop thread.
-  std::deque<Conn>::iterator Drop(std::deque<Conn>::iterator it);
-  void Uncount(const std::string& peer);
-  // Loop thread: connections of conns_ per address prefix ("ADDR|"), and the two addresses that
-  // held the most when last looked (MakeRoom).
-  absl::flat_hash_map<std::string, int> per_prefix_;
+  // Loop thread: the unauthenticated connections of conns_ per address prefix ("ADDR|"), and
+  // the two addresses that held the most, when last counted (BusiestOther).
+  absl::flat_hash_map<std::string, int> unauthenticated_per_prefix_;
   std::pair<std::string, int> busiest_[2];
   int64_t busiest_at_ms_ = 0;
   int64_t counted_at_ms_ = 0;  // when Unauthenticated() last pruned

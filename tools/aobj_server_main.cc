@@ -105,6 +105,10 @@ Requests and tenants (spec section 14.6; one tenant cannot starve another):
                             not yet carried a signed request; past it the oldest of them is
                             cut for a new one (default: 1024, and at most three quarters of
                             what the descriptor limit leaves room for; 0: only that)
+  --max-connections-per-principal N  control connections that carried one principal's
+                            signed requests; past it the principal's oldest is cut (default:
+                            1024, and at most a quarter of what the descriptor limit leaves
+                            room for; 0: only that)
   --max-stream-resets N     streams a client may reset before the server ends them (HTTP/2
                             Rapid Reset) before its connection is closed, once they are more
                             than four times those it let end; each such cut halves it for
@@ -227,6 +231,7 @@ int main(int argc, char** argv) {
                             "max-requests-per-principal",
                             "max-connections-per-address",
                             "max-unauthenticated-connections",
+                            "max-connections-per-principal",
                             "max-stream-resets",
                             "http2-guard",
                             "max-queued-requests",
@@ -338,6 +343,10 @@ int main(int argc, char** argv) {
     return fail("--max-unauthenticated-connections takes 0 (the descriptor limit's share) or more");
   }
   options.max_unauthenticated_connections = static_cast<size_t>(v);
+  if (!(st = args.GetInt("max-connections-per-principal", 1024, &v)).ok() || v < 0) {
+    return fail("--max-connections-per-principal takes 0 (the descriptor limit's share) or more");
+  }
+  options.max_connections_per_principal = static_cast<size_t>(v);
   if (!(st = args.GetInt("max-stream-resets", 64, &v)).ok() || v < 2 || v > 65536) {
     return fail("--max-stream-resets takes 2 to 65536");
   }

@@ -75,6 +75,10 @@ struct ServerOptions {
   // new one is closed. Also at most three quarters of what the descriptor limit leaves room for.
   // 0 = only that.
   size_t max_unauthenticated_connections = 1024;
+  // Control connections that carried a verified request of one principal; past it, the
+  // principal's oldest connection is cut. Also at most a quarter of what the descriptor limit
+  // leaves room for. 0 = only that.
+  size_t max_connections_per_principal = 1024;
   // AOBJ-SEC-019, AOBJ-SEC-023: the HTTP/2 guard in front of gRPC (it terminates TLS and reads
   // every frame header first). A connection whose client resets this many streams before the
   // server ended them, more than four times as many as it let end, is closed before gRPC sees

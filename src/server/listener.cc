@@ -120,7 +120,8 @@ long SoftFdLimit() {
 absl::StatusOr<std::unique_ptr<ControlListener>> ControlListener::Bind(absl::string_view address,
                                                                        int reserve_fds,
                                                                        size_t max_per_address,
-                                                                       size_t max_unauthenticated) {
+                                                                       size_t max_unauthenticated,
+                                                                       size_t max_per_principal) {
   const size_t colon = address.rfind(':');
   if (colon == absl::string_view::npos) {
     return MakeError(ErrorCode::kInvalidArgument,
@@ -175,17 +176,18 @@ absl::StatusOr<std::unique_ptr<ControlListener>> ControlListener::Bind(absl::str
   const int actual = bound.ss_family == AF_INET6
                          ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                          : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  return std::unique_ptr<ControlListener>(
-      new ControlListener(fd, actual, reserve_fds, max_per_address, max_unauthenticated));
+  return std::unique_ptr<ControlListener>(new ControlListener(
+      fd, actual, reserve_fds, max_per_address, max_unauthenticated, max_per_principal));
 }
 
 ControlListener::ControlListener(int fd, int port, int reserve_fds, size_t max_per_address,
-                                 size_t max_unauthenticated)
+                                 size_t max_unauthenticated, size_t max_per_principal)
     : fd_(fd),
       port_(port),
       reserve_fds_(reserve_fds),
       max_per_address_(max_per_address),
-      max_unauthenticated_(max_unauthenticated) {
+      max_unauthenticated_(max_unauthenticated),
+      max_per_principal_(max_per_principal) {
   spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
 }
@@ -254,7 +256,19 @@ void ControlListener::MarkAuthenticated(const std::string& peer, const std::stri
     if (--per_principal_[it->second] <= 0) per_principal_.erase(it->second);
     it->second = principal;
   }
-  ++per_principal_[principal];
+  const int held = ++per_principal_[principal];
+  // Past the principal's bound its oldest connection goes, on the loop thread.
+  const size_t cap = principal_cap_.load();
+  if (cap == 0 || static_cast<size_t>(held) <= cap) return;
+  {
+    absl::MutexLock c(&cut_mu_);
+    if (principals_over_.size() >= 64) return;  // the loop thread is behind; enough queued
+    principals_over_.push_back(principal);
+  }
+  if (wake_[1] >= 0) {
+    const char w = 2;
+    (void)!write(wake_[1], &w, 1);
+  }
 }
 
 bool ControlListener::IsAuthenticated(const std::string& peer, const std::string& principal) {
@@ -279,13 +293,36 @@ void ControlListener::CutConnection(const std::string& peer) {
 }
 
 void ControlListener::CutRequested() {
-  std::vector<std::string> keys;
+  std::vector<std::string> keys, principals;
   {
     absl::MutexLock l(&cut_mu_);
     keys.swap(cut_requests_);
+    principals.swap(principals_over_);
   }
-  if (keys.empty()) return;
+  if (keys.empty() && principals.empty()) return;
   absl::MutexLock l(&auth_mu_);
+  // A principal past its bound loses its oldest connections (those gRPC closed go first, as
+  // they are found, without a cut) until it is within it again.
+  const size_t cap = principal_cap_.load();
+  for (const std::string& principal : principals) {
+    auto held = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(auth_mu_) {
+      auto it = per_principal_.find(principal);
+      return it == per_principal_.end() ? size_t{0} : static_cast<size_t>(it->second);
+    };
+    for (auto it = conns_.begin(); it != conns_.end() && held() > cap;) {
+      auto mark = authenticated_.find(it->peer);
+      if (mark == authenticated_.end() || mark->second != principal) {
+        ++it;
+        continue;
+      }
+      if (FileOf(it->fd) == it->file) {
+        Shut(*it);
+        cut_for_principal_.fetch_add(1);
+      }
+      Forget(it->peer);
+      it = conns_.erase(it);
+    }
+  }
   for (const std::string& key : keys) {
     for (auto it = conns_.begin(); it != conns_.end(); ++it) {
       if (it->peer != key) continue;
@@ -518,6 +555,11 @@ void ControlListener::Loop() {
                       (guard_ != nullptr ? 3 : 1) * 3 / 4;
   const size_t unauthenticated_cap =
       max_unauthenticated_ > 0 ? std::min(max_unauthenticated_, room) : room;
+  // A quarter of what the descriptors leave room for (a third of `room`) for one principal's
+  // authenticated connections, and the configured bound below that.
+  const size_t principal_room = std::max<size_t>(room / 3, 1);
+  principal_cap_.store(max_per_principal_ > 0 ? std::min(max_per_principal_, principal_room)
+                                              : principal_room);
   while (!stop_.load()) {
     // Idle, this thread sleeps until a connection or Stop()'s wake-up (spec 13.5, implementation
     // note); without the wake pipe it looks at stop_ every 200 ms instead.

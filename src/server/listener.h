@@ -27,6 +27,10 @@
 //     past that one of them is cut for a new connection as above (never an authenticated one),
 //     else the new one is closed (eighth hostile probe N1: idle connections from 59 addresses,
 //     each below its own limit, took every descriptor and refused clients of any address);
+//   * one principal's authenticated connections are at most `max_per_principal` and a quarter of
+//     what the descriptors leave room for; past that its oldest is cut (ninth hostile probe P1:
+//     one tenant's 6,700 signed connections from 7 addresses took every descriptor, and every
+//     other tenant's OpenSession failed for want of them);
 //   * it never stops accepting while it runs.
 // gRPC's handshake and idle timeouts (set by the server) end connections that never become, or
 // stop being, useful.
@@ -67,6 +71,7 @@ struct ListenerStats {
   uint64_t refused_unauthenticated = 0;  // of those, for the bound on unauthenticated ones
   uint64_t evicted = 0;              // unauthenticated connections cut to make room
   uint64_t cut_for_abuse = 0;        // connections cut on request (CutConnection)
+  uint64_t cut_for_principal = 0;    // a principal's oldest, past its bound
 };
 
 class ControlListener {
@@ -76,7 +81,8 @@ class ControlListener {
   static absl::StatusOr<std::unique_ptr<ControlListener>> Bind(absl::string_view address,
                                                                int reserve_fds,
                                                                size_t max_per_address = 0,
-                                                               size_t max_unauthenticated = 0);
+                                                               size_t max_unauthenticated = 0,
+                                                               size_t max_per_principal = 0);
   ~ControlListener();
   ControlListener(const ControlListener&) = delete;
   ControlListener& operator=(const ControlListener&) = delete;
@@ -95,7 +101,8 @@ class ControlListener {
             per_address_refused_.load(),
             unauthenticated_refused_.load(),
             evicted_.load(),
-            cut_for_abuse_.load()};
+            cut_for_abuse_.load(),
+            cut_for_principal_.load()};
   }
   // The connection of `peer` (grpc::ServerContext::peer(): "ipv4:ADDR:PORT", "ipv6:[ADDR]:PORT")
   // carried a request of `principal` whose signature verified: it is cut to make room only
@@ -109,7 +116,7 @@ class ControlListener {
 
  private:
   ControlListener(int fd, int port, int reserve_fds, size_t max_per_address,
-                  size_t max_unauthenticated);
+                  size_t max_unauthenticated, size_t max_per_principal);
   void Loop();
   void Refuse(int fd);
   // Records `conn` for `address` unless the address holds max_per_address_ connections and
@@ -144,6 +151,10 @@ class ControlListener {
   const int reserve_fds_;
   const size_t max_per_address_;
   const size_t max_unauthenticated_;  // 0: three quarters of the descriptors' room only
+  const size_t max_per_principal_;    // 0: a quarter of the descriptors' room only
+  // The bound in force on one principal's connections (set when the loop starts; 0 until).
+  std::atomic<size_t> principal_cap_{0};
+
   // With unauthenticated connections at their bound: cuts one of them (the oldest past its
   // grace, else, for a newcomer from a quiet address, the busiest other address's oldest) for
   // the connection of `peer_key`; false when none may be cut. Loop thread.
@@ -186,6 +197,8 @@ class ControlListener {
   absl::flat_hash_map<std::string, int> per_principal_ ABSL_GUARDED_BY(auth_mu_);
   absl::Mutex cut_mu_;
   std::vector<std::string> cut_requests_ ABSL_GUARDED_BY(cut_mu_);  // peer keys
+  // Principals past principal_cap_, for the loop thread to cut their oldest (CutRequested).
+  std::vector<std::string> principals_over_ ABSL_GUARDED_BY(cut_mu_);
   int spare_fd_ = -1;  // released to accept-and-close when descriptors run out
   int wake_[2] = {-1, -1};
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
@@ -193,7 +206,7 @@ class ControlListener {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> accepted_{0}, refused_{0}, per_address_refused_{0},
-      unauthenticated_refused_{0}, evicted_{0}, cut_for_abuse_{0};
+      unauthenticated_refused_{0}, evicted_{0}, cut_for_abuse_{0}, cut_for_principal_{0};
 };
 
 }  // namespace aobj

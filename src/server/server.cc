@@ -262,9 +262,9 @@ class ServerImpl final : public Server {
       creds = grpc::InsecureServerCredentials();
     }
     // Issue 16: our own listener in front of gRPC, which survives descriptor exhaustion.
-    auto listener = ControlListener::Bind(options_.listen_address, kReservedDescriptors,
-                                          options_.max_connections_per_address,
-                                          options_.max_unauthenticated_connections);
+    auto listener = ControlListener::Bind(
+        options_.listen_address, kReservedDescriptors, options_.max_connections_per_address,
+        options_.max_unauthenticated_connections, options_.max_connections_per_principal);
     if (!listener.ok()) return listener.status();
     listener_ = std::move(*listener);
     port_ = listener_->port();

@@ -954,6 +954,48 @@ TEST_F(RequestFloodTest, AChurnOfYoungConnectionsDoesNotKeepNewClientsOut) {
   EXPECT_TRUE(Served());
 }
 
+// Opens `n` connections that each carry one signed HeadBucket of `key` (raw HTTP/2, so that
+// each is a connection of its own), and leaves them open in `*fds`.
+void OpenSignedConnections(int port, const std::string& key, const std::string& secret, int n,
+                           std::vector<int>* fds, const std::string& endpoint) {
+  testing::RawSession session(endpoint, key, secret);
+  ASSERT_TRUE(session.Open().status.ok());
+  RequestSigner signer(key, secret);
+  aobj::v1::HeadBucketRequest head;
+  head.set_bucket("test-bucket");
+  const std::string body = head.SerializeAsString();
+  const std::string path = "/aobj.v1.ObjectService/HeadBucket";
+  std::string message = {'\0', 0, 0, 0, static_cast<char>(body.size())};
+  message += body;
+  for (int i = 0; i < n; ++i) {
+    const int fd = ConnectLoopback(port, SO_RCVTIMEO, timeval{10, 0});
+    ASSERT_GE(fd, 0);
+    fds->push_back(fd);
+    const RequestAuth a = signer.Sign(path, session.session_hex(), body, absl::Now());
+    const std::vector<std::pair<std::string, std::string>> md = {
+        {"aobj-access-key-id", a.access_key_id},
+        {"aobj-timestamp", a.timestamp},
+        {"aobj-nonce", a.nonce_hex},
+        {"aobj-session-id", a.session_hex},
+        {"aobj-signature", a.signature_hex}};
+    const std::string out = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + H2Frame(4, 0, 0, "") +
+                            H2Frame(4, 1, 0, "") + H2Frame(1, 4, 1, GrpcHeaderBlock(path, md)) +
+                            H2Frame(0, 1, 1, message);
+    ASSERT_EQ(send(fd, out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
+    // One at a time, answered before the next: the server's order of them is known.
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
+}
+
+// Whether the server closed `fd` (an end of file after whatever it sent, or a reset); reads it.
+bool ClosedByServer(int fd) {
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+  }
+  return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+}
+
 // Ninth hostile probe: a newcomer from a quiet address may cut a young unauthenticated connection
 // of the busiest other address, and "busiest" counted every connection, so an address busy with
 // signed clients (127.0.0.1 here, holding 24 of them) was the busiest, and a churn from other
@@ -966,32 +1008,9 @@ TEST_F(RequestFloodTest, ANewcomerOfAnAddressBusyWithSignedClientsIsNotCutForACh
   const int port = std::stoi(server_->endpoint().substr(server_->endpoint().rfind(':') + 1));
   // 24 connections of 127.0.0.1 that each carried a signed HeadBucket (raw HTTP/2: a client
   // library's channels share one connection), held open.
-  testing::RawSession session(server_->endpoint(), testing::kAccessKey, testing::kSecret);
-  ASSERT_TRUE(session.Open().status.ok());
-  RequestSigner signer(testing::kAccessKey, testing::kSecret);
-  aobj::v1::HeadBucketRequest head;
-  head.set_bucket("test-bucket");
-  const std::string body = head.SerializeAsString();
-  const std::string path = "/aobj.v1.ObjectService/HeadBucket";
-  std::string message = {'\0', 0, 0, 0, static_cast<char>(body.size())};
-  message += body;
   std::vector<int> signed_fds;
-  for (int i = 0; i < 24; ++i) {
-    const int fd = ConnectLoopback(port, SO_RCVTIMEO, timeval{10, 0});
-    ASSERT_GE(fd, 0);
-    signed_fds.push_back(fd);
-    const RequestAuth a = signer.Sign(path, session.session_hex(), body, absl::Now());
-    const std::vector<std::pair<std::string, std::string>> md = {
-        {"aobj-access-key-id", a.access_key_id},
-        {"aobj-timestamp", a.timestamp},
-        {"aobj-nonce", a.nonce_hex},
-        {"aobj-session-id", a.session_hex},
-        {"aobj-signature", a.signature_hex}};
-    const std::string out = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + H2Frame(4, 0, 0, "") +
-                            H2Frame(4, 1, 0, "") + H2Frame(1, 4, 1, GrpcHeaderBlock(path, md)) +
-                            H2Frame(0, 1, 1, message);
-    ASSERT_EQ(send(fd, out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
-  }
+  ASSERT_NO_FATAL_FAILURE(OpenSignedConnections(port, testing::kAccessKey, testing::kSecret, 24,
+                                                &signed_fds, server_->endpoint()));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // every HeadBucket answered
   constexpr int kTries = 8;
   const testing::ChurnResult r = testing::ServedBesideAChurn(
@@ -1006,16 +1025,38 @@ TEST_F(RequestFloodTest, ANewcomerOfAnAddressBusyWithSignedClientsIsNotCutForACh
       r.served, kTries, r.opened);
   EXPECT_GT(r.opened, 300) << "the churn did not happen: nothing was tested";
   EXPECT_GE(r.served, kTries - 1) << server_->log();
-  int held = 0;  // the signed connections are never cut for the churn: nothing to read but data
+  int held = 0;  // the signed connections are never cut for the churn
   for (int fd : signed_fds) {
-    char buf[4096];
-    ssize_t n;
-    while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
-    }
-    held += n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 1 : 0;
+    held += ClosedByServer(fd) ? 0 : 1;
     close(fd);
   }
   EXPECT_EQ(held, 24) << "signed connections were cut";
+}
+
+// Ninth hostile probe, P1: one tenant's signed connections (about 6,700 from 7 addresses, each
+// address below its limit) took every descriptor, and every OpenSession of another tenant then
+// failed SLOW_DOWN for want of them. A principal's authenticated connections are now bounded
+// (here 8): past it its oldest go. Another principal is served meanwhile.
+TEST_F(RequestFloodTest, OnePrincipalsSignedConnectionsAreBounded) {
+  ASSERT_NO_FATAL_FAILURE(StartServer({"--max-connections-per-principal", "8"}));
+  const int port = std::stoi(server_->endpoint().substr(server_->endpoint().rfind(':') + 1));
+  std::vector<int> fds;
+  ASSERT_NO_FATAL_FAILURE(OpenSignedConnections(port, "AKTESTSECOND", "second-secret-for-tests", 12,
+                                                &fds, server_->endpoint()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the cuts take effect
+  std::vector<bool> closed;
+  for (int fd : fds) closed.push_back(ClosedByServer(fd));
+  int open = 0, oldest_closed = 0;
+  for (size_t i = 0; i < closed.size(); ++i) {
+    open += closed[i] ? 0 : 1;
+    oldest_closed += closed[i] && i < 4 ? 1 : 0;
+  }
+  // The raw session's own connection counts too: 8 of the 13 stay, the oldest cut.
+  EXPECT_LE(open, 8) << "the principal held more signed connections than its bound";
+  EXPECT_GE(open, 7);
+  EXPECT_EQ(oldest_closed, 4) << "not the oldest were cut";
+  EXPECT_TRUE(Served()) << "another principal was not served";
+  for (int fd : fds) close(fd);
 }
 
 // Fifth hostile probe of issue 16, A: calls that forge a tenant's claim (its access key ID is

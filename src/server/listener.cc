@@ -404,11 +404,10 @@ bool ControlListener::MakeRoom(const std::string& peer_key, int highest, long li
   // A connection may take a descriptor of the reserve's upper half if an unauthenticated one
   // past its grace (or one of the principal holding the most) is cut for it. One from a quiet
   // address (it holds less than half the unauthenticated connections that the busiest other
-  // address holds) may also take one
-  // of the third quarter, and if nothing is that old, the oldest unauthenticated connection of
-  // the busiest other address goes, however young (seventh probe F3 with descriptors short: a
-  // churn from several addresses, each below its own limit, kept every client of another
-  // address out). Only a quiet address's newcomer cuts young connections: with the churn's
+  // address holds) may also take one of the third quarter, and if nothing is that old, the
+  // oldest unauthenticated connection of the busiest other address goes, however young
+  // (seventh probe F3 with descriptors short: a churn from several addresses, each below its
+  // own limit, kept every client of another address out). Only a quiet address's newcomer cuts young connections: with the churn's
   // connections cutting each other too, closing them (the guard's and gRPC's work) fell behind
   // and kept the descriptors all taken. A churn from the newcomer's own address meets the
   // per-address limit instead.

@@ -614,7 +614,10 @@ void ControlListener::Loop() {
     // they can never take the descriptors (and memory) that signed clients need.
     // (Counted again after a failed try: the connections it found closed are gone from the
     // count, which a churn that stopped may have left all stale.)
-    if (Unauthenticated() >= unauthenticated_cap && !MakeRoomForUnauthenticated(peer_key) &&
+    // (The raw count first: the prune behind the exact one is O(connections), and is wanted
+    // only near the bound.)
+    if (Unauthenticated(/*prune=*/false) >= unauthenticated_cap &&
+        Unauthenticated() >= unauthenticated_cap && !MakeRoomForUnauthenticated(peer_key) &&
         Unauthenticated(/*prune=*/false) >= unauthenticated_cap) {
       Refuse(conn);
       unauthenticated_refused_.fetch_add(1);

@@ -26,20 +26,26 @@
 #include "server/h2_guard.h"
 
 namespace aobj {
-namespace {
 
-// The peer's address without its port, as raw octets (the key of the per-address count).
-std::string AddressKey(const sockaddr_storage& peer) {
+std::string PeerGroup(const sockaddr_storage& peer) {
   if (peer.ss_family == AF_INET) {
     const auto* a = reinterpret_cast<const sockaddr_in*>(&peer);
     return std::string(reinterpret_cast<const char*>(&a->sin_addr), sizeof(a->sin_addr));
   }
   if (peer.ss_family == AF_INET6) {
     const auto* a = reinterpret_cast<const sockaddr_in6*>(&peer);
-    return std::string(reinterpret_cast<const char*>(&a->sin6_addr), sizeof(a->sin6_addr));
+    const char* octets = reinterpret_cast<const char*>(&a->sin6_addr);
+    // An IPv4 client of a dual-stack listener is its IPv4 address (a /64 of ::ffff:0:0/96 would
+    // put every IPv4 client in one group).
+    if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) return std::string(octets + 12, 4);
+    // One subscriber, one host's privacy addresses: a /64 (RFC 6177), so that an attacker with
+    // a prefix cannot look like 2^64 quiet addresses.
+    return std::string(octets, 8);
   }
   return "";
 }
+
+namespace {
 
 // "ADDR|PORT" of a peer (ADDR as inet_ntop writes it); "" for other families.
 std::string PeerKey(const sockaddr_storage& peer) {
@@ -95,11 +101,6 @@ std::string GrpcPeerUri(const sockaddr_storage& peer) {
 }
 
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
-
-// "ADDR|" of a peer key "ADDR|PORT": what every connection of the address's keys start with.
-std::string PrefixOf(const std::string& peer_key) {
-  return peer_key.substr(0, peer_key.rfind('|') + 1);
-}
 
 // What identifies the file open on `fd` (device and inode); zeros when `fd` is not open.
 std::pair<dev_t, ino_t> FileOf(int fd) {
@@ -215,7 +216,7 @@ void ControlListener::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool ControlListener::Admit(const std::string& address, const std::string& peer_key, int conn) {
+bool ControlListener::Admit(const std::string& address, int conn) {
   // gRPC closes the connections it was given without telling us; a descriptor still open on the
   // same socket (same device and inode) is a connection still held. Checked only when the address
   // is at its limit, so a flood costs one fstat per held connection of that address.
@@ -239,7 +240,7 @@ bool ControlListener::Admit(const std::string& address, const std::string& peer_
   // At its limit, the address makes room the way a short descriptor supply does (hostile probe
   // N3, second round: otherwise 1024 half-sent calls from 127.0.0.1 kept every local client out).
   // The cut connection counts until gRPC has closed it.
-  if (held.size() >= max_per_address_ && !EvictOne(PrefixOf(peer_key), /*young_too=*/true)) {
+  if (held.size() >= max_per_address_ && !EvictOne(address, /*young_too=*/true)) {
     return false;
   }
   held.push_back(Held{conn, FileOf(conn)});
@@ -376,31 +377,34 @@ std::pair<std::string, int> ControlListener::BusiestOther(const std::string& own
   if (now - busiest_at_ms_ >= 50 || busiest_at_ms_ > now) {
     busiest_at_ms_ = now;
     PruneAll();
-    unauthenticated_per_prefix_.clear();
+    unauthenticated_per_group_.clear();
     {
       absl::MutexLock l(&auth_mu_);
       for (const Conn& conn : conns_) {
-        if (!authenticated_.contains(conn.peer)) ++unauthenticated_per_prefix_[PrefixOf(conn.peer)];
+        if (!authenticated_.contains(conn.peer)) ++unauthenticated_per_group_[conn.group];
       }
     }
     busiest_[0] = busiest_[1] = {"", 0};
-    for (const auto& [prefix, n] : unauthenticated_per_prefix_) {
+    for (const auto& [group, n] : unauthenticated_per_group_) {
       if (n > busiest_[0].second) {
         busiest_[1] = std::move(busiest_[0]);
-        busiest_[0] = {prefix, n};
+        busiest_[0] = {group, n};
       } else if (n > busiest_[1].second) {
-        busiest_[1] = {prefix, n};
+        busiest_[1] = {group, n};
       }
     }
   }
   const auto& other = busiest_[0].first != own ? busiest_[0] : busiest_[1];
-  auto held = unauthenticated_per_prefix_.find(own);
-  const int own_count = held != unauthenticated_per_prefix_.end() ? held->second : 0;
-  *quiet = own_count * 2 < other.second;
+  auto held = unauthenticated_per_group_.find(own);
+  const int own_count = held != unauthenticated_per_group_.end() ? held->second : 0;
+  // An address holding only a few is no churn, however quiet the newcomer's (an attacker with
+  // one connection from each of many addresses made every address quiet, and then a NAT's few
+  // clients connecting at once the busiest).
+  *quiet = own_count * 2 < other.second && other.second >= kMinBusy;
   return other;
 }
 
-bool ControlListener::MakeRoom(const std::string& peer_key, int highest, long limit) {
+bool ControlListener::MakeRoom(const std::string& group, int highest, long limit) {
   // A connection may take a descriptor of the reserve's upper half if an unauthenticated one
   // past its grace (or one of the principal holding the most) is cut for it. One from a quiet
   // address (it holds less than half the unauthenticated connections that the busiest other
@@ -412,7 +416,7 @@ bool ControlListener::MakeRoom(const std::string& peer_key, int highest, long li
   // and kept the descriptors all taken. A churn from the newcomer's own address meets the
   // per-address limit instead.
   bool quiet = false;
-  const std::pair<std::string, int> other = BusiestOther(PrefixOf(peer_key), &quiet);
+  const std::pair<std::string, int> other = BusiestOther(group, &quiet);
   if (highest >= limit - (quiet ? reserve_fds_ / 4 : reserve_fds_ / 2)) return false;
   if (EvictOne()) return true;
   return quiet && EvictOne(other.first, /*young_too=*/true);
@@ -428,19 +432,24 @@ size_t ControlListener::Unauthenticated(bool prune) {
   return conns_.size() - std::min(conns_.size(), authenticated_.size());
 }
 
-bool ControlListener::MakeRoomForUnauthenticated(const std::string& peer_key) {
+bool ControlListener::MakeRoomForUnauthenticated(const std::string& group) {
   // The same choice as MakeRoom's, among unauthenticated connections only (eighth hostile
   // probe N1: idle HTTP/2 connections from 59 addresses, each below its own limit, took every
   // descriptor, and 30-77 % of a client's attempts from another address failed; each also held
   // some 16-79 KB of the server's memory, N3).
   if (EvictOne("", /*young_too=*/false, /*principals_too=*/false)) return true;
   bool quiet = false;
-  const std::pair<std::string, int> other = BusiestOther(PrefixOf(peer_key), &quiet);
-  return quiet && EvictOne(other.first, /*young_too=*/true, /*principals_too=*/false);
+  const std::pair<std::string, int> other = BusiestOther(group, &quiet);
+  if (quiet && EvictOne(other.first, /*young_too=*/true, /*principals_too=*/false)) return true;
+  // Else the oldest of all goes, however young: the bound is then a queue, in which each
+  // connection has until the bound's worth of newer ones has come to authenticate (ninth
+  // hostile probe P3: a churn of about 1,000 a second from one address kept all 1,024 within
+  // their grace, and a newcomer of that address was refused). Descriptors are not short here
+  // (the bound is at most three quarters of their room), so closing the cut ones keeps up.
+  return EvictOne("", /*young_too=*/true, /*principals_too=*/false);
 }
 
-bool ControlListener::EvictOne(const std::string& address_prefix, bool young_too,
-                               bool principals_too) {
+bool ControlListener::EvictOne(const std::string& group, bool young_too, bool principals_too) {
   constexpr int64_t kGraceMs = 1000;  // a client authenticates within this of connecting
   constexpr int kScan = 4096;         // live connections looked at, oldest first
   const int64_t now = NowMs();
@@ -465,7 +474,7 @@ bool ControlListener::EvictOne(const std::string& address_prefix, bool young_too
   std::string fresh;  // the oldest unauthenticated connection within its grace, its peer key
   int scanned = 0;
   for (auto it = conns_.begin(); it != conns_.end() && scanned < kScan;) {
-    if (!address_prefix.empty() && it->peer.rfind(address_prefix, 0) != 0) {
+    if (!group.empty() && it->group != group) {
       ++it;
       continue;
     }
@@ -509,7 +518,7 @@ bool ControlListener::EvictOne(const std::string& address_prefix, bool young_too
     for (auto it = conns_.begin(); it != conns_.end(); ++it) {
       auto mark = authenticated_.find(it->peer);
       if (mark != authenticated_.end() && mark->second == heaviest &&
-          (address_prefix.empty() || it->peer.rfind(address_prefix, 0) == 0)) {
+          (group.empty() || it->group == group)) {
         of_heaviest = it;
         break;
       }
@@ -606,7 +615,8 @@ void ControlListener::Loop() {
     // Through the guard a connection takes two more descriptors (its relay's socket pair).
     const int highest = conn + (guard_ != nullptr ? 2 : 0);
     const std::string peer_key = PeerKey(peer);
-    if (highest >= limit - reserve_fds_ && !MakeRoom(peer_key, highest, limit)) {
+    const std::string group = PeerGroup(peer);
+    if (highest >= limit - reserve_fds_ && !MakeRoom(group, highest, limit)) {
       Refuse(conn);
       continue;
     }
@@ -617,26 +627,26 @@ void ControlListener::Loop() {
     // (The raw count first: the prune behind the exact one is O(connections), and is wanted
     // only near the bound.)
     if (Unauthenticated(/*prune=*/false) >= unauthenticated_cap &&
-        Unauthenticated() >= unauthenticated_cap && !MakeRoomForUnauthenticated(peer_key) &&
+        Unauthenticated() >= unauthenticated_cap && !MakeRoomForUnauthenticated(group) &&
         Unauthenticated(/*prune=*/false) >= unauthenticated_cap) {
       Refuse(conn);
       unauthenticated_refused_.fetch_add(1);
       continue;
     }
-    if (max_per_address_ > 0 && !Admit(AddressKey(peer), peer_key, conn)) {
+    if (max_per_address_ > 0 && !Admit(group, conn)) {
       Refuse(conn);
       per_address_refused_.fetch_add(1);
       continue;
     }
     accepted_.fetch_add(1);
-    conns_.push_back(Conn{conn, FileOf(conn), peer_key, NowMs()});
+    conns_.push_back(Conn{conn, FileOf(conn), peer_key, group, NowMs()});
     if (++since_prune_ >= 4096) PruneAll();
     grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters params;
     params.listener_fd = fd_;
     params.fd = conn;
     if (guard_ != nullptr) {
       // gRPC gets the relay's end; the listener keeps watching (and cutting) the client's.
-      params.fd = guard_->Adopt(conn, GrpcPeerUri(peer), AddressKey(peer), &conns_.back().token);
+      params.fd = guard_->Adopt(conn, GrpcPeerUri(peer), group, &conns_.back().token);
       if (params.fd < 0) {  // no descriptors for the pair: the connection was closed
         refused_.fetch_add(1);
         continue;

@@ -10,7 +10,8 @@
 //     accept and close the pending connection, and accepting goes on;
 //   * one peer address holds at most `max_per_address` connections (0: no limit); further ones
 //     from it are closed at once (AOBJ-SEC-012). On one host every local process shares an
-//     address, so this bounds remote peers, not local ones;
+//     address, so this bounds remote peers, not local ones. An "address" is an IPv4 address
+//     (an IPv4-mapped IPv6 one included) or an IPv6 /64 (PeerGroup);
 //   * when descriptors run short, or an address is at its limit, a connection is cut (through the
 //     guard, which owns it, or by shutdown()) to make room: the oldest that has not carried a
 //     request whose signature verified (MarkAuthenticated) within a second of its accept (with
@@ -25,8 +26,10 @@
 //   * connections that have not carried a verified request, from all addresses together, are
 //     at most `max_unauthenticated` and three quarters of what the descriptors leave room for;
 //     past that one of them is cut for a new connection as above (never an authenticated one),
-//     else the new one is closed (eighth hostile probe N1: idle connections from 59 addresses,
-//     each below its own limit, took every descriptor and refused clients of any address);
+//     the oldest of all however young when none is past its grace and no address is busy
+//     enough to be the one to lose it, else the new one is closed (eighth hostile probe N1: idle
+//     connections from 59 addresses, each below its own limit, took every descriptor and refused
+//     clients of any address);
 //   * one principal's authenticated connections are at most `max_per_principal` and a quarter of
 //     what the descriptors leave room for; past that its oldest is cut (ninth hostile probe P1:
 //     one tenant's 6,700 signed connections from 7 addresses took every descriptor, and every
@@ -40,6 +43,7 @@
 #ifndef AOBJ_SERVER_LISTENER_H_
 #define AOBJ_SERVER_LISTENER_H_
 
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -73,6 +77,10 @@ struct ListenerStats {
   uint64_t cut_for_abuse = 0;        // connections cut on request (CutConnection)
   uint64_t cut_for_principal = 0;    // a principal's oldest, past its bound
 };
+
+// What the listener counts a peer's connections under, as raw octets: an IPv4 address (an
+// IPv4-mapped IPv6 one as that IPv4 address), else an IPv6 address's /64; "" for other families.
+std::string PeerGroup(const sockaddr_storage& peer);
 
 class ControlListener {
  public:
@@ -121,19 +129,17 @@ class ControlListener {
   void Refuse(int fd);
   // Records `conn` for `address` unless the address holds max_per_address_ connections and
   // none of them can be cut.
-  bool Admit(const std::string& address, const std::string& peer_key, int conn);
-  // Cuts one connection to make room (see above), among those whose peer key starts with
-  // `address_prefix` ("" = all), unauthenticated ones within their grace too if `young_too`,
-  // and the heaviest principal's authenticated ones if `principals_too`; false when none may be
-  // cut.
-  bool EvictOne(const std::string& address_prefix = "", bool young_too = false,
-                bool principals_too = true);
+  bool Admit(const std::string& address, int conn);
+  // Cuts one connection to make room (see above), among those of the address `group`
+  // (PeerGroup(); "" = all), unauthenticated ones within their grace too if `young_too`, and the
+  // heaviest principal's authenticated ones if `principals_too`; false when none may be cut.
+  bool EvictOne(const std::string& group = "", bool young_too = false, bool principals_too = true);
   // With descriptors short (the new connection's highest descriptor is `highest`, the limit
-  // `limit`): whether the connection of `peer_key` may stay, having cut another to make room
-  // (EvictOne(), else the oldest unauthenticated connection, however young, of the address other
-  // than its own that holds the most), so that a churn from other addresses cannot keep a
+  // `limit`): whether the connection from the address `group` may stay, having cut another to make
+  // room (EvictOne(), else the oldest unauthenticated connection, however young, of the address
+  // other than its own that holds the most), so that a churn from other addresses cannot keep a
   // client out. Loop thread.
-  bool MakeRoom(const std::string& peer_key, int highest, long limit);
+  bool MakeRoom(const std::string& group, int highest, long limit);
   struct Conn;
   // Whether `conn` waits for the server (its ClientHello unread by the guard's handshake
   // thread) rather than its client; `*client_since`: since when its client has had its turn
@@ -156,14 +162,17 @@ class ControlListener {
   std::atomic<size_t> principal_cap_{0};
 
   // With unauthenticated connections at their bound: cuts one of them (the oldest past its
-  // grace, else, for a newcomer from a quiet address, the busiest other address's oldest) for
-  // the connection of `peer_key`; false when none may be cut. Loop thread.
-  bool MakeRoomForUnauthenticated(const std::string& peer_key);
+  // grace, else, for a newcomer from a quiet address, the busiest other address's oldest, else
+  // the oldest of all) for a connection from the address `group`; false when none may be cut.
+  // Loop thread.
+  bool MakeRoomForUnauthenticated(const std::string& group);
   // Unauthenticated connections held (conns_ without a mark), after a prune at most every 50 ms
   // if `prune`.
   size_t Unauthenticated(bool prune = true);
-  // The address other than `own` that holds the most unauthenticated connections (prefix and
-  // count; "" when none), and whether `own` is quiet beside it (holds less than half as many).
+  // The address other than `own` that holds the most unauthenticated connections (group and
+  // count; "" when none), and whether `own` is quiet beside it (holds less than half as many,
+  // and the other at least kMinBusy).
+  static constexpr int kMinBusy = 8;
   std::pair<std::string, int> BusiestOther(const std::string& own, bool* quiet);
   // Loop thread only: per peer address, the connections handed to gRPC and not yet seen closed.
   struct Held {
@@ -172,11 +181,12 @@ class ControlListener {
   };
   absl::flat_hash_map<std::string, std::vector<Held>> by_address_;
   // Loop thread only: every connection handed over, in acceptance order, with its peer key
-  // ("ADDR|PORT"); closed ones are dropped lazily.
+  // ("ADDR|PORT") and address group; closed ones are dropped lazily.
   struct Conn {
     int fd;
     std::pair<dev_t, ino_t> file;
     std::string peer;
+    std::string group;  // PeerGroup()
     int64_t accepted_ms;
     uint64_t token = 0;  // the guard's, when it relays the connection
   };
@@ -184,9 +194,9 @@ class ControlListener {
   // descriptor, else by shutdown(). Loop thread.
   void Shut(const Conn& conn);
   std::deque<Conn> conns_;
-  // Loop thread: the unauthenticated connections of conns_ per address prefix ("ADDR|"), and
+  // Loop thread: the unauthenticated connections of conns_ per address (PeerGroup), and
   // the two addresses that held the most, when last counted (BusiestOther).
-  absl::flat_hash_map<std::string, int> unauthenticated_per_prefix_;
+  absl::flat_hash_map<std::string, int> unauthenticated_per_group_;
   std::pair<std::string, int> busiest_[2];
   int64_t busiest_at_ms_ = 0;
   int64_t counted_at_ms_ = 0;  // when Unauthenticated() last pruned

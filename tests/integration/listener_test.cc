@@ -99,5 +99,37 @@ TEST(ControlListenerTest, ConnectionsHandedToGrpcHaveNoDelay) {
   }
 }
 
+sockaddr_storage Peer(int family, const char* text) {
+  sockaddr_storage peer{};
+  peer.ss_family = static_cast<sa_family_t>(family);
+  void* where = family == AF_INET
+                    ? static_cast<void*>(&reinterpret_cast<sockaddr_in*>(&peer)->sin_addr)
+                    : static_cast<void*>(&reinterpret_cast<sockaddr_in6*>(&peer)->sin6_addr);
+  EXPECT_EQ(inet_pton(family, text, where), 1) << text;
+  return peer;
+}
+
+// Per-address bounds count an IPv6 peer by its /64 (an attacker holding a prefix would otherwise
+// look like as many quiet addresses as it likes), an IPv4-mapped one by its IPv4 address (one
+// /64 would hold every IPv4 client of a dual-stack listener).
+TEST(ControlListenerTest, PeersAreCountedByIpv4AddressOrIpv6Slash64) {
+  const std::string a = PeerGroup(Peer(AF_INET6, "2001:db8:1:2:aaaa::1"));
+  EXPECT_EQ(a.size(), 8u);
+  EXPECT_EQ(a, PeerGroup(Peer(AF_INET6, "2001:db8:1:2:ffff:ffff:ffff:fffe")));
+  EXPECT_NE(a, PeerGroup(Peer(AF_INET6, "2001:db8:1:3:aaaa::1")));
+  EXPECT_NE(a, PeerGroup(Peer(AF_INET6, "2001:db9:1:2:aaaa::1")));
+
+  const std::string v4 = PeerGroup(Peer(AF_INET, "192.0.2.7"));
+  EXPECT_EQ(v4.size(), 4u);
+  EXPECT_EQ(v4, PeerGroup(Peer(AF_INET6, "::ffff:192.0.2.7")));
+  EXPECT_NE(v4, PeerGroup(Peer(AF_INET6, "::ffff:192.0.2.8")));
+  EXPECT_NE(v4, PeerGroup(Peer(AF_INET, "192.0.2.8")));
+  EXPECT_NE(PeerGroup(Peer(AF_INET6, "::1")), PeerGroup(Peer(AF_INET6, "::ffff:0.0.0.1")));
+
+  sockaddr_storage unix_peer{};
+  unix_peer.ss_family = AF_UNIX;
+  EXPECT_EQ(PeerGroup(unix_peer), "");
+}
+
 }  // namespace
 }  // namespace aobj

@@ -954,6 +954,29 @@ TEST_F(RequestFloodTest, AChurnOfYoungConnectionsDoesNotKeepNewClientsOut) {
   EXPECT_TRUE(Served());
 }
 
+// Ninth hostile probe, P3: at the bound on unauthenticated connections from all addresses, a
+// churn of about 1,000 a second from one address kept every one of them within its grace, and
+// a newcomer of that address was refused (6 of 32). The oldest of all is now cut however young:
+// the bound is a queue, and a newcomer has until a bound's worth of newer connections has come
+// to authenticate. Here the bound is 64 and the churn holds 200, all from 127.0.0.1.
+TEST_F(RequestFloodTest, AChurnAtTheBoundOnUnauthenticatedConnectionsDoesNotKeepNewClientsOut) {
+  ASSERT_NO_FATAL_FAILURE(StartServer({"--max-unauthenticated-connections", "64"}));
+  const int port = std::stoi(server_->endpoint().substr(server_->endpoint().rfind(':') + 1));
+  ASSERT_TRUE(Served());
+  constexpr int kTries = 8;
+  const testing::ChurnResult r = testing::ServedBesideAChurn(
+      2, 100,
+      [&](size_t, int) {
+        return ConnectLoopback(port, SO_SNDTIMEO, timeval{1, 0});
+      },
+      [&] { return static_cast<bool>(Served()); }, kTries);
+  std::printf("%d of %d clients served beside %d churned connections\n", r.served, kTries,
+              r.opened);
+  EXPECT_GT(r.opened, 300) << "the churn did not happen: nothing was tested";
+  EXPECT_GE(r.served, kTries - 1) << server_->log();
+  EXPECT_TRUE(Served());
+}
+
 // Opens `n` connections that each carry one signed HeadBucket of `key` (raw HTTP/2, so that
 // each is a connection of its own), and leaves them open in `*fds`.
 void OpenSignedConnections(int port, const std::string& key, const std::string& secret, int n,

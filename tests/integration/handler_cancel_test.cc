@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -153,6 +154,22 @@ class HandlerCancelTest : public ::testing::Test {
     ASSERT_TRUE(Send(Method::kPutObject, PutBody(key), nullptr).ok());
     channel_.executes = 0;
     channel_.written.clear();
+  }
+
+  // After a second (the key's log budget renewed) and the reaper's summary: the lines logged
+  // with `event`, and how many more the key's summary lines say were left out.
+  std::pair<int, long> LoggedAfterASecond(const std::string& event) {
+    absl::SleepFor(absl::Milliseconds(1100));
+    handler_->FlushLogSummary();  // the reaper's call, made here
+    int lines = 0;
+    long summarized = 0;
+    absl::MutexLock l(&log_mu_);
+    for (const std::string& line : log_) {
+      if (line.find(event) != std::string::npos) ++lines;
+      const size_t at = line.find("event=request_failed_suppressed count=");
+      if (at != std::string::npos) summarized += std::stol(line.substr(at + 38));
+    }
+    return {lines, summarized};
   }
 
   ScriptedChannel channel_;
@@ -345,16 +362,7 @@ TEST_F(HandlerCancelTest, CancelEntriesAreLoggedWithinTheKeysBudget) {
     }
     ASSERT_TRUE(Send(Method::kRenewSession, renew.SerializeAsString(), nullptr).ok()) << i;
   }
-  absl::SleepFor(absl::Milliseconds(1100));
-  handler_->FlushLogSummary();  // the reaper's call, made here
-  int lines = 0;
-  long summarized = 0;
-  absl::MutexLock l(&log_mu_);
-  for (const std::string& line : log_) {
-    if (line.find("event=request_cancel ") != std::string::npos) ++lines;
-    const size_t at = line.find("event=request_failed_suppressed count=");
-    if (at != std::string::npos) summarized += std::stol(line.substr(at + 38));
-  }
+  const auto [lines, summarized] = LoggedAfterASecond("event=request_cancel ");
   EXPECT_LE(lines, 60) << "at most 20 a second, and this took well under two seconds";
   EXPECT_GE(lines, 20);
   EXPECT_EQ(lines + summarized, kRenewals * 16);
@@ -371,16 +379,7 @@ TEST_F(HandlerCancelTest, SessionEventsAreLoggedWithinTheKeysBudget) {
   for (int i = 0; i < kSessions; ++i) {
     ASSERT_TRUE(Send(Method::kOpenSession, open.SerializeAsString(), nullptr).ok()) << i;
   }
-  absl::SleepFor(absl::Milliseconds(1100));
-  handler_->FlushLogSummary();  // the reaper's call, made here
-  int lines = 0;
-  long summarized = 0;
-  absl::MutexLock l(&log_mu_);
-  for (const std::string& line : log_) {
-    if (line.find("event=session_opened ") != std::string::npos) ++lines;
-    const size_t at = line.find("event=request_failed_suppressed count=");
-    if (at != std::string::npos) summarized += std::stol(line.substr(at + 38));
-  }
+  const auto [lines, summarized] = LoggedAfterASecond("event=session_opened ");
   EXPECT_LE(lines, 60) << "at most 20 a second (the fixture's own session among them)";
   EXPECT_EQ(lines + summarized, kSessions + 1);
 }

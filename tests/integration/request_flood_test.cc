@@ -861,12 +861,7 @@ TEST_F(RawFloodTest, RepliesLeftUnreadAreBoundedPerKey) {
                       H2Frame(4, 1, 0, "");
     for (uint32_t i = 0; i < 64; ++i) {
       const RequestAuth a = signer.Sign(path, session.session_hex(), body, absl::Now());
-      const std::vector<std::pair<std::string, std::string>> md = {
-          {"aobj-access-key-id", a.access_key_id},
-          {"aobj-timestamp", a.timestamp},
-          {"aobj-nonce", a.nonce_hex},
-          {"aobj-session-id", a.session_hex},
-          {"aobj-signature", a.signature_hex}};
+      const std::vector<std::pair<std::string, std::string>> md = AuthMetadata(a);
       out +=
           H2Frame(1, 4, 2 * i + 1, GrpcHeaderBlock(path, md)) + H2Frame(0, 1, 2 * i + 1, message);
     }
@@ -995,12 +990,7 @@ void OpenSignedConnections(int port, const std::string& key, const std::string& 
     ASSERT_GE(fd, 0);
     fds->push_back(fd);
     const RequestAuth a = signer.Sign(path, session.session_hex(), body, absl::Now());
-    const std::vector<std::pair<std::string, std::string>> md = {
-        {"aobj-access-key-id", a.access_key_id},
-        {"aobj-timestamp", a.timestamp},
-        {"aobj-nonce", a.nonce_hex},
-        {"aobj-session-id", a.session_hex},
-        {"aobj-signature", a.signature_hex}};
+    const std::vector<std::pair<std::string, std::string>> md = AuthMetadata(a);
     const std::string out = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + H2Frame(4, 0, 0, "") +
                             H2Frame(4, 1, 0, "") + H2Frame(1, 4, 1, GrpcHeaderBlock(path, md)) +
                             H2Frame(0, 1, 1, message);

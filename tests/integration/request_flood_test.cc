@@ -205,6 +205,9 @@ class RequestFloodTest : public ::testing::Test {
     const char* v = std::getenv(name);
     return v == nullptr ? def : std::atoi(v);
   }
+  // Clients of 127.0.0.1, eight in a row, are served beside a churn of young connections from
+  // 127.0.0.1 (two threads holding `held` each) against a server started with `flags`.
+  void ExpectServedBesideASameAddressChurn(std::vector<std::string> flags, size_t held);
   // Twelve signed sessions opened during a flood of 7 MiB calls with `md`, all served.
   void ExpectOthersServedDuringFlood(const std::vector<std::pair<std::string, std::string>>& md);
   std::unique_ptr<testing::ServerProcess> server_;
@@ -926,41 +929,15 @@ TEST_F(RawFloodTest, RepliesLeftUnreadAreBoundedPerKey) {
   EXPECT_TRUE(served) << "the key was still refused after its connections closed";
 }
 
-// Seventh hostile probe, F3: connections opened and closed about a thousand times a second, each
-// younger than the second a new connection has to authenticate, kept 127.0.0.1 at its limit with
-// nothing the listener would cut, and 17 of 33 attempts of a local client were refused. Now the
-// oldest unauthenticated connection of an address at its limit is cut however young, and a
-// newcomer gets in (here with a limit of 256 per address and 300 churning connections).
-TEST_F(RequestFloodTest, AChurnOfYoungConnectionsDoesNotKeepNewClientsOut) {
-  ASSERT_NO_FATAL_FAILURE(StartServer({"--max-connections-per-address", "256"}));
-  const int port = std::stoi(server_->endpoint().substr(server_->endpoint().rfind(':') + 1));
+void RequestFloodTest::ExpectServedBesideASameAddressChurn(std::vector<std::string> flags,
+                                                           size_t held) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(std::move(flags)));
+  const std::string endpoint = server_->endpoint();
+  const int port = std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
   ASSERT_TRUE(Served());
   constexpr int kTries = 8;
   const testing::ChurnResult r = testing::ServedBesideAChurn(
-      2, 150,
-      [&](size_t, int) {
-        return ConnectLoopback(port, SO_SNDTIMEO, timeval{1, 0});
-      },
-      [&] { return Served(); }, kTries);
-  std::printf("%d of %d clients served beside %d churned connections\n", r.served, kTries,
-              r.opened);
-  EXPECT_GT(r.opened, 300) << "the churn did not happen: nothing was tested";
-  EXPECT_GE(r.served, kTries - 1) << server_->log();
-  EXPECT_TRUE(Served());
-}
-
-// Ninth hostile probe, P3: at the bound on unauthenticated connections from all addresses, a
-// churn of about 1,000 a second from one address kept every one of them within its grace, and
-// a newcomer of that address was refused (6 of 32). The oldest of all is now cut however young:
-// the bound is a queue, and a newcomer has until a bound's worth of newer connections has come
-// to authenticate. Here the bound is 64 and the churn holds 200, all from 127.0.0.1.
-TEST_F(RequestFloodTest, AChurnAtTheBoundOnUnauthenticatedConnectionsDoesNotKeepNewClientsOut) {
-  ASSERT_NO_FATAL_FAILURE(StartServer({"--max-unauthenticated-connections", "64"}));
-  const int port = std::stoi(server_->endpoint().substr(server_->endpoint().rfind(':') + 1));
-  ASSERT_TRUE(Served());
-  constexpr int kTries = 8;
-  const testing::ChurnResult r = testing::ServedBesideAChurn(
-      2, 100,
+      2, held,
       [&](size_t, int) {
         return ConnectLoopback(port, SO_SNDTIMEO, timeval{1, 0});
       },
@@ -970,6 +947,24 @@ TEST_F(RequestFloodTest, AChurnAtTheBoundOnUnauthenticatedConnectionsDoesNotKeep
   EXPECT_GT(r.opened, 300) << "the churn did not happen: nothing was tested";
   EXPECT_GE(r.served, kTries - 1) << server_->log();
   EXPECT_TRUE(Served());
+}
+
+// Seventh hostile probe, F3: connections opened and closed about a thousand times a second, each
+// younger than the second a new connection has to authenticate, kept 127.0.0.1 at its limit with
+// nothing the listener would cut, and 17 of 33 attempts of a local client were refused. Now the
+// oldest unauthenticated connection of an address at its limit is cut however young, and a
+// newcomer gets in (here with a limit of 256 per address and 300 churning connections).
+TEST_F(RequestFloodTest, AChurnOfYoungConnectionsDoesNotKeepNewClientsOut) {
+  ExpectServedBesideASameAddressChurn({"--max-connections-per-address", "256"}, 150);
+}
+
+// Ninth hostile probe, P3: at the bound on unauthenticated connections from all addresses, a
+// churn of about 1,000 a second from one address kept every one of them within its grace, and
+// a newcomer of that address was refused (6 of 32). The oldest of all is now cut however young:
+// the bound is a queue, and a newcomer has until a bound's worth of newer connections has come
+// to authenticate. Here the bound is 64 and the churn holds 200, all from 127.0.0.1.
+TEST_F(RequestFloodTest, AChurnAtTheBoundOnUnauthenticatedConnectionsDoesNotKeepNewClientsOut) {
+  ExpectServedBesideASameAddressChurn({"--max-unauthenticated-connections", "64"}, 100);
 }
 
 // Opens `n` connections that each carry one signed HeadBucket of `key` (raw HTTP/2, so that

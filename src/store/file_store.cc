@@ -138,26 +138,6 @@ absl::Status RemoveAllFilesIn(const std::string& dir) {
   return absl::OkStatus();
 }
 
-// The store never follows a symbolic link out of its root, and never mistakes something else for
-// one of its directories (issue 16): `path` must be a real directory, or not exist.
-absl::Status CheckNoLink(const std::string& path) {
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return absl::OkStatus();
-    return IoError("lstat", path, errno);
-  }
-  if (S_ISLNK(st.st_mode)) {
-    return MakeError(ErrorCode::kStorageError,
-                     absl::StrCat(path, " is a symbolic link; the filesystem store never follows "
-                                        "links out of its root: remove it, or move the data in"));
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    return MakeError(ErrorCode::kStorageError,
-                     absl::StrCat(path, " is not a directory"));
-  }
-  return absl::OkStatus();
-}
-
 // Reads and validates the header of the object file open at `fd`, including that the file's
 // size is header_len + content size.
 absl::StatusOr<Header> ReadHeader(int fd, const std::string& path) {
@@ -332,7 +312,7 @@ class FileWriter final : public ObjectWriter {
   // is visible, but its name is durable only after the directory's fsync.
   absl::Status Publish(const ObjectInfo& stored) {
     absl::ReaderMutexLock lock(&state_->bucket_mu);
-    absl::StatusOr<bool> exists = IsDir(state_->BucketDir(bucket_));
+    absl::StatusOr<bool> exists = IsRealDir(state_->BucketDir(bucket_));
     if (!exists.ok()) return exists.status();
     if (!*exists) return NoSuchBucket();
     const std::string final_path = state_->ObjectPath(bucket_, key_);
@@ -444,7 +424,7 @@ class FileStore final : public ObjectStore {
     if (absl::Status s = CheckBucketName(bucket); !s.ok()) return s;
     absl::MutexLock lock(&state_->bucket_mu);
     const std::string dir = state_->BucketDir(bucket);
-    absl::StatusOr<bool> exists = IsDir(dir);
+    absl::StatusOr<bool> exists = IsRealDir(dir);
     if (!exists.ok()) return exists.status();
     if (!*exists) return NoSuchBucket();
     std::vector<std::string> names;
@@ -474,7 +454,7 @@ class FileStore final : public ObjectStore {
 
   absl::Status HeadBucket(std::string_view bucket) override {
     if (absl::Status s = CheckBucketName(bucket); !s.ok()) return s;
-    absl::StatusOr<bool> exists = IsDir(state_->BucketDir(bucket));
+    absl::StatusOr<bool> exists = IsRealDir(state_->BucketDir(bucket));
     if (!exists.ok()) return exists.status();
     return *exists ? absl::OkStatus() : NoSuchBucket();
   }
@@ -508,7 +488,7 @@ class FileStore final : public ObjectStore {
     ScopedFd fd;
     {
       absl::ReaderMutexLock lock(&state_->bucket_mu);
-      absl::StatusOr<bool> exists = IsDir(state_->BucketDir(bucket));
+      absl::StatusOr<bool> exists = IsRealDir(state_->BucketDir(bucket));
       if (!exists.ok()) return exists.status();
       if (!*exists) return NoSuchBucket();
       fd = ScopedFd(::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, kFileMode));
@@ -549,7 +529,7 @@ class FileStore final : public ObjectStore {
   absl::Status Delete(std::string_view bucket, std::string_view key) override {
     if (absl::Status s = CheckKey(bucket, key); !s.ok()) return s;
     absl::ReaderMutexLock lock(&state_->bucket_mu);
-    absl::StatusOr<bool> exists = IsDir(state_->BucketDir(bucket));
+    absl::StatusOr<bool> exists = IsRealDir(state_->BucketDir(bucket));
     if (!exists.ok()) return exists.status();
     if (!*exists) return NoSuchBucket();
     const std::string path = state_->ObjectPath(bucket, key);
@@ -634,7 +614,7 @@ class FileStore final : public ObjectStore {
     if (!fd->valid()) {
       const int err = errno;
       if (err != ENOENT) return IoError("open", *path, err);
-      absl::StatusOr<bool> exists = IsDir(state_->BucketDir(bucket));
+      absl::StatusOr<bool> exists = IsRealDir(state_->BucketDir(bucket));
       if (!exists.ok()) return exists.status();
       if (!*exists) return NoSuchBucket();
       return MakeError(ErrorCode::kNoSuchKey, "no such key");
@@ -695,7 +675,7 @@ absl::StatusOr<BucketIndex> BuildIndex(const FileStoreState& state, const std::s
 // listing index.
 absl::Status Recover(FileStoreState& state) {
   std::vector<std::string> names;
-  if (absl::Status s = ListDir(state.root, &names); !s.ok()) return s;
+  if (absl::Status s = ListDir(state.root, &names, /*follow_link=*/true); !s.ok()) return s;
   std::map<std::string, BucketIndex, std::less<>> index;
   for (const std::string& name : names) {
     if (!CheckBucketName(name).ok()) continue;

@@ -158,11 +158,13 @@ constexpr char kManifestName[] = "MANIFEST";
 
 // POSIX helpers: store/posix_util.h.
 
-// mkdir; true when it created the directory.
-absl::StatusOr<bool> MakeDir(const std::string& path) {
+// mkdir; true when it created the directory. An existing `path` must be a directory, and one
+// that is not `follow_link`ed: only the part area's own directory and those above it may be
+// links (the operator's).
+absl::StatusOr<bool> MakeDir(const std::string& path, bool follow_link = false) {
   if (::mkdir(path.c_str(), kDirMode) == 0) return true;
   if (errno == EEXIST) {
-    absl::StatusOr<bool> is_dir = IsDir(path);
+    absl::StatusOr<bool> is_dir = follow_link ? IsDir(path) : IsRealDir(path);
     if (!is_dir.ok()) return is_dir.status();
     if (*is_dir) return false;
     return MakeError(ErrorCode::kStorageError, absl::StrCat(path, " is not a directory"));
@@ -172,15 +174,23 @@ absl::StatusOr<bool> MakeDir(const std::string& path) {
 
 absl::Status MakeDirs(const std::string& path) {
   for (size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
-    if (auto made = MakeDir(path.substr(0, pos)); !made.ok()) return made.status();
+    if (auto made = MakeDir(path.substr(0, pos), true); !made.ok()) return made.status();
   }
-  return MakeDir(path).status();
+  return MakeDir(path, true).status();
 }
 
-// Deletes a directory that holds only files (an upload directory).
+// Deletes a directory that holds only files (an upload directory). A symbolic link (or anything
+// else that is no directory) where one was expected goes itself, never what it points to
+// (tenth hostile probe F1: a link in the trash made the server's start empty its target).
 void RemoveFlatDir(const std::string& dir) {
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return;
+  if (!S_ISDIR(st.st_mode)) {
+    ::unlink(dir.c_str());
+    return;
+  }
   std::vector<std::string> names;
-  if (ListDir(dir, &names).ok()) {
+  if (ListDir(dir, &names).ok()) {  // never follows `dir` itself
     for (const std::string& name : names) ::unlink(absl::StrCat(dir, "/", name).c_str());
   }
   ::rmdir(dir.c_str());
@@ -323,7 +333,7 @@ class DirectoryPartArea final : public PartArea {
   absl::Status Load(std::vector<LoadedUpload>* out) override {
     out->clear();
     for (const std::string& d : {uploads_, trash_}) {
-      if (auto made = MakeDir(d); !made.ok()) return made.status();
+      if (auto made = MakeDir(d); !made.ok()) return made.status();  // never a link
     }
     if (absl::Status s = FsyncDir(dir_); !s.ok()) return s;
     std::vector<std::string> names;
@@ -334,7 +344,7 @@ class DirectoryPartArea final : public PartArea {
     if (absl::Status s = ListDir(uploads_, &buckets); !s.ok()) return s;
     for (const std::string& bucket : buckets) {
       const std::string bdir = absl::StrCat(uploads_, "/", bucket);
-      absl::StatusOr<bool> is_dir = IsDir(bdir);
+      absl::StatusOr<bool> is_dir = IsRealDir(bdir);  // a link is reported, never followed
       if (!is_dir.ok()) return is_dir.status();
       if (!*is_dir) continue;
       std::vector<std::string> ids;
@@ -436,7 +446,7 @@ class DirectoryPartArea final : public PartArea {
   absl::StatusOr<bool> LoadUpload(const std::string& bucket, const std::string& id,
                                   std::vector<LoadedUpload>* out) {
     const std::string udir = absl::StrCat(uploads_, "/", bucket, "/", id);
-    absl::StatusOr<bool> is_dir = IsDir(udir);
+    absl::StatusOr<bool> is_dir = IsRealDir(udir);  // a link is reported, never followed
     if (!is_dir.ok()) return is_dir.status();
     if (!*is_dir) return false;
     const std::string mpath = absl::StrCat(udir, "/", kManifestName);
@@ -511,6 +521,10 @@ absl::StatusOr<std::unique_ptr<PartArea>> OpenDirectoryPartArea(const std::strin
   std::string root = dir;
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   if (absl::Status s = MakeDirs(root); !s.ok()) return s;
+  // The area's directory holds what start-up deletes: when it is in a store root
+  // (ROOT/.multipart, as aobj-server has it), whoever can write there must not be able to point
+  // it elsewhere. So it is never a link itself; the directories above it may be.
+  if (absl::Status s = CheckNoLink(root); !s.ok()) return s;
   return std::unique_ptr<PartArea>(new DirectoryPartArea(root));
 }
 

@@ -11,6 +11,16 @@
 #include "aobj/status.h"
 
 namespace aobj {
+namespace {
+
+absl::Status LinkError(const std::string& path) {
+  return MakeError(ErrorCode::kStorageError,
+                   absl::StrCat(path,
+                                " is a symbolic link; the filesystem store never follows "
+                                "links inside its root: remove it, or move the data in"));
+}
+
+}  // namespace
 
 absl::Status IoError(absl::string_view op, const std::string& path, int err) {
   if (err == ENOSPC) return MakeError(ErrorCode::kStorageError, "no space left on device");
@@ -95,11 +105,34 @@ absl::StatusOr<bool> IsDir(const std::string& path) {
   return S_ISDIR(st.st_mode);
 }
 
-// The entry names of `dir`, without "." and "..".
-absl::Status ListDir(const std::string& dir, std::vector<std::string>* names) {
+absl::Status CheckNoLink(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return IoError("lstat", path, errno);
+  }
+  if (S_ISLNK(st.st_mode)) return LinkError(path);
+  if (!S_ISDIR(st.st_mode)) {
+    return MakeError(ErrorCode::kStorageError, absl::StrCat(path, " is not a directory"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> IsRealDir(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return false;
+    return IoError("lstat", path, errno);
+  }
+  if (S_ISLNK(st.st_mode)) return LinkError(path);
+  return S_ISDIR(st.st_mode);
+}
+
+absl::Status ListDir(const std::string& dir, std::vector<std::string>* names, bool follow_link) {
   names->clear();
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return IoError("open", dir, errno);
+  const int fd =
+      ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | (follow_link ? 0 : O_NOFOLLOW));
+  if (fd < 0) return errno == ELOOP ? LinkError(dir) : IoError("open", dir, errno);
   DIR* d = ::fdopendir(fd);
   if (d == nullptr) {
     const int err = errno;

@@ -72,11 +72,22 @@ int OpenRegularForRead(const std::string& path);
 // The error for `path` when OpenRegularForRead failed with `err`.
 absl::Status OpenRegularError(const std::string& path, int err);
 
-// True when `path` is a directory, false when it does not exist.
+// True when `path` is a directory, false when it does not exist. Follows a symbolic link: for
+// the store root and the directories above it, which are the operator's.
 absl::StatusOr<bool> IsDir(const std::string& path);
 
-// The entry names of `dir`, without "." and "..".
-absl::Status ListDir(const std::string& dir, std::vector<std::string>* names);
+// Inside a store root nothing is followed (issue 16; tenth hostile probe F1: a link in the
+// multipart area's trash made the server's start empty the link's target). CheckNoLink: OK when
+// `path` is a real directory or does not exist; an error naming it when it is a symbolic link
+// or something else. IsRealDir: true for a directory, false when it does not exist or is not a
+// directory, an error naming it when it is a symbolic link.
+absl::Status CheckNoLink(const std::string& path);
+absl::StatusOr<bool> IsRealDir(const std::string& path);
+
+// The entry names of `dir`, without "." and "..". `dir` itself is never followed if it is a
+// symbolic link (an error names it) unless `follow_link` (the store root, the operator's).
+absl::Status ListDir(const std::string& dir, std::vector<std::string>* names,
+                     bool follow_link = false);
 
 }  // namespace aobj
 

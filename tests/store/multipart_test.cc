@@ -652,13 +652,17 @@ TEST_P(MultipartTest, ExpiredUploadsAreAbortedWithTheirParts) {
   EXPECT_EQ(mp_->ExpireUploads(now + absl::Hours(23)), 0u) << "not yet expired";
   EXPECT_EQ(UploadCount(), 1u);
   const std::string udir = area_dir() + "/uploads/" + kBucket + "/" + old_id;
-  if (fs()) EXPECT_TRUE(std::filesystem::exists(udir));
+  if (fs()) {
+    EXPECT_TRUE(std::filesystem::exists(udir));
+  }
   EXPECT_EQ(mp_->ExpireUploads(now + absl::Hours(25)), 1u);
   EXPECT_EQ(UploadCount(), 0u);
   EXPECT_EQ(ErrorCodeOf(mp_->ListParts(kBucket, "old", old_id, 0, 0).status()),
             ErrorCode::kNoSuchUpload);
   EXPECT_EQ(ErrorCodeOf(Part(old_id, 2, "late", "old").status()), ErrorCode::kNoSuchUpload);
-  if (fs()) EXPECT_FALSE(std::filesystem::exists(udir)) << "the parts stay on disk";
+  if (fs()) {
+    EXPECT_FALSE(std::filesystem::exists(udir)) << "the parts stay on disk";
+  }
   // The bucket can be deleted again once its uploads expired (AOBJ-OBJ-232).
   EXPECT_TRUE(mp_->DeleteBucket(kBucket).ok());
 }
@@ -905,6 +909,63 @@ TEST_P(MultipartTest, AFifoOrLinkWhereAManifestBelongsIsReportedWithoutHanging) 
   Reopen();
   EXPECT_EQ(UploadCount(), 1u);
   EXPECT_EQ(mp_->ListParts(kBucket, "k", id, 0, 0)->parts.size(), 1u);
+}
+
+// Tenth hostile probe, F1: a symbolic link in the area's trash made the start unlink every file
+// of the link's target, and a linked area (or trash) was followed and its trash/ emptied, outside
+// the store root. A link inside the area is now never followed: one in the trash goes itself,
+// one where a directory of the area belongs is reported by path and the start fails.
+TEST_P(MultipartTest, LinksInTheAreaAreNeverFollowedAtOpen) {
+  if (!fs()) GTEST_SKIP() << "directory area only";
+  const std::string id = Create();
+  ASSERT_TRUE(Part(id, 1, "stored").ok());
+  mp_.reset();
+  const std::string outside = ::testing::TempDir() + "aobj-mpu-outside";
+  ASSERT_EQ(std::system(("rm -rf '" + outside + "'").c_str()), 0);
+  const std::string victim = outside + "/trash/" + std::string(32, 'd') + ".00";
+  ASSERT_EQ(std::system(("mkdir -p '" + victim + "' '" + outside + "/uploads'").c_str()), 0);
+  std::ofstream(victim + "/keep") << "not the server's";
+  std::ofstream(outside + "/keep") << "not the server's";
+  auto outside_intact = [&] {
+    struct stat st;
+    return ::stat((victim + "/keep").c_str(), &st) == 0 &&
+           ::stat((outside + "/keep").c_str(), &st) == 0;
+  };
+  auto open = [&] { return MultipartManager::Open(store_.get(), area_dir(), limits_); };
+
+  // A link in the trash: removed, its target untouched; the upload still loads.
+  const std::string in_trash = area_dir() + "/trash/" + std::string(32, 'c') + ".00";
+  ASSERT_EQ(::symlink(victim.c_str(), in_trash.c_str()), 0);
+  ASSERT_EQ(::symlink(outside.c_str(), (in_trash + "1").c_str()), 0);
+  {
+    auto mp = open();
+    ASSERT_TRUE(mp.ok()) << mp.status();
+    EXPECT_EQ((*mp)->ListParts(kBucket, "k", id, 0, 0)->parts.size(), 1u);
+  }
+  EXPECT_TRUE(outside_intact()) << "the start deleted files outside the store root";
+  struct stat st;
+  EXPECT_NE(::lstat(in_trash.c_str(), &st), 0) << "the link in the trash was left";
+
+  // A link where a directory of the area belongs: reported, nothing followed or deleted.
+  const std::string bucket_dir = area_dir() + "/uploads/" + kBucket;
+  const std::string trash = area_dir() + "/trash";
+  for (const std::string& linked : {bucket_dir, trash, area_dir()}) {
+    const std::string saved = root_ + "/saved";
+    ASSERT_EQ(::rename(linked.c_str(), saved.c_str()), 0) << linked;
+    ASSERT_EQ(::symlink(outside.c_str(), linked.c_str()), 0);
+    auto mp = open();
+    EXPECT_FALSE(mp.ok()) << linked << " was followed";
+    if (!mp.ok()) {
+      EXPECT_NE(mp.status().message().find("symbolic link"), std::string::npos) << mp.status();
+      EXPECT_NE(mp.status().message().find(linked), std::string::npos) << mp.status();
+    }
+    EXPECT_TRUE(outside_intact()) << linked;
+    ASSERT_EQ(::unlink(linked.c_str()), 0);
+    ASSERT_EQ(::rename(saved.c_str(), linked.c_str()), 0);
+  }
+  Reopen();
+  EXPECT_EQ(UploadCount(), 1u);
+  std::system(("rm -rf '" + outside + "'").c_str());
 }
 
 // AOBJ-OBJ-226: a crash after the object was committed but before the upload was detached

@@ -14,11 +14,14 @@ instead and run the client suite with the CLI's driver (conformance/drivers/aobj
 Results: conformance/README.md, "Does it catch real bugs?".
 """
 import argparse
+import concurrent.futures
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
+import threading
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -880,6 +883,8 @@ def main():
     ap.add_argument("--suite", default=os.path.join(ROOT, "build", "aobj-conformance"))
     ap.add_argument("--scratch", default="/tmp/aobj-mutants")
     ap.add_argument("--all-cases", action="store_true")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="mutants tried at once, each in a scratch tree of its own (default: the cores)")
     ap.add_argument("--extra", help="a Python file defining NEW, more mutants in the same format")
     ap.add_argument("--open-too", action="store_true",
                     help="a server fault that survives the owner policy runs again against the "
@@ -909,31 +914,41 @@ def main():
     if not os.access(args.suite, os.X_OK):
         sys.exit(f"{args.suite} not built (bash scripts/build.sh)")
 
-    tree = os.path.join(args.scratch, "tree")
-    build = os.path.join(args.scratch, "build")
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True,
                            capture_output=True, text=True).stdout.split("\n")
-    # A clean scratch tree and build every run (the compiles come from ccache): an object left
-    # from an earlier run must never stand in for a source that changed since.
-    shutil.rmtree(tree, ignore_errors=True)
-    shutil.rmtree(build, ignore_errors=True)
-    for f in filter(None, files):
-        src = os.path.join(ROOT, f)
-        if not os.path.isfile(src):
-            continue
-        dst = os.path.join(tree, f)
-        os.makedirs(os.path.dirname(dst), exist_ok=True)
-        shutil.copy(src, dst)  # contents and mode; a fresh modification time
-    env = dict(os.environ, CCACHE_BASEDIR=tree, CCACHE_NOHASHDIR="1", UCX_NET_DEVICES="lo")
-    if run(["cmake", "-S", tree, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
-            "-DAOBJ_BUILD_TESTS=OFF"], env=env, stdout=subprocess.DEVNULL).returncode:
-        sys.exit("cmake failed")
     targets = ["aobj-server"] + (["aobj"] if any(IsClient(MUTANTS[n]) for n in names) else [])
-    if run(["ninja", "-C", build] + targets, env=env, stdout=subprocess.DEVNULL).returncode:
-        sys.exit("the unchanged scratch tree does not build")
+    jobs = max(1, min(args.jobs, len(names)))
 
-    results = []
-    for name in names:
+    def Prepare(slot):
+        """A scratch tree and build of its own for one worker; (tree, build, env)."""
+        # The build inside its tree: with CCACHE_BASEDIR at the tree, every path a compile sees
+        # is then the same in each worker's tree and in the checkout's own build/, so ccache
+        # serves them all from one another's compiles.
+        tree = os.path.join(args.scratch, f"tree{slot}")
+        build = os.path.join(tree, "build")
+        # A clean scratch tree and build every run (the compiles come from ccache): an object
+        # left from an earlier run must never stand in for a source that changed since.
+        shutil.rmtree(tree, ignore_errors=True)
+        for f in filter(None, files):
+            src = os.path.join(ROOT, f)
+            if not os.path.isfile(src):
+                continue
+            dst = os.path.join(tree, f)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy(src, dst)  # contents and mode; a fresh modification time
+        env = dict(os.environ, CCACHE_BASEDIR=tree, CCACHE_NOHASHDIR="1", UCX_NET_DEVICES="lo")
+        if run(["cmake", "-S", tree, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+                "-DAOBJ_BUILD_TESTS=OFF"], env=env, stdout=subprocess.DEVNULL).returncode:
+            sys.exit("cmake failed")
+        # One worker's build at a time: each build's compiles are the same (ccache serves the
+        # second), and two at once would only contend for the cores.
+        with build_lock:
+            if run(["ninja", "-C", build] + targets, env=env, stdout=subprocess.DEVNULL).returncode:
+                sys.exit("the unchanged scratch tree does not build")
+        return tree, build, env
+
+    def Try(name, tree, build, env):
+        """Builds mutant `name` in `tree` and runs its cases; (name, what, verdict, failed)."""
         what, edits, cases, flags = MUTANTS[name]
         originals = {}
         for path, old, new in edits:
@@ -947,8 +962,7 @@ def main():
             client = IsClient(MUTANTS[name])
             target = "aobj" if client else "aobj-server"
             if run(["ninja", "-C", build, target], env=env, stdout=subprocess.DEVNULL).returncode:
-                results.append((name, what, "BUILD FAILED", []))
-                continue
+                return (name, what, "BUILD FAILED", [])
             out = os.path.join(args.scratch, "run-" + name)
             sel = [] if args.all_cases else ["--only", cases]
             if client:
@@ -972,12 +986,37 @@ def main():
                            capture_output=True, text=True)
                 verdict, failed = Verdict(proc, out + "-open")
                 failed = ["(open policy)"] + failed
-            results.append((name, what, verdict, failed))
+            return (name, what, verdict, failed)
         finally:
             for path, text in originals.items():
                 with open(os.path.join(tree, path), "w") as fh:
                     fh.write(text)
-        print(f"{results[-1][2]:9} {name}: {', '.join(results[-1][3]) or '-'}", flush=True)
+
+    # `jobs` workers, each with a tree of its own, take the mutants in turn (on 2 cores, two at
+    # once: one builds while the other's suite waits on its server).
+    build_lock = threading.Lock()
+    pending = queue.Queue()
+    for name in names:
+        pending.put(name)
+    by_name = {}
+    print_lock = threading.Lock()
+
+    def Worker(slot):
+        tree, build, env = Prepare(slot)
+        while True:
+            try:
+                name = pending.get_nowait()
+            except queue.Empty:
+                return
+            result = Try(name, tree, build, env)
+            with print_lock:
+                by_name[name] = result
+                print(f"{result[2]:9} {name}: {', '.join(result[3]) or '-'}", flush=True)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        for f in [pool.submit(Worker, slot) for slot in range(jobs)]:
+            f.result()  # a worker's sys.exit() ends the run here
+    results = [by_name[n] for n in names]
 
     print("\n| mutant | fault | verdict | cases that caught it |\n|---|---|---|---|")
     for name, what, verdict, failed in results:

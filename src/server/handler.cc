@@ -18,6 +18,7 @@
 #include "wire/descriptor.h"
 #include "wire/error_detail.h"
 #include "wire/names.h"
+#include "wire/printable.h"
 #include "wire/range.h"
 #include "wire/signing.h"
 
@@ -49,6 +50,21 @@ static std::string LogToken(const std::string& s) {
   std::string out = s.substr(0, 128);
   for (char& c : out) {
     if (c <= ' ' || c > '~' || c == '"') c = '?';
+  }
+  return out;
+}
+
+// Peer-supplied text for a quoted log field: printable ASCII, a quote escaped too,
+// so that it can neither end its field nor its line (tenth hostile probe F4: a client name with
+// a newline forged a log line of its own).
+static std::string LogQuoted(absl::string_view s) {
+  std::string out;
+  for (char c : PrintableAscii(s)) {
+    if (c == '"') {
+      out += "\\x22";
+    } else {
+      out.push_back(c);
+    }
   }
   return out;
 }
@@ -184,9 +200,10 @@ void RequestHandler::RecordFailure(Method method, const RequestAuth& auth,
   }
   if (!unverified && !KeyLogLine(auth.access_key_id)) return;
   // AOBJ-OPS-003: one structured event per failed request.
-  Log(absl::StrCat("event=request_failed method=", MethodName(method), " session=",
-                   auth.session_hex.empty() ? "-" : auth.session_hex, " access_key=", key,
-                   " code=", GetErrorInfo(code).name.data(), " message=\"", error.message(), "\""));
+  Log(absl::StrCat("event=request_failed method=", MethodName(method),
+                   " session=", auth.session_hex.empty() ? "-" : auth.session_hex,
+                   " access_key=", key, " code=", GetErrorInfo(code).name.data(), " message=\"",
+                   LogQuoted(error.message()), "\""));
 }
 
 absl::Status RequestHandler::Authorize(const SessionState& s, const BucketNeeds& needs) {
@@ -558,7 +575,7 @@ absl::StatusOr<std::string> RequestHandler::OpenSession(const RequestAuth& auth,
   if (KeyLogLine(auth.access_key_id)) {  // within the key's budget (AOBJ-OPS-010)
     Log(absl::StrCat("event=session_opened session=", id, " access_key=", auth.access_key_id,
                      " version=", resp.version(), " protection=", ProtectionName(*protection),
-                     " client=\"", req.client_name().substr(0, 64), "\""));
+                     " client=\"", LogQuoted(req.client_name().substr(0, 64)), "\""));
   }
   return Serialize(resp);
 }

@@ -111,6 +111,30 @@ TEST_F(AuthzTest, OwnerOnlyBucketsRefuseOtherPrincipals) {
   EXPECT_TRUE(a_->Copy("alpha", "k", "alpha", "k2", {}).ok());
 }
 
+// Tenth hostile probe, F4: a client name with a newline forged a log line of its own, and a bucket
+// name echoed in an ACCESS_DENIED message put a newline into the log too. Every log line now
+// keeps a peer's text printable (and a quoted field's quotes escaped): nothing starts a line of
+// its own.
+TEST_F(AuthzTest, PeerTextCannotForgeALogLine) {
+  ClientOptions o;
+  o.endpoint = server_->endpoint();
+  o.access_key_id = kSecond;
+  o.secret = kSecondSecret;
+  o.client_name = "cli\nFORGED1 x=\"y";
+  auto c = Client::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(Denied((*c)->HeadBucket("ab\nFORGED2 x")));
+  (*c).reset();
+  const std::string log = server_->log();
+  EXPECT_NE(log.find("client=\"cli\\x0aFORGED1 x=\\x22y\""), std::string::npos) << log;
+  EXPECT_NE(log.find("ab\\x0aFORGED2 x"), std::string::npos)
+      << "the bad bucket's name is not in the log: nothing was tested\n"
+      << log;
+  for (const char* forged : {"\nFORGED1", "\nFORGED2"}) {
+    EXPECT_EQ(log.find(forged), std::string::npos) << log;
+  }
+}
+
 // AOBJ-SEC-008, issue 21: authorization reads the typed request the handler serves. Every method
 // of aobj.v1.ObjectService is accounted for: one that names a bucket is refused to another
 // principal when it names the owner's bucket (in every field whose name ends in "bucket", the rest

@@ -483,7 +483,8 @@ int MultipartCommand(aobj::Client& c, const std::vector<std::string>& pos,
 }
 
 int Fail(const std::string& what, const absl::Status& st) {
-  std::cerr << "aobj: " << what << ": " << aobj::tools::DescribeError(st) << "\n";
+  std::cerr << "aobj: " << aobj::tools::Printable(what) << ": " << aobj::tools::DescribeError(st)
+            << "\n";
   return 1;
 }
 
@@ -911,10 +912,12 @@ int main(int argc, char** argv) {
     const double secs = absl::ToDoubleSeconds(absl::Now() - t0);
     if (!r.ok()) return Fail(absl::StrCat("put ", bucket, "/", key), r.status());
     if (!quiet) {
-      std::cout << "put " << pos[0] << " -> " << bucket << "/" << key << ": " << size
+      std::cout << "put " << aobj::tools::Printable(pos[0]) << " -> "
+                << aobj::tools::Printable(absl::StrCat(bucket, "/", key)) << ": " << size
                 << " bytes (" << aobj::tools::HumanBytes(size) << ") in "
                 << absl::StrFormat("%.3f", secs) << " s, " << aobj::tools::HumanRate(size, secs)
-                << ", path=" << aobj::TransferPathName(r->path) << ", etag=" << r->info.etag
+                << ", path=" << aobj::TransferPathName(r->path)
+                << ", etag=" << aobj::tools::Printable(r->info.etag)
                 << ", crc32c=" << Checksum(r->info) << " (verified by both sides)\n";
     }
     buf->reset();
@@ -951,10 +954,11 @@ int main(int argc, char** argv) {
   }
   if (!quiet) {
     (to_stdout ? std::cerr : std::cout)
-        << "get " << bucket << "/" << key << " -> " << pos[1] << ": " << size << " bytes ("
+        << "get " << aobj::tools::Printable(absl::StrCat(bucket, "/", key)) << " -> "
+        << aobj::tools::Printable(pos[1]) << ": " << size << " bytes ("
         << aobj::tools::HumanBytes(size) << ") in " << absl::StrFormat("%.3f", secs) << " s, "
         << aobj::tools::HumanRate(size, secs) << ", path=" << aobj::TransferPathName(r->path)
-        << ", etag=" << r->info.etag << ", crc32c=" << Checksum(r->info)
+        << ", etag=" << aobj::tools::Printable(r->info.etag) << ", crc32c=" << Checksum(r->info)
         << " (verified by both sides)\n";
   }
   buf->reset();

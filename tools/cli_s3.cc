@@ -52,7 +52,7 @@ bool IsProtocolError(const absl::Status& st) {
 std::string FailureLine(const std::string& what, const absl::Status& st) {
   const bool described = IsProtocolError(st) || !ControlChannelFailure(st).empty();
   return absl::StrCat("aobj: ", what, ": ",
-                      described ? tools::DescribeError(st) : std::string(st.message()));
+                      described ? tools::DescribeError(st) : tools::Printable(st.message()));
 }
 
 std::string FormatTime(int64_t ms) {

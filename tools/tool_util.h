@@ -45,7 +45,9 @@ std::string HumanBytes(uint64_t bytes);
 std::string HumanRate(uint64_t bytes, double seconds);
 
 // `text` (a key, bucket or metadata from a server, which a hostile peer chooses) safe to print on
-// a terminal: C0 control characters and DEL as \xNN, everything else as it is (UTF-8 included).
+// a terminal: C0 control characters and DEL, C1 controls and the bidirectional controls (the
+// octets of their UTF-8), and octets that are not well-formed UTF-8 as \xNN; everything else as
+// it is (UTF-8 included).
 std::string Printable(absl::string_view text);
 
 // "NO_SUCH_KEY (NoSuchKey): message".

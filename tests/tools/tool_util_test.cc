@@ -34,6 +34,24 @@ TEST(PrintableTest, EscapesControlCharactersAndKeepsTheRest) {
   EXPECT_EQ(Printable(""), "");
 }
 
+// Tenth hostile probe, F5: C1 controls (U+009B is an 8-bit CSI to xterm) and bidirectional
+// overrides in a key were printed raw, and so was a server's error message.
+TEST(PrintableTest, EscapesC1AndBidirectionalControlsAndMalformedUtf8) {
+  EXPECT_EQ(Printable("a\xc2\x9b"
+                      "2Jb"),
+            "a\\xc2\\x9b2Jb");  // U+009B
+  EXPECT_EQ(Printable("x\xe2\x80\xae"
+                      "evil"),
+            "x\\xe2\\x80\\xaeevil");                                                     // U+202E
+  EXPECT_EQ(Printable("\xe2\x81\xa6i\xe2\x81\xa9"), "\\xe2\\x81\\xa6i\\xe2\\x81\\xa9");  // isolates
+  EXPECT_EQ(Printable("\x9b"), "\\x9b");                    // a lone C1 octet (not UTF-8)
+  EXPECT_EQ(Printable("\xc0\xaf"), "\\xc0\\xaf");           // an overlong '/'
+  EXPECT_EQ(Printable("\xe2\x80"), "\\xe2\\x80");           // cut short
+  EXPECT_EQ(Printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_EQ(Printable("\xc2\xa0\xf0\x9f\x98\x80"), "\xc2\xa0\xf0\x9f\x98\x80");  // kept
+  EXPECT_EQ(Printable("\xe2\x80\x8c"), "\xe2\x80\x8c");  // U+200C, no bidi control: kept
+}
+
 }  // namespace
 }  // namespace aobj::tools
 
@@ -49,6 +67,8 @@ TEST(DescribeErrorTest, NoReplyFromTheServerIsSaidPlainly) {
       aobj::tools::DescribeError(lost),
       "INTERNAL (InternalError): no reply from the server: connection refused (is aobj-server "
       "still running?)");
+  EXPECT_EQ(aobj::tools::DescribeError(MakeError(ErrorCode::kAccessDenied, "bucket a\nb\x1b[2J")),
+            "ACCESS_DENIED (AccessDenied): bucket a\\x0ab\\x1b[2J");  // a server's text, escaped
   EXPECT_EQ(aobj::tools::DescribeError(MakeError(ErrorCode::kNoSuchKey, "no such key")),
             "NO_SUCH_KEY (NoSuchKey): no such key");
 }

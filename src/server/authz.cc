@@ -13,6 +13,7 @@
 #include "aobj/status.h"
 #include "store/posix_util.h"
 #include "wire/names.h"
+#include "wire/printable.h"
 
 namespace aobj {
 namespace {
@@ -69,7 +70,14 @@ absl::StatusOr<std::unique_ptr<BucketAuthorizer>> BucketAuthorizer::Create(
         return MakeError(ErrorCode::kStorageError,
                          absl::StrCat(a->state_file_, ":", n, ": expected `BUCKET PRINCIPAL`"));
       }
-      a->owners_[f[0]] = f[1];
+      // A bucket named twice (a bad merge or a hand edit) is refused, never settled by order
+      // (tenth hostile probe, INFO: the last line won, and another principal got the bucket).
+      auto [it, inserted] = a->owners_.try_emplace(f[0], f[1]);
+      if (!inserted && it->second != f[1]) {
+        return MakeError(ErrorCode::kStorageError,
+                         absl::StrCat(a->state_file_, ":", n, ": bucket ", PrintableAscii(f[0]),
+                                      " has another owner on an earlier line; keep one"));
+      }
     }
   }
   return a;

@@ -320,12 +320,19 @@ TEST(AuthzStartTest, BadGrantOrOwnersFileIsReportedNotACrash) {
   // Seventh hostile probe, F5: an owners file that is a FIFO hung the start in open().
   std::system(("mkdir -p '" + dir + "/root3'").c_str());
   ASSERT_EQ(mkfifo((dir + "/root3/.aobj-owners").c_str(), 0600), 0);
+  // Tenth hostile probe (INFO): a bucket named twice, with two owners, was taken by the last.
+  std::system(("mkdir -p '" + dir + "/root4/vbkt'").c_str());
+  {
+    std::ofstream f(dir + "/root4/.aobj-owners");
+    f << "vbkt " << kAccessKey << "\nvbkt AKOTHER\n";
+  }
   const std::vector<std::vector<std::string>> cases = {
       {"--store", "memory", "--grant", std::string(kAccessKey) + ":BAD_Bucket!:read"},
       {"--store", "fs", "--root", dir + "/root"},
       // Hostile probe of issue 16 (N6): a bucket name no request can reach used to be created.
       {"--store", "fs", "--root", dir + "/root2", "--create-bucket", "Not_A_Bucket"},
-      {"--store", "fs", "--root", dir + "/root3"}};
+      {"--store", "fs", "--root", dir + "/root3"},
+      {"--store", "fs", "--root", dir + "/root4"}};
   int n = 0;
   for (const auto& extra : cases) {
     std::vector<std::string> argv = {AOBJ_SERVER_BINARY, "--listen", "127.0.0.1:0",
@@ -353,6 +360,9 @@ TEST(AuthzStartTest, BadGrantOrOwnersFileIsReportedNotACrash) {
       << testing::ReadFile(dir + "/start-3.log");
   EXPECT_NE(testing::ReadFile(dir + "/start-4.log").find("not a regular file"), std::string::npos)
       << testing::ReadFile(dir + "/start-4.log");
+  EXPECT_NE(testing::ReadFile(dir + "/start-5.log").find(":2: bucket vbkt has another owner"),
+            std::string::npos)
+      << testing::ReadFile(dir + "/start-5.log");
   struct stat st;
   EXPECT_NE(stat((dir + "/root2/Not_A_Bucket").c_str(), &st), 0) << "the directory was made";
 }

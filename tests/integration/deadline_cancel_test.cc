@@ -269,17 +269,26 @@ TEST_F(DeadlineCancelTest, NothingLandsAfterADeadlineFailedAGet) {
 // the acknowledgment is the server's CANCELLED reply, so the data channel stays usable.
 TEST_F(DeadlineCancelTest, CancelledGetNeverTouchesTheBufferAgain) {
   PutBig("big");
+  // The GET may still end before the cancel reaches the server (seen with the 2 cores loaded:
+  // "running=false", the GET's own OK): then it is tried again, at most three times.
   std::atomic<int> callbacks{0};
-  BigGet get;
-  ASSERT_NO_FATAL_FAILURE(get.Start(Options(*server_),
-                                    [&](const absl::StatusOr<TransferResult>&) { ++callbacks; }));
-  get.WaitUntilMoving();  // let the transfer start
+  std::unique_ptr<BigGet> started;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    callbacks = 0;
+    started = std::make_unique<BigGet>();
+    ASSERT_NO_FATAL_FAILURE(started->Start(
+        Options(*server_), [&](const absl::StatusOr<TransferResult>&) { ++callbacks; }));
+    started->WaitUntilMoving();  // let the transfer start
+    if (started->op->done()) continue;
+    started->op->Cancel();
+    ASSERT_TRUE(started->op->done());
+    if (!started->op->Wait().ok()) break;
+  }
+  BigGet& get = *started;
   const auto& op = get.op;
   const Mapping& memory = *get.memory;
-  ASSERT_FALSE(op->done()) << "the GET finished before it could be cancelled";
-  op->Cancel();
-  ASSERT_TRUE(op->done());
-  EXPECT_EQ(ErrorCodeOf(op->Wait().status()), ErrorCode::kCancelled) << op->Wait().status();
+  EXPECT_EQ(ErrorCodeOf(op->Wait().status()), ErrorCode::kCancelled)
+      << op->Wait().status() << " (three GETs ended before their cancels took effect)";
 
   // From here on the buffer is the caller's again.
   std::memset(memory.data(), kPattern, kBig);

@@ -219,6 +219,17 @@ struct FileStoreState {
   std::string ObjectPath(std::string_view bucket, std::string_view key) const {
     return absl::StrCat(root, "/", AbslView(bucket), "/o/", HexEncode(Sha256(AbslView(key))));
   }
+
+  // The bucket's directories are what start-up checked them to be, not links planted since
+  // (eleventh hostile probe N2: objects were then read, and PUTs' files written, outside the
+  // root). A link swapped in between this check and the open is not caught: whoever can write
+  // in the root while the server runs and win that race still can.
+  absl::Status CheckBucketDirs(std::string_view bucket) const {
+    for (const std::string& d : {BucketDir(bucket), ObjectDir(bucket), TmpDir(bucket)}) {
+      if (absl::Status s = CheckNoLink(d); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
 };
 
 // Writes one object into a temp file. Used by one thread at a time.
@@ -315,6 +326,7 @@ class FileWriter final : public ObjectWriter {
     absl::StatusOr<bool> exists = IsRealDir(state_->BucketDir(bucket_));
     if (!exists.ok()) return exists.status();
     if (!*exists) return NoSuchBucket();
+    if (absl::Status s = state_->CheckBucketDirs(bucket_); !s.ok()) return s;
     const std::string final_path = state_->ObjectPath(bucket_, key_);
     absl::MutexLock index_lock(&state_->index_mu);
     BucketIndex* index = state_->FindIndex(bucket_);
@@ -491,6 +503,7 @@ class FileStore final : public ObjectStore {
       absl::StatusOr<bool> exists = IsRealDir(state_->BucketDir(bucket));
       if (!exists.ok()) return exists.status();
       if (!*exists) return NoSuchBucket();
+      if (absl::Status s = state_->CheckBucketDirs(bucket); !s.ok()) return s;
       fd = ScopedFd(::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, kFileMode));
       if (!fd.valid()) return IoError("create", tmp_path, errno);
     }
@@ -532,6 +545,7 @@ class FileStore final : public ObjectStore {
     absl::StatusOr<bool> exists = IsRealDir(state_->BucketDir(bucket));
     if (!exists.ok()) return exists.status();
     if (!*exists) return NoSuchBucket();
+    if (absl::Status s = state_->CheckBucketDirs(bucket); !s.ok()) return s;
     const std::string path = state_->ObjectPath(bucket, key);
     {
       absl::MutexLock index_lock(&state_->index_mu);
@@ -610,10 +624,13 @@ class FileStore final : public ObjectStore {
                               ScopedFd* fd) {
     if (absl::Status s = CheckKey(bucket, key); !s.ok()) return s;
     *path = state_->ObjectPath(bucket, key);
-    *fd = ScopedFd(::open(path->c_str(), O_RDONLY | O_CLOEXEC));
+    if (absl::Status s = state_->CheckBucketDirs(bucket); !s.ok()) return s;
+    // A regular file only, never through a link, never blocking (eleventh hostile probe N2: a
+    // FIFO planted in a bucket while the server ran held every request thread in open()).
+    *fd = ScopedFd(OpenRegularForRead(*path));
     if (!fd->valid()) {
       const int err = errno;
-      if (err != ENOENT) return IoError("open", *path, err);
+      if (err != ENOENT) return OpenRegularError(*path, err);
       absl::StatusOr<bool> exists = IsRealDir(state_->BucketDir(bucket));
       if (!exists.ok()) return exists.status();
       if (!*exists) return NoSuchBucket();
@@ -709,8 +726,11 @@ absl::StatusOr<std::unique_ptr<ObjectStore>> OpenFileStore(const std::string& ro
   if (absl::Status s = MakeDirs(state->root); !s.ok()) return s;
 
   const std::string lock_path = absl::StrCat(state->root, "/LOCK");
-  state->lock_fd = ScopedFd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, kFileMode));
-  if (!state->lock_fd.valid()) return IoError("open", lock_path, errno);
+  // Never through a link: O_CREAT alone would create a link's target, wherever it points
+  // (eleventh hostile probe N3).
+  state->lock_fd = ScopedFd(
+      ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, kFileMode));
+  if (!state->lock_fd.valid()) return OpenRegularError(lock_path, errno);
   while (::flock(state->lock_fd.get(), LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
     if (errno == EWOULDBLOCK) {

@@ -234,8 +234,8 @@ class FileBlob final : public PartBlob {
       const std::string path_;
       const uint64_t size_;
     };
-    ScopedFd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return IoError("open", path_, errno);
+    ScopedFd fd(OpenRegularForRead(path_));  // never a FIFO or a link planted since
+    if (!fd.valid()) return OpenRegularError(path_, errno);
     return std::unique_ptr<BlobReader>(new Reader(std::move(fd), path_, size_));
   }
 

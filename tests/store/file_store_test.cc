@@ -287,6 +287,58 @@ TEST_F(FileStoreTest, FifoOrDirectoryWhereFilesBelongIsReportedWithoutHanging) {
   Reopen();
 }
 
+// Eleventh hostile probe, N2 and N3: what start-up refuses could still be planted while the
+// server ran. A FIFO in place of an object held every request thread in open() (and the server
+// then ignored SIGTERM); a link in place of a bucket's o/ or tmp/ was followed (objects read,
+// PUTs written, outside the root); a LOCK link made the start create its target. Now each is
+// refused by path, at once.
+TEST_F(FileStoreTest, FifosAndLinksPlantedWhileOpenAreRefusedAtOnce) {
+  ASSERT_OK(store_->CreateBucket("bucket"));
+  ASSERT_TRUE(Put(*store_, "bucket", "kept", "still here").ok());
+  const fs::path fifo = ObjectFile("bucket", "fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto head = std::async(std::launch::async, [&] { return store_->Head("bucket", "fifo"); });
+  if (head.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "a read of a FIFO planted in the bucket hangs";
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // releases the blocked open
+    if (fd >= 0) ::close(fd);
+  }
+  absl::StatusOr<ObjectInfo> got = head.get();
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("not a regular file"), std::string::npos) << got.status();
+  fs::remove(fifo);
+
+  const fs::path outside = scratch_ / "outside";
+  for (const char* dir : {"o", "tmp"}) {
+    fs::remove_all(outside);
+    fs::create_directories(outside);
+    fs::copy(root_ / "bucket" / dir, outside, fs::copy_options::recursive);
+    fs::rename(root_ / "bucket" / dir, scratch_ / "saved");
+    fs::create_directory_symlink(outside, root_ / "bucket" / dir);
+    const size_t before = Entries(outside).size();
+    for (const absl::Status& s :
+         {Get(*store_, "bucket", "kept").status(), Put(*store_, "bucket", "new", "x").status(),
+          store_->Delete("bucket", "kept")}) {
+      EXPECT_FALSE(s.ok()) << dir << " was followed";
+      EXPECT_NE(s.message().find("symbolic link"), std::string::npos) << s;
+    }
+    EXPECT_EQ(Entries(outside).size(), before) << "files written or deleted outside the root";
+    fs::remove(root_ / "bucket" / dir);
+    fs::rename(scratch_ / "saved", root_ / "bucket" / dir);
+  }
+  EXPECT_EQ(Get(*store_, "bucket", "kept").value_or("<error>"), "still here");
+
+  store_.reset();
+  fs::remove(root_ / "LOCK");
+  fs::create_symlink(scratch_ / "created-by-the-store", root_ / "LOCK");
+  absl::StatusOr<std::unique_ptr<ObjectStore>> store = OpenFileStore(root_.string());
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find("symbolic link"), std::string::npos) << store.status();
+  EXPECT_FALSE(fs::exists(scratch_ / "created-by-the-store"));
+  fs::remove(root_ / "LOCK");
+  Reopen();
+}
+
 TEST_F(FileStoreTest, BucketCutShortByACrashIsRepairedAtOpen) {
   store_.reset();
   fs::create_directory(root_ / "partial");  // mkdir of the bucket done, o/ and tmp/ not

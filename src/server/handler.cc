@@ -202,7 +202,10 @@ void RequestHandler::RecordFailure(Method method, const RequestAuth& auth,
   // AOBJ-OPS-003: one structured event per failed request.
   Log(absl::StrCat("event=request_failed method=", MethodName(method),
                    " session=", auth.session_hex.empty() ? "-" : auth.session_hex,
-                   " access_key=", key, " code=", GetErrorInfo(code).name.data(), " message=\"",
+                   // A key whose signature was not verified is only claimed (eleventh hostile
+                   // probe N4: anyone's failures were logged as the claimed key's).
+                   unverified ? " claimed_access_key=" : " access_key=", key,
+                   " code=", GetErrorInfo(code).name.data(), " message=\"",
                    LogQuoted(error.message()), "\""));
 }
 

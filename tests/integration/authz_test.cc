@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "aobj/client.h"
 #include "aobj/status.h"
 #include "google/protobuf/descriptor.h"
@@ -133,6 +134,26 @@ TEST_F(AuthzTest, PeerTextCannotForgeALogLine) {
   for (const char* forged : {"\nFORGED1", "\nFORGED2"}) {
     EXPECT_EQ(log.find(forged), std::string::npos) << log;
   }
+}
+
+// Eleventh hostile probe, N4: a failure before the signature was verified was logged under
+// `access_key=` and the key the request only claimed, like a verified principal's failure.
+TEST_F(AuthzTest, AFailureBeforeTheSignatureNamesItsKeyAsClaimed) {
+  ClientOptions o;
+  o.endpoint = server_->endpoint();
+  o.access_key_id = kSecond;
+  o.secret = "not-the-secret-of-this-key";
+  auto c = Client::Connect(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(ErrorCodeOf(c.status()), ErrorCode::kSignatureDoesNotMatch) << c.status();
+  const std::string log = server_->log();
+  EXPECT_NE(
+      log.find(absl::StrCat("claimed_access_key=", kSecond, " code=SIGNATURE_DOES_NOT_MATCH")),
+      std::string::npos)
+      << log;
+  EXPECT_EQ(log.find(absl::StrCat(" access_key=", kSecond, " code=SIGNATURE_DOES_NOT_MATCH")),
+            std::string::npos)
+      << log;
 }
 
 // AOBJ-SEC-008, issue 21: authorization reads the typed request the handler serves. Every method

@@ -437,10 +437,14 @@ bool ControlListener::MakeRoomForUnauthenticated(const std::string& group) {
   // probe N1: idle HTTP/2 connections from 59 addresses, each below its own limit, took every
   // descriptor, and 30-77 % of a client's attempts from another address failed; each also held
   // some 16-79 KB of the server's memory, N3).
-  if (EvictOne("", /*young_too=*/false, /*principals_too=*/false)) return true;
+  // One scan when the newcomer is not quiet (an accept at the bound is the hot path of a flood):
+  // EvictOne cuts one past its grace first, else the oldest young one.
   bool quiet = false;
   const std::pair<std::string, int> other = BusiestOther(group, &quiet);
-  if (quiet && EvictOne(other.first, /*young_too=*/true, /*principals_too=*/false)) return true;
+  if (quiet) {
+    if (EvictOne("", /*young_too=*/false, /*principals_too=*/false)) return true;
+    if (EvictOne(other.first, /*young_too=*/true, /*principals_too=*/false)) return true;
+  }
   // Else the oldest of all goes, however young: the bound is then a queue, in which each
   // connection has until the bound's worth of newer ones has come to authenticate (ninth
   // hostile probe P3: a churn of about 1,000 a second from one address kept all 1,024 within

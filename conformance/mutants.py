@@ -830,8 +830,8 @@ MUTANTS.update({
     "rapid-reset-uncut": (
         "a connection whose client resets its streams as fast as it opens them is never closed, neither by the HTTP/2 guard nor by the call handlers (AOBJ-SEC-019, AOBJ-SEC-023)",
         [("src/server/h2_guard.cc",
-          "      if (resets_ >= static_cast<uint64_t>(budget_) && resets_ > 4 * finished_) {",
-          "      if (false) {"),
+          "    if (resets_ >= static_cast<uint64_t>(budget_) && resets_ > 4 * finished_) {",
+          "    if (false) {"),
          ("src/server/control_service.cc",
           "      if (!c.cut && c.cancelled >= kResetsToCut && c.cancelled > 4 * c.completed) {",
           "      if (false) {")],

@@ -3,7 +3,10 @@
 // pass the bound without a kTooManyOpen verdict, which then stays; a cut for resets comes only at
 // the budget and with more than four times as many resets as ended streams; the same octets fed
 // whole give the same verdict as in pieces; a cut for frames carrying nothing comes exactly at
-// eight times the payload and the allowance. AOBJ_FUZZ_COVERS: src/server/h2_guard.cc
+// eight times the payload and the allowance. The guard's form (Pass, AOBJ-SEC-026), fed the same
+// octets with a bound on the streams it lets open, never passes the bound, passes only octets
+// that the plain form accepts, and keeps what it does not pass to be offered again.
+// AOBJ_FUZZ_COVERS: src/server/h2_guard.cc
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,12 +21,31 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int max_open = fdp.ConsumeIntegralInRange<int>(1, 300);
   const bool preface = fdp.ConsumeBool();
   const uint64_t allowance = fdp.ConsumeIntegralInRange<uint64_t>(0, 2048);
+  const size_t limit = fdp.ConsumeIntegralInRange<size_t>(1, 16);
   aobj::H2Ledger pieces(budget, max_open, 0, allowance);
+  aobj::H2Ledger gated(budget, max_open, 0, allowance);
+  std::string held, passed;
+  aobj::H2Ledger::Verdict gated_verdict = aobj::H2Ledger::Verdict::kGoOn;
+  auto pass = [&] {
+    if (gated_verdict != aobj::H2Ledger::Verdict::kGoOn) return;
+    const size_t n = gated.Pass(
+        held.data(), held.size(), [&] { return gated.open() < limit; }, &gated_verdict);
+    AOBJ_FUZZ_CHECK(n <= held.size());
+    if (gated_verdict != aobj::H2Ledger::Verdict::kGoOn) {
+      AOBJ_FUZZ_CHECK(n == 0);
+      return;
+    }
+    passed.append(held, 0, n);
+    held.erase(0, n);
+    AOBJ_FUZZ_CHECK(gated.open() <= limit);
+  };
   std::string client_all;
   if (preface) {
     client_all = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
     AOBJ_FUZZ_CHECK(pieces.FromClient(client_all.data(), client_all.size()) ==
                     aobj::H2Ledger::Verdict::kGoOn);
+    held = client_all;
+    pass();
   }
   bool server_spoke = false;
   aobj::H2Ledger::Verdict verdict = aobj::H2Ledger::Verdict::kGoOn;
@@ -35,10 +57,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       verdict = pieces.FromClient(piece.data(), piece.size());
       if (before != aobj::H2Ledger::Verdict::kGoOn) AOBJ_FUZZ_CHECK(verdict == before);
       if (before == aobj::H2Ledger::Verdict::kGoOn) client_all += piece;
+      held += piece;
     } else {
       pieces.FromServer(piece.data(), piece.size());
+      gated.FromServer(piece.data(), piece.size());
       server_spoke = server_spoke || !piece.empty();
     }
+    pass();  // what waited, and what came
     if (verdict != aobj::H2Ledger::Verdict::kTooManyOpen) {
       AOBJ_FUZZ_CHECK(pieces.open() <= static_cast<size_t>(max_open));
     }
@@ -60,6 +85,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     aobj::H2Ledger whole(budget, max_open, 0, allowance);
     AOBJ_FUZZ_CHECK(whole.FromClient(client_all.data(), client_all.size()) == verdict);
     AOBJ_FUZZ_CHECK(whole.resets() == pieces.resets());
+    // What the guard's form passed, the plain form accepts.
+    if (gated_verdict == aobj::H2Ledger::Verdict::kGoOn) {
+      aobj::H2Ledger plain(budget, max_open, 0, allowance);
+      AOBJ_FUZZ_CHECK(plain.FromClient(passed.data(), passed.size()) ==
+                      aobj::H2Ledger::Verdict::kGoOn);
+    }
   }
   return 0;
 }

@@ -114,7 +114,9 @@ Requests and tenants (spec section 14.6; one tenant cannot starve another):
                             than four times those it let end; each such cut halves it for
                             the address's next connections for a minute (default: 64; 2-65536)
   --http2-guard on|off      read every HTTP/2 frame (terminating TLS) before gRPC does, which
-                            the limit above needs (default: on; off only to measure its cost)
+                            the limit above needs, and so do the bounds on the calls of
+                            connections not yet verified: 8 each, 32 an address, 256 in all
+                            (default: on; off only to measure its cost)
   --threads N               request threads (default: 10)
   --max-requests-per-principal N  requests of one access key running at once
                             (default: threads - 2, so two threads stay for the others)

@@ -101,6 +101,19 @@ const std::vector<Unobservable>& UnobservableRequirements() {
        "needs raw HTTP/2 frames (CONTINUATION, PING, streams beyond the advertised limit) that "
        "gRPC's client library does not send (tests/integration/request_flood_test.cc "
        "RawFloodTest, h2_guard_test.cc)"},
+      {"AOBJ-SEC-026",
+       "needs raw HTTP/2 streams, from many connections and addresses, that a gRPC client library "
+       "does not send, and whether a call is under way is inside the server "
+       "(tests/integration/h2_guard_test.cc AnUnverifiedConnectionsCallsWaitForRoom, "
+       "request_flood_test.cc "
+       "RawFloodTest.TinyUnverifiedCallsFromManyAddressesDoNotStallNewClients)"},
+      {"AOBJ-SEC-027",
+       "which calls a server leaves unread is inside it (tests/integration/h2_guard_test.cc "
+       "AnUnverifiedConnectionsCallsWaitForRoom, request_flood_test.cc "
+       "RawFloodTest.StreamsOpenedWithoutReadingTheAnswersAreBounded)"},
+      {"AOBJ-SEC-028",
+       "needs a flood from the client's own address that holds every bound "
+       "(tests/integration/h2_guard_test.cc H2AdmissionTest)"},
       {"AOBJ-SEC-023",
        "when a server's transport reads a reset, and when it starts work on a stream, are "
        "inside it (tests/integration/request_flood_test.cc "

@@ -83,6 +83,8 @@ struct ServerOptions {
   // every frame header first). A connection whose client resets this many streams before the
   // server ended them, more than four times as many as it let end, is closed before gRPC sees
   // the last; each such cut halves the number for the address's next connections, for a minute.
+  // The guard also bounds the calls under way of connections that have not carried a verified
+  // request (AOBJ-SEC-026: 8 each, 32 an address, 256 in all).
   // Off: gRPC gets the connections itself (for measuring the guard's cost).
   bool http2_guard = true;
   int max_stream_resets = 64;

@@ -39,6 +39,19 @@ constexpr uint64_t kMinIdleAllowance = 64 << 10;  // and of H2Ledger's idle allo
 // How long a connection whose gRPC end closed may take to pass on what gRPC wrote last (and how
 // long Stop() waits for all of them).
 constexpr absl::Duration kDrainTime = absl::Seconds(1);
+// How long a connection whose client has gone may wait for gRPC to close its transport (and so
+// keep counting against AOBJ-SEC-026's bounds) before the guard closes its end anyway.
+constexpr absl::Duration kDyingTime = absl::Seconds(10);
+// How often a relay thread looks again at connections whose next call waits for room.
+constexpr int kHeldRetryMs = 5;
+// What a connection whose next call waits may hold back beyond kBufferCap, while all of them
+// hold less than kHeldTotal: the frames of the calls after the one that waits (each may carry a
+// stream's flow-control window of its message: 64 KiB at first, more once gRPC's bandwidth probe
+// has grown it) come before those of the calls under way, which must still get through for
+// anything to end. A connection that holds back more waits for its calls under way to end by
+// the server's read bound (AOBJ-SEC-018).
+constexpr size_t kHeldCap = 4 << 20;
+constexpr size_t kHeldTotal = 64 << 20;
 // The handshake thread looks at up to kHandshakeScan ready connections at a time and works on the
 // kHandshakesPerRound of them whose addresses have the fewest handshakes under way (the others
 // stay ready and are looked at again): a flood of ClientHellos from some addresses delays the
@@ -99,9 +112,13 @@ void Compact(std::string* buf, size_t* off) {
 
 }  // namespace
 
-std::string PeerFromGuardUri(absl::string_view peer) {
+namespace {
+
+// The guard's name of a connection ("unix-abstract:aobj-h2/ID/PEER", percent-encoded or not):
+// its ID and PEER; false for other strings.
+bool ParseGuardUri(absl::string_view peer, uint64_t* id, std::string* client) {
   absl::string_view rest = peer;
-  if (!absl::ConsumePrefix(&rest, "unix-abstract:")) return std::string(peer);
+  if (!absl::ConsumePrefix(&rest, "unix-abstract:")) return false;
   std::string decoded;  // gRPC may percent-encode the name
   auto hex = [](char ch) {
     return ch >= '0' && ch <= '9'   ? ch - '0'
@@ -118,20 +135,85 @@ std::string PeerFromGuardUri(absl::string_view peer) {
     }
   }
   absl::string_view name = decoded;
-  if (!absl::ConsumePrefix(&name, kNamePrefix)) return std::string(peer);
+  if (!absl::ConsumePrefix(&name, kNamePrefix)) return false;
   const size_t slash = name.find('/');
-  if (slash == absl::string_view::npos) return std::string(peer);
-  return std::string(name.substr(slash + 1));
+  if (slash == absl::string_view::npos || !absl::SimpleAtoi(name.substr(0, slash), id)) {
+    return false;
+  }
+  *client = std::string(name.substr(slash + 1));
+  return true;
+}
+
+}  // namespace
+
+std::string PeerFromGuardUri(absl::string_view peer) {
+  uint64_t id;
+  std::string client;
+  return ParseGuardUri(peer, &id, &client) ? client : std::string(peer);
+}
+
+bool H2Admission::Open(const std::string& address, int open, int admitted) {
+  if (open >= policy_.per_connection) return false;
+  absl::MutexLock l(&mu_);
+  Address& a = addresses_[address];
+  const bool first = admitted == 0 && a.dying < policy_.first_call_dying_per_address;
+  if (!first && (a.calls >= policy_.per_address || total_ >= policy_.total)) {
+    if (a.calls == 0 && a.dying == 0) addresses_.erase(address);
+    return false;
+  }
+  ++a.calls;
+  ++total_;
+  return true;
+}
+
+void H2Admission::Forget(absl::flat_hash_map<std::string, Address>::iterator it) {
+  if (it->second.calls <= 0 && it->second.dying <= 0) addresses_.erase(it);
+}
+
+void H2Admission::Release(const std::string& address, int calls) {
+  if (calls <= 0) return;
+  absl::MutexLock l(&mu_);
+  total_ -= calls;
+  auto it = addresses_.find(address);
+  if (it == addresses_.end()) return;
+  it->second.calls -= calls;
+  Forget(it);
+}
+
+void H2Admission::Dying(const std::string& address, int delta) {
+  absl::MutexLock l(&mu_);
+  auto it = addresses_.try_emplace(address).first;
+  it->second.dying += delta;
+  Forget(it);
+}
+
+int H2Admission::total() const {
+  absl::MutexLock l(&mu_);
+  return total_;
+}
+
+int H2Admission::of(const std::string& address) const {
+  absl::MutexLock l(&mu_);
+  auto it = addresses_.find(address);
+  return it == addresses_.end() ? 0 : it->second.calls;
+}
+
+int H2Admission::dying(const std::string& address) const {
+  absl::MutexLock l(&mu_);
+  auto it = addresses_.find(address);
+  return it == addresses_.end() ? 0 : it->second.dying;
 }
 
 // AOBJ_PEER_INPUT: the client's HTTP/2 frame headers (fuzz/h2_ledger_fuzzer.cc).
-bool H2Ledger::Scanner::Feed(const char* data, size_t n, const Callback& on_frame) {
+size_t H2Ledger::Scanner::Feed(const char* data, size_t n, const Callback& on_frame,
+                               bool* stopped) {
   size_t i = 0;
   while (i < n) {
     if (preface_left > 0) {
       const size_t take = std::min(preface_left, n - i);
       if (std::memcmp(data + i, kPreface.data() + (kPreface.size() - preface_left), take) != 0) {
-        return false;
+        *stopped = true;
+        return i;
       }
       preface_left -= take;
       i += take;
@@ -140,21 +222,23 @@ bool H2Ledger::Scanner::Feed(const char* data, size_t n, const Callback& on_fram
       payload_left -= static_cast<uint32_t>(take);
       i += take;
     } else {
-      const size_t take = std::min(sizeof(header) - have, n - i);
-      std::memcpy(header + have, data + i, take);
-      have += take;
-      i += take;
-      if (have < sizeof(header)) break;
-      have = 0;
-      const uint8_t* h = header;
-      payload_left = (uint32_t{h[0]} << 16) | (uint32_t{h[1]} << 8) | h[2];
+      if (n - i < 9) break;  // the rest of the header comes later
+      const auto* h = reinterpret_cast<const uint8_t*>(data + i);
+      const uint32_t len = (uint32_t{h[0]} << 16) | (uint32_t{h[1]} << 8) | h[2];
       const uint32_t stream =
           ((uint32_t{h[5]} << 24) | (uint32_t{h[6]} << 16) | (uint32_t{h[7]} << 8) | h[8]) &
           0x7fffffffu;
-      if (!on_frame(h[3], h[4], stream, payload_left)) return false;
+      const Step step = on_frame(h[3], h[4], stream, len);
+      if (step == Step::kHold) break;
+      if (step == Step::kStop) {
+        *stopped = true;
+        return i;
+      }
+      payload_left = len;
+      i += 9;
     }
   }
-  return true;
+  return i;
 }
 
 H2Ledger::H2Ledger(int budget, int max_open, int max_open_unacked, uint64_t idle_allowance)
@@ -165,77 +249,112 @@ H2Ledger::H2Ledger(int budget, int max_open, int max_open_unacked, uint64_t idle
   client_.preface_left = kPreface.size();
 }
 
-// HTTP/2 frame types and flags (RFC 9113, section 6).
 constexpr uint8_t kData = 0, kHeaders = 1, kRstStream = 3, kSettings = 4, kPing = 6,
                   kContinuation = 9;
 constexpr uint8_t kEndStream = 0x1, kAck = 0x1, kEndHeaders = 0x4;
 
+H2Ledger::Step H2Ledger::OnClientFrame(uint8_t type, uint8_t flags, uint32_t stream, uint32_t len,
+                                       const std::function<bool()>& may_open) {
+  const bool opens = type == kHeaders && (stream & 1) != 0 && stream > last_opened_;
+  // Asked first, before anything of the frame is counted: a held frame is offered again.
+  if (opens && may_open && !may_open()) return Step::kHold;
+  octets_ += 9 + uint64_t{len};
+  if (type == kData || type == kHeaders || type == kContinuation) payload_ += len;
+  if (octets_ / 8 > payload_ + idle_allowance_) {
+    verdict_ = Verdict::kFrameFlood;
+    return Step::kStop;
+  }
+  if (type == kHeaders || (type == kContinuation && in_header_block_)) {
+    header_block_ = (type == kHeaders ? 0 : header_block_) + len;
+    header_frames_ = (type == kHeaders ? 0 : header_frames_) + 1;
+    in_header_block_ = (flags & kEndHeaders) == 0;
+    if (header_block_ > kMaxHeaderBlock || header_frames_ > kMaxHeaderFrames) {
+      verdict_ = Verdict::kHeadersTooLarge;
+      return Step::kStop;
+    }
+  }
+  if (type == kSettings && (flags & kAck) != 0) settings_acked_ = true;
+  if ((type == kPing || type == kSettings) && (flags & kAck) == 0 &&
+      ++unanswered_ > kMaxUnanswered) {
+    verdict_ = Verdict::kControlFlood;
+    return Step::kStop;
+  }
+  if (opens) {
+    last_opened_ = stream;
+    open_.insert(stream);
+    if (open_.size() > static_cast<size_t>(settings_acked_ ? max_open_ : max_open_unacked_)) {
+      verdict_ = Verdict::kTooManyOpen;
+      return Step::kStop;
+    }
+  } else if (type == kRstStream && open_.erase(stream) > 0) {
+    ++resets_;
+    if (resets_ >= static_cast<uint64_t>(budget_) && resets_ > 4 * finished_) {
+      verdict_ = Verdict::kTooManyResets;
+      return Step::kStop;
+    }
+  }
+  return Step::kGo;
+}
+
+size_t H2Ledger::Pass(const char* data, size_t n, const std::function<bool()>& may_open,
+                      Verdict* verdict) {
+  if (verdict_ != Verdict::kGoOn) {
+    *verdict = verdict_;
+    return 0;
+  }
+  bool stopped = false;
+  const size_t passed = client_.Feed(
+      data, n,
+      [&](uint8_t type, uint8_t flags, uint32_t stream, uint32_t len) {
+        return OnClientFrame(type, flags, stream, len, may_open);
+      },
+      &stopped);
+  if (stopped && verdict_ == Verdict::kGoOn) verdict_ = Verdict::kNotHttp2;
+  *verdict = verdict_;
+  return verdict_ == Verdict::kGoOn ? passed : 0;
+}
+
 H2Ledger::Verdict H2Ledger::FromClient(const char* data, size_t n) {
   if (verdict_ != Verdict::kGoOn) return verdict_;
-  const bool ok =
-      client_.Feed(data, n, [this](uint8_t type, uint8_t flags, uint32_t stream, uint32_t len) {
-        // Octets that carry nothing for the calls, against those that do (kFrameFlood).
-        octets_ += 9 + uint64_t{len};
-        if (type == kData || type == kHeaders || type == kContinuation) payload_ += len;
-        if (octets_ / 8 > payload_ + idle_allowance_) {
-          verdict_ = Verdict::kFrameFlood;
-          return false;
-        }
-        // A header block (HEADERS and its CONTINUATIONs) is bounded as it arrives: gRPC 1.51
-        // keeps an endless run of CONTINUATION frames in memory.
-        if (type == kHeaders || (type == kContinuation && in_header_block_)) {
-          header_block_ = (type == kHeaders ? 0 : header_block_) + len;
-          header_frames_ = (type == kHeaders ? 0 : header_frames_) + 1;
-          in_header_block_ = (flags & kEndHeaders) == 0;
-          if (header_block_ > kMaxHeaderBlock || header_frames_ > kMaxHeaderFrames) {
-            verdict_ = Verdict::kHeadersTooLarge;
-            return false;
-          }
-        }
-        // PING and SETTINGS make the server answer: a client that does not wait for the answers
-        // has gRPC queue them without bound.
-        if (type == kSettings && (flags & kAck) != 0) settings_acked_ = true;
-        if ((type == kPing || type == kSettings) && (flags & kAck) == 0 &&
-            ++unanswered_ > kMaxUnanswered) {
-          verdict_ = Verdict::kControlFlood;
-          return false;
-        }
-        if (type == kHeaders && (stream & 1) != 0 && stream > last_opened_) {
-          last_opened_ = stream;
-          open_.insert(stream);
-          if (open_.size() > static_cast<size_t>(settings_acked_ ? max_open_ : max_open_unacked_)) {
-            verdict_ = Verdict::kTooManyOpen;
-            return false;
-          }
-        } else if (type == kRstStream && open_.erase(stream) > 0) {
-          ++resets_;
-          if (resets_ >= static_cast<uint64_t>(budget_) && resets_ > 4 * finished_) {
-            verdict_ = Verdict::kTooManyResets;
-            return false;
-          }
-        }
-        return true;
-      });
-  if (!ok && verdict_ == Verdict::kGoOn) verdict_ = Verdict::kNotHttp2;
-  return verdict_;
+  Verdict v;
+  if (client_rest_.empty()) {  // most often: no partial frame header is waiting
+    const size_t passed = Pass(data, n, nullptr, &v);
+    if (v == Verdict::kGoOn) client_rest_.assign(data + passed, n - passed);
+    return v;
+  }
+  client_rest_.append(data, n);
+  const size_t passed = Pass(client_rest_.data(), client_rest_.size(), nullptr, &v);
+  client_rest_.erase(0, passed);
+  return v;
 }
 
 void H2Ledger::FromServer(const char* data, size_t n) {
   if (verdict_ != Verdict::kGoOn) return;  // the connection is being closed
-  server_.Feed(data, n, [this](uint8_t type, uint8_t flags, uint32_t stream, uint32_t) {
-    if ((type == kPing || type == kSettings) && (flags & kAck) != 0) {
-      if (unanswered_ > 0) --unanswered_;
-      return true;
-    }
-    if (stream == 0) return true;
-    if (type == kRstStream) {
-      open_.erase(stream);
-    } else if ((type == kHeaders || type == kData) && (flags & kEndStream) != 0 &&
-               open_.erase(stream) > 0) {
-      ++finished_;
-    }
-    return true;
-  });
+  const bool whole = server_rest_.empty();  // most often: no partial frame header is waiting
+  if (!whole) server_rest_.append(data, n);
+  bool stopped = false;
+  const size_t read = server_.Feed(
+      whole ? data : server_rest_.data(), whole ? n : server_rest_.size(),
+      [this](uint8_t type, uint8_t flags, uint32_t stream, uint32_t) {
+        if ((type == kPing || type == kSettings) && (flags & kAck) != 0) {
+          if (unanswered_ > 0) --unanswered_;
+          return Step::kGo;
+        }
+        if (stream == 0) return Step::kGo;
+        if (type == kRstStream) {
+          open_.erase(stream);
+        } else if ((type == kHeaders || type == kData) && (flags & kEndStream) != 0 &&
+                   open_.erase(stream) > 0) {
+          ++finished_;
+        }
+        return Step::kGo;
+      },
+      &stopped);
+  if (whole) {
+    server_rest_.assign(data + read, n - read);
+  } else {
+    server_rest_.erase(0, read);
+  }
 }
 
 struct H2Guard::Conn {
@@ -261,6 +380,17 @@ struct H2Guard::Conn {
   size_t up_off = 0, down_off = 0;
   std::unique_ptr<H2Ledger> ledger;              // made by the first relay thread that holds it
   uint32_t client_events = 0, inner_events = 0;  // as registered with epoll
+  // AOBJ-SEC-026: the client's octets read and not yet passed to gRPC (from a HEADERS that must
+  // wait for room, or a frame header not yet whole; at most about kBufferCap, then the client is
+  // not read), and whether the next call waits.
+  std::string held;
+  bool waits = false;
+  std::atomic<bool> verified{false};  // carried a request whose signature verified
+  int charged = 0;                    // its calls counted by the guard's H2Admission
+  int admitted = 0;                   // all it was let open while unverified
+  bool dying = false;                 // the client has gone; gRPC's transport has not yet
+  absl::Time dying_deadline;
+  size_t held_counted = 0;  // of `held`, in the guard's held_bytes_
 };
 
 struct H2Guard::Relay {
@@ -276,6 +406,7 @@ struct H2Guard::Relay {
   std::vector<Conn*> handed;  // handed off in this round
   // The handshake thread's: handshakes under way per address (the order they are worked on).
   absl::flat_hash_map<std::string, int> under_way;
+  absl::flat_hash_set<Conn*> waiting;  // whose next call waits for room (AOBJ-SEC-026)
   void Uncount(Conn* c) {
     if (!c->counted) return;
     c->counted = false;
@@ -363,7 +494,7 @@ absl::StatusOr<std::unique_ptr<H2Guard>> H2Guard::Create(
 }
 
 H2Guard::H2Guard(void* ssl_ctx, H2GuardPolicy policy, std::function<void(const std::string&)> log)
-    : ssl_ctx_(ssl_ctx), policy_(policy), log_(std::move(log)) {
+    : ssl_ctx_(ssl_ctx), policy_(policy), log_(std::move(log)), admission_(policy.unverified) {
   // Names start at a random number: another local process cannot take them in advance.
   std::random_device random;
   next_id_.store((uint64_t{random()} << 32) | random());
@@ -492,6 +623,15 @@ H2Guard::HandshakeState H2Guard::Handshake(uint64_t token) {
   return {it->second->awaits_handshake.load(), it->second->handshake_done_ms.load()};
 }
 
+void H2Guard::MarkVerified(absl::string_view peer) {
+  uint64_t id;
+  std::string client;
+  if (!ParseGuardUri(peer, &id, &client)) return;
+  absl::MutexLock l(&registry_mu_);
+  auto it = registry_.find(id);
+  if (it != registry_.end()) it->second->verified.store(true, std::memory_order_relaxed);
+}
+
 void H2Guard::Cut(uint64_t token) {
   {
     absl::MutexLock l(&registry_mu_);
@@ -565,8 +705,54 @@ void H2Guard::Close(Relay* r, Conn* c) {
     c->ssl = nullptr;
   }
   close(c->client);  // the listener sees it gone (a new file on the descriptor, or none)
-  close(c->inner);   // gRPC reads the end and closes its transport
+  // A relayed connection's calls keep counting against AOBJ-SEC-026's bounds until gRPC has
+  // closed its transport, which it does only once it has worked off what it read of them: gRPC
+  // reads the end of our half, and the guard waits for the end of its own. Before, a flood that
+  // reconnected as soon as it was cut left thousands of transports (and their descriptors and
+  // calls) behind in gRPC while the guard and the listener counted none of them (eleventh
+  // hostile probe, N1).
+  const bool linger = !r->handshakes && c->ledger != nullptr && c->inner_watched && !c->draining &&
+                      !stop_.load() && shutdown(c->inner, SHUT_WR) == 0;
+  if (linger) {
+    epoll_event ev{};
+    ev.events = c->inner_events = EPOLLIN;
+    ev.data.u64 = reinterpret_cast<uint64_t>(c) | 1;
+    if (epoll_ctl(r->epoll, EPOLL_CTL_ADD, c->inner, &ev) == 0) {
+      c->dying = true;
+      c->dying_deadline = absl::Now() + kDyingTime;
+      std::string().swap(c->up);
+      std::string().swap(c->down);
+      std::string().swap(c->held);
+      CountHeld(c);
+      admission_.Dying(c->address, 1);
+      absl::MutexLock l(&registry_mu_);  // Cut() and Handshake() find it gone
+      registry_.erase(c->token);
+      return;
+    }
+  }
+  Bury(r, c);
+}
+
+void H2Guard::Bury(Relay* r, Conn* c) {
+  std::string().swap(c->held);
+  CountHeld(c);
+  if (c->dying) {
+    epoll_ctl(r->epoll, EPOLL_CTL_DEL, c->inner, nullptr);
+    admission_.Dying(c->address, -1);
+    c->dying = false;
+  }
+  admission_.Release(c->address, c->charged);
+  c->charged = 0;
+  close(c->inner);  // gRPC reads the end and closes its transport (or has closed it)
   r->closed.push_back(c);
+}
+
+void H2Guard::Settle(Conn* c) {
+  const int keep = c->verified.load(std::memory_order_relaxed)
+                       ? 0
+                       : std::min<int>(c->charged, c->ledger->open());
+  admission_.Release(c->address, c->charged - keep);
+  c->charged = keep;
 }
 
 void H2Guard::HandOff(Relay* r, Conn* c) {
@@ -587,7 +773,9 @@ void H2Guard::Watch(Relay* r, Conn* c) {
   if (!relaying) {
     client_events = c->want_write ? EPOLLOUT : EPOLLIN;
   } else {
-    if (!c->draining && up_pending < kBufferCap) client_events |= EPOLLIN;
+    if (!c->draining && up_pending < kBufferCap && MayHoldMore(c)) {
+      client_events |= EPOLLIN;
+    }
     if (c->want_write) client_events |= EPOLLOUT;
   }
   // gRPC's side is looked at only once the handshake is done (gRPC writes its SETTINGS at once:
@@ -618,7 +806,147 @@ void H2Guard::StartDraining(Relay* r, Conn* c) {
   c->inner_watched = false;
 }
 
+bool H2Guard::MayHoldMore(const Conn* c) const {
+  return c->held.size() < kBufferCap ||
+         (c->held.size() < kHeldCap && held_bytes_.load(std::memory_order_relaxed) < kHeldTotal);
+}
+
+void H2Guard::CountHeld(Conn* c) {
+  const size_t now = c->held.size();
+  if (now >= c->held_counted) {
+    held_bytes_.fetch_add(now - c->held_counted, std::memory_order_relaxed);
+  } else {
+    held_bytes_.fetch_sub(c->held_counted - now, std::memory_order_relaxed);
+  }
+  c->held_counted = now;
+}
+
+bool H2Guard::PassUp(Relay* r, Conn* c) {
+  const bool passed = PassHeld(r, c);
+  CountHeld(c);
+  return passed;
+}
+
+bool H2Guard::PassHeld(Relay* r, Conn* c) {
+  // Every frame header the client sends is looked at before gRPC gets it (AOBJ-SEC-024), and
+  // the calls of a connection with no verified request are let through as AOBJ-SEC-026's bounds
+  // allow: the HEADERS of one more waits, with the frames of the calls that follow it.
+  const bool waited = c->waits;
+  c->waits = false;
+  if (c->held.empty()) return true;
+  H2Ledger& l = *c->ledger;
+  auto may_open = [&] {
+    if (c->verified.load(std::memory_order_relaxed)) return true;
+    if (!admission_.Open(c->address, static_cast<int>(l.open()), c->admitted)) {
+      c->waits = true;
+      if (!waited) calls_held_.fetch_add(1);
+      return false;
+    }
+    ++c->charged;
+    ++c->admitted;
+    return true;
+  };
+  H2Ledger::Verdict v;
+  const size_t n = l.Pass(c->held.data(), c->held.size(), may_open, &v);
+  if (v == H2Ledger::Verdict::kGoOn) {
+    if (c->up.empty()) {
+      c->up.swap(c->held);  // all of it, most often
+      c->up_off = 0;
+      c->held.assign(c->up, n, std::string::npos);
+      c->up.resize(n);
+    } else {
+      c->up.append(c->held, 0, n);
+      c->held.erase(0, n);
+    }
+    if (c->waits) {
+      r->waiting.insert(c);
+      // Behind the call that waits, the frames of the connection itself and of the calls already
+      // under way go on: HTTP/2 lets frames of different streams come in any order (only header
+      // blocks keep theirs, for HPACK), and the calls under way must get their messages to end
+      // at all. The others wait behind it.
+      const auto* held = reinterpret_cast<const uint8_t*>(c->held.data());
+      const uint32_t waiting = ((uint32_t{held[5]} << 24) | (uint32_t{held[6]} << 16) |
+                                (uint32_t{held[7]} << 8) | held[8]) &
+                               0x7fffffffu;
+      std::string keep;
+      size_t at = 0;
+      while (v == H2Ledger::Verdict::kGoOn && c->held.size() - at >= 9) {
+        const uint8_t* h = held + at;
+        const size_t len = 9 + ((size_t{h[0]} << 16) | (size_t{h[1]} << 8) | h[2]);
+        if (c->held.size() - at < len) break;  // not whole yet
+        const uint32_t stream =
+            ((uint32_t{h[5]} << 24) | (uint32_t{h[6]} << 16) | (uint32_t{h[7]} << 8) | h[8]) &
+            0x7fffffffu;
+        const bool header_block = h[3] == 1 || h[3] == 5 || h[3] == 9;  // HEADERS, PUSH_PROMISE,
+                                                                        // CONTINUATION
+        if (at > 0 && !header_block && (stream == 0 || stream < waiting)) {
+          if (l.Pass(c->held.data() + at, len, nullptr, &v) == len) {
+            c->up.append(c->held, at, len);
+          }
+        } else {
+          keep.append(c->held, at, len);
+        }
+        at += len;
+      }
+      if (v == H2Ledger::Verdict::kGoOn) {
+        keep.append(c->held, at, std::string::npos);
+        c->held.swap(keep);
+        return true;
+      }
+    } else {
+      if (c->held.empty()) std::string().swap(c->held);
+      return true;
+    }
+  }
+  if (v == H2Ledger::Verdict::kNotHttp2) return false;  // gRPC would refuse it anyway
+  Strike(c->address);
+  switch (v) {
+    case H2Ledger::Verdict::kTooManyResets:
+      cut_for_resets_.fetch_add(1);
+      Log(absl::StrCat("event=connection_cut reason=reset_streams peer=", c->peer,
+                       " (its client reset ", l.resets(),
+                       " streams before the server ended them, more than four times the ",
+                       l.finished(), " it let end)"));
+      break;
+    case H2Ledger::Verdict::kTooManyOpen:
+      cut_for_streams_.fetch_add(1);
+      Log(absl::StrCat("event=connection_cut reason=open_streams peer=", c->peer,
+                       " (its client kept more than ", l.open() - 1, " streams open)"));
+      break;
+    case H2Ledger::Verdict::kHeadersTooLarge:
+      cut_for_streams_.fetch_add(1);
+      Log(absl::StrCat("event=connection_cut reason=header_block peer=", c->peer,
+                       " (a header block of more than ", H2Ledger::kMaxHeaderBlock, " octets or ",
+                       H2Ledger::kMaxHeaderFrames, " frames)"));
+      break;
+    case H2Ledger::Verdict::kFrameFlood:
+      cut_for_streams_.fetch_add(1);
+      Log(absl::StrCat("event=connection_cut reason=frame_flood peer=", c->peer,
+                       " (its client sent ", l.octets(), " octets of frames for ", l.payload(),
+                       " octets of headers and data)"));
+      break;
+    default:
+      cut_for_streams_.fetch_add(1);
+      Log(absl::StrCat("event=connection_cut reason=unanswered_pings peer=", c->peer,
+                       " (more than ", H2Ledger::kMaxUnanswered,
+                       " PING or SETTINGS frames sent without waiting for their answers)"));
+      break;
+  }
+  return false;
+}
+
 void H2Guard::Pump(Relay* r, Conn* c) {
+  if (c->dying) {  // only gRPC's end is watched: read to its end, which comes once gRPC is done
+    char* const buf = r->buffer.get();
+    for (;;) {
+      const ssize_t n = read(c->inner, buf, kReadChunk);
+      if (n > 0) continue;
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      Bury(r, c);
+      return;
+    }
+  }
   if (c->closed || c->handed_off) return;
   SSL* const ssl = c->ssl;
   c->want_write = false;
@@ -665,49 +993,6 @@ void H2Guard::Pump(Relay* r, Conn* c) {
     return;
   }
 
-  // Every frame header the client sends is looked at before gRPC gets it (AOBJ-SEC-023,
-  // AOBJ-SEC-024).
-  auto scan_up = [&](const char* data, size_t n) {
-    H2Ledger& l = *c->ledger;
-    const H2Ledger::Verdict v = l.FromClient(data, n);
-    if (v == H2Ledger::Verdict::kGoOn) return true;
-    if (v == H2Ledger::Verdict::kNotHttp2) return false;  // gRPC would refuse it anyway
-    Strike(c->address);
-    switch (v) {
-      case H2Ledger::Verdict::kTooManyResets:
-        cut_for_resets_.fetch_add(1);
-        Log(absl::StrCat("event=connection_cut reason=reset_streams peer=", c->peer,
-                         " (its client reset ", l.resets(),
-                         " streams before the server ended them, more than four times the ",
-                         l.finished(), " it let end)"));
-        break;
-      case H2Ledger::Verdict::kTooManyOpen:
-        cut_for_streams_.fetch_add(1);
-        Log(absl::StrCat("event=connection_cut reason=open_streams peer=", c->peer,
-                         " (its client kept more than ", l.open() - 1, " streams open)"));
-        break;
-      case H2Ledger::Verdict::kHeadersTooLarge:
-        cut_for_streams_.fetch_add(1);
-        Log(absl::StrCat("event=connection_cut reason=header_block peer=", c->peer,
-                         " (a header block of more than ", H2Ledger::kMaxHeaderBlock, " octets or ",
-                         H2Ledger::kMaxHeaderFrames, " frames)"));
-        break;
-      case H2Ledger::Verdict::kFrameFlood:
-        cut_for_streams_.fetch_add(1);
-        Log(absl::StrCat("event=connection_cut reason=frame_flood peer=", c->peer,
-                         " (its client sent ", l.octets(), " octets of frames for ", l.payload(),
-                         " octets of headers and data)"));
-        break;
-      default:
-        cut_for_streams_.fetch_add(1);
-        Log(absl::StrCat("event=connection_cut reason=unanswered_pings peer=", c->peer,
-                         " (more than ", H2Ledger::kMaxUnanswered,
-                         " PING or SETTINGS frames sent without waiting for their answers)"));
-        break;
-    }
-    return false;
-  };
-
   char* const buf = r->buffer.get();
   // gRPC's side first: an answer already written counts as the end of its stream before a
   // cancel of the client that crossed it is looked at.
@@ -721,12 +1006,20 @@ void H2Guard::Pump(Relay* r, Conn* c) {
     c->ledger->FromServer(buf, static_cast<size_t>(n));
     c->down.append(buf, static_cast<size_t>(n));
   }
+  Settle(c);
   bool client_done = false;
+  // What waited goes first (the calls that ended may have made room).
+  if (!c->draining && !PassUp(r, c)) {
+    Close(r, c);
+    return;
+  }
   // Rounds, so that plaintext OpenSSL holds (which epoll cannot see) is taken once the buffer
   // toward gRPC has room again.
   for (int round = 0; round < 8 && !c->draining; ++round) {
     bool full = false;
-    while (!client_done) {
+    // A connection whose next call waits is still read (up to the bound of what it may hold
+    // back): what follows may carry the messages of its calls under way.
+    while (!client_done && MayHoldMore(c)) {
       if (c->up.size() - c->up_off >= kBufferCap) {
         full = true;
         break;
@@ -751,12 +1044,13 @@ void H2Guard::Pump(Relay* r, Conn* c) {
           break;
         }
       }
-      if (!scan_up(buf, static_cast<size_t>(n))) {  // cut: nothing of this read reaches gRPC
+      c->held.append(buf, static_cast<size_t>(n));
+      if (!PassUp(r, c)) {  // cut: nothing of this read reaches gRPC
         Close(r, c);
         return;
       }
-      c->up.append(buf, static_cast<size_t>(n));
     }
+    Settle(c);  // the client's resets end calls too
     if (!Flush(c->inner, &c->up, &c->up_off)) StartDraining(r, c);  // gRPC's end is gone
     Compact(&c->up, &c->up_off);
     if (!full || c->up.size() - c->up_off >= kBufferCap || client_done) break;
@@ -880,6 +1174,7 @@ void H2Guard::Loop(Relay* r) {
         absl::MutexLock l(&registry_mu_);
         registry_.erase(c->token);
       }
+      r->waiting.erase(c);
       r->conns.erase(c);
     }
     r->closed.clear();
@@ -899,7 +1194,9 @@ void H2Guard::Loop(Relay* r) {
     }
     if (stop_by != absl::InfiniteFuture() && (r->conns.empty() || absl::Now() >= stop_by)) break;
     int n = epoll_wait(r->epoll, events.data(), static_cast<int>(events.size()),
-                       stop_by == absl::InfiniteFuture() ? 1000 : 50);
+                       !r->waiting.empty()                 ? kHeldRetryMs
+                       : stop_by == absl::InfiniteFuture() ? 1000
+                                                           : 50);
     if (r->handshakes && n > kHandshakesPerRound) {
       // The wake-up first, then the addresses with the fewest handshakes under way, in the
       // order they became ready; the rest stay ready for the next round (level-triggered).
@@ -948,10 +1245,19 @@ void H2Guard::Loop(Relay* r) {
         Close(r, c);
       }
     }
+    if (!r->waiting.empty()) {  // calls that waited for room: another connection's may have ended
+      std::vector<Conn*> again(r->waiting.begin(), r->waiting.end());
+      r->waiting.clear();
+      for (Conn* c : again) Pump(r, c);
+    }
     const absl::Time now = absl::Now();
     if (now >= next_sweep) {  // handshakes and drains that take too long
       next_sweep = now + absl::Seconds(1);
       for (auto& [raw, c] : r->conns) {
+        if (raw->dying && now >= raw->dying_deadline) {
+          Bury(r, raw);
+          continue;
+        }
         if (raw->closed || raw->handed_off) continue;
         if (raw->ssl != nullptr && !raw->handshaken &&
             now - raw->started > policy_.handshake_timeout) {
@@ -965,7 +1271,13 @@ void H2Guard::Loop(Relay* r) {
     settle();
   }
   // Handed-off connections too: the relay thread they were meant for may have stopped.
-  for (auto& [raw, c] : r->conns) Close(r, raw);
+  for (auto& [raw, c] : r->conns) {
+    if (raw->dying) {
+      Bury(r, raw);
+    } else {
+      Close(r, raw);
+    }
+  }
   r->handed.clear();
   settle();
 }

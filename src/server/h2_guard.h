@@ -26,6 +26,14 @@
 //     sends a header block above 64 KiB (an endless run of CONTINUATION frames, which gRPC 1.51
 //     keeps in memory) or more than 32 PING or SETTINGS frames without waiting for their
 //     acknowledgements (which gRPC queues);
+//   * a connection that has not carried a verified request (MarkVerified) has at most 8 calls
+//     under way, its address 32 and all such connections 256 (H2Admission; a connection's first
+//     call passes the last two): the HEADERS of one more is not passed on (nor the frames of
+//     the calls after it; those of the calls under way are) until the server ends one (AOBJ-SEC-026
+//     to AOBJ-SEC-028; eleventh hostile probe N1: tiny calls answered at once still kept gRPC's
+//     callback threads, shared by every connection, seconds behind); and when such a client goes,
+//     the guard half-closes gRPC's end and counts the connection's calls until gRPC has closed its
+//     transport;
 //   * a TLS handshake not finished within `handshake_timeout` ends the connection, and one whose
 //     client has hung up (a FIN, which no TLS client sends before its handshake is done) ends
 //     before the server spends its key exchange and signature on it: a flood of ClientHellos
@@ -65,10 +73,52 @@
 
 namespace aobj {
 
+// Calls of connections that have not carried a verified request yet (AOBJ-SEC-026): counted
+// from the HEADERS that opens each until the server ends it or the client resets it, and, for a
+// connection whose client has gone, until gRPC has closed its transport.
+struct H2AdmissionPolicy {
+  int per_connection = 8;
+  int per_address = 32;
+  int total = 256;
+  // A connection's first call may pass the per-address and total bounds (so that a newcomer is
+  // not queued behind a flood, whatever its address), unless its address holds this many
+  // transports whose clients have gone and that gRPC has not closed yet (a reconnecting flood).
+  int first_call_dying_per_address = 16;
+};
+
+// The guard's count of those calls, shared by its threads (thread-safe); tests use it alone.
+class H2Admission {
+ public:
+  explicit H2Admission(H2AdmissionPolicy policy) : policy_(policy) {}
+  // Whether a connection of `address` that holds `open` such calls and has had `admitted` of
+  // them may open one more; when it may, the call is counted until Release.
+  bool Open(const std::string& address, int open, int admitted);
+  void Release(const std::string& address, int calls);
+  // A transport of `address` whose client has gone: +1 when the guard closes the client's end,
+  // -1 once gRPC has closed its own.
+  void Dying(const std::string& address, int delta);
+  int total() const;
+  int of(const std::string& address) const;
+  int dying(const std::string& address) const;
+
+ private:
+  struct Address {
+    int calls = 0;
+    int dying = 0;
+  };
+  void Forget(absl::flat_hash_map<std::string, Address>::iterator it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  const H2AdmissionPolicy policy_;
+  mutable absl::Mutex mu_;
+  int total_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<std::string, Address> addresses_ ABSL_GUARDED_BY(mu_);
+};
+
 struct H2GuardPolicy {
   int resets_to_cut = 64;     // premature resets (and more than 4x the finished streams)
   int min_resets_to_cut = 4;  // the floor of the halving for an address cut before
   int max_open_streams = 1024;
+  H2AdmissionPolicy unverified;
   absl::Duration handshake_timeout = absl::Seconds(10);
   absl::Duration strike_memory = absl::Minutes(1);
   int relay_threads = 0;  // 0: one per 8 cores, at least 1 and at most 4
@@ -76,6 +126,7 @@ struct H2GuardPolicy {
 
 struct H2GuardStats {
   uint64_t relayed = 0;          // connections adopted
+  uint64_t calls_held = 0;       // times an unverified connection's next call waited (AOBJ-SEC-026)
   uint64_t cut_for_resets = 0;   // closed for resetting their streams
   uint64_t cut_for_streams = 0;  // closed for keeping too many streams open
   uint64_t tls_failed = 0;       // TLS handshakes that failed or timed out
@@ -118,6 +169,12 @@ class H2Ledger {
            uint64_t idle_allowance = kIdleAllowance);
   // The client's octets; once not kGoOn, the verdict stays and nothing more is counted.
   Verdict FromClient(const char* data, size_t n);
+  // The guard's form of FromClient: `may_open`, when set, is asked before each HEADERS frame that
+  // opens a stream, and a false stops the scan before that frame. Returns how many of the octets
+  // may go on to gRPC now; the rest (from that HEADERS frame, or from a frame header not yet
+  // whole) was not looked at, and the caller offers it again, with what follows, later.
+  // `*verdict` is kGoOn unless the connection must be cut (then nothing of `data` may go on).
+  size_t Pass(const char* data, size_t n, const std::function<bool()>& may_open, Verdict* verdict);
   // The server's octets: HEADERS or DATA with END_STREAM end a stream (it counts as finished),
   // RST_STREAM ends it too. Nothing is counted after a verdict.
   void FromServer(const char* data, size_t n);
@@ -128,15 +185,18 @@ class H2Ledger {
   uint64_t payload() const { return payload_; }  // of its HEADERS, CONTINUATION and DATA
 
  private:
-  struct Scanner {  // walks frames as octets arrive, reporting each frame header
-    // (type, flags, stream, payload length); false stops the walk.
-    using Callback = std::function<bool(uint8_t, uint8_t, uint32_t, uint32_t)>;
+  enum class Step { kGo, kStop, kHold };
+  struct Scanner {  // walks frames as octets arrive, reporting each whole frame header
+    // (type, flags, stream, payload length): kStop ends the walk (a verdict), kHold leaves the
+    // frame, its header included, unread. Returns the octets read; a frame header that is not
+    // whole yet is left unread too.
+    using Callback = std::function<Step(uint8_t, uint8_t, uint32_t, uint32_t)>;
     size_t preface_left = 0;
-    uint8_t header[9] = {};
-    size_t have = 0;
     uint32_t payload_left = 0;
-    bool Feed(const char* data, size_t n, const Callback& on_frame);
+    size_t Feed(const char* data, size_t n, const Callback& on_frame, bool* stopped);
   };
+  Step OnClientFrame(uint8_t type, uint8_t flags, uint32_t stream, uint32_t len,
+                     const std::function<bool()>& may_open);
   const int budget_;
   const int max_open_;
   const int max_open_unacked_;
@@ -144,6 +204,7 @@ class H2Ledger {
   uint64_t octets_ = 0, payload_ = 0;
   bool settings_acked_ = false;  // the client acknowledged the server's SETTINGS
   Scanner client_, server_;
+  std::string client_rest_, server_rest_;  // FromClient's and FromServer's partial frame headers
   absl::flat_hash_set<uint32_t> open_;  // opened by the client, not yet ended
   uint32_t last_opened_ = 0;
   uint64_t resets_ = 0, finished_ = 0;
@@ -185,10 +246,14 @@ class H2Guard {
     int64_t done_ms = 0;
   };
   HandshakeState Handshake(uint64_t token);
+  // The connection that gRPC names `peer` (its unix-abstract name) carried a request whose
+  // signature verified: its calls are no longer counted against AOBJ-SEC-026's bounds. Any thread.
+  void MarkVerified(absl::string_view peer);
   H2GuardStats stats() const {
-    return {relayed_.load(), cut_for_resets_.load(), cut_for_streams_.load(), tls_failed_.load(),
-            tls_abandoned_.load()};
+    return {relayed_.load(),         calls_held_.load(), cut_for_resets_.load(),
+            cut_for_streams_.load(), tls_failed_.load(), tls_abandoned_.load()};
   }
+  const H2Admission& admission() const { return admission_; }
   size_t threads() const { return relays_.size(); }  // with TLS, the handshake thread included
   void Stop();
 
@@ -203,6 +268,12 @@ class H2Guard {
   void Pump(Relay* r, Conn* c);
   void StartDraining(Relay* r, Conn* c);
   void Close(Relay* r, Conn* c);
+  void Bury(Relay* r, Conn* c);    // a dying connection's transport has ended: its end closes
+  bool PassUp(Relay* r, Conn* c);  // the held client octets that may go to gRPC; false: cut
+  bool PassHeld(Relay* r, Conn* c);
+  bool MayHoldMore(const Conn* c) const;  // may the client be read further
+  void CountHeld(Conn* c);                // held_bytes_ follows c->held
+  void Settle(Conn* c);                   // its calls that ended stop counting
   void Watch(Relay* r, Conn* c);
   void HandOff(Relay* r, Conn* c);  // the handshake thread: c goes to a relay thread
   Relay* NextRelay();
@@ -230,8 +301,10 @@ class H2Guard {
   std::atomic<uint64_t> next_relay_{0};
   std::atomic<uint64_t> next_id_{0};
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> relayed_{0}, cut_for_resets_{0}, cut_for_streams_{0}, tls_failed_{0},
-      tls_abandoned_{0};
+  H2Admission admission_;
+  std::atomic<size_t> held_bytes_{0};  // octets held back for AOBJ-SEC-026, of all connections
+  std::atomic<uint64_t> relayed_{0}, calls_held_{0}, cut_for_resets_{0}, cut_for_streams_{0},
+      tls_failed_{0}, tls_abandoned_{0};
 };
 
 }  // namespace aobj

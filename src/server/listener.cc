@@ -248,6 +248,8 @@ bool ControlListener::Admit(const std::string& address, int conn) {
 }
 
 void ControlListener::MarkAuthenticated(const std::string& peer, const std::string& principal) {
+  // Its calls no longer wait for the guard's room for unverified ones (AOBJ-SEC-026).
+  if (guard_ != nullptr) guard_->MarkVerified(peer);
   std::string key = PeerKeyFromGrpc(peer);
   if (key.empty()) return;
   absl::MutexLock l(&auth_mu_);

@@ -9,8 +9,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -194,16 +196,18 @@ TEST(H2LedgerTest, TheOpenStreamBoundBeforeAndAfterSettingsAreAcknowledged) {
   EXPECT_EQ(open_until_refused(true), 321);
 }
 
-// What arrives on `fd` within 5 s: the octets read, or "EOF" once the other end closed, or ""
+// What arrives on `fd` within `ms`: the octets read, or "EOF" once the other end closed, or ""
 // when nothing came.
-std::string ReadWithin5s(int fd) {
+std::string ReadWithin(int fd, int ms) {
   pollfd p{fd, POLLIN, 0};
-  if (poll(&p, 1, 5000) <= 0) return "";
+  if (poll(&p, 1, ms) <= 0) return "";
   char buf[4096];
   const ssize_t n = read(fd, buf, sizeof(buf));
   if (n == 0) return "EOF";
   return n < 0 ? "" : std::string(buf, static_cast<size_t>(n));
 }
+
+std::string ReadWithin5s(int fd) { return ReadWithin(fd, 5000); }
 
 // Reads until `want` octets arrived (or 5 s passed without any).
 std::string ReadAll(int fd, size_t want) {
@@ -271,6 +275,130 @@ TEST(H2GuardTest, ConnectionsOnSeveralRelayThreadsAndCutByToken) {
     close(clients[i]);
     close(inners[i]);
   }
+}
+
+// AOBJ-SEC-026's counts: a connection's own bound always holds; its first call passes the
+// address's and the total bound unless the address has many transports dying; Release gives
+// the room back.
+TEST(H2AdmissionTest, BoundsPerConnectionAddressAndAllWithTheFirstCallExcepted) {
+  H2AdmissionPolicy p;
+  p.per_connection = 2;
+  p.per_address = 3;
+  p.total = 4;
+  p.first_call_dying_per_address = 2;
+  H2Admission a(p);
+  EXPECT_TRUE(a.Open("A", 0, 1));
+  EXPECT_TRUE(a.Open("A", 1, 2));
+  EXPECT_FALSE(a.Open("A", 2, 3)) << "the connection's own bound";
+  EXPECT_TRUE(a.Open("A", 0, 1));
+  EXPECT_FALSE(a.Open("A", 1, 2)) << "the address's bound";
+  EXPECT_TRUE(a.Open("A", 0, 0)) << "a new connection's first call";
+  EXPECT_EQ(a.of("A"), 4);
+  EXPECT_FALSE(a.Open("B", 0, 1)) << "the total bound";
+  EXPECT_TRUE(a.Open("B", 0, 0)) << "a new connection's first call, another address";
+  EXPECT_EQ(a.total(), 5);
+  a.Dying("A", 1);
+  a.Dying("A", 1);
+  EXPECT_FALSE(a.Open("A", 0, 0)) << "an address with transports dying gets no exception";
+  EXPECT_FALSE(a.Open("C", 2, 0)) << "nor does a connection at its own bound";
+  a.Release("A", 4);
+  a.Release("B", 1);
+  EXPECT_EQ(a.total(), 0);
+  EXPECT_TRUE(a.Open("A", 0, 5));
+  a.Release("A", 1);
+  a.Dying("A", -1);
+  a.Dying("A", -1);
+  EXPECT_EQ(a.dying("A"), 0);
+  EXPECT_EQ(a.of("A"), 0);
+}
+
+// The guard's form of the ledger stops before the HEADERS that may not open its stream (nothing
+// of it counted), and takes it up when it is offered again; a frame header not yet whole waits.
+TEST(H2LedgerTest, PassStopsBeforeAStreamThatMustWait) {
+  H2Ledger l(64, 1024);
+  const std::string all = kPreface + Headers(1) + Frame(0, 1, 1, "abc") + Headers(3) + Headers(5);
+  bool room = true;
+  int asked = 0;
+  auto may_open = [&] {
+    ++asked;
+    return room;
+  };
+  H2Ledger::Verdict v;
+  // Offered up to the fifth octet of Headers(5)'s frame header.
+  size_t n = l.Pass(all.data(), all.size() - Headers(5).size() + 5, may_open, &v);
+  EXPECT_EQ(v, H2Ledger::Verdict::kGoOn);
+  EXPECT_EQ(n, all.size() - Headers(5).size()) << "only whole frame headers are read";
+  EXPECT_EQ(l.open(), 2u);  // streams 1 and 3 (1 ended by the client's END_STREAM is still open)
+  room = false;
+  const std::string rest = all.substr(n);
+  n = l.Pass(rest.data(), rest.size(), may_open, &v);
+  EXPECT_EQ(n, 0u) << "the HEADERS of stream 5 waits";
+  EXPECT_EQ(l.open(), 2u);
+  room = true;
+  n = l.Pass(rest.data(), rest.size(), may_open, &v);
+  EXPECT_EQ(n, rest.size());
+  EXPECT_EQ(l.open(), 3u);
+  EXPECT_EQ(asked, 4);  // streams 1, 3, 5 (twice); never for the DATA
+}
+
+// A connection with no verified request gets 8 calls at a time by default (AOBJ-SEC-026): the
+// ninth HEADERS waits (gRPC does not see it) until the server ends a call; once the connection
+// is marked verified, nothing waits. A connection whose client has gone keeps its calls counted
+// until gRPC closes its end.
+TEST(H2GuardTest, AnUnverifiedConnectionsCallsWaitForRoom) {
+  H2GuardPolicy policy;
+  policy.relay_threads = 1;
+  auto guard = H2Guard::Create(TlsOptions{}, policy, nullptr);
+  ASSERT_TRUE(guard.ok()) << guard.status();
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK);
+  uint64_t token = 0;
+  const int inner = (*guard)->Adopt(pair[1], "ipv4:127.0.0.9:4000", "127.0.0.9", &token);
+  ASSERT_GE(inner, 0);
+  const int client = pair[0];
+  std::string calls = kPreface;
+  for (uint32_t s = 1; s <= 19; s += 2) calls += Headers(s);  // ten calls
+  ASSERT_EQ(write(client, calls.data(), calls.size()), static_cast<ssize_t>(calls.size()));
+  const size_t eight = kPreface.size() + 8 * Headers(1).size();
+  EXPECT_EQ(ReadAll(inner, eight), calls.substr(0, eight));
+  EXPECT_EQ(ReadWithin(inner, 300), "") << "a ninth call reached gRPC";
+  EXPECT_EQ((*guard)->admission().of("127.0.0.9"), 8);
+  EXPECT_GE((*guard)->stats().calls_held, 1u);
+  const std::string end = Trailers(1);  // the server ends call 1: the ninth goes
+  ASSERT_EQ(write(inner, end.data(), end.size()), static_cast<ssize_t>(end.size()));
+  EXPECT_EQ(ReadAll(client, end.size()), end);
+  EXPECT_EQ(ReadAll(inner, Headers(17).size()), Headers(17));
+  EXPECT_EQ(ReadWithin(inner, 300), "") << "a tenth call reached gRPC";
+  (*guard)->MarkVerified("unix-abstract:aobj-h2/" + std::to_string(token) + "/ipv4:127.0.0.9:4000");
+  EXPECT_EQ(ReadAll(inner, Headers(19).size()), Headers(19)) << "verified: nothing waits";
+  for (int i = 0; i < 100 && (*guard)->admission().of("127.0.0.9") != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ((*guard)->admission().of("127.0.0.9"), 0) << "a verified connection's calls count";
+
+  // A second connection, unverified, opens two calls and its client goes: gRPC's end reads the
+  // end, and the calls count until gRPC closes it.
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK);
+  const int inner2 = (*guard)->Adopt(pair[1], "ipv4:127.0.0.9:4001", "127.0.0.9", nullptr);
+  ASSERT_GE(inner2, 0);
+  const std::string two = kPreface + Headers(1) + Headers(3);
+  ASSERT_EQ(write(pair[0], two.data(), two.size()), static_cast<ssize_t>(two.size()));
+  EXPECT_EQ(ReadAll(inner2, two.size()), two);
+  close(pair[0]);
+  EXPECT_EQ(ReadWithin5s(inner2), "EOF");
+  EXPECT_EQ((*guard)->admission().of("127.0.0.9"), 2) << "the gone client's calls stopped counting";
+  EXPECT_EQ((*guard)->admission().dying("127.0.0.9"), 1);
+  close(inner2);  // gRPC closes its transport
+  for (int i = 0; i < 100 && (*guard)->admission().dying("127.0.0.9") != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ((*guard)->admission().dying("127.0.0.9"), 0);
+  EXPECT_EQ((*guard)->admission().of("127.0.0.9"), 0);
+  (*guard)->Stop();
+  close(client);
+  close(inner);
 }
 
 TEST(PeerFromGuardUriTest, TheClientsAddressComesBack) {

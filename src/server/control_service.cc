@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -209,8 +210,15 @@ class ServiceImpl final : public ControlService {
             if (n > reading_per_key_[from]) from = k;
           }
         }
+        // Of that key's calls, the oldest of the connection ranking last (RankOf; a proven one
+        // only when there is nothing else): a filler that keeps opening calls loses its own
+        // before a new client's single call (twelfth hostile probe, F1; before, the oldest of
+        // the key went, whoever's it was).
+        auto rank = [&](const Reading& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+          return std::make_tuple(!r.proven, RankOf(r.peer), -absl::ToUnixNanos(r.started));
+        };
         for (const auto& [c, r] : reading_) {
-          if (r.key == from && (victim == nullptr || r.started < reading_.at(victim).started)) {
+          if (r.key == from && (victim == nullptr || rank(r) > rank(reading_.at(victim)))) {
             victim = c;
           }
         }
@@ -222,6 +230,9 @@ class ServiceImpl final : public ControlService {
       }
       reading_[call] = Reading{key, absl::Now(), peer, proven, /*reading=*/false, absl::Time()};
       ++reading_per_key_[key];
+      ++calls_per_conn_[peer];
+      if (calls_ever_.size() > 65536) calls_ever_.clear();  // many connections: start again
+      ++calls_ever_[peer];
       std::deque<Call*>& q = waiting_[key];
       q.push_back(call);
       if (q.size() == 1 && in_turn_.insert(key).second) turns_.push_back(key);
@@ -260,8 +271,12 @@ class ServiceImpl final : public ControlService {
       // first; then the call whose connection holds the fewest slots (the oldest of those):
       // whoever forges the key's claim cannot keep the key's own clients waiting behind it
       // (fifth hostile probe of issue 16, A).
+      // Then by RankOf, then the fewest slots, then the latest (twelfth hostile probe, F1: by
+      // strikes and slots alone, at a filler's start no connection had either, and a new client
+      // waited 3-10 s behind the forged calls of its key; a filler's first calls, let in on new
+      // connections, rank as a new client's does, but came before it).
       auto pick = w->second.begin();
-      std::pair<size_t, size_t> fewest{SIZE_MAX, SIZE_MAX};  // (strikes, slots) of its connection
+      std::pair<Rank, size_t> fewest{{SIZE_MAX, SIZE_MAX, SIZE_MAX}, SIZE_MAX};  // and slots
       for (auto it = w->second.begin(); it != w->second.end(); ++it) {
         const Reading& r = reading_.at(*it);
         if (r.proven) {
@@ -269,10 +284,9 @@ class ServiceImpl final : public ControlService {
           break;
         }
         auto held = slots_per_conn_.find(r.peer);
-        auto struck = strikes_.find(r.peer);
-        const std::pair<size_t, size_t> n{struck == strikes_.end() ? 0 : struck->second,
-                                          held == slots_per_conn_.end() ? 0 : held->second};
-        if (n < fewest) {
+        const std::pair<Rank, size_t> n{RankOf(r.peer),
+                                        held == slots_per_conn_.end() ? 0 : held->second};
+        if (n <= fewest) {  // of equals the latest: the fillers' came first
           fewest = n;
           pick = it;
         }
@@ -350,21 +364,51 @@ class ServiceImpl final : public ControlService {
   Call* PreemptWithinKey() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
     const absl::Time now = absl::Now();
     // One pass over the registered calls (at most ReadBounds::max_total): the longest-held
-    // unproven slot of a key that has a waiting call, past that key's threshold.
-    absl::flat_hash_map<std::string, absl::Time> before;  // per waiting key, lazily
+    // unproven slot of a key that has a waiting call, past that key's threshold. A waiting call
+    // whose connection ranks no worse than the holder's (RankOf) also needs only
+    // kSlowReadAfter: one call, ever, is what a new client looks like; many, still sending their
+    // messages, what a filler looks like; and a filler's first calls look like a new client's,
+    // so among equals each gets kSlowReadAfter, the latest first (twelfth hostile probe, F1).
+    struct Waiting {
+      bool proven = false;
+      Rank best{SIZE_MAX, SIZE_MAX, SIZE_MAX};
+    };
+    absl::flat_hash_map<std::string, Waiting> waits;  // per waiting key, lazily
     return TakeSlotOf(
         LongestHolder([&](const Reading& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
           if (r.proven) return false;
-          auto b = before.find(r.key);
-          if (b == before.end()) {
+          auto b = waits.find(r.key);
+          if (b == waits.end()) {
             auto w = waiting_.find(r.key);
             if (w == waiting_.end() || w->second.empty()) return false;
-            bool proven_waits = false;
-            for (Call* q : w->second) proven_waits = proven_waits || reading_.at(q).proven;
-            b = before.emplace(r.key, now - (proven_waits ? kSlowReadAfter : kStaleHold)).first;
+            Waiting found;
+            for (Call* q : w->second) {
+              const Reading& qr = reading_.at(q);
+              found.proven = found.proven || qr.proven;
+              found.best = std::min(found.best, RankOf(qr.peer));
+            }
+            b = waits.emplace(r.key, found).first;
           }
-          return r.slot_since < b->second;
+          const bool soon = b->second.proven || b->second.best <= RankOf(r.peer);
+          return r.slot_since < now - (soon ? kSlowReadAfter : kStaleHold);
         }));
+  }
+
+  size_t CallsOf(const std::string& peer) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    auto it = calls_per_conn_.find(peer);
+    return it == calls_per_conn_.end() ? 0 : it->second;
+  }
+
+  // How a connection's unproven calls rank for a read slot, lowest first: its calls ended for
+  // being slow or for room, its calls registered now, all it ever registered. A new client's
+  // connection has none, one and one; a filler's connections, which keep sending calls whose
+  // messages do not come, lose to it on one of them (twelfth hostile probe, F1).
+  using Rank = std::tuple<size_t, size_t, size_t>;
+  Rank RankOf(const std::string& peer) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    auto struck = strikes_.find(peer);
+    auto ever = calls_ever_.find(peer);
+    return {struck == strikes_.end() ? 0 : struck->second, CallsOf(peer),
+            ever == calls_ever_.end() ? 0 : ever->second};
   }
 
   // The call's message arrived (or its read failed). False when it was cut meanwhile: the
@@ -405,6 +449,8 @@ class ServiceImpl final : public ControlService {
     }
     auto k = reading_per_key_.find(key);
     if (k != reading_per_key_.end() && --k->second == 0) reading_per_key_.erase(k);
+    auto n = calls_per_conn_.find(it->second.peer);
+    if (n != calls_per_conn_.end() && --n->second == 0) calls_per_conn_.erase(n);
     reading_.erase(it);
   }
 
@@ -632,6 +678,10 @@ class ServiceImpl final : public ControlService {
   size_t slots_used_ ABSL_GUARDED_BY(reading_mu_) = 0;
   absl::flat_hash_map<std::string, size_t> slots_per_key_ ABSL_GUARDED_BY(reading_mu_);
   absl::flat_hash_map<std::string, size_t> slots_per_conn_ ABSL_GUARDED_BY(reading_mu_);
+  // Calls of each connection registered here (waiting for a slot or reading), and all it ever
+  // registered (forgotten, like strikes_, when many connections have come and gone).
+  absl::flat_hash_map<std::string, size_t> calls_per_conn_ ABSL_GUARDED_BY(reading_mu_);
+  absl::flat_hash_map<std::string, size_t> calls_ever_ ABSL_GUARDED_BY(reading_mu_);
   // Unproven calls of each connection ended for being slow or to make room (Strike).
   absl::flat_hash_map<std::string, size_t> strikes_ ABSL_GUARDED_BY(reading_mu_);
   absl::flat_hash_map<std::string, std::deque<Call*>> waiting_ ABSL_GUARDED_BY(reading_mu_);

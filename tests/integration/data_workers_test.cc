@@ -5,6 +5,7 @@
 #include <dirent.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <set>
@@ -39,9 +40,13 @@ int ThreadsNamed(pid_t pid, const std::string& comm) {
 }
 
 TEST(DataWorkersTest, InProcessWorkersEachServeTheirSessions) {
+  // One directory per server inside the test's own (which is removed after the test; the
+  // servers' directories beside it were left behind in /tmp).
+  const std::string dir = TestDir();
+  std::filesystem::create_directories(dir);
   for (int workers : {1, 3}) {
     SCOPED_TRACE(workers);
-    ServerProcess server(TestDir() + "-" + std::to_string(workers), "memory",
+    ServerProcess server(dir + "/workers-" + std::to_string(workers), "memory",
                          {"--data-isolation", "none", "--data-workers", std::to_string(workers)});
     ASSERT_TRUE(server.Start()) << server.log();
     EXPECT_NE(server.log().find("event=data_channel workers=" + std::to_string(workers) +

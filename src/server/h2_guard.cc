@@ -391,6 +391,7 @@ struct H2Guard::Conn {
   bool dying = false;                 // the client has gone; gRPC's transport has not yet
   absl::Time dying_deadline;
   size_t held_counted = 0;  // of `held`, in the guard's held_bytes_
+  size_t kept = 0;          // of `held`, the frames already looked at behind the waiting call
 };
 
 struct H2Guard::Relay {
@@ -864,12 +865,17 @@ bool H2Guard::PassHeld(Relay* r, Conn* c) {
       // under way go on: HTTP/2 lets frames of different streams come in any order (only header
       // blocks keep theirs, for HPACK), and the calls under way must get their messages to end
       // at all. The others wait behind it.
+      // Frames looked at before for the same waiting call stay where they are: the scan goes on
+      // from the first not yet looked at (each retry would otherwise go over everything held
+      // back, up to kHeldCap, every kHeldRetryMs; under AddressSanitizer that starved the
+      // relay thread's other connections).
+      const size_t from = n == 0 ? std::min(c->kept, c->held.size()) : 0;
       const auto* held = reinterpret_cast<const uint8_t*>(c->held.data());
       const uint32_t waiting = ((uint32_t{held[5]} << 24) | (uint32_t{held[6]} << 16) |
                                 (uint32_t{held[7]} << 8) | held[8]) &
                                0x7fffffffu;
       std::string keep;
-      size_t at = 0;
+      size_t at = from;
       while (v == H2Ledger::Verdict::kGoOn && c->held.size() - at >= 9) {
         const uint8_t* h = held + at;
         const size_t len = 9 + ((size_t{h[0]} << 16) | (size_t{h[1]} << 8) | h[2]);
@@ -889,11 +895,14 @@ bool H2Guard::PassHeld(Relay* r, Conn* c) {
         at += len;
       }
       if (v == H2Ledger::Verdict::kGoOn) {
+        c->kept = from + keep.size();
         keep.append(c->held, at, std::string::npos);
-        c->held.swap(keep);
+        c->held.resize(from);
+        c->held += keep;
         return true;
       }
     } else {
+      c->kept = 0;
       if (c->held.empty()) std::string().swap(c->held);
       return true;
     }

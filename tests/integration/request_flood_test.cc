@@ -934,7 +934,11 @@ TEST_F(RawFloodTest, TinyUnverifiedCallsFromManyAddressesDoNotStallNewClients) {
     o.endpoint = server_->endpoint();
     o.access_key_id = testing::kAccessKey;
     o.secret = testing::kSecret;
+#if defined(__SANITIZE_ADDRESS__)
+    o.timeout_ms = 15000;  // instrumented, a session beside the flood took up to 3.5 s alone
+#else
     o.timeout_ms = 5000;
+#endif
     const auto start = std::chrono::steady_clock::now();
     auto c = Client::Connect(o);
     absl::Status s = c.ok() ? (*c)->HeadBucket("test-bucket") : c.status();
@@ -1347,7 +1351,11 @@ TEST_F(RequestFloodTest, AFillerOfSlowCallsFromManyConnectionsDoesNotKeepANewCli
     filler.join();
     std::printf("round %d: new sessions of the key beside the filler:%s\n", round, seen.c_str());
     EXPECT_EQ(failed, 0) << seen;
+#if defined(__SANITIZE_ADDRESS__)
+    EXPECT_LT(slowest, 10.0) << seen;  // instrumented: everything is several times slower
+#else
     EXPECT_LT(slowest, 2.5) << seen;
+#endif
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
 }

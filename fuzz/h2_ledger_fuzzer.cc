@@ -5,9 +5,12 @@
 // whole give the same verdict as in pieces; a cut for frames carrying nothing comes exactly at
 // eight times the payload and the allowance. The guard's form (Pass, AOBJ-SEC-026), fed the same
 // octets with a bound on the streams it lets open, never passes the bound, passes only octets
-// that the plain form accepts, and keeps what it does not pass to be offered again.
+// that the plain form accepts, and keeps what it does not pass to be offered again; what it
+// passes, marked for the calls whose stream ended (AOBJ-SEC-029), gains only whole mark frames,
+// at most one per HEADERS frame.
 // AOBJ_FUZZ_COVERS: src/server/h2_guard.cc
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,15 +28,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   aobj::H2Ledger pieces(budget, max_open, 0, allowance);
   aobj::H2Ledger gated(budget, max_open, 0, allowance);
   std::string held, passed;
+  const std::string kMark(32, 'm');
+  uint32_t marked_to = 0;
   aobj::H2Ledger::Verdict gated_verdict = aobj::H2Ledger::Verdict::kGoOn;
   auto pass = [&] {
     if (gated_verdict != aobj::H2Ledger::Verdict::kGoOn) return;
+    const size_t skip = gated.in_frame();
     const size_t n = gated.Pass(
         held.data(), held.size(), [&] { return gated.open() < limit; }, &gated_verdict);
     AOBJ_FUZZ_CHECK(n <= held.size());
     if (gated_verdict != aobj::H2Ledger::Verdict::kGoOn) {
       AOBJ_FUZZ_CHECK(n == 0);
       return;
+    }
+    // AOBJ-SEC-029: marking adds whole mark frames only, at most one per HEADERS frame passed.
+    const std::optional<std::string> marked =
+        aobj::MarkWholeCalls(held, n, skip, kMark, &marked_to);
+    if (marked.has_value()) {
+      const size_t frame = 9 + 3 + sizeof(aobj::kGuardWholeHeader) - 1 + kMark.size();
+      AOBJ_FUZZ_CHECK(marked->size() > n && (marked->size() - n) % frame == 0);
+      size_t headers = 0;
+      for (size_t at = skip; at + 9 <= n;) {
+        const auto* h = reinterpret_cast<const uint8_t*>(held.data() + at);
+        headers += h[3] == 1;
+        at += 9 + ((size_t{h[0]} << 16) | (size_t{h[1]} << 8) | h[2]);
+      }
+      AOBJ_FUZZ_CHECK((marked->size() - n) / frame <= headers);
     }
     passed.append(held, 0, n);
     held.erase(0, n);

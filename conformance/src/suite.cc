@@ -114,6 +114,12 @@ const std::vector<Unobservable>& UnobservableRequirements() {
       {"AOBJ-SEC-028",
        "needs a flood from the client's own address that holds every bound "
        "(tests/integration/h2_guard_test.cc H2AdmissionTest)"},
+      {"AOBJ-SEC-029",
+       "needs a flood of fresh connections from many addresses, about 100 a second, which a "
+       "conformance run should not aim at a vendor's server, and which calls wait for a read is "
+       "inside the server (tests/integration/request_flood_test.cc "
+       "RequestFloodTest.AFreshConnectionForEverySlowCallDoesNotKeepANewClientOut, "
+       "h2_guard_test.cc MarkWholeCallsTest)"},
       {"AOBJ-SEC-023",
        "when a server's transport reads a reset, and when it starts work on a stream, are "
        "inside it (tests/integration/request_flood_test.cc "

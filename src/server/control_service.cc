@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -140,12 +141,15 @@ class ServiceImpl final : public ControlService {
       }
     }
     std::vector<Call*> late;
+    std::vector<Call*> unseated;  // of those, calls that never got a slot
     std::vector<Call*> preempted;
     {
       absl::MutexLock l(&reading_mu_);
       for (auto& [call, r] : reading_) {
-        if (now - r.started > read_bounds_.deadline) late.push_back(call);
+        if (now - r.started <= read_bounds_.deadline) continue;
+        (r.reading ? late : unseated).push_back(call);
       }
+      for (Call* c : unseated) Strike(c);
       for (Call* c : late) Strike(c);
       Admit();
       for (size_t i = 0; i < read_bounds_.slots; ++i) {
@@ -158,6 +162,12 @@ class ServiceImpl final : public ControlService {
       c->Cut(MakeError(ErrorCode::kSlowDown,
                        "the server reads a few messages at once, shared between access keys; "
                        "this one arrived too slowly and was ended for another key's request"));
+    }
+    for (Call* c : unseated) {
+      c->Cut(MakeError(ErrorCode::kSlowDown,
+                       absl::StrCat("the server did not get to read the request message within ",
+                                    absl::FormatDuration(read_bounds_.deadline),
+                                    " of its headers (too many requests sending theirs); retry")));
     }
     for (Call* c : late) {
       c->Cut(
@@ -174,6 +184,7 @@ class ServiceImpl final : public ControlService {
     absl::Time started;
     std::string peer;       // its connection (grpc::ServerContext::peer())
     bool proven = false;    // that connection carried a verified request of `key` before
+    bool whole = false;     // its message arrived whole with its headers (AOBJ-SEC-029)
     bool reading = false;   // holds a read slot (else it waits for one)
     absl::Time slot_since;  // when it got its slot
   };
@@ -195,7 +206,10 @@ class ServiceImpl final : public ControlService {
   // bound in number, the oldest registered call of its key (per-key bound) or of the key with
   // the most (total bound) is ended to make room; when none can be, `call` is refused instead:
   // returns false and the caller answers SLOW_DOWN.
-  bool StartReading(Call* call, const std::string& key, const std::string& peer, bool proven) {
+  // AOBJ-SEC-029: a call whose message the guard holds whole (`whole`) is read at once, beside
+  // the slots' holders, and is ended for room only when nothing else is left.
+  bool StartReading(Call* call, const std::string& key, const std::string& peer, bool proven,
+                    bool whole) {
     Call* victim = nullptr;
     Call* preempted = nullptr;
     {
@@ -215,7 +229,8 @@ class ServiceImpl final : public ControlService {
         // before a new client's single call (twelfth hostile probe, F1; before, the oldest of
         // the key went, whoever's it was).
         auto rank = [&](const Reading& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
-          return std::make_tuple(!r.proven, RankOf(r.peer), -absl::ToUnixNanos(r.started));
+          return std::make_tuple(!(r.proven || r.whole), RankOf(r.peer),
+                                 -absl::ToUnixNanos(r.started));
         };
         for (const auto& [c, r] : reading_) {
           if (r.key == from && (victim == nullptr || rank(r) > rank(reading_.at(victim)))) {
@@ -228,15 +243,20 @@ class ServiceImpl final : public ControlService {
         }
         Strike(victim);
       }
-      reading_[call] = Reading{key, absl::Now(), peer, proven, /*reading=*/false, absl::Time()};
+      reading_[call] =
+          Reading{key, absl::Now(), peer, proven, whole, /*reading=*/false, absl::Time()};
       ++reading_per_key_[key];
       ++calls_per_conn_[peer];
       if (calls_ever_.size() > 65536) calls_ever_.clear();  // many connections: start again
       ++calls_ever_[peer];
-      std::deque<Call*>& q = waiting_[key];
-      q.push_back(call);
-      if (q.size() == 1 && in_turn_.insert(key).second) turns_.push_back(key);
-      Admit();
+      if (whole) {
+        Seat(call);
+      } else {
+        std::deque<Call*>& q = waiting_[key];
+        q.push_back(call);
+        if (q.size() == 1 && in_turn_.insert(key).second) turns_.push_back(key);
+        Admit();
+      }
       preempted = Preempt();
     }
     if (victim != nullptr) {
@@ -299,14 +319,19 @@ class ServiceImpl final : public ControlService {
       } else {
         turns_.push_back(key);
       }
-      Reading& r = reading_.at(call);
-      r.reading = true;
-      r.slot_since = absl::Now();
-      ++slots_used_;
-      ++slots_per_key_[key];
-      ++slots_per_conn_[r.peer];
-      call->BeginRead();
+      Seat(call);
     }
+  }
+
+  // `call` holds a slot from now and starts reading its message.
+  void Seat(Call* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    Reading& r = reading_.at(call);
+    r.reading = true;
+    r.slot_since = absl::Now();
+    ++slots_used_;
+    ++slots_per_key_[r.key];
+    ++slots_per_conn_[r.peer];
+    call->BeginRead();
   }
 
   // When calls wait and every slot is taken, the key holding the most slots gives up the one it
@@ -425,7 +450,10 @@ class ServiceImpl final : public ControlService {
   // connection: within a key, calls of connections with fewer such ends are read first.
   void Strike(Call* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
     auto it = reading_.find(call);
-    if (it != reading_.end() && !it->second.proven) {
+    // Only a call that held a slot was slow itself (thirteenth hostile probe: a new client's call
+    // ended for room while it waited was struck too, and its retry then ranked behind every
+    // filler connection and was ended next).
+    if (it != reading_.end() && !it->second.proven && it->second.reading) {
       if (strikes_.size() > 65536) strikes_.clear();  // many connections: start again
       ++strikes_[it->second.peer];
     }
@@ -480,7 +508,7 @@ class ServiceImpl final : public ControlService {
       ControlListener* listener = service_->listener_.load(std::memory_order_acquire);
       const bool proven =
           listener != nullptr && listener->IsAuthenticated(peer_, auth_.access_key_id);
-      if (!service_->StartReading(this, auth_.access_key_id, peer_, proven)) {
+      if (!service_->StartReading(this, auth_.access_key_id, peer_, proven, MarkedWhole(md))) {
         Fail(service_->handler_->Refuse(
                  method, auth_,
                  MakeError(ErrorCode::kSlowDown,
@@ -491,6 +519,18 @@ class ServiceImpl final : public ControlService {
     }
 
     void BeginRead() { StartRead(&request_); }
+
+    // AOBJ-SEC-029: the guard says the message is here whole (with this run's secret; a client
+    // that sends the header itself does not know it).
+    bool MarkedWhole(const std::multimap<grpc::string_ref, grpc::string_ref>& md) const {
+      const std::string& mark = service_->read_bounds_.whole_mark;
+      if (mark.empty()) return false;
+      auto [from, to] = md.equal_range(kGuardWholeHeader);
+      for (auto it = from; it != to; ++it) {
+        if (absl::string_view(it->second.data(), it->second.size()) == mark) return true;
+      }
+      return false;
+    }
 
     // Ends a call whose message is still being read (StartReading, CutSlowReads): the pending
     // read then completes with ok = false, and OnReadDone leaves the call alone.

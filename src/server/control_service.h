@@ -36,6 +36,10 @@ class ControlService : public aobj::v1::ObjectService::Service {
     // before they run (AOBJ-SEC-025: a client that never opens its flow-control window keeps
     // every reply in the server's memory).
     uint64_t reply_bytes_per_key = 32 << 20;
+    // AOBJ-SEC-029: the secret the HTTP/2 guard marks calls whose message it holds whole with
+    // (kGuardWholeHeader); such a call is read at once, without waiting for a slot. Empty: no
+    // call is believed whole (no guard in front).
+    std::string whole_mark;
   };
 
   // `handler`, `auth` and `scheduler` are borrowed and must outlive the service.

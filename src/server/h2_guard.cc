@@ -16,7 +16,9 @@
 #include <climits>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 #include <random>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -314,6 +316,99 @@ size_t H2Ledger::Pass(const char* data, size_t n, const std::function<bool()>& m
   return verdict_ == Verdict::kGoOn ? passed : 0;
 }
 
+namespace {
+
+struct FrameAt {
+  size_t at = 0;  // its header's offset
+  uint32_t len = 0;
+  uint8_t type = 0, flags = 0;
+  uint32_t stream = 0;
+  size_t end() const { return at + 9 + len; }
+};
+
+// The frame whose header starts at `at` of `held`, when its header and payload are all there.
+std::optional<FrameAt> WholeFrameAt(absl::string_view held, size_t at) {
+  if (held.size() < at || held.size() - at < 9) return std::nullopt;
+  const auto* h = reinterpret_cast<const uint8_t*>(held.data() + at);
+  FrameAt f;
+  f.at = at;
+  f.len = (uint32_t{h[0]} << 16) | (uint32_t{h[1]} << 8) | h[2];
+  f.type = h[3];
+  f.flags = h[4];
+  f.stream = ((uint32_t{h[5]} << 24) | (uint32_t{h[6]} << 16) | (uint32_t{h[7]} << 8) | h[8]) &
+             0x7fffffffu;
+  if (held.size() - at - 9 < f.len) return std::nullopt;
+  return f;
+}
+
+}  // namespace
+
+// AOBJ_PEER_INPUT: the client's HTTP/2 frames (fuzz/h2_ledger_fuzzer.cc).
+std::optional<std::string> MarkWholeCalls(absl::string_view held, size_t n, size_t skip,
+                                          absl::string_view mark, uint32_t* last_opened) {
+  constexpr int kLookAhead = 64;  // frames after a header block searched for its END_STREAM
+  n = std::min(n, held.size());
+  std::vector<FrameAt> ends;  // the last frame of each header block to mark
+  for (size_t at = skip; at < n;) {
+    const std::optional<FrameAt> f = WholeFrameAt(held, at);
+    if (!f.has_value()) break;  // the rest is not whole yet: nothing after it is looked at
+    at = f->end();
+    if (f->type != kHeaders || (f->stream & 1) == 0 || f->stream <= *last_opened) continue;
+    *last_opened = f->stream;
+    // The block's last frame: this one, or the CONTINUATION with END_HEADERS that follows.
+    std::optional<FrameAt> last = f;
+    while (last.has_value() && (last->flags & kEndHeaders) == 0) {
+      last = WholeFrameAt(held, last->end());
+      if (last.has_value() && (last->type != kContinuation || last->stream != f->stream)) {
+        last.reset();  // not a well-formed block: gRPC ends the connection; nothing to mark
+      }
+    }
+    if (!last.has_value() || last->end() > n) continue;
+    bool whole = (f->flags & kEndStream) != 0;
+    std::optional<FrameAt> next = WholeFrameAt(held, last->end());
+    for (int i = 0; !whole && next.has_value() && i < kLookAhead; ++i) {
+      if (next->stream == f->stream) {
+        if (next->type == kRstStream || next->type == kHeaders) break;  // not a whole message
+        whole = next->type == kData && (next->flags & kEndStream) != 0;
+      }
+      next = WholeFrameAt(held, next->end());
+    }
+    if (whole) ends.push_back(*last);
+  }
+  if (ends.empty()) return std::nullopt;
+  // Literal header field without indexing, new name (RFC 7541 6.2.2): the decoder's table is
+  // left as it was. Both strings are shorter than 127 octets: one length octet each.
+  std::string field;
+  field.push_back('\0');
+  field.push_back(static_cast<char>(sizeof(kGuardWholeHeader) - 1));
+  field.append(kGuardWholeHeader);
+  field.push_back(static_cast<char>(std::min<size_t>(mark.size(), 126)));
+  field.append(mark.data(), std::min<size_t>(mark.size(), 126));
+  std::string out;
+  out.reserve(n + ends.size() * (9 + field.size()));
+  size_t from = 0;
+  for (const FrameAt& last : ends) {
+    out.append(held.data() + from, last.end() - from);
+    // The block's last frame gives its END_HEADERS to the new frame.
+    out[out.size() - last.len - 9 + 4] = static_cast<char>(last.flags & ~kEndHeaders);
+    const uint32_t len = static_cast<uint32_t>(field.size());
+    const char header[9] = {static_cast<char>(len >> 16),
+                            static_cast<char>(len >> 8),
+                            static_cast<char>(len),
+                            static_cast<char>(kContinuation),
+                            static_cast<char>(kEndHeaders),
+                            static_cast<char>(last.stream >> 24),
+                            static_cast<char>(last.stream >> 16),
+                            static_cast<char>(last.stream >> 8),
+                            static_cast<char>(last.stream)};
+    out.append(header, 9);
+    out.append(field);
+    from = last.end();
+  }
+  out.append(held.data() + from, n - from);
+  return out;
+}
+
 H2Ledger::Verdict H2Ledger::FromClient(const char* data, size_t n) {
   if (verdict_ != Verdict::kGoOn) return verdict_;
   Verdict v;
@@ -392,6 +487,7 @@ struct H2Guard::Conn {
   absl::Time dying_deadline;
   size_t held_counted = 0;  // of `held`, in the guard's held_bytes_
   size_t kept = 0;          // of `held`, the frames already looked at behind the waiting call
+  uint32_t last_marked = 0;  // the highest stream MarkWholeCalls looked at (AOBJ-SEC-029)
 };
 
 struct H2Guard::Relay {
@@ -848,9 +944,23 @@ bool H2Guard::PassHeld(Relay* r, Conn* c) {
     return true;
   };
   H2Ledger::Verdict v;
+  const size_t skip = l.in_frame();
   const size_t n = l.Pass(c->held.data(), c->held.size(), may_open, &v);
+  // AOBJ-SEC-029: calls whose message is here whole are marked so for the server.
+  std::optional<std::string> marked;
+  if (v == H2Ledger::Verdict::kGoOn && n > 0 && !policy_.whole_mark.empty()) {
+    marked = MarkWholeCalls(c->held, n, skip, policy_.whole_mark, &c->last_marked);
+    if (marked.has_value()) {
+      calls_whole_.fetch_add((marked->size() - n) /
+                             (9 + 3 + sizeof(kGuardWholeHeader) - 1 +
+                              std::min<size_t>(policy_.whole_mark.size(), 126)));
+    }
+  }
   if (v == H2Ledger::Verdict::kGoOn) {
-    if (c->up.empty()) {
+    if (marked.has_value()) {
+      c->up.append(*marked);
+      c->held.erase(0, n);
+    } else if (c->up.empty()) {
       c->up.swap(c->held);  // all of it, most often
       c->up_off = 0;
       c->held.assign(c->up, n, std::string::npos);

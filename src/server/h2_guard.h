@@ -58,6 +58,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -114,7 +115,27 @@ class H2Admission {
   absl::flat_hash_map<std::string, Address> addresses_ ABSL_GUARDED_BY(mu_);
 };
 
+// AOBJ-SEC-029: the header the guard adds to a call whose request message it already holds whole
+// (its END_STREAM arrived with its headers or just after): "aobj-guard-whole: <mark>", where
+// <mark> is a secret of this server run that only the guard and the server's control service
+// know, so a client that sends the header itself is not believed. The server reads such a call
+// without making it wait for a read slot (AOBJ-SEC-018): its message costs no waiting.
+inline constexpr char kGuardWholeHeader[] = "aobj-guard-whole";
+
+// Copies the first `n` octets of `held` (the client's octets that go on to gRPC now; the first
+// `skip` of them end a frame begun before) with, after the header block of each HEADERS frame
+// that opens a stream above `*last_opened` and whose stream ends (END_STREAM on the HEADERS, or
+// on a DATA frame among the 64 whole frames of `held` that follow it), one more CONTINUATION
+// frame carrying kGuardWholeHeader with `mark` (the block's last frame loses its END_HEADERS and
+// the new frame has it). Raises `*last_opened` past every opening HEADERS it saw. Returns nothing
+// when no call is to be marked (the octets go on as they are). A header block not whole within
+// the `n` octets is not marked. Pure; AOBJ_PEER_INPUT (fuzz/h2_ledger_fuzzer.cc).
+std::optional<std::string> MarkWholeCalls(absl::string_view held, size_t n, size_t skip,
+                                          absl::string_view mark, uint32_t* last_opened);
+
 struct H2GuardPolicy {
+  // Non-empty: calls whose message the guard holds whole are marked with it (AOBJ-SEC-029).
+  std::string whole_mark;
   int resets_to_cut = 64;     // premature resets (and more than 4x the finished streams)
   int min_resets_to_cut = 4;  // the floor of the halving for an address cut before
   int max_open_streams = 1024;
@@ -127,6 +148,7 @@ struct H2GuardPolicy {
 struct H2GuardStats {
   uint64_t relayed = 0;          // connections adopted
   uint64_t calls_held = 0;       // times an unverified connection's next call waited (AOBJ-SEC-026)
+  uint64_t calls_whole = 0;      // calls marked whole (AOBJ-SEC-029)
   uint64_t cut_for_resets = 0;   // closed for resetting their streams
   uint64_t cut_for_streams = 0;  // closed for keeping too many streams open
   uint64_t tls_failed = 0;       // TLS handshakes that failed or timed out
@@ -183,6 +205,9 @@ class H2Ledger {
   size_t open() const { return open_.size(); }
   uint64_t octets() const { return octets_; }    // of the client's frames, headers included
   uint64_t payload() const { return payload_; }  // of its HEADERS, CONTINUATION and DATA
+  // Octets the next client octets owe to a frame (or the preface) begun before: where the next
+  // Pass's octets reach a frame header.
+  size_t in_frame() const { return client_.preface_left + client_.payload_left; }
 
  private:
   enum class Step { kGo, kStop, kHold };
@@ -250,8 +275,9 @@ class H2Guard {
   // signature verified: its calls are no longer counted against AOBJ-SEC-026's bounds. Any thread.
   void MarkVerified(absl::string_view peer);
   H2GuardStats stats() const {
-    return {relayed_.load(),         calls_held_.load(), cut_for_resets_.load(),
-            cut_for_streams_.load(), tls_failed_.load(), tls_abandoned_.load()};
+    return {relayed_.load(),        calls_held_.load(),      calls_whole_.load(),
+            cut_for_resets_.load(), cut_for_streams_.load(), tls_failed_.load(),
+            tls_abandoned_.load()};
   }
   const H2Admission& admission() const { return admission_; }
   size_t threads() const { return relays_.size(); }  // with TLS, the handshake thread included
@@ -303,8 +329,8 @@ class H2Guard {
   std::atomic<bool> stop_{false};
   H2Admission admission_;
   std::atomic<size_t> held_bytes_{0};  // octets held back for AOBJ-SEC-026, of all connections
-  std::atomic<uint64_t> relayed_{0}, calls_held_{0}, cut_for_resets_{0}, cut_for_streams_{0},
-      tls_failed_{0}, tls_abandoned_{0};
+  std::atomic<uint64_t> relayed_{0}, calls_held_{0}, calls_whole_{0}, cut_for_resets_{0},
+      cut_for_streams_{0}, tls_failed_{0}, tls_abandoned_{0};
 };
 
 }  // namespace aobj

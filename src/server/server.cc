@@ -11,12 +11,14 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <random>
 #include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "aobj/status.h"
@@ -241,6 +243,11 @@ class ServerImpl final : public Server {
     // reading never puts gRPC under the memory pressure that makes it close other connections.
     read_bounds.slots = std::max<size_t>(
         4, std::max<uint64_t>(options_.control_memory_bytes, 16 << 20) / (16 << 20));
+    // AOBJ-SEC-029: a secret of this run, shared by the guard and the service alone.
+    if (options_.http2_guard) {
+      std::random_device rd;
+      for (int i = 0; i < 4; ++i) read_bounds.whole_mark += absl::StrFormat("%08x", rd());
+    }
     service_ = ControlService::Create(handler_.get(), auth_.get(), scheduler_.get(), read_bounds);
     if (fast_path_ != nullptr) {
       fast_path_->Attach(
@@ -258,6 +265,7 @@ class ServerImpl final : public Server {
     // TLS itself; gRPC then speaks plaintext HTTP/2 over the guard's socket pairs.
     if (options_.http2_guard) {
       H2GuardPolicy policy;
+      policy.whole_mark = read_bounds.whole_mark;
       policy.resets_to_cut = std::clamp(options_.max_stream_resets, 2, 65536);
       policy.min_resets_to_cut = std::min(policy.min_resets_to_cut, policy.resets_to_cut);
       // The limit it advertises, and some slack for streams a client opened before its SETTINGS.

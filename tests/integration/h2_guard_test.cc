@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -406,6 +407,73 @@ TEST(H2GuardTest, AnUnverifiedConnectionsCallsWaitForRoom) {
   (*guard)->Stop();
   close(client);
   close(inner);
+}
+
+// AOBJ-SEC-029 (thirteenth hostile probe, N1): a call whose message the guard already holds whole
+// gets one more header, in a CONTINUATION frame after its header block, naming the run's secret;
+// a call whose message is still coming does not.
+TEST(MarkWholeCallsTest, OnlyCallsWhoseStreamEndedAreMarked) {
+  const std::string mark(32, 'k');
+  const std::string field = std::string("\0\x10", 2) + kGuardWholeHeader + "\x20" + mark;
+  const std::string added = Frame(9, 4, 1, field);
+  auto data = [](uint32_t s, bool end) { return Frame(0, end ? 1 : 0, s, "\0\0\0\0\x01x"); };
+  const std::string window = Frame(8, 0, 1, std::string("\0\0\x10\0", 4));
+
+  // HEADERS, a WINDOW_UPDATE of its stream, then its DATA with END_STREAM: marked after the
+  // HEADERS, which gives its END_HEADERS to the new frame.
+  std::string in = kPreface + Headers(1) + window + data(1, true);
+  uint32_t last = 0;
+  std::optional<std::string> out = MarkWholeCalls(in, in.size(), 24, mark, &last);
+  ASSERT_TRUE(out.has_value());
+  std::string headers_without_end = Headers(1);
+  headers_without_end[4] = 0;
+  EXPECT_EQ(*out, kPreface + headers_without_end + added + window + data(1, true));
+  EXPECT_EQ(last, 1u);
+  // Looked at once: the same stream again is not marked twice.
+  EXPECT_FALSE(MarkWholeCalls(in, in.size(), 24, mark, &last).has_value());
+
+  // The message is still coming (no END_STREAM), or the stream is reset: not marked.
+  last = 0;
+  in = kPreface + Headers(1) + data(1, false);
+  EXPECT_FALSE(MarkWholeCalls(in, in.size(), 24, mark, &last).has_value());
+  last = 0;
+  in = kPreface + Headers(1) + Reset(1) + data(1, true);
+  EXPECT_FALSE(MarkWholeCalls(in, in.size(), 24, mark, &last).has_value());
+
+  // The END_STREAM may lie beyond the octets passed now (it is in the guard's hands), but the
+  // header block must be within them: the mark goes after its last frame.
+  last = 0;
+  in = kPreface + Headers(1) + data(1, true);
+  const size_t through_headers = kPreface.size() + Headers(1).size();
+  out = MarkWholeCalls(in, through_headers, 24, mark, &last);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(*out, kPreface + headers_without_end + added);
+  last = 0;
+  EXPECT_FALSE(MarkWholeCalls(in, through_headers - 1, 24, mark, &last).has_value());
+
+  // A header block in two frames: the mark follows the CONTINUATION that ends it. Two calls,
+  // the second of them whole, the first not.
+  last = 0;
+  const std::string first_part = Frame(1, 0, 3, std::string(20, 'h'));
+  const std::string second_part = Frame(9, 4, 3, std::string(20, 'c'));
+  std::string second_without_end = second_part;
+  second_without_end[4] = 0;
+  in = Headers(1) + first_part + second_part + data(1, false) + data(3, true);
+  out = MarkWholeCalls(in, in.size(), 0, mark, &last);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(*out, Headers(1) + first_part + second_without_end + Frame(9, 4, 3, field) +
+                      data(1, false) + data(3, true));
+  EXPECT_EQ(last, 3u);
+
+  // A frame begun before (`skip`): its rest is passed as it is, the frames after it are read.
+  last = 0;
+  const std::string tail = "\0\0\0\0\x01x";
+  in = tail + Headers(5) + data(5, true);
+  out = MarkWholeCalls(in, in.size(), tail.size(), mark, &last);
+  ASSERT_TRUE(out.has_value());
+  std::string headers5 = Headers(5);
+  headers5[4] = 0;
+  EXPECT_EQ(*out, tail + headers5 + Frame(9, 4, 5, field) + data(5, true));
 }
 
 TEST(PeerFromGuardUriTest, TheClientsAddressComesBack) {

@@ -129,7 +129,7 @@ inline constexpr char kGuardWholeHeader[] = "aobj-guard-whole";
 // frame carrying kGuardWholeHeader with `mark` (the block's last frame loses its END_HEADERS and
 // the new frame has it). Raises `*last_opened` past every opening HEADERS it saw. Returns nothing
 // when no call is to be marked (the octets go on as they are). A header block not whole within
-// the `n` octets is not marked. Pure; AOBJ_PEER_INPUT (fuzz/h2_ledger_fuzzer.cc).
+// the `n` octets is not marked. Pure; fuzzed by fuzz/h2_ledger_fuzzer.cc.
 std::optional<std::string> MarkWholeCalls(absl::string_view held, size_t n, size_t skip,
                                           absl::string_view mark, uint32_t* last_opened);
 

@@ -217,6 +217,35 @@ std::string RenderPrometheus(const MetricsView& view) {
   Family(&out, "aobj_requests_shed_total", "counter",
          "Requests answered SLOW_DOWN because a queue bound was reached.");
   absl::StrAppend(&out, "aobj_requests_shed_total ", q.rejected, "\n");
+  if (view.guard.has_value()) {
+    const H2GuardStats& g = *view.guard;
+    Family(&out, "aobj_http2_connections_total", "counter",
+           "Control connections the HTTP/2 guard relayed.");
+    absl::StrAppend(&out, "aobj_http2_connections_total ", g.relayed, "\n");
+    Family(&out, "aobj_http2_connections_cut_total", "counter",
+           "Control connections the HTTP/2 guard closed: for resetting their streams "
+           "(AOBJ-SEC-023), or for open streams, header blocks, unanswered pings or frames "
+           "carrying nothing (AOBJ-SEC-024).");
+    absl::StrAppend(&out, "aobj_http2_connections_cut_total{reason=\"reset_streams\"} ",
+                    g.cut_for_resets, "\n");
+    absl::StrAppend(&out, "aobj_http2_connections_cut_total{reason=\"frames\"} ", g.cut_for_streams,
+                    "\n");
+    Family(&out, "aobj_http2_calls_held_total", "counter",
+           "Times a call of a connection without a verified request waited for room "
+           "(AOBJ-SEC-026).");
+    absl::StrAppend(&out, "aobj_http2_calls_held_total ", g.calls_held, "\n");
+    Family(&out, "aobj_http2_calls_whole_total", "counter",
+           "Calls whose message the guard held whole with their headers, read at once "
+           "(AOBJ-SEC-029).");
+    absl::StrAppend(&out, "aobj_http2_calls_whole_total ", g.calls_whole, "\n");
+    Family(&out, "aobj_tls_handshakes_failed_total", "counter",
+           "TLS handshakes that failed or timed out in the guard (of them, clients that hung up "
+           "first: reason=\"abandoned\").");
+    absl::StrAppend(&out, "aobj_tls_handshakes_failed_total{reason=\"failed\"} ",
+                    g.tls_failed - std::min(g.tls_failed, g.tls_abandoned), "\n");
+    absl::StrAppend(&out, "aobj_tls_handshakes_failed_total{reason=\"abandoned\"} ",
+                    g.tls_abandoned, "\n");
+  }
   ProcessMetrics(&out);
   return out;
 }

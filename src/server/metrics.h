@@ -10,12 +10,14 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "aobj/server.h"
 #include "aobj/status.h"
+#include "server/h2_guard.h"
 #include "server/scheduler.h"
 #include "session/session_table.h"
 #include "wire/methods.h"
@@ -55,6 +57,7 @@ struct MetricsView {
   ServerStats stats;
   uint64_t transfers_in_flight = 0;
   SchedulerStats scheduler;  // the request scheduler's queue (AOBJ-SEC-013)
+  std::optional<H2GuardStats> guard;       // the HTTP/2 guard's counts, when it runs
   const MethodMetrics* methods = nullptr;  // borrowed for the call
 };
 

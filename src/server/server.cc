@@ -391,6 +391,7 @@ class ServerImpl final : public Server {
       view.stats = stats();
       view.transfers_in_flight = sessions_->transfers_in_flight();
       view.scheduler = scheduler_->stats();
+      if (h2_guard_ != nullptr) view.guard = h2_guard_->stats();
       view.methods = &handler_->counters().methods;
       r.content_type = "text/plain; version=0.0.4; charset=utf-8";
       r.body = RenderPrometheus(view);

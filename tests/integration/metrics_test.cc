@@ -90,6 +90,10 @@ TEST(MetricsEndpointTest, ReportsRealFiguresAndSessions) {
   EXPECT_EQ(Sample(text, "aobj_request_errors_total{code=\"NO_SUCH_KEY\"}"), 1) << text;
   // An honest client never makes the server refuse anything (AOBJ-SEC-020).
   EXPECT_EQ(Sample(text, "aobj_peer_rma_refused_total"), 0) << text;
+  // The guard relayed the client's connection and saw its small requests whole (AOBJ-SEC-029).
+  EXPECT_GE(Sample(text, "aobj_http2_connections_total"), 1) << text;
+  EXPECT_GE(Sample(text, "aobj_http2_calls_whole_total"), 2) << text;  // session, endpoint
+  EXPECT_EQ(Sample(text, "aobj_http2_connections_cut_total{reason=\"reset_streams\"}"), 0) << text;
   EXPECT_EQ(Sample(text, "aobj_request_duration_seconds_bucket{method=\"PutObject\",le=\"+Inf\"}"),
             1) << text;
   EXPECT_EQ(Sample(text, "aobj_request_duration_seconds_bucket{method=\"GetObject\",le=\"10\"}"),

@@ -1294,6 +1294,30 @@ std::string SlowCall(const std::string& key, uint32_t stream) {
          H2Frame(0, 0, stream, std::string("\0\0\0\x10\0\x08", 6));
 }
 
+// New sessions of the tenant's key opened one after another, 250 ms apart, each on a fresh
+// connection, as a tenant's new clients would beside a filler: how long each took, which failed.
+struct NewSessions {
+  std::string seen;  // " 0.031 0.029!SLOW_DOWN: ..."
+  double slowest = 0;
+  int failed = 0;
+};
+NewSessions OpenNewSessions(const std::string& endpoint, int count) {
+  NewSessions out;
+  for (int i = 0; i < count; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    testing::RawSession session(endpoint, testing::kAccessKey, testing::kSecret);
+    const RawReply r = session.Send(Method::kOpenSession, session.DefaultOpen());
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    out.slowest = std::max(out.slowest, took);
+    out.failed += r.status.ok() ? 0 : 1;
+    out.seen += " " + std::to_string(took).substr(0, 5) +
+                (r.status.ok() ? "" : "!" + r.status.ToString());
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return out;
+}
+
 TEST_F(RequestFloodTest, AFillerOfSlowCallsFromManyConnectionsDoesNotKeepANewClientWaiting) {
   ASSERT_NO_FATAL_FAILURE(StartServer({}));
   const int port = std::stoi(server_->endpoint().substr(server_->endpoint().rfind(':') + 1));
@@ -1335,29 +1359,15 @@ TEST_F(RequestFloodTest, AFillerOfSlowCallsFromManyConnectionsDoesNotKeepANewCli
       for (auto& [fd, next] : conns) close(fd);
     });
     while (connected.load() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::string seen;
-    double slowest = 0;
-    int failed = 0;
-    for (int i = 0; i < 8; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      testing::RawSession session(server_->endpoint(), testing::kAccessKey, testing::kSecret);
-      const RawReply r = session.Send(Method::kOpenSession, session.DefaultOpen());
-      const double took =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      slowest = std::max(slowest, took);
-      failed += r.status.ok() ? 0 : 1;
-      seen += " " + std::to_string(took).substr(0, 5) +
-              (r.status.ok() ? "" : "!" + r.status.ToString());
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    }
+    const NewSessions n = OpenNewSessions(server_->endpoint(), 8);
     stop = true;
     filler.join();
-    std::printf("round %d: new sessions of the key beside the filler:%s\n", round, seen.c_str());
-    EXPECT_EQ(failed, 0) << seen;
+    std::printf("round %d: new sessions of the key beside the filler:%s\n", round, n.seen.c_str());
+    EXPECT_EQ(n.failed, 0) << n.seen;
 #if defined(__SANITIZE_ADDRESS__)
-    EXPECT_LT(slowest, 10.0) << seen;  // instrumented: everything is several times slower
+    EXPECT_LT(n.slowest, 10.0) << n.seen;  // instrumented: everything is several times slower
 #else
-    EXPECT_LT(slowest, 2.5) << seen;
+    EXPECT_LT(n.slowest, 2.5) << n.seen;
 #endif
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
@@ -1399,31 +1409,17 @@ TEST_F(RequestFloodTest, AFreshConnectionForEverySlowCallDoesNotKeepANewClientOu
     for (int o : open) close(o);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // 128 calls of the key and more
-  std::string seen;
-  double slowest = 0;
-  int failed = 0;
-  for (int i = 0; i < 10; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    testing::RawSession session(server_->endpoint(), testing::kAccessKey, testing::kSecret);
-    const RawReply r = session.Send(Method::kOpenSession, session.DefaultOpen());
-    const double took =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    slowest = std::max(slowest, took);
-    failed += r.status.ok() ? 0 : 1;
-    seen +=
-        " " + std::to_string(took).substr(0, 5) + (r.status.ok() ? "" : "!" + r.status.ToString());
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
+  const NewSessions n = OpenNewSessions(server_->endpoint(), 10);
   stop = true;
   filler.join();
   std::printf("%d filler connections; new sessions of the key beside them:%s\n", opened.load(),
-              seen.c_str());
+              n.seen.c_str());
   EXPECT_GT(opened.load(), 200) << "the filler did not happen: nothing was tested";
-  EXPECT_EQ(failed, 0) << seen;
+  EXPECT_EQ(n.failed, 0) << n.seen;
 #if defined(__SANITIZE_ADDRESS__)
-  EXPECT_LT(slowest, 10.0) << seen;  // instrumented: everything is several times slower
+  EXPECT_LT(n.slowest, 10.0) << n.seen;  // instrumented: everything is several times slower
 #else
-  EXPECT_LT(slowest, 2.5) << seen;
+  EXPECT_LT(n.slowest, 2.5) << n.seen;
 #endif
   EXPECT_TRUE(Served()) << server_->log();
 }

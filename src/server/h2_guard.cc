@@ -230,6 +230,7 @@ size_t H2Ledger::Scanner::Feed(const char* data, size_t n, const Callback& on_fr
       const uint32_t stream =
           ((uint32_t{h[5]} << 24) | (uint32_t{h[6]} << 16) | (uint32_t{h[7]} << 8) | h[8]) &
           0x7fffffffu;
+      frame_at = i;
       const Step step = on_frame(h[3], h[4], stream, len);
       if (step == Step::kHold) break;
       if (step == Step::kStop) {
@@ -344,9 +345,36 @@ std::optional<FrameAt> WholeFrameAt(absl::string_view held, size_t at) {
 }  // namespace
 
 // AOBJ_PEER_INPUT: the client's HTTP/2 frames (fuzz/h2_ledger_fuzzer.cc).
+MessageState MessageStateAt(absl::string_view held, size_t at) {
+  constexpr int kLookAhead = 64;  // frames after a header block searched for its END_STREAM
+  const std::optional<FrameAt> f = WholeFrameAt(held, at);
+  if (!f.has_value()) return MessageState::kComing;
+  if ((f->flags & kEndStream) != 0) return MessageState::kWhole;
+  std::optional<FrameAt> last = f;  // the block's last frame
+  while ((last->flags & kEndHeaders) == 0) {
+    last = WholeFrameAt(held, last->end());
+    if (!last.has_value()) return MessageState::kComing;
+    if (last->type != kContinuation || last->stream != f->stream) return MessageState::kNever;
+  }
+  uint64_t data = 0;
+  std::optional<FrameAt> next = WholeFrameAt(held, last->end());
+  for (int i = 0; next.has_value(); ++i) {
+    if (i == kLookAhead) return MessageState::kNever;
+    if (next->stream == f->stream) {
+      if (next->type == kRstStream || next->type == kHeaders) return MessageState::kNever;
+      if (next->type == kData) {
+        if ((next->flags & kEndStream) != 0) return MessageState::kWhole;
+        data += next->len;
+        if (data >= kWholeWaitOctets) return MessageState::kNever;
+      }
+    }
+    next = WholeFrameAt(held, next->end());
+  }
+  return MessageState::kComing;
+}
+
 std::optional<std::string> MarkWholeCalls(absl::string_view held, size_t n, size_t skip,
                                           absl::string_view mark, uint32_t* last_opened) {
-  constexpr int kLookAhead = 64;  // frames after a header block searched for its END_STREAM
   n = std::min(n, held.size());
   std::vector<FrameAt> ends;  // the last frame of each header block to mark
   for (size_t at = skip; at < n;) {
@@ -364,15 +392,7 @@ std::optional<std::string> MarkWholeCalls(absl::string_view held, size_t n, size
       }
     }
     if (!last.has_value() || last->end() > n) continue;
-    bool whole = (f->flags & kEndStream) != 0;
-    std::optional<FrameAt> next = WholeFrameAt(held, last->end());
-    for (int i = 0; !whole && next.has_value() && i < kLookAhead; ++i) {
-      if (next->stream == f->stream) {
-        if (next->type == kRstStream || next->type == kHeaders) break;  // not a whole message
-        whole = next->type == kData && (next->flags & kEndStream) != 0;
-      }
-      next = WholeFrameAt(held, next->end());
-    }
+    const bool whole = MessageStateAt(held, f->at) == MessageState::kWhole;
     if (whole) ends.push_back(*last);
   }
   if (ends.empty()) return std::nullopt;
@@ -488,6 +508,8 @@ struct H2Guard::Conn {
   size_t held_counted = 0;  // of `held`, in the guard's held_bytes_
   size_t kept = 0;          // of `held`, the frames already looked at behind the waiting call
   uint32_t last_marked = 0;  // the highest stream MarkWholeCalls looked at (AOBJ-SEC-029)
+  uint32_t awaited = 0;      // the stream whose message the next call waits for, since when
+  absl::Time awaited_since;
 };
 
 struct H2Guard::Relay {
@@ -933,6 +955,25 @@ bool H2Guard::PassHeld(Relay* r, Conn* c) {
   if (c->held.empty()) return true;
   H2Ledger& l = *c->ledger;
   auto may_open = [&] {
+    // AOBJ-SEC-029: a call whose message is still coming waits for it a little, so that the
+    // server learns it is whole (a small request split over two reads would otherwise be read in
+    // the slots' order, behind a filler's calls, and be ended for room).
+    if (!policy_.whole_mark.empty() &&
+        MessageStateAt(c->held, l.frame_at()) == MessageState::kComing) {
+      const auto* h = reinterpret_cast<const uint8_t*>(c->held.data() + l.frame_at());
+      const uint32_t stream =
+          ((uint32_t{h[5]} << 24) | (uint32_t{h[6]} << 16) | (uint32_t{h[7]} << 8) | h[8]) &
+          0x7fffffffu;
+      const absl::Time now = absl::Now();
+      if (c->awaited != stream) {
+        c->awaited = stream;
+        c->awaited_since = now;
+      }
+      if (now - c->awaited_since < policy_.whole_wait) {
+        c->waits = true;
+        return false;
+      }
+    }
     if (c->verified.load(std::memory_order_relaxed)) return true;
     if (!admission_.Open(c->address, static_cast<int>(l.open()), c->admitted)) {
       c->waits = true;

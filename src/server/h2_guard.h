@@ -133,9 +133,21 @@ inline constexpr char kGuardWholeHeader[] = "aobj-guard-whole";
 std::optional<std::string> MarkWholeCalls(absl::string_view held, size_t n, size_t skip,
                                           absl::string_view mark, uint32_t* last_opened);
 
+// Where the message of the stream whose HEADERS frame starts at `at` of `held` stands, from the
+// whole frames there: kWhole (its stream ended: END_STREAM on the HEADERS or on a DATA frame
+// among the 64 frames after its header block), kNever (reset, trailers, or kWholeWaitOctets of its
+// data here without its end: it will not be whole before gRPC reads it), or kComing.
+enum class MessageState { kWhole, kComing, kNever };
+inline constexpr uint32_t kWholeWaitOctets = 16 << 10;
+MessageState MessageStateAt(absl::string_view held, size_t at);
+
 struct H2GuardPolicy {
-  // Non-empty: calls whose message the guard holds whole are marked with it (AOBJ-SEC-029).
+  // Non-empty: calls whose message the guard holds whole are marked with it (AOBJ-SEC-029), and a
+  // call whose message is still coming (MessageState::kComing) is held back up to `whole_wait`
+  // for it (a small message sent with its headers can arrive in a later read: a segment
+  // boundary, a retransmission, TLS records; fourteenth hostile probe, S1).
   std::string whole_mark;
+  absl::Duration whole_wait = absl::Milliseconds(250);
   int resets_to_cut = 64;     // premature resets (and more than 4x the finished streams)
   int min_resets_to_cut = 4;  // the floor of the halving for an address cut before
   int max_open_streams = 1024;
@@ -208,6 +220,8 @@ class H2Ledger {
   // Octets the next client octets owe to a frame (or the preface) begun before: where the next
   // Pass's octets reach a frame header.
   size_t in_frame() const { return client_.preface_left + client_.payload_left; }
+  // During Pass, when `may_open` is asked: where in Pass's octets that HEADERS frame starts.
+  size_t frame_at() const { return client_.frame_at; }
 
  private:
   enum class Step { kGo, kStop, kHold };
@@ -218,6 +232,7 @@ class H2Ledger {
     using Callback = std::function<Step(uint8_t, uint8_t, uint32_t, uint32_t)>;
     size_t preface_left = 0;
     uint32_t payload_left = 0;
+    size_t frame_at = 0;  // in the octets of the last Feed: where the frame reported starts
     size_t Feed(const char* data, size_t n, const Callback& on_frame, bool* stopped);
   };
   Step OnClientFrame(uint8_t type, uint8_t flags, uint32_t stream, uint32_t len,

@@ -476,6 +476,36 @@ TEST(MarkWholeCallsTest, OnlyCallsWhoseStreamEndedAreMarked) {
   EXPECT_EQ(*out, tail + headers5 + Frame(9, 4, 5, field) + data(5, true));
 }
 
+// Fourteenth hostile probe, S1: whether a call's message is whole, still coming (the guard holds
+// the call back a little for it), or will not be whole before gRPC reads it.
+TEST(MarkWholeCallsTest, AMessageIsWholeComingOrNeverWhole) {
+  auto data = [](uint32_t s, bool end, size_t n = 6) {
+    return Frame(0, end ? 1 : 0, s, std::string(n, 'd'));
+  };
+  EXPECT_EQ(MessageStateAt(Headers(1) + data(1, true), 0), MessageState::kWhole);
+  EXPECT_EQ(MessageStateAt(Frame(1, 5, 1, std::string(40, 'h')), 0), MessageState::kWhole);
+  EXPECT_EQ(MessageStateAt(Headers(1), 0), MessageState::kComing);
+  EXPECT_EQ(MessageStateAt(Headers(1) + data(1, false), 0), MessageState::kComing);
+  EXPECT_EQ(MessageStateAt(Headers(1) + data(3, true), 0), MessageState::kComing);  // another's
+  // Half a frame is not looked at yet.
+  const std::string whole = Headers(1) + data(1, true);
+  EXPECT_EQ(MessageStateAt(whole.substr(0, whole.size() - 1), 0), MessageState::kComing);
+  EXPECT_EQ(MessageStateAt(Frame(1, 0, 1, "h"), 0), MessageState::kComing);  // block goes on
+  EXPECT_EQ(MessageStateAt(Frame(1, 0, 1, "h") + Frame(9, 4, 1, "c") + data(1, true), 0),
+            MessageState::kWhole);
+  // Reset, trailers, a block broken off, or 16 KiB of its data without the end.
+  EXPECT_EQ(MessageStateAt(Headers(1) + Reset(1) + data(1, true), 0), MessageState::kNever);
+  EXPECT_EQ(MessageStateAt(Headers(1) + Trailers(1), 0), MessageState::kNever);
+  EXPECT_EQ(MessageStateAt(Frame(1, 0, 1, "h") + Headers(3), 0), MessageState::kNever);
+  EXPECT_EQ(MessageStateAt(Headers(1) + data(1, false, kWholeWaitOctets), 0), MessageState::kNever);
+  EXPECT_EQ(MessageStateAt(Headers(1) + data(1, false, kWholeWaitOctets - 1), 0),
+            MessageState::kComing);
+  // Looked for among the 64 frames after the block only.
+  std::string far = Headers(1);
+  for (int i = 0; i < 64; ++i) far += Frame(8, 0, 0, std::string(4, '\0'));
+  EXPECT_EQ(MessageStateAt(far + data(1, true), 0), MessageState::kNever);
+}
+
 TEST(PeerFromGuardUriTest, TheClientsAddressComesBack) {
   EXPECT_EQ(PeerFromGuardUri("unix-abstract:aobj-h2/7/ipv4:127.0.0.1:5555"), "ipv4:127.0.0.1:5555");
   EXPECT_EQ(PeerFromGuardUri("unix-abstract:aobj-h2%2F12%2Fipv6:%5B::1%5D:80"), "ipv6:[::1]:80");

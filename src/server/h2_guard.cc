@@ -508,8 +508,10 @@ struct H2Guard::Conn {
   size_t held_counted = 0;  // of `held`, in the guard's held_bytes_
   size_t kept = 0;          // of `held`, the frames already looked at behind the waiting call
   uint32_t last_marked = 0;  // the highest stream MarkWholeCalls looked at (AOBJ-SEC-029)
-  uint32_t awaited = 0;      // the stream whose message the next call waits for, since when
-  absl::Time awaited_since;
+  // Since when calls of this connection wait for their messages (AOBJ-SEC-029); the window is
+  // shared by all that arrive while one waits, and ends when none is held back.
+  bool holding = false;
+  absl::Time hold_since;
 };
 
 struct H2Guard::Relay {
@@ -952,7 +954,10 @@ bool H2Guard::PassHeld(Relay* r, Conn* c) {
   // allow: the HEADERS of one more waits, with the frames of the calls that follow it.
   const bool waited = c->waits;
   c->waits = false;
-  if (c->held.empty()) return true;
+  if (c->held.empty()) {
+    c->holding = false;
+    return true;
+  }
   H2Ledger& l = *c->ledger;
   auto may_open = [&] {
     // AOBJ-SEC-029: a call whose message is still coming waits for it a little, so that the
@@ -960,16 +965,12 @@ bool H2Guard::PassHeld(Relay* r, Conn* c) {
     // the slots' order, behind a filler's calls, and be ended for room).
     if (!policy_.whole_mark.empty() &&
         MessageStateAt(c->held, l.frame_at()) == MessageState::kComing) {
-      const auto* h = reinterpret_cast<const uint8_t*>(c->held.data() + l.frame_at());
-      const uint32_t stream =
-          ((uint32_t{h[5]} << 24) | (uint32_t{h[6]} << 16) | (uint32_t{h[7]} << 8) | h[8]) &
-          0x7fffffffu;
       const absl::Time now = absl::Now();
-      if (c->awaited != stream) {
-        c->awaited = stream;
-        c->awaited_since = now;
+      if (!c->holding) {
+        c->holding = true;
+        c->hold_since = now;
       }
-      if (now - c->awaited_since < policy_.whole_wait) {
+      if (now - c->hold_since < policy_.whole_wait) {
         c->waits = true;
         return false;
       }
@@ -1054,6 +1055,7 @@ bool H2Guard::PassHeld(Relay* r, Conn* c) {
       }
     } else {
       c->kept = 0;
+      c->holding = false;  // nothing waits: the next call gets a window of its own
       if (c->held.empty()) std::string().swap(c->held);
       return true;
     }

@@ -512,6 +512,7 @@ struct H2Guard::Conn {
   // shared by all that arrive while one waits, and ends when none is held back.
   bool holding = false;
   absl::Time hold_since;
+  bool awaits_message = false;  // the next call waits for its message, not for room
 };
 
 struct H2Guard::Relay {
@@ -528,6 +529,10 @@ struct H2Guard::Relay {
   // The handshake thread's: handshakes under way per address (the order they are worked on).
   absl::flat_hash_map<std::string, int> under_way;
   absl::flat_hash_set<Conn*> waiting;  // whose next call waits for room (AOBJ-SEC-026)
+  // Whose next call waits for the rest of its message (AOBJ-SEC-029), until when: looked at
+  // again when the client sends more, or then (retrying these every kHeldRetryMs, as the ones
+  // above, cost a filler of such calls the guard's core for nothing; fifteenth hostile probe).
+  absl::flat_hash_map<Conn*, absl::Time> awaiting;
   void Uncount(Conn* c) {
     if (!c->counted) return;
     c->counted = false;
@@ -954,6 +959,7 @@ bool H2Guard::PassHeld(Relay* r, Conn* c) {
   // allow: the HEADERS of one more waits, with the frames of the calls that follow it.
   const bool waited = c->waits;
   c->waits = false;
+  c->awaits_message = false;
   if (c->held.empty()) {
     c->holding = false;
     return true;
@@ -972,6 +978,7 @@ bool H2Guard::PassHeld(Relay* r, Conn* c) {
       }
       if (now - c->hold_since < policy_.whole_wait) {
         c->waits = true;
+        c->awaits_message = true;
         return false;
       }
     }
@@ -1012,7 +1019,11 @@ bool H2Guard::PassHeld(Relay* r, Conn* c) {
       c->held.erase(0, n);
     }
     if (c->waits) {
-      r->waiting.insert(c);
+      if (c->awaits_message) {
+        r->awaiting[c] = c->hold_since + policy_.whole_wait;
+      } else {
+        r->waiting.insert(c);
+      }
       // Behind the call that waits, the frames of the connection itself and of the calls already
       // under way go on: HTTP/2 lets frames of different streams come in any order (only header
       // blocks keep theirs, for HPACK), and the calls under way must get their messages to end
@@ -1337,6 +1348,7 @@ void H2Guard::Loop(Relay* r) {
         registry_.erase(c->token);
       }
       r->waiting.erase(c);
+      r->awaiting.erase(c);
       r->conns.erase(c);
     }
     r->closed.clear();
@@ -1355,10 +1367,16 @@ void H2Guard::Loop(Relay* r) {
       stop_by = r->handshakes ? absl::Now() : absl::Now() + kDrainTime;
     }
     if (stop_by != absl::InfiniteFuture() && (r->conns.empty() || absl::Now() >= stop_by)) break;
-    int n = epoll_wait(r->epoll, events.data(), static_cast<int>(events.size()),
-                       !r->waiting.empty()                 ? kHeldRetryMs
-                       : stop_by == absl::InfiniteFuture() ? 1000
-                                                           : 50);
+    int timeout_ms = !r->waiting.empty()                 ? kHeldRetryMs
+                     : stop_by == absl::InfiniteFuture() ? 1000
+                                                         : 50;
+    if (!r->awaiting.empty()) {
+      absl::Time first = absl::InfiniteFuture();
+      for (const auto& [c, until] : r->awaiting) first = std::min(first, until);
+      timeout_ms = std::clamp<int>(
+          static_cast<int>(absl::ToInt64Milliseconds(first - absl::Now())) + 1, 1, timeout_ms);
+    }
+    int n = epoll_wait(r->epoll, events.data(), static_cast<int>(events.size()), timeout_ms);
     if (r->handshakes && n > kHandshakesPerRound) {
       // The wake-up first, then the addresses with the fewest handshakes under way, in the
       // order they became ready; the rest stay ready for the next round (level-triggered).
@@ -1411,6 +1429,17 @@ void H2Guard::Loop(Relay* r) {
       std::vector<Conn*> again(r->waiting.begin(), r->waiting.end());
       r->waiting.clear();
       for (Conn* c : again) Pump(r, c);
+    }
+    if (!r->awaiting.empty()) {  // calls whose message did not come in their window: on they go
+      const absl::Time now = absl::Now();
+      std::vector<Conn*> due;
+      for (const auto& [c, until] : r->awaiting) {
+        if (now >= until) due.push_back(c);
+      }
+      for (Conn* c : due) {
+        r->awaiting.erase(c);
+        Pump(r, c);
+      }
     }
     const absl::Time now = absl::Now();
     if (now >= next_sweep) {  // handshakes and drains that take too long

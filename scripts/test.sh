@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian 12 machine: install the dependencies, build, run every test,
-# then the conformance suite against seeded faults (conformance/mutants.py), then the same
-# suite under AddressSanitizer + UndefinedBehaviorSanitizer, then every fuzz
+# then the conformance suite against seeded faults (conformance/mutants.py), then the unit and
+# integration tests under AddressSanitizer + UndefinedBehaviorSanitizer, then every fuzz
 # target (corpus replay plus a short time-boxed run). Tests use 127.0.0.1 and
 # UCX_NET_DEVICES=lo only. AOBJ_TEST_QUICK=1 stops after the first stage.
 set -euo pipefail
@@ -19,7 +19,7 @@ stage "tests"
 echo "== conformance mutants: seeded faults in the reference server that the suite must catch"
 python3 conformance/mutants.py --suite build/aobj-conformance --open-too
 stage "conformance mutants"
-echo "== sanitizers: ASan + UBSan build and the whole suite"
+echo "== sanitizers: ASan + UBSan build of the unit and integration tests, and their run"
 bash scripts/sanitize.sh
 stage "sanitizers"
 echo "== fuzz targets: libFuzzer build, corpus replay, ${AOBJ_FUZZ_SECONDS:-20} s per target"

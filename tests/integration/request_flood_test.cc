@@ -708,18 +708,27 @@ struct RawFlood {
   int64_t connections = 0;
   int64_t writes = 0;
 };
+// `threads` attackers, each reconnecting whenever its connection fails, for `seconds`; when
+// `until_cut` is set, on past that (up to four times as long) until some connection has failed,
+// so that a slow machine, whose attackers send less in the time, still reaches the guard's bound.
 RawFlood FloodRaw(int port, int threads, int seconds,
-                  const std::function<std::string(int64_t)>& next) {
+                  const std::function<std::string(int64_t)>& next, bool until_cut = false) {
   std::atomic<int64_t> connections{0}, writes{0};
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  const auto start = std::chrono::steady_clock::now();
+  const auto until = start + std::chrono::seconds(seconds);
+  const auto hard_until = start + std::chrono::seconds(until_cut ? 4 * seconds : seconds);
+  const auto going = [&] {
+    const auto now = std::chrono::steady_clock::now();
+    return now < until || (now < hard_until && connections.load() <= threads);
+  };
   std::vector<std::thread> attackers;
   for (int t = 0; t < threads; ++t) {
     attackers.emplace_back([&] {
-      while (std::chrono::steady_clock::now() < until) {
+      while (going()) {
         const int fd = ConnectLoopback(port, SO_SNDTIMEO, timeval{0, 200000});
         if (fd < 0) continue;
         connections.fetch_add(1);
-        for (int64_t i = 0; std::chrono::steady_clock::now() < until; ++i) {
+        for (int64_t i = 0; going(); ++i) {
           const std::string out = next(i);
           if (send(fd, out.data(), out.size(), MSG_NOSIGNAL) <= 0) break;
           writes.fetch_add(1);
@@ -756,7 +765,7 @@ class RawFloodTest : public RequestFloodTest {
     ASSERT_NO_FATAL_FAILURE(StartServer({}));
     const uint64_t before_kib = ProcStatusKiB(server_->pid(), "VmHWM");
     const int port = std::stoi(server_->endpoint().substr(server_->endpoint().rfind(':') + 1));
-    const RawFlood f = FloodRaw(port, 4, 3, next);
+    const RawFlood f = FloodRaw(port, 4, 3, next, !reason.empty());
     std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     const uint64_t peak_kib = ProcStatusKiB(server_->pid(), "VmHWM");
     std::printf("%s: %lld connections, %lld writes; server VmHWM %llu -> %llu MiB\n", what,

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -159,9 +160,19 @@ struct Field {
   std::string what;
 };
 
-std::vector<Field> LengthFields(const std::string& a) {
+// The walk of `a`; nullopt when the layout runs past its end or ends before it does.
+std::optional<std::vector<Field>> Walk(const std::string& a) {
   std::vector<Field> out;
-  auto b = [&](size_t i) { return static_cast<uint8_t>(a.at(i)); };
+  if (a.empty()) return std::nullopt;
+  // Every read is bounded: a byte past the end means the layout runs on past it.
+  bool past_end = false;
+  auto b = [&](size_t i) {
+    if (i >= a.size()) {
+      past_end = true;
+      return uint8_t{0x80};  // a LAST flag: the walk stops
+    }
+    return static_cast<uint8_t>(a[i]);
+  };
   const uint8_t version = b(0) & 0x0F;
   const uint8_t flags = version == 0 ? b(0) >> 4 : b(1);
   size_t off = version == 0 ? 1 : 2;
@@ -171,7 +182,10 @@ std::vector<Field> LengthFields(const std::string& a) {
     out.push_back({off, 0xFF, "worker name length"});
     off += 1 + b(off);
   }
-  if (b(off) == 0xFF) return out;
+  if (b(off) == 0xFF) {
+    if (past_end || off + 1 != a.size()) return std::nullopt;
+    return out;
+  }
   const size_t attr = version == 0 ? 16 : 8;
   for (bool last_dev = false; !last_dev;) {
     const bool empty = b(off) & 0x80;
@@ -190,8 +204,14 @@ std::vector<Field> LengthFields(const std::string& a) {
       off += il & 0x3F;
     }
   }
-  EXPECT_EQ(off, a.size()) << "the test's own walk of a real address";
+  if (past_end || off != a.size()) return std::nullopt;
   return out;
+}
+
+std::vector<Field> LengthFields(const std::string& a) {
+  std::optional<std::vector<Field>> fields = Walk(a);
+  EXPECT_TRUE(fields.has_value()) << "the test's own walk of a real address";
+  return fields.value_or(std::vector<Field>{});
 }
 
 TEST_F(AddressCheckTest, AcceptsEveryRealAddress) {
@@ -383,15 +403,30 @@ TEST_F(AddressCheckTest, RejectsLengthsPointingOutside) {
   }
 }
 
+// A LAST flag cleared: the walk runs on into the records after it, and past the end of the
+// address unless those bytes happen to read as further records that end exactly where it does
+// (a port, a PID or a segment id can: CI once drew such an address). Such an address is unpacked
+// by UCX just as it is walked here, within its bounds, and its unknown transports are ignored; the
+// test's own walk must then agree that it is complete. The last record's flag always runs past.
 TEST_F(AddressCheckTest, RejectsMissingLastFlags) {
   for (const Real& r : real_) {
+    size_t refused = 0;
     for (const Field& f : LengthFields(r.address)) {
       if (f.mask == 0xFF || !(static_cast<uint8_t>(r.address[f.offset]) & 0x80)) continue;
       std::string bad = r.address;
-      bad[f.offset] = static_cast<char>(bad[f.offset] & 0x7F);  // the walk runs on past the end
-      EXPECT_EQ(ErrorCodeOf(CheckWorkerAddress(bad, local())), ErrorCode::kInvalidArgument)
-          << r.name << " " << f.what << " at " << f.offset;
+      bad[f.offset] = static_cast<char>(bad[f.offset] & 0x7F);
+      const absl::Status s = CheckWorkerAddress(bad, local());
+      if (s.ok()) {
+        EXPECT_TRUE(Walk(bad).has_value())
+            << r.name << " " << f.what << " at " << f.offset
+            << ": accepted, but the test's own walk runs past the end";
+        continue;
+      }
+      EXPECT_EQ(ErrorCodeOf(s), ErrorCode::kInvalidArgument)
+          << r.name << " " << f.what << " at " << f.offset << ": " << s;
+      ++refused;
     }
+    EXPECT_GT(refused, 0u) << r.name << ": the last record's LAST flag cleared was accepted";
   }
 }
 

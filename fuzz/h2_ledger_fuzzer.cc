@@ -6,11 +6,13 @@
 // eight times the payload and the allowance. The guard's form (Pass, AOBJ-SEC-026), fed the same
 // octets with a bound on the streams it lets open, never passes the bound, passes only octets
 // that the plain form accepts, and keeps what it does not pass to be offered again; what it
-// passes, marked for the calls whose stream ended (AOBJ-SEC-029), gains only whole mark frames,
-// at most one per HEADERS frame.
+// passes, marked for the calls whose stream ended (AOBJ-SEC-029) or late for those it watches,
+// gains only whole mark frames, at most one per HEADERS frame; a watched stream's end is reported
+// at most once, and only for a stream watched.
 // AOBJ_FUZZ_COVERS: src/server/h2_guard.cc
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,12 +32,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string held, passed;
   const std::string kMark(32, 'm');
   uint32_t marked_to = 0;
+  bool watch = false;
+  uint64_t tokens = 0;
+  std::set<uint64_t> watched;  // tokens watched and not yet reported
   aobj::H2Ledger::Verdict gated_verdict = aobj::H2Ledger::Verdict::kGoOn;
   auto pass = [&] {
     if (gated_verdict != aobj::H2Ledger::Verdict::kGoOn) return;
     const size_t skip = gated.in_frame();
+    std::vector<aobj::LateCall> late;
     const size_t n = gated.Pass(
-        held.data(), held.size(), [&] { return gated.open() < limit; }, &gated_verdict);
+        held.data(), held.size(),
+        [&] {
+          if (gated.open() >= limit) return false;
+          if (watch) {  // every other call let open, as the guard does one passed on late
+            const auto* h = reinterpret_cast<const uint8_t*>(held.data() + gated.frame_at());
+            const uint32_t stream =
+                ((uint32_t{h[5]} << 24) | (uint32_t{h[6]} << 16) | (uint32_t{h[7]} << 8) | h[8]) &
+                0x7fffffffu;
+            if (gated.Watch(stream, ++tokens)) {
+              watched.insert(tokens);
+              // As long as a whole mark's value, so that every added frame has one size.
+              late.push_back({stream, std::string(kMark.size() + 1, 'l')});
+            }
+          }
+          watch = !watch;
+          return true;
+        },
+        &gated_verdict);
+    for (const uint64_t t : gated.TakeEnded()) AOBJ_FUZZ_CHECK(watched.erase(t) == 1);
     AOBJ_FUZZ_CHECK(n <= held.size());
     if (gated_verdict != aobj::H2Ledger::Verdict::kGoOn) {
       AOBJ_FUZZ_CHECK(n == 0);
@@ -43,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     // AOBJ-SEC-029: marking adds whole mark frames only, at most one per HEADERS frame passed.
     const std::optional<std::string> marked =
-        aobj::MarkWholeCalls(held, n, skip, kMark, &marked_to);
+        aobj::MarkWholeCalls(held, n, skip, kMark, &marked_to, late);
     if (marked.has_value()) {
       const size_t frame = 9 + 3 + sizeof(aobj::kGuardWholeHeader) - 1 + kMark.size();
       AOBJ_FUZZ_CHECK(marked->size() > n && (marked->size() - n) % frame == 0);

@@ -132,7 +132,8 @@ Requests and tenants (spec section 14.6; one tenant cannot starve another):
   --request-read-ms N       a request message not whole this long after its headers is ended
                             with DEADLINE_EXCEEDED, or SLOW_DOWN if the server had not begun
                             to read it (default: 20000, at most 30000); a message that arrives
-                            whole with its headers is read at once (AOBJ-SEC-029)
+                            whole with its headers, or later once it has come, is read at
+                            once (AOBJ-SEC-029)
   --max-uploads-per-principal N  multipart uploads in progress of one access key;
                             TOO_MANY_UPLOADS beyond (default: 1000; the server holds 10000)
   --max-upload-parts-per-principal N  parts held by the uploads in progress of one access

@@ -16,7 +16,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "aobj/status.h"
 #include "control/rpc.h"
@@ -187,6 +189,7 @@ class ServiceImpl final : public ControlService {
     bool whole = false;     // its message arrived whole with its headers (AOBJ-SEC-029)
     bool reading = false;   // holds a read slot (else it waits for one)
     absl::Time slot_since;  // when it got its slot
+    uint64_t token = 0;     // marked late by the guard with it (AOBJ-SEC-029); 0: not
   };
   struct Churn {
     uint64_t cancelled = 0;
@@ -208,12 +211,15 @@ class ServiceImpl final : public ControlService {
   // returns false and the caller answers SLOW_DOWN.
   // AOBJ-SEC-029: a call whose message the guard holds whole (`whole`) is read at once, beside
   // the slots' holders, and is ended for room only when nothing else is left.
+  // A call marked late (`token`, AOBJ-SEC-029) whose message came already counts as whole; until
+  // it comes, the call waits as the others do.
   bool StartReading(Call* call, const std::string& key, const std::string& peer, bool proven,
-                    bool whole) {
+                    bool whole, uint64_t token) {
     Call* victim = nullptr;
     Call* preempted = nullptr;
     {
       absl::MutexLock l(&reading_mu_);
+      if (token != 0 && arrived_.erase(token) > 0) whole = true;
       size_t& mine = reading_per_key_[key];
       const bool key_full = mine >= read_bounds_.max_per_key;
       const bool all_full = reading_.size() >= read_bounds_.max_total;
@@ -244,7 +250,8 @@ class ServiceImpl final : public ControlService {
         Strike(victim);
       }
       reading_[call] =
-          Reading{key, absl::Now(), peer, proven, whole, /*reading=*/false, absl::Time()};
+          Reading{key, absl::Now(), peer, proven, whole, /*reading=*/false, absl::Time(), token};
+      if (token != 0 && !whole) by_token_[token] = call;
       ++reading_per_key_[key];
       ++calls_per_conn_[peer];
       if (calls_ever_.size() > 65536) calls_ever_.clear();  // many connections: start again
@@ -460,9 +467,34 @@ class ServiceImpl final : public ControlService {
     Forget(call);
   }
 
+  // AOBJ-SEC-029: a call marked late whose message has come leaves its key's queue and is read
+  // now; a token not yet registered (gRPC has not made its call yet) is kept for StartReading.
+  void MessageArrived(uint64_t token) override {
+    absl::MutexLock l(&reading_mu_);
+    auto t = by_token_.find(token);
+    if (t == by_token_.end()) {
+      if (arrived_.size() >= kMaxArrived) arrived_.clear();  // calls that never came: forget
+      arrived_.insert(token);
+      return;
+    }
+    Call* call = t->second;
+    by_token_.erase(t);
+    Reading& r = reading_.at(call);
+    r.whole = true;
+    if (r.reading) return;  // it got a slot meanwhile
+    auto w = waiting_.find(r.key);
+    if (w != waiting_.end()) {
+      auto pos = std::find(w->second.begin(), w->second.end(), call);
+      if (pos != w->second.end()) w->second.erase(pos);
+      if (w->second.empty()) waiting_.erase(w);  // its turn entry is dropped when reached
+    }
+    Seat(call);
+  }
+
   // Drops `call` from every account: its slot, or its place in its key's queue.
   void Forget(Call* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
     auto it = reading_.find(call);
+    if (it->second.token != 0) by_token_.erase(it->second.token);
     const std::string& key = it->second.key;
     if (it->second.reading) {
       --slots_used_;
@@ -508,7 +540,8 @@ class ServiceImpl final : public ControlService {
       ControlListener* listener = service_->listener_.load(std::memory_order_acquire);
       const bool proven =
           listener != nullptr && listener->IsAuthenticated(peer_, auth_.access_key_id);
-      if (!service_->StartReading(this, auth_.access_key_id, peer_, proven, MarkedWhole(md))) {
+      if (!service_->StartReading(this, auth_.access_key_id, peer_, proven, MarkedWhole(md),
+                                  MarkedLate(md))) {
         Fail(service_->handler_->Refuse(
                  method, auth_,
                  MakeError(ErrorCode::kSlowDown,
@@ -530,6 +563,22 @@ class ServiceImpl final : public ControlService {
         if (absl::string_view(it->second.data(), it->second.size()) == mark) return true;
       }
       return false;
+    }
+
+    // AOBJ-SEC-029: the token the guard marked the call late with ("<mark>:<token>"); 0: none.
+    uint64_t MarkedLate(const std::multimap<grpc::string_ref, grpc::string_ref>& md) const {
+      const std::string& mark = service_->read_bounds_.whole_mark;
+      if (mark.empty()) return 0;
+      auto [from, to] = md.equal_range(kGuardLateHeader);
+      for (auto it = from; it != to; ++it) {
+        absl::string_view v(it->second.data(), it->second.size());
+        uint64_t token = 0;
+        if (absl::ConsumePrefix(&v, mark) && absl::ConsumePrefix(&v, ":") &&
+            absl::SimpleAtoi(v, &token)) {
+          return token;
+        }
+      }
+      return 0;
     }
 
     // Ends a call whose message is still being read (StartReading, CutSlowReads): the pending
@@ -724,6 +773,11 @@ class ServiceImpl final : public ControlService {
   absl::flat_hash_map<std::string, size_t> calls_ever_ ABSL_GUARDED_BY(reading_mu_);
   // Unproven calls of each connection ended for being slow or to make room (Strike).
   absl::flat_hash_map<std::string, size_t> strikes_ ABSL_GUARDED_BY(reading_mu_);
+  // AOBJ-SEC-029: calls marked late that wait for their message, by token; and the tokens whose
+  // message came before gRPC made their call (at most kMaxArrived).
+  static constexpr size_t kMaxArrived = 4096;
+  absl::flat_hash_map<uint64_t, Call*> by_token_ ABSL_GUARDED_BY(reading_mu_);
+  absl::flat_hash_set<uint64_t> arrived_ ABSL_GUARDED_BY(reading_mu_);
   absl::flat_hash_map<std::string, std::deque<Call*>> waiting_ ABSL_GUARDED_BY(reading_mu_);
   std::deque<std::string> turns_ ABSL_GUARDED_BY(reading_mu_);
   absl::flat_hash_set<std::string> in_turn_ ABSL_GUARDED_BY(reading_mu_);

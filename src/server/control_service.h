@@ -51,6 +51,9 @@ class ControlService : public aobj::v1::ObjectService::Service {
   virtual void set_listener(ControlListener* listener) = 0;
   // AOBJ-SEC-018: ends the reads that held a slot past their bound; called periodically.
   virtual void CutSlowReads(absl::Time now) = 0;
+  // AOBJ-SEC-029: the message of the call the guard marked late with `token` (kGuardLateHeader)
+  // has come: that call is read at once, as a call marked whole is. Any thread.
+  virtual void MessageArrived(uint64_t token) = 0;
 };
 
 }  // namespace aobj

@@ -258,6 +258,8 @@ constexpr uint8_t kEndStream = 0x1, kAck = 0x1, kEndHeaders = 0x4;
 
 H2Ledger::Step H2Ledger::OnClientFrame(uint8_t type, uint8_t flags, uint32_t stream, uint32_t len,
                                        const std::function<bool()>& may_open) {
+  // A frame header after it: the frame that ends a watched stream passed whole.
+  if (ending_ != 0) ended_.push_back(std::exchange(ending_, 0));
   const bool opens = type == kHeaders && (stream & 1) != 0 && stream > last_opened_;
   // Asked first, before anything of the frame is counted: a held frame is offered again.
   if (opens && may_open && !may_open()) return Step::kHold;
@@ -296,7 +298,22 @@ H2Ledger::Step H2Ledger::OnClientFrame(uint8_t type, uint8_t flags, uint32_t str
       return Step::kStop;
     }
   }
+  if (!watched_.empty() && (type == kData || type == kHeaders || type == kRstStream)) {
+    auto w = watched_.find(stream);
+    if (w != watched_.end() && (type == kRstStream || (flags & kEndStream) != 0)) {
+      // Reported once the frame's payload passed too (Pass): END_STREAM on a frame whose
+      // payload never comes is no message.
+      if (type != kRstStream) ending_ = w->second;
+      watched_.erase(w);
+    }
+  }
   return Step::kGo;
+}
+
+bool H2Ledger::Watch(uint32_t stream, uint64_t token) {
+  if (watched_.size() >= kMaxWatched) return false;
+  watched_[stream] = token;
+  return true;
 }
 
 size_t H2Ledger::Pass(const char* data, size_t n, const std::function<bool()>& may_open,
@@ -313,6 +330,8 @@ size_t H2Ledger::Pass(const char* data, size_t n, const std::function<bool()>& m
       },
       &stopped);
   if (stopped && verdict_ == Verdict::kGoOn) verdict_ = Verdict::kNotHttp2;
+  // A watched stream has ended once the last octet of the frame that ends it passed.
+  if (ending_ != 0 && client_.payload_left == 0) ended_.push_back(std::exchange(ending_, 0));
   *verdict = verdict_;
   return verdict_ == Verdict::kGoOn ? passed : 0;
 }
@@ -374,9 +393,16 @@ MessageState MessageStateAt(absl::string_view held, size_t at) {
 }
 
 std::optional<std::string> MarkWholeCalls(absl::string_view held, size_t n, size_t skip,
-                                          absl::string_view mark, uint32_t* last_opened) {
+                                          absl::string_view mark, uint32_t* last_opened,
+                                          const std::vector<LateCall>& late, size_t* whole_count) {
   n = std::min(n, held.size());
-  std::vector<FrameAt> ends;  // the last frame of each header block to mark
+  if (whole_count != nullptr) *whole_count = 0;
+  // The last frame of each header block to mark, and the header (name, value) it gets.
+  struct End {
+    FrameAt last;
+    absl::string_view name, value;
+  };
+  std::vector<End> ends;
   for (size_t at = skip; at < n;) {
     const std::optional<FrameAt> f = WholeFrameAt(held, at);
     if (!f.has_value()) break;  // the rest is not whole yet: nothing after it is looked at
@@ -392,22 +418,32 @@ std::optional<std::string> MarkWholeCalls(absl::string_view held, size_t n, size
       }
     }
     if (!last.has_value() || last->end() > n) continue;
-    const bool whole = MessageStateAt(held, f->at) == MessageState::kWhole;
-    if (whole) ends.push_back(*last);
+    if (MessageStateAt(held, f->at) == MessageState::kWhole) {
+      ends.push_back({*last, kGuardWholeHeader, mark});
+      if (whole_count != nullptr) ++*whole_count;
+      continue;
+    }
+    for (const LateCall& c : late) {
+      if (c.stream == f->stream) {
+        ends.push_back({*last, kGuardLateHeader, c.value});
+        break;
+      }
+    }
   }
   if (ends.empty()) return std::nullopt;
-  // Literal header field without indexing, new name (RFC 7541 6.2.2): the decoder's table is
-  // left as it was. Both strings are shorter than 127 octets: one length octet each.
-  std::string field;
-  field.push_back('\0');
-  field.push_back(static_cast<char>(sizeof(kGuardWholeHeader) - 1));
-  field.append(kGuardWholeHeader);
-  field.push_back(static_cast<char>(std::min<size_t>(mark.size(), 126)));
-  field.append(mark.data(), std::min<size_t>(mark.size(), 126));
   std::string out;
-  out.reserve(n + ends.size() * (9 + field.size()));
+  out.reserve(n + ends.size() * (9 + 3 + sizeof(kGuardWholeHeader) + 2 * mark.size()));
   size_t from = 0;
-  for (const FrameAt& last : ends) {
+  for (const End& e : ends) {
+    const FrameAt& last = e.last;
+    // Literal header field without indexing, new name (RFC 7541 6.2.2): the decoder's table is
+    // left as it was. Both strings are shorter than 127 octets: one length octet each.
+    std::string field;
+    field.push_back('\0');
+    field.push_back(static_cast<char>(e.name.size()));
+    field.append(e.name.data(), e.name.size());
+    field.push_back(static_cast<char>(std::min<size_t>(e.value.size(), 126)));
+    field.append(e.value.data(), std::min<size_t>(e.value.size(), 126));
     out.append(held.data() + from, last.end() - from);
     // The block's last frame gives its END_HEADERS to the new frame.
     out[out.size() - last.len - 9 + 4] = static_cast<char>(last.flags & ~kEndHeaders);
@@ -950,6 +986,13 @@ void H2Guard::CountHeld(Conn* c) {
 bool H2Guard::PassUp(Relay* r, Conn* c) {
   const bool passed = PassHeld(r, c);
   CountHeld(c);
+  // AOBJ-SEC-029: the server reads at once the calls marked late whose messages came.
+  if (policy_.on_message_whole) {
+    for (const uint64_t token : c->ledger->TakeEnded()) {
+      calls_late_whole_.fetch_add(1, std::memory_order_relaxed);
+      policy_.on_message_whole(token);
+    }
+  }
   return passed;
 }
 
@@ -965,6 +1008,7 @@ bool H2Guard::PassHeld(Relay* r, Conn* c) {
     return true;
   }
   H2Ledger& l = *c->ledger;
+  std::vector<LateCall> late;  // calls passed on past their window without their message
   auto may_open = [&] {
     // AOBJ-SEC-029: a call whose message is still coming waits for it a little, so that the
     // server learns it is whole (a small request split over two reads would otherwise be read in
@@ -981,6 +1025,19 @@ bool H2Guard::PassHeld(Relay* r, Conn* c) {
         c->awaits_message = true;
         return false;
       }
+      // Past its window it goes on, marked late, and the server hears when its stream ends
+      // (fifteenth hostile probe, G1-G3: a request split by 300 ms met AOBJ-SEC-018's read
+      // order as if it would never come).
+      if (policy_.on_message_whole) {
+        const auto* h = reinterpret_cast<const uint8_t*>(c->held.data()) + l.frame_at();
+        const uint32_t stream =
+            ((uint32_t{h[5]} << 24) | (uint32_t{h[6]} << 16) | (uint32_t{h[7]} << 8) | h[8]) &
+            0x7fffffffu;
+        const uint64_t token = next_token_.fetch_add(1, std::memory_order_relaxed);
+        if (l.Watch(stream, token)) {
+          late.push_back({stream, absl::StrCat(policy_.whole_mark, ":", token)});
+        }
+      }
     }
     if (c->verified.load(std::memory_order_relaxed)) return true;
     if (!admission_.Open(c->address, static_cast<int>(l.open()), c->admitted)) {
@@ -995,15 +1052,14 @@ bool H2Guard::PassHeld(Relay* r, Conn* c) {
   H2Ledger::Verdict v;
   const size_t skip = l.in_frame();
   const size_t n = l.Pass(c->held.data(), c->held.size(), may_open, &v);
-  // AOBJ-SEC-029: calls whose message is here whole are marked so for the server.
+  // AOBJ-SEC-029: calls whose message is here whole are marked so for the server, and those
+  // passed on past their window without it, late.
   std::optional<std::string> marked;
   if (v == H2Ledger::Verdict::kGoOn && n > 0 && !policy_.whole_mark.empty()) {
-    marked = MarkWholeCalls(c->held, n, skip, policy_.whole_mark, &c->last_marked);
-    if (marked.has_value()) {
-      calls_whole_.fetch_add((marked->size() - n) /
-                             (9 + 3 + sizeof(kGuardWholeHeader) - 1 +
-                              std::min<size_t>(policy_.whole_mark.size(), 126)));
-    }
+    size_t whole = 0;
+    marked = MarkWholeCalls(c->held, n, skip, policy_.whole_mark, &c->last_marked, late, &whole);
+    calls_whole_.fetch_add(whole, std::memory_order_relaxed);
+    calls_late_.fetch_add(late.size(), std::memory_order_relaxed);
   }
   if (v == H2Ledger::Verdict::kGoOn) {
     if (marked.has_value()) {

@@ -61,6 +61,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -121,17 +122,33 @@ class H2Admission {
 // know, so a client that sends the header itself is not believed. The server reads such a call
 // without making it wait for a read slot (AOBJ-SEC-018): its message costs no waiting.
 inline constexpr char kGuardWholeHeader[] = "aobj-guard-whole";
+// AOBJ-SEC-029, a message that comes late: the header the guard adds to a call it passes on while
+// its message is still coming (past H2GuardPolicy::whole_wait): "aobj-guard-late: <mark>:<token>".
+// When that stream ends, the guard reports <token> (H2GuardPolicy::on_message_whole), and the
+// server reads the call at once, as it does a call marked whole (fifteenth hostile probe, G1-G3:
+// a request split by more than the window met AOBJ-SEC-018's read order unchanged).
+inline constexpr char kGuardLateHeader[] = "aobj-guard-late";
+
+// A call to mark late (kGuardLateHeader) and the header's value.
+struct LateCall {
+  uint32_t stream = 0;
+  std::string value;
+};
 
 // Copies the first `n` octets of `held` (the client's octets that go on to gRPC now; the first
 // `skip` of them end a frame begun before) with, after the header block of each HEADERS frame
 // that opens a stream above `*last_opened` and whose stream ends (END_STREAM on the HEADERS, or
 // on a DATA frame among the 64 whole frames of `held` that follow it), one more CONTINUATION
 // frame carrying kGuardWholeHeader with `mark` (the block's last frame loses its END_HEADERS and
-// the new frame has it). Raises `*last_opened` past every opening HEADERS it saw. Returns nothing
-// when no call is to be marked (the octets go on as they are). A header block not whole within
-// the `n` octets is not marked. Pure; fuzzed by fuzz/h2_ledger_fuzzer.cc.
+// the new frame has it). A call of `late` whose stream does not end so gets a frame carrying
+// kGuardLateHeader with its value instead. Raises `*last_opened` past every opening HEADERS it
+// saw. Returns nothing when no call is to be marked (the octets go on as they are). A header block
+// not whole within the `n` octets is not marked. `*whole`, when given, is set to the number of
+// calls marked whole. Pure; fuzzed by fuzz/h2_ledger_fuzzer.cc.
 std::optional<std::string> MarkWholeCalls(absl::string_view held, size_t n, size_t skip,
-                                          absl::string_view mark, uint32_t* last_opened);
+                                          absl::string_view mark, uint32_t* last_opened,
+                                          const std::vector<LateCall>& late = {},
+                                          size_t* whole = nullptr);
 
 // Where the message of the stream whose HEADERS frame starts at `at` of `held` stands, from the
 // whole frames there: kWhole (its stream ended: END_STREAM on the HEADERS or on a DATA frame
@@ -148,6 +165,10 @@ struct H2GuardPolicy {
   // boundary, a retransmission, TLS records; fourteenth hostile probe, S1).
   std::string whole_mark;
   absl::Duration whole_wait = absl::Milliseconds(250);
+  // Set (with `whole_mark`): a call passed on past `whole_wait` is marked late
+  // (kGuardLateHeader), and this is called, on a relay thread, with its token once its stream
+  // ends.
+  std::function<void(uint64_t)> on_message_whole;
   int resets_to_cut = 64;     // premature resets (and more than 4x the finished streams)
   int min_resets_to_cut = 4;  // the floor of the halving for an address cut before
   int max_open_streams = 1024;
@@ -161,6 +182,8 @@ struct H2GuardStats {
   uint64_t relayed = 0;          // connections adopted
   uint64_t calls_held = 0;       // times an unverified connection's next call waited (AOBJ-SEC-026)
   uint64_t calls_whole = 0;      // calls marked whole (AOBJ-SEC-029)
+  uint64_t calls_late = 0;       // calls marked late, and of those, whose message then came
+  uint64_t calls_late_whole = 0;
   uint64_t cut_for_resets = 0;   // closed for resetting their streams
   uint64_t cut_for_streams = 0;  // closed for keeping too many streams open
   uint64_t tls_failed = 0;       // TLS handshakes that failed or timed out
@@ -222,6 +245,13 @@ class H2Ledger {
   size_t in_frame() const { return client_.preface_left + client_.payload_left; }
   // During Pass, when `may_open` is asked: where in Pass's octets that HEADERS frame starts.
   size_t frame_at() const { return client_.frame_at; }
+  // AOBJ-SEC-029: watches `stream` (passed on while its message was still coming) for its end;
+  // at most kMaxWatched streams at a time (false past that).
+  static constexpr size_t kMaxWatched = 64;
+  bool Watch(uint32_t stream, uint64_t token);
+  // The tokens of watched streams that ended (END_STREAM, on a frame whose payload passed whole)
+  // since the last call; a watched stream that is reset is forgotten.
+  std::vector<uint64_t> TakeEnded() { return std::exchange(ended_, {}); }
 
  private:
   enum class Step { kGo, kStop, kHold };
@@ -252,6 +282,9 @@ class H2Ledger {
   uint32_t header_frames_ = 0;  // and its frames
   bool in_header_block_ = false;
   uint32_t unanswered_ = 0;  // PING and SETTINGS of the client not yet acknowledged
+  absl::flat_hash_map<uint32_t, uint64_t> watched_;  // stream -> token (Watch)
+  uint64_t ending_ = 0;  // the token of the frame passing now, which ends its watched stream
+  std::vector<uint64_t> ended_;
   Verdict verdict_ = Verdict::kGoOn;
 };
 
@@ -290,9 +323,17 @@ class H2Guard {
   // signature verified: its calls are no longer counted against AOBJ-SEC-026's bounds. Any thread.
   void MarkVerified(absl::string_view peer);
   H2GuardStats stats() const {
-    return {relayed_.load(),        calls_held_.load(),      calls_whole_.load(),
-            cut_for_resets_.load(), cut_for_streams_.load(), tls_failed_.load(),
-            tls_abandoned_.load()};
+    H2GuardStats s;
+    s.relayed = relayed_.load();
+    s.calls_held = calls_held_.load();
+    s.calls_whole = calls_whole_.load();
+    s.calls_late = calls_late_.load();
+    s.calls_late_whole = calls_late_whole_.load();
+    s.cut_for_resets = cut_for_resets_.load();
+    s.cut_for_streams = cut_for_streams_.load();
+    s.tls_failed = tls_failed_.load();
+    s.tls_abandoned = tls_abandoned_.load();
+    return s;
   }
   const H2Admission& admission() const { return admission_; }
   size_t threads() const { return relays_.size(); }  // with TLS, the handshake thread included
@@ -344,8 +385,10 @@ class H2Guard {
   std::atomic<bool> stop_{false};
   H2Admission admission_;
   std::atomic<size_t> held_bytes_{0};  // octets held back for AOBJ-SEC-026, of all connections
-  std::atomic<uint64_t> relayed_{0}, calls_held_{0}, calls_whole_{0}, cut_for_resets_{0},
-      cut_for_streams_{0}, tls_failed_{0}, tls_abandoned_{0};
+  std::atomic<uint64_t> relayed_{0}, calls_held_{0}, calls_whole_{0}, calls_late_{0},
+      calls_late_whole_{0}, cut_for_resets_{0}, cut_for_streams_{0}, tls_failed_{0},
+      tls_abandoned_{0};
+  std::atomic<uint64_t> next_token_{1};  // of the calls marked late
 };
 
 }  // namespace aobj

@@ -238,6 +238,14 @@ std::string RenderPrometheus(const MetricsView& view) {
            "Calls whose message the guard held whole with their headers, read at once "
            "(AOBJ-SEC-029).");
     absl::StrAppend(&out, "aobj_http2_calls_whole_total ", g.calls_whole, "\n");
+    Family(&out, "aobj_http2_calls_late_total", "counter",
+           "Calls the guard passed on while their message was still coming, after its 250 ms "
+           "wait (AOBJ-SEC-029).");
+    absl::StrAppend(&out, "aobj_http2_calls_late_total ", g.calls_late, "\n");
+    Family(&out, "aobj_http2_calls_late_whole_total", "counter",
+           "Of those, calls whose message then came, which the server read at once "
+           "(AOBJ-SEC-029).");
+    absl::StrAppend(&out, "aobj_http2_calls_late_whole_total ", g.calls_late_whole, "\n");
     Family(&out, "aobj_tls_handshakes_failed_total", "counter",
            "TLS handshakes that failed or timed out in the guard (of them, clients that hung up "
            "first: reason=\"abandoned\").");

@@ -266,6 +266,10 @@ class ServerImpl final : public Server {
     if (options_.http2_guard) {
       H2GuardPolicy policy;
       policy.whole_mark = read_bounds.whole_mark;
+      // The guard stops (Stop, the destructor) before the service goes.
+      policy.on_message_whole = [service = service_.get()](uint64_t token) {
+        service->MessageArrived(token);
+      };
       policy.resets_to_cut = std::clamp(options_.max_stream_resets, 2, 65536);
       policy.min_resets_to_cut = std::min(policy.min_resets_to_cut, policy.resets_to_cut);
       // The limit it advertises, and some slack for streams a client opened before its SETTINGS.

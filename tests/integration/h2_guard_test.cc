@@ -506,6 +506,65 @@ TEST(MarkWholeCallsTest, AMessageIsWholeComingOrNeverWhole) {
   EXPECT_EQ(MessageStateAt(far + data(1, true), 0), MessageState::kNever);
 }
 
+// Fifteenth hostile probe, G1-G3: a call passed on while its message is still coming is marked
+// late (its own value), and a whole one beside it is still marked whole.
+TEST(MarkWholeCallsTest, ACallPassedOnWithoutItsMessageIsMarkedLate) {
+  const std::string mark(32, 'k');
+  auto data = [](uint32_t s, bool end) { return Frame(0, end ? 1 : 0, s, "\0\0\0\0\x01x"); };
+  const std::string late_value = mark + ":7";
+  const std::string late_field = std::string("\0\x0f", 2) + kGuardLateHeader +
+                                 static_cast<char>(late_value.size()) + late_value;
+  const std::string whole_field = std::string("\0\x10", 2) + kGuardWholeHeader + "\x20" + mark;
+  std::string h1 = Headers(1), h3 = Headers(3);
+  h1[4] = 0;
+  h3[4] = 0;
+  uint32_t last = 0;
+  size_t whole = 99;
+  std::string in = Headers(1) + data(1, false) + Headers(3) + data(3, true);
+  std::optional<std::string> out =
+      MarkWholeCalls(in, in.size(), 0, mark, &last, {{1, late_value}, {5, "unused"}}, &whole);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(*out, h1 + Frame(9, 4, 1, late_field) + data(1, false) + h3 +
+                      Frame(9, 4, 3, whole_field) + data(3, true));
+  EXPECT_EQ(whole, 1u);
+  // A call named late whose stream ends here is whole, not late.
+  last = 0;
+  in = Headers(1) + data(1, true);
+  out = MarkWholeCalls(in, in.size(), 0, mark, &last, {{1, late_value}}, &whole);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(*out, h1 + Frame(9, 4, 1, whole_field) + data(1, true));
+  EXPECT_EQ(whole, 1u);
+}
+
+// The ledger reports a watched stream's end once the frame that ends it passed whole, in any
+// pieces; a reset one is forgotten; at most kMaxWatched are watched.
+TEST(H2LedgerTest, AWatchedStreamIsReportedOnceItsMessagePassedWhole) {
+  H2Ledger l(64, 1024);
+  H2Ledger::Verdict v;
+  std::string in = kPreface + Headers(1) + Headers(3);
+  ASSERT_EQ(l.Pass(in.data(), in.size(), nullptr, &v), in.size());
+  ASSERT_TRUE(l.Watch(1, 11));
+  ASSERT_TRUE(l.Watch(3, 33));
+  const std::string end1 = Frame(0, 1, 1, std::string(100, 'm'));
+  // The frame header with END_STREAM and part of its payload: not yet.
+  ASSERT_EQ(l.Pass(end1.data(), 50, nullptr, &v), 50u);
+  EXPECT_TRUE(l.TakeEnded().empty());
+  ASSERT_EQ(l.Pass(end1.data() + 50, end1.size() - 50, nullptr, &v), end1.size() - 50);
+  EXPECT_EQ(l.TakeEnded(), std::vector<uint64_t>{11});
+  // Reset: forgotten, never reported; nor is a stream not watched.
+  in = Reset(3) + Headers(5) + Frame(0, 1, 5, "x") + Frame(0, 1, 3, "x");
+  ASSERT_EQ(l.Pass(in.data(), in.size(), nullptr, &v), in.size());
+  EXPECT_TRUE(l.TakeEnded().empty());
+  // An empty DATA frame with END_STREAM ends its stream at once.
+  ASSERT_TRUE(l.Watch(7, 77));
+  in = Headers(7) + Frame(0, 1, 7);
+  ASSERT_EQ(l.Pass(in.data(), in.size(), nullptr, &v), in.size());
+  EXPECT_EQ(l.TakeEnded(), std::vector<uint64_t>{77});
+  for (uint32_t s = 0; s < H2Ledger::kMaxWatched; ++s) EXPECT_TRUE(l.Watch(101 + 2 * s, s + 1));
+  EXPECT_FALSE(l.Watch(999, 1));
+  EXPECT_EQ(v, H2Ledger::Verdict::kGoOn);
+}
+
 TEST(PeerFromGuardUriTest, TheClientsAddressComesBack) {
   EXPECT_EQ(PeerFromGuardUri("unix-abstract:aobj-h2/7/ipv4:127.0.0.1:5555"), "ipv4:127.0.0.1:5555");
   EXPECT_EQ(PeerFromGuardUri("unix-abstract:aobj-h2%2F12%2Fipv6:%5B::1%5D:80"), "ipv6:[::1]:80");

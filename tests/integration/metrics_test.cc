@@ -93,6 +93,9 @@ TEST(MetricsEndpointTest, ReportsRealFiguresAndSessions) {
   // The guard relayed the client's connection and saw its small requests whole (AOBJ-SEC-029).
   EXPECT_GE(Sample(text, "aobj_http2_connections_total"), 1) << text;
   EXPECT_GE(Sample(text, "aobj_http2_calls_whole_total"), 2) << text;  // session, endpoint
+  // None came late: a client on loopback sends a small request's headers and message together.
+  EXPECT_EQ(Sample(text, "aobj_http2_calls_late_total"), 0) << text;
+  EXPECT_EQ(Sample(text, "aobj_http2_calls_late_whole_total"), 0) << text;
   EXPECT_EQ(Sample(text, "aobj_http2_connections_cut_total{reason=\"reset_streams\"}"), 0) << text;
   EXPECT_EQ(Sample(text, "aobj_request_duration_seconds_bucket{method=\"PutObject\",le=\"+Inf\"}"),
             1) << text;

@@ -1580,6 +1580,17 @@ class SplittingRelay {
   std::vector<std::thread> relays_;  // the acceptor's alone until it is joined
 };
 
+// Ten new sessions through `relay`, beside the one-call filler (begun 1.5 s before them).
+NewSessions ThroughTheRelayBesideTheFiller(int port, const SplittingRelay& relay) {
+  FreshConnectionFiller filler(port);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  NewSessions n = OpenNewSessions(relay.endpoint(), 10);
+  const int opened = filler.Stop();
+  std::printf("%d filler connections; new sessions through the relay:%s\n", opened, n.seen.c_str());
+  EXPECT_GT(opened, 200) << "the filler did not happen: nothing was tested";
+  return n;
+}
+
 // Fourteenth hostile probe, S1-S3: the guard decided whether a call was whole from the octets of
 // one read, so a new client whose request reached it in two reads (through a relay that splits
 // each write, 5 ms apart) was not marked, and beside the filler above 12 to 18 of 28 failed. The
@@ -1589,13 +1600,7 @@ TEST_F(RequestFloodTest, ANewClientsRequestSplitOverTwoReadsIsStillReadFirst) {
   const int port = std::stoi(server_->endpoint().substr(server_->endpoint().rfind(':') + 1));
   SplittingRelay relay(port);
   ASSERT_FALSE(relay.endpoint().empty());
-  FreshConnectionFiller filler(port);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  const NewSessions n = OpenNewSessions(relay.endpoint(), 10);
-  const int opened = filler.Stop();
-  std::printf("%d filler connections; new sessions through the relay:%s\n", opened, n.seen.c_str());
-  EXPECT_GT(opened, 200) << "the filler did not happen: nothing was tested";
-  ExpectServedPromptly(n);
+  ExpectServedPromptly(ThroughTheRelayBesideTheFiller(port, relay));
 }
 
 // Fifteenth hostile probe, G1-G3: a request split by more than the guard's 250 ms went on
@@ -1610,12 +1615,7 @@ TEST_F(RequestFloodTest, ANewClientsRequestSplitBeyondTheGuardsWaitIsReadOnceItC
   // The last four octets of each request's message come 400 ms after the rest.
   SplittingRelay relay(port, std::chrono::milliseconds(400), /*split_messages=*/true);
   ASSERT_FALSE(relay.endpoint().empty());
-  FreshConnectionFiller filler(port);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  const NewSessions n = OpenNewSessions(relay.endpoint(), 10);
-  const int opened = filler.Stop();
-  std::printf("%d filler connections; new sessions through the relay:%s\n", opened, n.seen.c_str());
-  EXPECT_GT(opened, 200) << "the filler did not happen: nothing was tested";
+  const NewSessions n = ThroughTheRelayBesideTheFiller(port, relay);
   EXPECT_EQ(n.failed, 0) << n.seen;
 #if !defined(__SANITIZE_ADDRESS__)
   EXPECT_LT(n.slowest, 3.0) << n.seen;  // the 400 ms gap, and the server's answer

@@ -383,7 +383,12 @@ bool UcxWorker::ReapRequests(absl::Time now) {
     return true;
   });
   std::erase_if(challenge_sends_, [](const ChallengeSend& c) { return !c.request.pending(); });
-  return poll_closes;
+  // A message still being sent (a fast-path request or reply, a challenge) is no job, but it may
+  // need progress that no event fd announces: the loop looks again within 10 ms rather than
+  // sleeping until something else happens (under ASan, a new client's fast-path requests after a
+  // killed client's sat unsent for good, each failing at its 120 s deadline, the request still
+  // held at teardown: "object was not returned to mpool ucp_requests").
+  return poll_closes || !challenge_sends_.empty();
 }
 
 void UcxWorker::TearDown() {

@@ -243,7 +243,8 @@ class UcxWorker {
   // Issues `job`'s operations; their completions come through OnRmaDone.
   void IssueJob(Job& job, EndpointState& state);
   static void OnRmaDone(void* request, ucs_status_t status, void* user_data);
-  // Frees close and send requests that completed; true when a close is still worth polling for.
+  // Frees close and send requests that completed; true when a close is still worth polling for
+  // or a message is still being sent.
   bool ReapRequests(absl::Time now);
   // The last steps of the progress thread: closes, flushes and destroys the workers.
   void TearDown();

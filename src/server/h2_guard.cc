@@ -302,8 +302,10 @@ H2Ledger::Step H2Ledger::OnClientFrame(uint8_t type, uint8_t flags, uint32_t str
     auto w = watched_.find(stream);
     if (w != watched_.end() && (type == kRstStream || (flags & kEndStream) != 0)) {
       // Reported once the frame's payload passed too (Pass): END_STREAM on a frame whose
-      // payload never comes is no message.
-      if (type != kRstStream) ending_ = w->second;
+      // payload never comes is no message. Nor is a trailers block that is not whole in its
+      // first frame (sixteenth hostile probe, I1: HEADERS with END_STREAM and no END_HEADERS,
+      // never continued, was reported; gRPC never saw the stream end): the stream is forgotten.
+      if (type == kData || (type == kHeaders && (flags & kEndHeaders) != 0)) ending_ = w->second;
       watched_.erase(w);
     }
   }

@@ -1012,6 +1012,7 @@ bool H2Guard::PassHeld(Relay* r, Conn* c) {
   H2Ledger& l = *c->ledger;
   std::vector<LateCall> late;  // calls passed on past their window without their message
   auto may_open = [&] {
+    bool passes_late = false;  // it goes on now without its message (below)
     // AOBJ-SEC-029: a call whose message is still coming waits for it a little, so that the
     // server learns it is whole (a small request split over two reads would otherwise be read in
     // the slots' order, behind a filler's calls, and be ended for room).
@@ -1030,25 +1031,27 @@ bool H2Guard::PassHeld(Relay* r, Conn* c) {
       // Past its window it goes on, marked late, and the server hears when its stream ends
       // (fifteenth hostile probe, G1-G3: a request split by 300 ms met AOBJ-SEC-018's read
       // order as if it would never come).
-      if (policy_.on_message_whole) {
-        const auto* h = reinterpret_cast<const uint8_t*>(c->held.data()) + l.frame_at();
-        const uint32_t stream =
-            ((uint32_t{h[5]} << 24) | (uint32_t{h[6]} << 16) | (uint32_t{h[7]} << 8) | h[8]) &
-            0x7fffffffu;
-        const uint64_t token = next_token_.fetch_add(1, std::memory_order_relaxed);
-        if (l.Watch(stream, token)) {
-          late.push_back({stream, absl::StrCat(policy_.whole_mark, ":", token)});
-        }
+      passes_late = policy_.on_message_whole != nullptr;
+    }
+    if (!c->verified.load(std::memory_order_relaxed)) {
+      if (!admission_.Open(c->address, static_cast<int>(l.open()), c->admitted)) {
+        c->waits = true;
+        if (!waited) calls_held_.fetch_add(1);
+        return false;
+      }
+      ++c->charged;
+      ++c->admitted;
+    }
+    if (passes_late) {
+      const auto* h = reinterpret_cast<const uint8_t*>(c->held.data()) + l.frame_at();
+      const uint32_t stream =
+          ((uint32_t{h[5]} << 24) | (uint32_t{h[6]} << 16) | (uint32_t{h[7]} << 8) | h[8]) &
+          0x7fffffffu;
+      const uint64_t token = next_token_.fetch_add(1, std::memory_order_relaxed);
+      if (l.Watch(stream, token)) {
+        late.push_back({stream, absl::StrCat(policy_.whole_mark, ":", token)});
       }
     }
-    if (c->verified.load(std::memory_order_relaxed)) return true;
-    if (!admission_.Open(c->address, static_cast<int>(l.open()), c->admitted)) {
-      c->waits = true;
-      if (!waited) calls_held_.fetch_add(1);
-      return false;
-    }
-    ++c->charged;
-    ++c->admitted;
     return true;
   };
   H2Ledger::Verdict v;

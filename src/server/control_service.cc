@@ -482,13 +482,17 @@ class ServiceImpl final : public ControlService {
     Reading& r = reading_.at(call);
     r.whole = true;
     if (r.reading) return;  // it got a slot meanwhile
-    auto w = waiting_.find(r.key);
-    if (w != waiting_.end()) {
-      auto pos = std::find(w->second.begin(), w->second.end(), call);
-      if (pos != w->second.end()) w->second.erase(pos);
-      if (w->second.empty()) waiting_.erase(w);  // its turn entry is dropped when reached
-    }
+    LeaveQueue(call, r.key);
     Seat(call);
+  }
+
+  // Takes `call` out of its key's queue of calls waiting for a slot.
+  void LeaveQueue(Call* call, const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    auto w = waiting_.find(key);
+    if (w == waiting_.end()) return;
+    auto pos = std::find(w->second.begin(), w->second.end(), call);
+    if (pos != w->second.end()) w->second.erase(pos);
+    if (w->second.empty()) waiting_.erase(w);  // its turn entry is dropped when reached
   }
 
   // Drops `call` from every account: its slot, or its place in its key's queue.
@@ -502,10 +506,8 @@ class ServiceImpl final : public ControlService {
       if (s != slots_per_key_.end() && --s->second == 0) slots_per_key_.erase(s);
       auto c = slots_per_conn_.find(it->second.peer);
       if (c != slots_per_conn_.end() && --c->second == 0) slots_per_conn_.erase(c);
-    } else if (auto w = waiting_.find(key); w != waiting_.end()) {
-      auto pos = std::find(w->second.begin(), w->second.end(), call);
-      if (pos != w->second.end()) w->second.erase(pos);
-      if (w->second.empty()) waiting_.erase(w);  // its turn entry is dropped when reached
+    } else {
+      LeaveQueue(call, key);
     }
     auto k = reading_per_key_.find(key);
     if (k != reading_per_key_.end() && --k->second == 0) reading_per_key_.erase(k);

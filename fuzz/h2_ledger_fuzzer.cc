@@ -59,7 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           return true;
         },
         &gated_verdict);
+    // Each watched call is reported at most once: whole or large.
     for (const uint64_t t : gated.TakeEnded()) AOBJ_FUZZ_CHECK(watched.erase(t) == 1);
+    for (const uint64_t t : gated.TakeLarge()) AOBJ_FUZZ_CHECK(watched.erase(t) == 1);
     AOBJ_FUZZ_CHECK(n <= held.size());
     if (gated_verdict != aobj::H2Ledger::Verdict::kGoOn) {
       AOBJ_FUZZ_CHECK(n == 0);

@@ -127,11 +127,12 @@ Requests and tenants (spec section 14.6; one tenant cannot starve another):
                             (default: 128 MiB; past it gRPC cancels streams)
   --max-reading-requests N  requests of known access keys whose message is still arriving
                             (default: 1024); past it the oldest of the key with the most is
-                            ended with SLOW_DOWN
+                            ended with SLOW_DOWN; as many again whose message the HTTP/2
+                            guard saw still coming may wait for it
   --max-reading-requests-per-principal N  of one claimed access key (default: 128)
   --request-read-ms N       a request message not whole this long after its headers is ended
-                            with DEADLINE_EXCEEDED, or SLOW_DOWN if the server had not begun
-                            to read it (default: 20000, at most 30000); a message that arrives
+                            with DEADLINE_EXCEEDED, or SLOW_DOWN if it waited for a read slot
+                            until then (default: 20000, at most 30000); a message that arrives
                             whole with its headers, or later once it has come, is read at
                             once (AOBJ-SEC-029)
   --max-uploads-per-principal N  multipart uploads in progress of one access key;

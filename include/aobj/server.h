@@ -105,8 +105,10 @@ struct ServerOptions {
   // (AOBJ-SEC-018): at most this many in all and of one claimed key; past either, the oldest
   // (of that key, or of the key holding the most) is ended with SLOW_DOWN; one whose message is
   // not whole this long after its headers is ended with DEADLINE_EXCEEDED (at most 30 s;
-  // SLOW_DOWN if its read had not begun). With the HTTP/2 guard, a call whose message arrived
-  // whole with its headers, or later once it has come, is read at once (AOBJ-SEC-029).
+  // SLOW_DOWN if it waited for a read slot until then). With the HTTP/2 guard, a call whose
+  // message arrived whole with its headers, or later once it has come, is read at once; a call
+  // whose message the guard saw still coming waits for it without a read slot, up to
+  // max_reading_requests more such calls in all (AOBJ-SEC-029).
   size_t max_reading_requests = 1024;
   size_t max_reading_requests_per_principal = 128;
   int64_t request_read_ms = 20000;

@@ -142,29 +142,30 @@ class ServiceImpl final : public ControlService {
         absl::erase_if(churn_, [&](const auto& e) { return now - e.second.last > idle; });
       }
     }
-    std::vector<Call*> late;
-    std::vector<Call*> unseated;  // of those, calls that never got a slot
-    std::vector<Call*> preempted;
+    std::vector<Call*> late;      // read, or awaited (AOBJ-SEC-029), past the deadline
+    std::vector<Call*> unseated;  // calls that waited for a slot until the deadline
+    std::vector<Preempted> preempted;
     {
       absl::MutexLock l(&reading_mu_);
+      std::vector<Call*> overdue;  // awaited (AOBJ-SEC-029) past kAwaitLate
       for (auto& [call, r] : reading_) {
-        if (now - r.started <= read_bounds_.deadline) continue;
-        (r.reading ? late : unseated).push_back(call);
+        if (now - r.started > read_bounds_.deadline) {
+          (r.reading || r.late ? late : unseated).push_back(call);
+        } else if (r.late && !r.whole && now - r.started > kAwaitLate) {
+          overdue.push_back(call);
+        }
       }
+      for (Call* c : overdue) ToSlotQueue(c);
       for (Call* c : unseated) Strike(c);
-      for (Call* c : late) Strike(c);
+      for (Call* c : late) Strike(c, /*slow=*/true);
       Admit();
       for (size_t i = 0; i < read_bounds_.slots; ++i) {
-        Call* p = Preempt();
-        if (p == nullptr) break;
+        Preempted p = Preempt();
+        if (p.call == nullptr) break;
         preempted.push_back(p);
       }
     }
-    for (Call* c : preempted) {
-      c->Cut(MakeError(ErrorCode::kSlowDown,
-                       "the server reads a few messages at once, shared between access keys; "
-                       "this one arrived too slowly and was ended for another key's request"));
-    }
+    for (const Preempted& p : preempted) EndPreempted(p);
     for (Call* c : unseated) {
       c->Cut(MakeError(ErrorCode::kSlowDown,
                        absl::StrCat("the server did not get to read the request message within ",
@@ -190,6 +191,22 @@ class ServiceImpl final : public ControlService {
     bool reading = false;   // holds a read slot (else it waits for one)
     absl::Time slot_since;  // when it got its slot
     uint64_t token = 0;     // marked late by the guard with it (AOBJ-SEC-029); 0: not
+    // Marked late and not whole when it came: it waits for the guard's report (MessageArrived)
+    // without a slot, and counts against the bounds on such calls (late_per_key_, late_total_).
+    bool late = false;
+  };
+  static Reading NewReading(const std::string& key, const std::string& peer, bool proven) {
+    Reading r;
+    r.key = key;
+    r.started = absl::Now();
+    r.peer = peer;
+    r.proven = proven;
+    return r;
+  }
+  // A slot holder ended for a waiting call (Preempt), and whether for one of its own key.
+  struct Preempted {
+    Call* call = nullptr;
+    bool within_key = false;
   };
   struct Churn {
     uint64_t cancelled = 0;
@@ -204,6 +221,13 @@ class ServiceImpl final : public ControlService {
   // A slot held this long without its message is taken for a waiting call of the same key whose
   // connection is not proven either: a message sent with its headers is whole long before.
   static constexpr absl::Duration kStaleHold = absl::Seconds(1);
+  // AOBJ-SEC-029: a call marked late whose message has not come this long after its headers
+  // waits for a slot as unmarked calls do (ToSlotQueue): a message that is delayed, not lost,
+  // comes by then; one that waits for the server's flow-control window (under gRPC's memory
+  // quota the window can be smaller than the guard's kWholeWaitOctets) then gets it; and a
+  // filler's calls do not stay among the late ones, so their bound fills only at more than
+  // ReadBounds::max_late / kAwaitLate of them a second (341 by default).
+  static constexpr absl::Duration kAwaitLate = absl::Seconds(3);
 
   // AOBJ-SEC-018: `call` is about to read its message: it waits for a read slot (Admit). Past a
   // bound in number, the oldest registered call of its key (per-key bound) or of the key with
@@ -212,72 +236,143 @@ class ServiceImpl final : public ControlService {
   // AOBJ-SEC-029: a call whose message the guard holds whole (`whole`) is read at once, beside
   // the slots' holders, and is ended for room only when nothing else is left.
   // A call marked late (`token`, AOBJ-SEC-029) whose message came already counts as whole; until
-  // it comes, the call waits as the others do.
+  // it comes, the call takes no slot (AwaitMessage).
   bool StartReading(Call* call, const std::string& key, const std::string& peer, bool proven,
                     bool whole, uint64_t token) {
     Call* victim = nullptr;
-    Call* preempted = nullptr;
+    Preempted preempted;
     {
       absl::MutexLock l(&reading_mu_);
-      if (token != 0 && arrived_.erase(token) > 0) whole = true;
-      size_t& mine = reading_per_key_[key];
-      const bool key_full = mine >= read_bounds_.max_per_key;
-      const bool all_full = reading_.size() >= read_bounds_.max_total;
-      if (key_full || all_full) {
-        std::string from = key;
-        if (!key_full) {
-          for (const auto& [k, n] : reading_per_key_) {
-            if (n > reading_per_key_[from]) from = k;
-          }
-        }
-        // Of that key's calls, the oldest of the connection ranking last (RankOf; a proven one
-        // only when there is nothing else): a filler that keeps opening calls loses its own
-        // before a new client's single call (twelfth hostile probe, F1; before, the oldest of
-        // the key went, whoever's it was).
-        auto rank = [&](const Reading& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
-          return std::make_tuple(!(r.proven || r.whole), RankOf(r.peer),
-                                 -absl::ToUnixNanos(r.started));
-        };
-        for (const auto& [c, r] : reading_) {
-          if (r.key == from && (victim == nullptr || rank(r) > rank(reading_.at(victim)))) {
-            victim = c;
-          }
-        }
-        if (victim == nullptr) {
-          if (mine == 0) reading_per_key_.erase(key);
-          return false;
-        }
-        Strike(victim);
+      bool large = false;  // the guard found its message large before gRPC made the call
+      if (auto a = arrived_.find(token); token != 0 && a != arrived_.end()) {
+        (a->second ? whole : large) = true;
+        arrived_.erase(a);
       }
-      reading_[call] =
-          Reading{key, absl::Now(), peer, proven, whole, /*reading=*/false, absl::Time(), token};
-      if (token != 0 && !whole) by_token_[token] = call;
-      ++reading_per_key_[key];
-      ++calls_per_conn_[peer];
-      if (calls_ever_.size() > 65536) calls_ever_.clear();  // many connections: start again
-      ++calls_ever_[peer];
-      if (whole) {
-        Seat(call);
-      } else {
-        std::deque<Call*>& q = waiting_[key];
-        q.push_back(call);
-        if (q.size() == 1 && in_turn_.insert(key).second) turns_.push_back(key);
-        Admit();
-      }
+      const bool registered = token != 0 && !whole && !large
+                                  ? AwaitMessage(call, key, peer, proven, token, &victim)
+                                  : Register(call, key, peer, proven, whole, &victim);
+      if (!registered) return false;
       preempted = Preempt();
     }
-    if (victim != nullptr) {
-      victim->Cut(MakeError(ErrorCode::kSlowDown,
-                            "too many requests of this access key (or in all) are still sending "
-                            "their message; the oldest was ended"));
+    if (victim != nullptr) EndForRoom(victim);
+    EndPreempted(preempted);
+    return true;
+  }
+
+  // StartReading's part for a call that waits for a slot, or is read at once (`whole`).
+  bool Register(Call* call, const std::string& key, const std::string& peer, bool proven,
+                bool whole, Call** victim_out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    Call*& victim = *victim_out;
+    size_t& mine = reading_per_key_[key];
+    const bool key_full = mine >= read_bounds_.max_per_key;
+    const bool all_full = reading_.size() - late_total_ >= read_bounds_.max_total;
+    if (key_full || all_full) {
+      std::string from = key;
+      if (!key_full) {
+        for (const auto& [k, n] : reading_per_key_) {
+          if (n > reading_per_key_[from]) from = k;
+        }
+      }
+      // Of that key's calls, the oldest of the connection ranking last (RankOf; a proven one
+      // only when there is nothing else): a filler that keeps opening calls loses its own
+      // before a new client's single call (twelfth hostile probe, F1; before, the oldest of
+      // the key went, whoever's it was).
+      auto rank = [&](const Reading& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+        return std::make_tuple(!(r.proven || r.whole), RankOf(r.peer),
+                               -absl::ToUnixNanos(r.started));
+      };
+      for (const auto& [c, r] : reading_) {
+        if (r.key == from && !r.late &&
+            (victim == nullptr || rank(r) > rank(reading_.at(victim)))) {
+          victim = c;
+        }
+      }
+      if (victim == nullptr) {
+        if (mine == 0) reading_per_key_.erase(key);
+        return false;
+      }
+      Strike(victim);
     }
-    if (preempted != nullptr) {
-      preempted->Cut(MakeError(ErrorCode::kSlowDown,
-                               "the server reads a few messages at once, shared between access "
-                               "keys; this one arrived too slowly and was ended for another "
-                               "key's request"));
+    Reading& r = reading_[call] = NewReading(key, peer, proven);
+    r.whole = whole;
+    ++reading_per_key_[key];
+    Registered(peer);
+    if (whole) {
+      Seat(call);
+    } else {
+      std::deque<Call*>& q = waiting_[key];
+      q.push_back(call);
+      if (q.size() == 1 && in_turn_.insert(key).second) turns_.push_back(key);
+      Admit();
     }
     return true;
+  }
+
+  // AOBJ-SEC-029: a call marked late whose message has not come yet waits for the guard's report
+  // (MessageArrived) without taking a read slot: a slot given to it would be held, or taken back
+  // after kSlowReadAfter, while its message was still coming (sixteenth hostile probe, L1). Such
+  // calls have a bound of their own (ReadBounds::max_late): past it, the oldest of the key with
+  // the most such calls, on the connection ranking last, is ended, so
+  // that a filler's late calls, which never become whole, last max_late / (their rate) seconds
+  // rather than max_per_key / (their rate) (sixteenth hostile probe, M1: 128 of them at 200 a
+  // second ended a new client's call split by 1 s before its message came). A call whose report
+  // never comes is ended at the read deadline with DEADLINE_EXCEEDED (CutSlowReads).
+  bool AwaitMessage(Call* call, const std::string& key, const std::string& peer, bool proven,
+                    uint64_t token, Call** victim_out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    Call*& victim = *victim_out;
+    if (late_total_ >= read_bounds_.max_late) {
+      std::string from = key;  // the key with the most (this one among equals)
+      for (const auto& [k, n] : late_per_key_) {
+        if (n > LateOf(from)) from = k;
+      }
+      auto rank = [&](const Reading& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+        return std::make_tuple(!r.proven, RankOf(r.peer), -absl::ToUnixNanos(r.started));
+      };
+      for (const auto& [c, r] : reading_) {
+        if (r.key == from && r.late && !r.whole &&
+            (victim == nullptr || rank(r) > rank(reading_.at(victim)))) {
+          victim = c;
+        }
+      }
+      if (victim == nullptr) return false;  // every one of them is being read
+      Strike(victim);
+    }
+    Reading& r = reading_[call] = NewReading(key, peer, proven);
+    r.token = token;
+    r.late = true;
+    by_token_[token] = call;
+    ++late_per_key_[key];
+    ++late_total_;
+    Registered(peer);
+    return true;
+  }
+
+  size_t LateOf(const std::string& key) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    auto it = late_per_key_.find(key);
+    return it == late_per_key_.end() ? 0 : it->second;
+  }
+
+  // Counts a call registered on `peer` (RankOf).
+  void Registered(const std::string& peer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    ++calls_per_conn_[peer];
+    if (calls_ever_.size() > 65536) calls_ever_.clear();  // many connections: start again
+    ++calls_ever_[peer];
+  }
+
+  static void EndForRoom(Call* victim) {
+    victim->Cut(MakeError(ErrorCode::kSlowDown,
+                          "too many requests of this access key (or in all) are still sending "
+                          "their message; the oldest was ended"));
+  }
+
+  static void EndPreempted(const Preempted& p) {
+    if (p.call == nullptr) return;
+    p.call->Cut(MakeError(
+        ErrorCode::kSlowDown,
+        p.within_key ? "the server reads a few messages at once; this one arrived too slowly and "
+                       "was ended for another request of the same access key"
+                     : "the server reads a few messages at once, shared between access keys; "
+                       "this one arrived too slowly and was ended for another key's request"));
   }
 
   // Gives free read slots to waiting calls, one key after another. Each read is started under
@@ -345,24 +440,25 @@ class ServiceImpl final : public ControlService {
   // has held longest (at least kSlowReadAfter), if it holds more than one more than a waiting
   // key (a slow sender cannot keep other keys' requests from being read). Returns that call,
   // already forgotten, for the caller to end outside the lock; the freed slot is given out here.
-  Call* Preempt() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
-    if (slots_used_ < read_bounds_.slots || waiting_.empty()) return nullptr;
-    if (Call* c = PreemptWithinKey()) return c;
+  Preempted Preempt() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    if (slots_used_ < read_bounds_.slots || waiting_.empty()) return {};
+    if (Call* c = PreemptWithinKey()) return {c, /*within_key=*/true};
     size_t fewest_waiting = SIZE_MAX;  // slots held by a key that has a waiting call
     for (const auto& [key, q] : waiting_) {
       if (q.empty()) continue;
       auto it = slots_per_key_.find(key);
       fewest_waiting = std::min(fewest_waiting, it == slots_per_key_.end() ? 0 : it->second);
     }
-    if (fewest_waiting == SIZE_MAX) return nullptr;
+    if (fewest_waiting == SIZE_MAX) return {};
     const std::string* most = nullptr;
     for (const auto& [key, n] : slots_per_key_) {
       if (most == nullptr || n > slots_per_key_.at(*most)) most = &key;
     }
-    if (most == nullptr || slots_per_key_.at(*most) <= fewest_waiting + 1) return nullptr;
+    if (most == nullptr || slots_per_key_.at(*most) <= fewest_waiting + 1) return {};
     const absl::Time slow = absl::Now() - kSlowReadAfter;
-    return TakeSlotOf(
-        LongestHolder([&](const Reading& r) { return r.key == *most && r.slot_since < slow; }));
+    // A call whose message is whole is never taken: it is being read at once (AOBJ-SEC-029).
+    return {TakeSlotOf(LongestHolder(
+        [&](const Reading& r) { return r.key == *most && !r.whole && r.slot_since < slow; }))};
   }
 
   // Of the calls holding a read slot that `eligible` accepts, the one that has held it longest;
@@ -408,7 +504,7 @@ class ServiceImpl final : public ControlService {
     absl::flat_hash_map<std::string, Waiting> waits;  // per waiting key, lazily
     return TakeSlotOf(
         LongestHolder([&](const Reading& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
-          if (r.proven) return false;
+          if (r.proven || r.whole) return false;
           auto b = waits.find(r.key);
           if (b == waits.end()) {
             auto w = waiting_.find(r.key);
@@ -455,14 +551,19 @@ class ServiceImpl final : public ControlService {
 
   // Forgets a call that is ended for being slow or to make room, and counts it against its
   // connection: within a key, calls of connections with fewer such ends are read first.
-  void Strike(Call* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+  // Only a call that held a slot, or whose message was awaited until the deadline (`slow`), was
+  // slow itself (thirteenth hostile probe: a new client's call ended for room while it waited was
+  // struck too, and its retry then ranked behind every filler connection and was ended next).
+  // A call that was not is not counted among its connection's calls ever either (sixteenth
+  // hostile probe, M1: the retry of a call ended for room ranked behind a fresh connection's).
+  void Strike(Call* call, bool slow = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
     auto it = reading_.find(call);
-    // Only a call that held a slot was slow itself (thirteenth hostile probe: a new client's call
-    // ended for room while it waited was struck too, and its retry then ranked behind every
-    // filler connection and was ended next).
-    if (it != reading_.end() && !it->second.proven && it->second.reading) {
+    if (it != reading_.end() && !it->second.proven && (slow || it->second.reading)) {
       if (strikes_.size() > 65536) strikes_.clear();  // many connections: start again
       ++strikes_[it->second.peer];
+    } else if (it != reading_.end()) {
+      auto ever = calls_ever_.find(it->second.peer);
+      if (ever != calls_ever_.end() && ever->second > 0) --ever->second;
     }
     Forget(call);
   }
@@ -474,7 +575,7 @@ class ServiceImpl final : public ControlService {
     auto t = by_token_.find(token);
     if (t == by_token_.end()) {
       if (arrived_.size() >= kMaxArrived) arrived_.clear();  // calls that never came: forget
-      arrived_.insert(token);
+      arrived_[token] = true;
       return;
     }
     Call* call = t->second;
@@ -484,6 +585,42 @@ class ServiceImpl final : public ControlService {
     if (r.reading) return;  // it got a slot meanwhile
     LeaveQueue(call, r.key);
     Seat(call);
+  }
+
+  void MessageLarge(uint64_t token) override {
+    Preempted preempted;
+    {
+      absl::MutexLock l(&reading_mu_);
+      auto t = by_token_.find(token);
+      if (t == by_token_.end()) {
+        if (arrived_.size() >= kMaxArrived) arrived_.clear();
+        arrived_[token] = false;
+        return;
+      }
+      Call* call = t->second;
+      by_token_.erase(t);  // no longer watched: no report follows
+      reading_.at(call).token = 0;
+      ToSlotQueue(call);
+      preempted = Preempt();
+    }
+    EndPreempted(preempted);
+  }
+
+  // A call that waited for its message without a slot (AwaitMessage) waits for a slot from now,
+  // among the calls that are not marked: its message is large (MessageLarge), or has not come
+  // within kAwaitLate (then its report, should it still come, seats it at once: MessageArrived).
+  void ToSlotQueue(Call* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    Reading& r = reading_.at(call);
+    if (!r.late || r.whole) return;
+    r.late = false;
+    auto k = late_per_key_.find(r.key);
+    if (k != late_per_key_.end() && --k->second == 0) late_per_key_.erase(k);
+    --late_total_;
+    ++reading_per_key_[r.key];
+    std::deque<Call*>& q = waiting_[r.key];
+    q.push_back(call);
+    if (q.size() == 1 && in_turn_.insert(r.key).second) turns_.push_back(r.key);
+    Admit();
   }
 
   // Takes `call` out of its key's queue of calls waiting for a slot.
@@ -509,8 +646,10 @@ class ServiceImpl final : public ControlService {
     } else {
       LeaveQueue(call, key);
     }
-    auto k = reading_per_key_.find(key);
-    if (k != reading_per_key_.end() && --k->second == 0) reading_per_key_.erase(k);
+    auto& per_key = it->second.late ? late_per_key_ : reading_per_key_;
+    auto k = per_key.find(key);
+    if (k != per_key.end() && --k->second == 0) per_key.erase(k);
+    if (it->second.late) --late_total_;
     auto n = calls_per_conn_.find(it->second.peer);
     if (n != calls_per_conn_.end() && --n->second == 0) calls_per_conn_.erase(n);
     reading_.erase(it);
@@ -764,6 +903,9 @@ class ServiceImpl final : public ControlService {
   absl::Mutex reading_mu_;
   absl::flat_hash_map<Call*, Reading> reading_ ABSL_GUARDED_BY(reading_mu_);
   absl::flat_hash_map<std::string, size_t> reading_per_key_ ABSL_GUARDED_BY(reading_mu_);
+  // AOBJ-SEC-029: registered calls marked late (AwaitMessage), per key and in all.
+  absl::flat_hash_map<std::string, size_t> late_per_key_ ABSL_GUARDED_BY(reading_mu_);
+  size_t late_total_ ABSL_GUARDED_BY(reading_mu_) = 0;
   // Read slots (ReadBounds::slots): taken in all and per key; the waiting calls of each key in
   // arrival order, and the order in which keys with waiting calls get the next slot.
   size_t slots_used_ ABSL_GUARDED_BY(reading_mu_) = 0;
@@ -776,10 +918,11 @@ class ServiceImpl final : public ControlService {
   // Unproven calls of each connection ended for being slow or to make room (Strike).
   absl::flat_hash_map<std::string, size_t> strikes_ ABSL_GUARDED_BY(reading_mu_);
   // AOBJ-SEC-029: calls marked late that wait for their message, by token; and the tokens whose
-  // message came before gRPC made their call (at most kMaxArrived).
+  // message came
   static constexpr size_t kMaxArrived = 4096;
   absl::flat_hash_map<uint64_t, Call*> by_token_ ABSL_GUARDED_BY(reading_mu_);
-  absl::flat_hash_set<uint64_t> arrived_ ABSL_GUARDED_BY(reading_mu_);
+  // (true) or found large (false) before gRPC made their call (at most kMaxArrived).
+  absl::flat_hash_map<uint64_t, bool> arrived_ ABSL_GUARDED_BY(reading_mu_);
   absl::flat_hash_map<std::string, std::deque<Call*>> waiting_ ABSL_GUARDED_BY(reading_mu_);
   std::deque<std::string> turns_ ABSL_GUARDED_BY(reading_mu_);
   absl::flat_hash_set<std::string> in_turn_ ABSL_GUARDED_BY(reading_mu_);

@@ -27,6 +27,9 @@ class ControlService : public aobj::v1::ObjectService::Service {
   struct ReadBounds {
     size_t max_total = 1024;
     size_t max_per_key = 128;
+    // AOBJ-SEC-029: calls the guard marked late that wait for their message without a slot, in
+    // all (and so per key); past it, the oldest of the key with the most is ended.
+    size_t max_late = 1024;
     absl::Duration deadline = absl::Seconds(20);
     // Messages read at once (each up to 8 MiB in gRPC's memory quota); the other calls wait
     // with only their flow-control window buffered.
@@ -54,6 +57,10 @@ class ControlService : public aobj::v1::ObjectService::Service {
   // AOBJ-SEC-029: the message of the call the guard marked late with `token` (kGuardLateHeader)
   // has come: that call is read at once, as a call marked whole is. Any thread.
   virtual void MessageArrived(uint64_t token) = 0;
+  // AOBJ-SEC-029: the call marked late with `token` sent so much of its message without its end
+  // that the rest waits for the server to read it: it waits for a read slot from now, as an
+  // unmarked call does. Any thread.
+  virtual void MessageLarge(uint64_t token) = 0;
 };
 
 }  // namespace aobj

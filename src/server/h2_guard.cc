@@ -305,7 +305,15 @@ H2Ledger::Step H2Ledger::OnClientFrame(uint8_t type, uint8_t flags, uint32_t str
       // payload never comes is no message. Nor is a trailers block that is not whole in its
       // first frame (sixteenth hostile probe, I1: HEADERS with END_STREAM and no END_HEADERS,
       // never continued, was reported; gRPC never saw the stream end): the stream is forgotten.
-      if (type == kData || (type == kHeaders && (flags & kEndHeaders) != 0)) ending_ = w->second;
+      if (type == kData || (type == kHeaders && (flags & kEndHeaders) != 0)) {
+        ending_ = w->second.token;
+      }
+      watched_.erase(w);
+    } else if (w != watched_.end() && type == kData &&
+               (w->second.data += len) >= kWholeWaitOctets) {
+      // A large message: its rest needs the server's flow-control window, so it comes only once
+      // the server reads it (sixteenth probe's fix: a 1 MiB message marked late was never read).
+      large_.push_back(w->second.token);
       watched_.erase(w);
     }
   }
@@ -314,7 +322,7 @@ H2Ledger::Step H2Ledger::OnClientFrame(uint8_t type, uint8_t flags, uint32_t str
 
 bool H2Ledger::Watch(uint32_t stream, uint64_t token) {
   if (watched_.size() >= kMaxWatched) return false;
-  watched_[stream] = token;
+  watched_[stream] = Watched{token};
   return true;
 }
 
@@ -988,12 +996,17 @@ void H2Guard::CountHeld(Conn* c) {
 bool H2Guard::PassUp(Relay* r, Conn* c) {
   const bool passed = PassHeld(r, c);
   CountHeld(c);
-  // AOBJ-SEC-029: the server reads at once the calls marked late whose messages came.
+  // AOBJ-SEC-029: the server reads at once the calls marked late whose messages came, and those
+  // whose messages are large wait for a read slot.
   if (policy_.on_message_whole) {
     for (const uint64_t token : c->ledger->TakeEnded()) {
       calls_late_whole_.fetch_add(1, std::memory_order_relaxed);
       policy_.on_message_whole(token);
     }
+  }
+  for (const uint64_t token : c->ledger->TakeLarge()) {
+    calls_late_large_.fetch_add(1, std::memory_order_relaxed);
+    if (policy_.on_message_large) policy_.on_message_large(token);
   }
   return passed;
 }

@@ -167,8 +167,10 @@ struct H2GuardPolicy {
   absl::Duration whole_wait = absl::Milliseconds(250);
   // Set (with `whole_mark`): a call passed on past `whole_wait` is marked late
   // (kGuardLateHeader), and this is called, on a relay thread, with its token once its stream
-  // ends.
+  // ends; `on_message_large` instead once kWholeWaitOctets of its message passed without the end
+  // (such a message needs the server to read it, whose flow-control window it waits for).
   std::function<void(uint64_t)> on_message_whole;
+  std::function<void(uint64_t)> on_message_large;
   int resets_to_cut = 64;     // premature resets (and more than 4x the finished streams)
   int min_resets_to_cut = 4;  // the floor of the halving for an address cut before
   int max_open_streams = 1024;
@@ -182,8 +184,9 @@ struct H2GuardStats {
   uint64_t relayed = 0;          // connections adopted
   uint64_t calls_held = 0;       // times an unverified connection's next call waited (AOBJ-SEC-026)
   uint64_t calls_whole = 0;      // calls marked whole (AOBJ-SEC-029)
-  uint64_t calls_late = 0;       // calls marked late, and of those, whose message then came
-  uint64_t calls_late_whole = 0;
+  uint64_t calls_late = 0;       // calls marked late, and of those, whose message then came,
+  uint64_t calls_late_whole = 0;  // and whose message was then found large (on_message_large)
+  uint64_t calls_late_large = 0;
   uint64_t cut_for_resets = 0;   // closed for resetting their streams
   uint64_t cut_for_streams = 0;  // closed for keeping too many streams open
   uint64_t tls_failed = 0;       // TLS handshakes that failed or timed out
@@ -252,6 +255,9 @@ class H2Ledger {
   // The tokens of watched streams that ended (END_STREAM, on a frame whose payload passed whole)
   // since the last call; a watched stream that is reset is forgotten.
   std::vector<uint64_t> TakeEnded() { return std::exchange(ended_, {}); }
+  // The tokens of watched streams that passed kWholeWaitOctets of DATA without their end since
+  // the last call (no longer watched): the rest of such a message waits for the server to read.
+  std::vector<uint64_t> TakeLarge() { return std::exchange(large_, {}); }
 
  private:
   enum class Step { kGo, kStop, kHold };
@@ -282,9 +288,13 @@ class H2Ledger {
   uint32_t header_frames_ = 0;  // and its frames
   bool in_header_block_ = false;
   uint32_t unanswered_ = 0;  // PING and SETTINGS of the client not yet acknowledged
-  absl::flat_hash_map<uint32_t, uint64_t> watched_;  // stream -> token (Watch)
+  struct Watched {
+    uint64_t token = 0;
+    uint64_t data = 0;  // octets of DATA passed
+  };
+  absl::flat_hash_map<uint32_t, Watched> watched_;  // by stream (Watch)
   uint64_t ending_ = 0;  // the token of the frame passing now, which ends its watched stream
-  std::vector<uint64_t> ended_;
+  std::vector<uint64_t> ended_, large_;
   Verdict verdict_ = Verdict::kGoOn;
 };
 
@@ -329,6 +339,7 @@ class H2Guard {
     s.calls_whole = calls_whole_.load();
     s.calls_late = calls_late_.load();
     s.calls_late_whole = calls_late_whole_.load();
+    s.calls_late_large = calls_late_large_.load();
     s.cut_for_resets = cut_for_resets_.load();
     s.cut_for_streams = cut_for_streams_.load();
     s.tls_failed = tls_failed_.load();
@@ -386,8 +397,8 @@ class H2Guard {
   H2Admission admission_;
   std::atomic<size_t> held_bytes_{0};  // octets held back for AOBJ-SEC-026, of all connections
   std::atomic<uint64_t> relayed_{0}, calls_held_{0}, calls_whole_{0}, calls_late_{0},
-      calls_late_whole_{0}, cut_for_resets_{0}, cut_for_streams_{0}, tls_failed_{0},
-      tls_abandoned_{0};
+      calls_late_whole_{0}, calls_late_large_{0}, cut_for_resets_{0}, cut_for_streams_{0},
+      tls_failed_{0}, tls_abandoned_{0};
   std::atomic<uint64_t> next_token_{1};  // of the calls marked late
 };
 

@@ -246,6 +246,10 @@ std::string RenderPrometheus(const MetricsView& view) {
            "Of those, calls whose message then came, which the server read at once "
            "(AOBJ-SEC-029).");
     absl::StrAppend(&out, "aobj_http2_calls_late_whole_total ", g.calls_late_whole, "\n");
+    Family(&out, "aobj_http2_calls_late_large_total", "counter",
+           "Of those, calls that sent 16 KiB of their message without its end, which then wait "
+           "for a read slot (AOBJ-SEC-029).");
+    absl::StrAppend(&out, "aobj_http2_calls_late_large_total ", g.calls_late_large, "\n");
     Family(&out, "aobj_tls_handshakes_failed_total", "counter",
            "TLS handshakes that failed or timed out in the guard (of them, clients that hung up "
            "first: reason=\"abandoned\").");

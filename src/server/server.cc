@@ -237,6 +237,7 @@ class ServerImpl final : public Server {
     ControlService::ReadBounds read_bounds;
     read_bounds.max_total = std::max<size_t>(options_.max_reading_requests, 1);
     read_bounds.max_per_key = std::max<size_t>(options_.max_reading_requests_per_principal, 1);
+    read_bounds.max_late = read_bounds.max_total;  // AOBJ-SEC-029: late calls, the same number
     read_bounds.deadline =
         absl::Milliseconds(std::clamp<int64_t>(options_.request_read_ms, 1, 30000));
     // Half the quota for messages being read, at 8 MiB each (AOBJ-CTL-005's largest), so that
@@ -269,6 +270,9 @@ class ServerImpl final : public Server {
       // The guard stops (Stop, the destructor) before the service goes.
       policy.on_message_whole = [service = service_.get()](uint64_t token) {
         service->MessageArrived(token);
+      };
+      policy.on_message_large = [service = service_.get()](uint64_t token) {
+        service->MessageLarge(token);
       };
       policy.resets_to_cut = std::clamp(options_.max_stream_resets, 2, 65536);
       policy.min_resets_to_cut = std::min(policy.min_resets_to_cut, policy.resets_to_cut);

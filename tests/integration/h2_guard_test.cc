@@ -572,6 +572,33 @@ TEST(H2LedgerTest, AWatchedStreamIsReportedOnceItsMessagePassedWhole) {
   EXPECT_EQ(v, H2Ledger::Verdict::kGoOn);
 }
 
+// A watched stream whose DATA passes kWholeWaitOctets without its end is reported large, once,
+// and no longer watched: the rest of such a message waits for the server's flow-control window,
+// which it opens only when it reads the call.
+TEST(H2LedgerTest, AWatchedStreamThatSendsSixteenKiBWithoutItsEndIsReportedLarge) {
+  H2Ledger l(64, 1024);
+  H2Ledger::Verdict v;
+  std::string in = kPreface + Headers(1) + Headers(3);
+  ASSERT_EQ(l.Pass(in.data(), in.size(), nullptr, &v), in.size());
+  ASSERT_TRUE(l.Watch(1, 11));
+  ASSERT_TRUE(l.Watch(3, 33));
+  // One octet short of the bound on stream 1, and the bound passed by a single frame on 3.
+  in = Frame(0, 0, 1, std::string(kWholeWaitOctets / 2, 'm')) +
+       Frame(0, 0, 1, std::string(kWholeWaitOctets / 2 - 1, 'm')) +
+       Frame(0, 0, 3, std::string(kWholeWaitOctets, 'n'));
+  ASSERT_EQ(l.Pass(in.data(), in.size(), nullptr, &v), in.size());
+  EXPECT_EQ(l.TakeLarge(), std::vector<uint64_t>{33});
+  EXPECT_TRUE(l.TakeLarge().empty());
+  in = Frame(0, 0, 1, "m") + Frame(0, 1, 3, "n");  // 3 is no longer watched: not reported
+  ASSERT_EQ(l.Pass(in.data(), in.size(), nullptr, &v), in.size());
+  EXPECT_EQ(l.TakeLarge(), std::vector<uint64_t>{11});
+  EXPECT_TRUE(l.TakeEnded().empty());
+  in = Frame(0, 1, 1, "m");
+  ASSERT_EQ(l.Pass(in.data(), in.size(), nullptr, &v), in.size());
+  EXPECT_TRUE(l.TakeEnded().empty()) << "reported large, then no longer watched";
+  EXPECT_EQ(v, H2Ledger::Verdict::kGoOn);
+}
+
 TEST(PeerFromGuardUriTest, TheClientsAddressComesBack) {
   EXPECT_EQ(PeerFromGuardUri("unix-abstract:aobj-h2/7/ipv4:127.0.0.1:5555"), "ipv4:127.0.0.1:5555");
   EXPECT_EQ(PeerFromGuardUri("unix-abstract:aobj-h2%2F12%2Fipv6:%5B::1%5D:80"), "ipv6:[::1]:80");

@@ -194,6 +194,7 @@ class ServiceImpl final : public ControlService {
     // Marked late and not whole when it came: it waits for the guard's report (MessageArrived)
     // without a slot, and counts against the bounds on such calls (late_per_key_, late_total_).
     bool late = false;
+    std::string group;  // of a late call: its client's address (PeerGroupFromGrpc)
   };
   static Reading NewReading(const std::string& key, const std::string& peer, bool proven) {
     Reading r;
@@ -311,12 +312,11 @@ class ServiceImpl final : public ControlService {
   // AOBJ-SEC-029: a call marked late whose message has not come yet waits for the guard's report
   // (MessageArrived) without taking a read slot: a slot given to it would be held, or taken back
   // after kSlowReadAfter, while its message was still coming (sixteenth hostile probe, L1). Such
-  // calls have a bound of their own (ReadBounds::max_late): past it, the oldest of the key with
-  // the most such calls, on the connection ranking last, is ended, so
-  // that a filler's late calls, which never become whole, last max_late / (their rate) seconds
-  // rather than max_per_key / (their rate) (sixteenth hostile probe, M1: 128 of them at 200 a
-  // second ended a new client's call split by 1 s before its message came). A call whose report
-  // never comes is ended at the read deadline with DEADLINE_EXCEEDED (CutSlowReads).
+  // calls have a bound of their own (ReadBounds::max_late): past it, of the key with the most
+  // such calls, the oldest of the address holding the most, on the connection ranking last, is
+  // ended (sixteenth hostile probe, M1: among the slot queue's 128 per key, a filler's calls at
+  // 200 a second ended a new client's call split by 1 s before its message came). A call whose
+  // report never comes is ended at the read deadline with DEADLINE_EXCEEDED (CutSlowReads).
   bool AwaitMessage(Call* call, const std::string& key, const std::string& peer, bool proven,
                     uint64_t token, Call** victim_out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
     Call*& victim = *victim_out;
@@ -325,8 +325,14 @@ class ServiceImpl final : public ControlService {
       for (const auto& [k, n] : late_per_key_) {
         if (n > LateOf(from)) from = k;
       }
+      // Of the calls of the address (an IPv6 /64) with the most late calls first: a filler that
+      // keeps the bound full from many addresses still holds more on each than a client holds on
+      // its own, so the client's call is not the one ended, however fast the filler (oldest
+      // first alone, a late call lived max_late / R seconds beside R filler calls a second).
       auto rank = [&](const Reading& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
-        return std::make_tuple(!r.proven, RankOf(r.peer), -absl::ToUnixNanos(r.started));
+        auto g = late_per_group_.find(r.group);
+        return std::make_tuple(!r.proven, g == late_per_group_.end() ? 0 : g->second,
+                               RankOf(r.peer), -absl::ToUnixNanos(r.started));
       };
       for (const auto& [c, r] : reading_) {
         if (r.key == from && r.late && !r.whole &&
@@ -340,8 +346,10 @@ class ServiceImpl final : public ControlService {
     Reading& r = reading_[call] = NewReading(key, peer, proven);
     r.token = token;
     r.late = true;
+    r.group = PeerGroupFromGrpc(peer);
     by_token_[token] = call;
     ++late_per_key_[key];
+    ++late_per_group_[r.group];
     ++late_total_;
     Registered(peer);
     return true;
@@ -612,15 +620,22 @@ class ServiceImpl final : public ControlService {
   void ToSlotQueue(Call* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
     Reading& r = reading_.at(call);
     if (!r.late || r.whole) return;
-    r.late = false;
-    auto k = late_per_key_.find(r.key);
-    if (k != late_per_key_.end() && --k->second == 0) late_per_key_.erase(k);
-    --late_total_;
+    NoLongerLate(r);
     ++reading_per_key_[r.key];
     std::deque<Call*>& q = waiting_[r.key];
     q.push_back(call);
     if (q.size() == 1 && in_turn_.insert(r.key).second) turns_.push_back(r.key);
     Admit();
+  }
+
+  // Takes a late call out of the late calls' counts.
+  void NoLongerLate(Reading& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    r.late = false;
+    auto k = late_per_key_.find(r.key);
+    if (k != late_per_key_.end() && --k->second == 0) late_per_key_.erase(k);
+    auto g = late_per_group_.find(r.group);
+    if (g != late_per_group_.end() && --g->second == 0) late_per_group_.erase(g);
+    --late_total_;
   }
 
   // Takes `call` out of its key's queue of calls waiting for a slot.
@@ -646,10 +661,12 @@ class ServiceImpl final : public ControlService {
     } else {
       LeaveQueue(call, key);
     }
-    auto& per_key = it->second.late ? late_per_key_ : reading_per_key_;
-    auto k = per_key.find(key);
-    if (k != per_key.end() && --k->second == 0) per_key.erase(k);
-    if (it->second.late) --late_total_;
+    if (it->second.late) {
+      NoLongerLate(it->second);
+    } else {
+      auto k = reading_per_key_.find(key);
+      if (k != reading_per_key_.end() && --k->second == 0) reading_per_key_.erase(k);
+    }
     auto n = calls_per_conn_.find(it->second.peer);
     if (n != calls_per_conn_.end() && --n->second == 0) calls_per_conn_.erase(n);
     reading_.erase(it);
@@ -905,6 +922,7 @@ class ServiceImpl final : public ControlService {
   absl::flat_hash_map<std::string, size_t> reading_per_key_ ABSL_GUARDED_BY(reading_mu_);
   // AOBJ-SEC-029: registered calls marked late (AwaitMessage), per key and in all.
   absl::flat_hash_map<std::string, size_t> late_per_key_ ABSL_GUARDED_BY(reading_mu_);
+  absl::flat_hash_map<std::string, size_t> late_per_group_ ABSL_GUARDED_BY(reading_mu_);
   size_t late_total_ ABSL_GUARDED_BY(reading_mu_) = 0;
   // Read slots (ReadBounds::slots): taken in all and per key; the waiting calls of each key in
   // arrival order, and the order in which keys with waiting calls get the next slot.

@@ -1411,18 +1411,18 @@ TEST_F(RequestFloodTest, AFillerOfSlowCallsFromManyConnectionsDoesNotKeepANewCli
 }
 
 // A filler that opens a fresh connection for every slow call, one every `every` (10 ms), from
-// 127.0.0.2-250, each claiming the tenant's key and never finishing its message; the newest
-// `keep` (200) stay open (thirteenth hostile probe, N1).
+// 127.0.0.2 on (`addresses` of them, 249), each claiming the tenant's key and never finishing its
+// message; the newest `keep` (200) stay open (thirteenth hostile probe, N1).
 class FreshConnectionFiller {
  public:
   explicit FreshConnectionFiller(int port,
                                  std::chrono::microseconds every = std::chrono::milliseconds(10),
-                                 size_t keep = 200) {
-    thread_ = std::thread([this, port, every, keep] {
+                                 size_t keep = 200, int addresses = 249) {
+    thread_ = std::thread([this, port, every, keep, addresses] {
       std::deque<int> open;
       char sink[4096];
       for (int i = 0; !stop_.load(); ++i) {
-        const int fd = testing::ConnectLoopback(port, 2 + i % 249);
+        const int fd = testing::ConnectLoopback(port, 2 + i % addresses);
         if (fd >= 0) {
           const std::string out = RapidResetOctets(1, 0, true) + SlowCall(testing::kAccessKey, 1);
           (void)!send(fd, out.data(), out.size(), MSG_NOSIGNAL);
@@ -1620,8 +1620,8 @@ class SplittingRelay {
 NewSessions ThroughTheRelayBesideTheFiller(
     int port, const SplittingRelay& relay,
     std::chrono::microseconds every = std::chrono::milliseconds(10), size_t keep = 200,
-    int sessions = 10) {
-  FreshConnectionFiller filler(port, every, keep);
+    int sessions = 10, int addresses = 249) {
+  FreshConnectionFiller filler(port, every, keep, addresses);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   NewSessions n = OpenNewSessions(relay.endpoint(), sessions);
   const int opened = filler.Stop();
@@ -1677,6 +1677,20 @@ TEST_F(RequestFloodTest, ANewClientsRequestSplitBySecondsOutlivesAFasterFiller) 
   ASSERT_FALSE(relay.endpoint().empty());
   const NewSessions n =
       ThroughTheRelayBesideTheFiller(port, relay, std::chrono::milliseconds(3), 400, 5);
+  EXPECT_EQ(n.failed, 0) << n.seen;
+}
+
+// The same beyond the late calls' bound: with room for 64 of them (--max-reading-requests 64) the
+// filler's calls fill it many times a second, and ended oldest first a late call lived about 0.2 s.
+// Of the late calls, those of the address holding the most are ended first: the filler's, from 8
+// addresses, hold several each; the client holds one.
+TEST_F(RequestFloodTest, ANewClientsLateRequestOutlivesAFillerBeyondTheLateBound) {
+  ASSERT_NO_FATAL_FAILURE(StartServer({"--max-reading-requests", "64"}));
+  const int port = std::stoi(server_->endpoint().substr(server_->endpoint().rfind(':') + 1));
+  SplittingRelay relay(port, std::chrono::milliseconds(1200), SplittingRelay::Split::kMessageEnds);
+  ASSERT_FALSE(relay.endpoint().empty());
+  const NewSessions n =
+      ThroughTheRelayBesideTheFiller(port, relay, std::chrono::milliseconds(3), 400, 5, 8);
   EXPECT_EQ(n.failed, 0) << n.seen;
 }
 

@@ -599,6 +599,31 @@ TEST(H2LedgerTest, AWatchedStreamThatSendsSixteenKiBWithoutItsEndIsReportedLarge
   EXPECT_EQ(v, H2Ledger::Verdict::kGoOn);
 }
 
+// Seventeenth hostile probe, N4: a watched stream that the server ends (its trailers, or its
+// RST_STREAM) is no longer watched; before, only the client's frames freed a watch, and 64 calls
+// the server had ended took every one, so the connection's next late call went on unmarked.
+TEST(H2LedgerTest, AStreamTheServerEndsIsNoLongerWatched) {
+  H2Ledger l(64, 1024);
+  H2Ledger::Verdict v;
+  std::string in = kPreface;
+  std::string out = Frame(4, 0, 0);  // the server's SETTINGS
+  for (uint32_t i = 0; i < H2Ledger::kMaxWatched; ++i) {
+    const uint32_t stream = 1 + 2 * i;
+    in += Headers(stream);
+    out += i % 2 == 0 ? Frame(1, 5, stream, "t") : Frame(3, 0, stream, std::string(4, '\0'));
+  }
+  ASSERT_EQ(l.Pass(in.data(), in.size(), nullptr, &v), in.size());
+  for (uint32_t i = 0; i < H2Ledger::kMaxWatched; ++i) ASSERT_TRUE(l.Watch(1 + 2 * i, i + 1));
+  EXPECT_FALSE(l.Watch(999, 999)) << "every watch taken";
+  l.FromServer(out.data(), out.size());
+  EXPECT_TRUE(l.Watch(999, 999)) << "the server ended every watched stream";
+  // Their late END_STREAM frames, if the client still sends them, report nothing.
+  in = Frame(0, 1, 1, "m") + Frame(0, 1, 3, "m");
+  ASSERT_EQ(l.Pass(in.data(), in.size(), nullptr, &v), in.size());
+  EXPECT_TRUE(l.TakeEnded().empty());
+  EXPECT_EQ(v, H2Ledger::Verdict::kGoOn);
+}
+
 TEST(PeerFromGuardUriTest, TheClientsAddressComesBack) {
   EXPECT_EQ(PeerFromGuardUri("unix-abstract:aobj-h2/7/ipv4:127.0.0.1:5555"), "ipv4:127.0.0.1:5555");
   EXPECT_EQ(PeerFromGuardUri("unix-abstract:aobj-h2%2F12%2Fipv6:%5B::1%5D:80"), "ipv6:[::1]:80");

@@ -455,6 +455,32 @@ TEST_F(RequestFloodTest, HeldMessagesOfAKeyAreBoundedAndEndedAtTheDeadline) {
       << "each held call ends with SLOW_DOWN or DEADLINE_EXCEEDED";
 }
 
+// Seventeenth hostile probe, N2: calls marked late whose message has not come in 3 s join the
+// slot queue, and joined it past AOBJ-SEC-018's bounds (one tenant kept 6,827 registered). Here
+// 20 header-only calls: 4 are ended at once for the late calls' bound (16), 8 more when the rest
+// join the slot queue at 3 s (8 per key), and the last 8 at the read deadline.
+TEST_F(RequestFloodTest, LateCallsThatJoinTheSlotQueueMeetItsBounds) {
+  // 16 read slots (256 MiB / 16 MiB), so that no slot is taken for a waiting call.
+  ASSERT_NO_FATAL_FAILURE(
+      StartServer({"--max-reading-requests", "16", "--max-reading-requests-per-principal", "8",
+                   "--request-read-ms", "8000", "--control-memory", std::to_string(256 << 20)}));
+  HeldCalls held(server_->endpoint(), 20, ForgedAuth('d'));
+  auto count = [](const std::map<int, std::string>& ended, const std::string& name) {
+    return std::count_if(ended.begin(), ended.end(),
+                         [&](const auto& e) { return e.second == name; });
+  };
+  std::map<int, std::string> ended = held.Finished(std::chrono::milliseconds(1500));
+  EXPECT_EQ(ended.size(), 4u) << "the late calls' bound of 16";
+  EXPECT_EQ(count(ended, "SLOW_DOWN"), 4);
+  ended = held.Finished(std::chrono::milliseconds(4000));  // 5.5 s from the start
+  EXPECT_EQ(ended.size(), 12u) << "8 per key once they wait for a slot";
+  EXPECT_EQ(count(ended, "SLOW_DOWN"), 12);
+  ended = held.Finished(std::chrono::milliseconds(6000));
+  EXPECT_EQ(ended.size(), 20u) << "every held call is ended by the 8 s read deadline";
+  EXPECT_EQ(count(ended, "DEADLINE_EXCEEDED"), 8);
+  EXPECT_TRUE(Served()) << server_->log();
+}
+
 // Requests that claim a known access key but carry a forged signature are queued (only the
 // signature check, on a request thread, can tell), but the queue is bounded: past it they are
 // answered SLOW_DOWN at once, none is accepted, and a real client is served afterwards.

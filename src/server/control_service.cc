@@ -199,7 +199,6 @@ class ServiceImpl final : public ControlService {
     // Marked late and not whole when it came: it waits for the guard's report (MessageArrived)
     // without a slot, and counts against the bounds on such calls (late_per_key_, late_total_).
     bool late = false;
-    std::string group;  // of a late call: its client's address (PeerGroupFromGrpc)
   };
   static Reading NewReading(const std::string& key, const std::string& peer, bool proven) {
     Reading r;
@@ -330,30 +329,35 @@ class ServiceImpl final : public ControlService {
   // AOBJ-SEC-029: a call marked late whose message has not come yet waits for the guard's report
   // (MessageArrived) without taking a read slot: a slot given to it would be held, or taken back
   // after kSlowReadAfter, while its message was still coming (sixteenth hostile probe, L1). Such
-  // calls have a bound of their own (ReadBounds::max_late): past it, of the key with the most
-  // such calls, the oldest of the address holding the most, on the connection ranking last, is
-  // ended (sixteenth hostile probe, M1: among the slot queue's 128 per key, a filler's calls at
-  // 200 a second ended a new client's call split by 1 s before its message came). A call whose
-  // report never comes is ended at the read deadline with DEADLINE_EXCEEDED (CutSlowReads).
+  // calls have a bound of their own (ReadBounds::max_late), set above what unverified connections
+  // can hold at once, so that a filler of them never fills it (sixteenth hostile probe, M1:
+  // among the slot queue's 128 per key, a filler's calls at 200 a second ended a new client's
+  // call split by 1 s before its message came; eighteenth, A1: ended oldest of equals when full,
+  // a client's call lived max_late / R s beside R filler calls a second from many addresses).
+  // What can fill it is calls on verified connections: a key's own (proven) ones are bounded per
+  // key (max_per_key), and another key's calls on them rank after a new client's (RankOf counts
+  // the verified request). Past it, of the key with the most, the oldest on the connection
+  // ranking last is ended. A call whose report never comes is ended at the read deadline with
+  // DEADLINE_EXCEEDED (CutSlowReads).
   bool AwaitMessage(Call* call, const std::string& key, const std::string& peer, bool proven,
                     uint64_t token, Call** victim_out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
     Call*& victim = *victim_out;
-    if (late_total_ >= read_bounds_.max_late) {
+    // A key's own late calls (on connections it verified) are bounded per key: a tenant cannot
+    // shield calls of its own behind others' (seventeenth hostile probe, N1: header-only calls on
+    // the attacker's verified connections, never ended, filled the bound beside a filler).
+    const bool proven_full = proven && ProvenLateOf(key) >= read_bounds_.max_per_key;
+    if (proven_full || late_total_ >= read_bounds_.max_late) {
       std::string from = key;  // the key with the most (this one among equals)
-      for (const auto& [k, n] : late_per_key_) {
-        if (n > LateOf(from)) from = k;
+      if (!proven_full) {
+        for (const auto& [k, n] : late_per_key_) {
+          if (n > LateOf(from)) from = k;
+        }
       }
-      // Of the calls of the address (an IPv6 /64) with the most late calls first: a filler that
-      // keeps the bound full from many addresses still holds more on each than a client holds on
-      // its own, so the client's call is not the one ended, however fast the filler (oldest
-      // first alone, a late call lived max_late / R seconds beside R filler calls a second).
       auto rank = [&](const Reading& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
-        auto g = late_per_group_.find(r.group);
-        return std::make_tuple(!r.proven, g == late_per_group_.end() ? 0 : g->second,
-                               RankOf(r.peer), -absl::ToUnixNanos(r.started));
+        return std::make_tuple(!r.proven, RankOf(r.peer), -absl::ToUnixNanos(r.started));
       };
       for (const auto& [c, r] : reading_) {
-        if (r.key == from && r.late && !r.whole &&
+        if (r.key == from && r.late && !r.whole && (!proven_full || r.proven) &&
             (victim == nullptr || rank(r) > rank(reading_.at(victim)))) {
           victim = c;
         }
@@ -364,10 +368,9 @@ class ServiceImpl final : public ControlService {
     Reading& r = reading_[call] = NewReading(key, peer, proven);
     r.token = token;
     r.late = true;
-    r.group = PeerGroupFromGrpc(peer);
     by_token_[token] = call;
     ++late_per_key_[key];
-    ++late_per_group_[r.group];
+    if (proven) ++proven_late_per_key_[key];
     ++late_total_;
     Registered(peer);
     return true;
@@ -376,6 +379,10 @@ class ServiceImpl final : public ControlService {
   size_t LateOf(const std::string& key) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
     auto it = late_per_key_.find(key);
     return it == late_per_key_.end() ? 0 : it->second;
+  }
+  size_t ProvenLateOf(const std::string& key) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    auto it = proven_late_per_key_.find(key);
+    return it == proven_late_per_key_.end() ? 0 : it->second;
   }
 
   // Counts a call registered on `peer` (RankOf).
@@ -668,8 +675,10 @@ class ServiceImpl final : public ControlService {
     r.late = false;
     auto k = late_per_key_.find(r.key);
     if (k != late_per_key_.end() && --k->second == 0) late_per_key_.erase(k);
-    auto g = late_per_group_.find(r.group);
-    if (g != late_per_group_.end() && --g->second == 0) late_per_group_.erase(g);
+    if (r.proven) {
+      auto p = proven_late_per_key_.find(r.key);
+      if (p != proven_late_per_key_.end() && --p->second == 0) proven_late_per_key_.erase(p);
+    }
     --late_total_;
   }
 
@@ -957,7 +966,7 @@ class ServiceImpl final : public ControlService {
   absl::flat_hash_map<std::string, size_t> reading_per_key_ ABSL_GUARDED_BY(reading_mu_);
   // AOBJ-SEC-029: registered calls marked late (AwaitMessage), per key and in all.
   absl::flat_hash_map<std::string, size_t> late_per_key_ ABSL_GUARDED_BY(reading_mu_);
-  absl::flat_hash_map<std::string, size_t> late_per_group_ ABSL_GUARDED_BY(reading_mu_);
+  absl::flat_hash_map<std::string, size_t> proven_late_per_key_ ABSL_GUARDED_BY(reading_mu_);
   size_t late_total_ ABSL_GUARDED_BY(reading_mu_) = 0;
   // Read slots (ReadBounds::slots): taken in all and per key; the waiting calls of each key in
   // arrival order, and the order in which keys with waiting calls get the next slot.

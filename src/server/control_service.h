@@ -28,8 +28,9 @@ class ControlService : public aobj::v1::ObjectService::Service {
     size_t max_total = 1024;
     size_t max_per_key = 128;
     // AOBJ-SEC-029: calls the guard marked late that wait for their message without a slot, in
-    // all (and so per key); past it, the oldest of the key with the most is ended.
-    size_t max_late = 1024;
+    // all; past it, the oldest of the key with the most is ended. The server sets it above what
+    // unverified connections can hold at once. A key's own (proven) ones: at most max_per_key.
+    size_t max_late = 2304;
     absl::Duration deadline = absl::Seconds(20);
     // Messages read at once (each up to 8 MiB in gRPC's memory quota); the other calls wait
     // with only their flow-control window buffered.

@@ -63,36 +63,27 @@ std::string PeerKey(const sockaddr_storage& peer) {
   return "";
 }
 
-// gRPC's peer string ("ipv4:127.0.0.1:5555", "ipv6:[::1]:5555", brackets possibly
-// percent-encoded, or the H2Guard's name that carries one) as the address it names, in raw
-// octets, and its family and port; false when it is neither.
-bool ParseGrpcPeer(absl::string_view grpc_peer, int* family, unsigned char (&raw)[16],
-                   absl::string_view* port, std::string* storage) {
-  *storage = PeerFromGuardUri(grpc_peer);  // a guarded connection's client
-  absl::string_view peer = *storage;
+// The same key from gRPC's peer string ("ipv4:127.0.0.1:5555", "ipv6:[::1]:5555", brackets
+// possibly percent-encoded, or the H2Guard's name that carries one); "" when it is neither.
+std::string PeerKeyFromGrpc(absl::string_view grpc_peer) {
+  const std::string client = PeerFromGuardUri(grpc_peer);  // a guarded connection's client
+  absl::string_view peer = client;
+  int family;
   if (absl::ConsumePrefix(&peer, "ipv4:")) {
-    *family = AF_INET;
+    family = AF_INET;
   } else if (absl::ConsumePrefix(&peer, "ipv6:")) {
-    *family = AF_INET6;
+    family = AF_INET6;
   } else {
-    return false;
+    return "";
   }
   const size_t colon = peer.rfind(':');
-  if (colon == absl::string_view::npos) return false;
+  if (colon == absl::string_view::npos) return "";
   std::string addr(peer.substr(0, colon));
-  *port = peer.substr(colon + 1);
+  const absl::string_view port = peer.substr(colon + 1);
   addr = absl::StrReplaceAll(addr, {{"%5B", ""}, {"%5D", ""}, {"[", ""}, {"]", ""}});
-  return inet_pton(*family, addr.c_str(), raw) == 1;
-}
-
-// The same key as PeerKey from gRPC's peer string; "" when it names no address.
-std::string PeerKeyFromGrpc(absl::string_view grpc_peer) {
-  int family;
-  unsigned char raw[16];
-  absl::string_view port;
-  std::string storage;
+  unsigned char raw[sizeof(in6_addr)];
   char text[INET6_ADDRSTRLEN] = {0};
-  if (!ParseGrpcPeer(grpc_peer, &family, raw, &port, &storage) ||
+  if (inet_pton(family, addr.c_str(), raw) != 1 ||
       inet_ntop(family, raw, text, sizeof(text)) == nullptr) {
     return "";
   }
@@ -126,25 +117,6 @@ long SoftFdLimit() {
 }
 
 }  // namespace
-
-std::string PeerGroupFromGrpc(absl::string_view grpc_peer) {
-  int family;
-  unsigned char raw[16];
-  absl::string_view port;
-  std::string storage;
-  if (!ParseGrpcPeer(grpc_peer, &family, raw, &port, &storage)) return "";
-  sockaddr_storage peer{};
-  if (family == AF_INET) {
-    auto* a = reinterpret_cast<sockaddr_in*>(&peer);
-    a->sin_family = AF_INET;
-    std::memcpy(&a->sin_addr, raw, sizeof(a->sin_addr));
-  } else {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&peer);
-    a->sin6_family = AF_INET6;
-    std::memcpy(&a->sin6_addr, raw, sizeof(a->sin6_addr));
-  }
-  return PeerGroup(peer);
-}
 
 absl::StatusOr<std::unique_ptr<ControlListener>> ControlListener::Bind(absl::string_view address,
                                                                        int reserve_fds,

@@ -81,9 +81,6 @@ struct ListenerStats {
 // What the listener counts a peer's connections under, as raw octets: an IPv4 address (an
 // IPv4-mapped IPv6 one as that IPv4 address), else an IPv6 address's /64; "" for other families.
 std::string PeerGroup(const sockaddr_storage& peer);
-// The same from gRPC's peer string ("ipv4:127.0.0.1:5555", "ipv6:[::1]:5555", or the H2Guard's
-// name that carries one); "" when it is neither.
-std::string PeerGroupFromGrpc(absl::string_view grpc_peer);
 
 class ControlListener {
  public:

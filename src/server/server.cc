@@ -237,7 +237,10 @@ class ServerImpl final : public Server {
     ControlService::ReadBounds read_bounds;
     read_bounds.max_total = std::max<size_t>(options_.max_reading_requests, 1);
     read_bounds.max_per_key = std::max<size_t>(options_.max_reading_requests_per_principal, 1);
-    read_bounds.max_late = read_bounds.max_total;  // AOBJ-SEC-029: late calls, the same number
+    // AOBJ-SEC-029: calls marked late wait apart, in a bound that unverified connections cannot
+    // fill (one first call each, and the guard's bound on their other calls), beside the others.
+    read_bounds.max_late = options_.max_unauthenticated_connections +
+                           static_cast<size_t>(H2AdmissionPolicy().total) + read_bounds.max_total;
     read_bounds.deadline =
         absl::Milliseconds(std::clamp<int64_t>(options_.request_read_ms, 1, 30000));
     // Half the quota for messages being read, at 8 MiB each (AOBJ-CTL-005's largest), so that

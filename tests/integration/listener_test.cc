@@ -131,20 +131,5 @@ TEST(ControlListenerTest, PeersAreCountedByIpv4AddressOrIpv6Slash64) {
   EXPECT_EQ(PeerGroup(unix_peer), "");
 }
 
-// The control service counts late calls by the same groups, from gRPC's peer strings (the guard's
-// name carries the client's).
-TEST(ControlListenerTest, GrpcPeerStringsGiveTheSameGroups) {
-  EXPECT_EQ(PeerGroupFromGrpc("ipv4:192.0.2.7:5555"), PeerGroup(Peer(AF_INET, "192.0.2.7")));
-  EXPECT_EQ(PeerGroupFromGrpc("ipv6:[::ffff:192.0.2.7]:5555"),
-            PeerGroup(Peer(AF_INET, "192.0.2.7")));
-  EXPECT_EQ(PeerGroupFromGrpc("ipv6:%5B2001:db8:1:2:ffff::9%5D:80"),
-            PeerGroup(Peer(AF_INET6, "2001:db8:1:2:aaaa::1")));
-  EXPECT_EQ(PeerGroupFromGrpc("unix-abstract:aobj-h2/7/ipv4:127.0.0.2:5555"),
-            PeerGroup(Peer(AF_INET, "127.0.0.2")));
-  EXPECT_NE(PeerGroupFromGrpc("ipv4:127.0.0.2:5555"), PeerGroupFromGrpc("ipv4:127.0.0.3:5555"));
-  EXPECT_EQ(PeerGroupFromGrpc("unix:/tmp/x"), "");
-  EXPECT_EQ(PeerGroupFromGrpc("ipv4:not-an-address:1"), "");
-}
-
 }  // namespace
 }  // namespace aobj

@@ -36,6 +36,7 @@
 #include "absl/time/clock.h"
 #include "aobj/client.h"
 #include "aobj/v1/aobj.pb.h"
+#include "control/tls.h"
 #include "gtest/gtest.h"
 #include "integration/churn.h"
 #include "integration/raw_http.h"
@@ -352,11 +353,17 @@ TEST_F(RequestFloodTest, AnUnsignedCallIsAnsweredFromItsHeaders) {
 // (AOBJ-SEC-026), and these tests count what it does with the calls it started.
 class HeldCalls {
  public:
+  // `shared`: every call on the connection that a RawSession (or the client library) to
+  // `endpoint` uses, which gRPC shares between channels with the same arguments; else 8 calls a
+  // connection.
   HeldCalls(const std::string& endpoint, int n,
-            const std::vector<std::pair<std::string, std::string>>& md)
+            const std::vector<std::pair<std::string, std::string>>& md, bool shared = false)
       : calls_(n) {
     for (int i = 0; i < n; ++i) {
-      if (i % 8 == 0) {
+      if (shared && i == 0) {
+        stubs_.push_back(
+            std::make_unique<grpc::GenericStub>(*MakeChannel(endpoint, TlsOptions{}, 16 << 20)));
+      } else if (!shared && i % 8 == 0) {
         grpc::ChannelArguments args;
         args.SetInt("grpc.aobj_held_channel", i);  // a connection of its own
         stubs_.push_back(std::make_unique<grpc::GenericStub>(
@@ -428,11 +435,12 @@ class HeldCalls {
 // with partial messages under the memory quota other tenants' calls were cancelled). At most
 // 8 here: 20 such calls claiming the tenant's own key, and 12 of them (the oldest the server saw)
 // are ended with SLOW_DOWN at once; the tenant's own signed requests are read, and the rest end
-// at the read deadline. (The guard passes these header-only calls on marked late, AOBJ-SEC-029:
-// they wait for their message among at most --max-reading-requests such calls.)
+// at the read deadline. This is the server without its HTTP/2 guard, as a server without one
+// meets AOBJ-SEC-018: with it, such header-only calls are passed on marked late and wait for their
+// message apart (AOBJ-SEC-029; LateCallsThatJoinTheSlotQueueMeetItsBounds below).
 TEST_F(RequestFloodTest, HeldMessagesOfAKeyAreBoundedAndEndedAtTheDeadline) {
   ASSERT_NO_FATAL_FAILURE(
-      StartServer({"--max-reading-requests", "8", "--max-reading-requests-per-principal", "8",
+      StartServer({"--http2-guard", "off", "--max-reading-requests-per-principal", "8",
                    "--request-read-ms", "3000"}));
   HeldCalls held(server_->endpoint(), 20, ForgedAuth('e'));
   std::map<int, std::string> ended = held.Finished(std::chrono::milliseconds(1000));
@@ -457,8 +465,8 @@ TEST_F(RequestFloodTest, HeldMessagesOfAKeyAreBoundedAndEndedAtTheDeadline) {
 
 // Seventeenth hostile probe, N2: calls marked late whose message has not come in 3 s join the
 // slot queue, and joined it past AOBJ-SEC-018's bounds (one tenant kept 6,827 registered). Here
-// 20 header-only calls: 4 are ended at once for the late calls' bound (16), 8 more when the rest
-// join the slot queue at 3 s (8 per key), and the last 8 at the read deadline.
+// 20 header-only calls: none is ended while they wait apart, 12 when they join the slot queue at
+// 3 s (8 per key), and the last 8 at the read deadline.
 TEST_F(RequestFloodTest, LateCallsThatJoinTheSlotQueueMeetItsBounds) {
   // 16 read slots (256 MiB / 16 MiB), so that no slot is taken for a waiting call.
   ASSERT_NO_FATAL_FAILURE(
@@ -470,8 +478,7 @@ TEST_F(RequestFloodTest, LateCallsThatJoinTheSlotQueueMeetItsBounds) {
                          [&](const auto& e) { return e.second == name; });
   };
   std::map<int, std::string> ended = held.Finished(std::chrono::milliseconds(1500));
-  EXPECT_EQ(ended.size(), 4u) << "the late calls' bound of 16";
-  EXPECT_EQ(count(ended, "SLOW_DOWN"), 4);
+  EXPECT_EQ(ended.size(), 0u) << "they wait for their message apart";
   ended = held.Finished(std::chrono::milliseconds(4000));  // 5.5 s from the start
   EXPECT_EQ(ended.size(), 12u) << "8 per key once they wait for a slot";
   EXPECT_EQ(count(ended, "SLOW_DOWN"), 12);
@@ -1706,18 +1713,23 @@ TEST_F(RequestFloodTest, ANewClientsRequestSplitBySecondsOutlivesAFasterFiller) 
   EXPECT_EQ(n.failed, 0) << n.seen;
 }
 
-// The same beyond the late calls' bound: with room for 64 of them (--max-reading-requests 64) the
-// filler's calls fill it many times a second, and ended oldest first a late call lived about 0.2 s.
-// Of the late calls, those of the address holding the most are ended first: the filler's, from 8
-// addresses, hold several each; the client holds one.
-TEST_F(RequestFloodTest, ANewClientsLateRequestOutlivesAFillerBeyondTheLateBound) {
-  ASSERT_NO_FATAL_FAILURE(StartServer({"--max-reading-requests", "64"}));
-  const int port = std::stoi(server_->endpoint().substr(server_->endpoint().rfind(':') + 1));
-  SplittingRelay relay(port, std::chrono::milliseconds(1200), SplittingRelay::Split::kMessageEnds);
-  ASSERT_FALSE(relay.endpoint().empty());
-  const NewSessions n =
-      ThroughTheRelayBesideTheFiller(port, relay, std::chrono::milliseconds(3), 400, 5, 8);
-  EXPECT_EQ(n.failed, 0) << n.seen;
+// Seventeenth hostile probe, N1: header-only calls of a tenant's own key on a connection it had
+// verified were never chosen to be ended (ranked last, as proven) and, beside a filler, filled the
+// late calls' bound. A key's own late calls are now bounded per key (8 here): of 20 such calls on
+// the tenant's verified connection, 12 are ended at once.
+TEST_F(RequestFloodTest, AKeysOwnLateCallsAreBoundedPerKey) {
+  ASSERT_NO_FATAL_FAILURE(StartServer({"--max-reading-requests-per-principal", "8"}));
+  testing::RawSession session(server_->endpoint(), testing::kAccessKey, testing::kSecret);
+  ASSERT_TRUE(session.Open().status.ok());  // the connection now carried a verified request
+  HeldCalls held(server_->endpoint(), 20, ForgedAuth('f'), /*shared=*/true);
+  std::map<int, std::string> ended = held.Finished(std::chrono::milliseconds(2000));
+  std::string names;
+  for (const auto& [i, name] : ended) names += " " + std::to_string(i) + ":" + name;
+  EXPECT_EQ(ended.size(), 12u) << "20 of the key's own late calls at a bound of 8:" << names;
+  EXPECT_EQ(std::count_if(ended.begin(), ended.end(),
+                          [](const auto& e) { return e.second == "SLOW_DOWN"; }),
+            12);
+  EXPECT_TRUE(Served()) << server_->log();
 }
 
 // Sixteenth hostile probe, L1: a call marked late that got a read slot held it while its message

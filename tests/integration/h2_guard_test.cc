@@ -536,15 +536,22 @@ TEST(MarkWholeCallsTest, ACallPassedOnWithoutItsMessageIsMarkedLate) {
   EXPECT_EQ(whole, 1u);
 }
 
+// Takes `l` past the preface and the HEADERS of streams 1 and 3, and watches them (tokens 11, 33).
+void WatchOneAndThree(H2Ledger* l) {
+  H2Ledger::Verdict v;
+  const std::string in = kPreface + Headers(1) + Headers(3);
+  ASSERT_EQ(l->Pass(in.data(), in.size(), nullptr, &v), in.size());
+  ASSERT_TRUE(l->Watch(1, 11));
+  ASSERT_TRUE(l->Watch(3, 33));
+}
+
 // The ledger reports a watched stream's end once the frame that ends it passed whole, in any
 // pieces; a reset one is forgotten; at most kMaxWatched are watched.
 TEST(H2LedgerTest, AWatchedStreamIsReportedOnceItsMessagePassedWhole) {
   H2Ledger l(64, 1024);
   H2Ledger::Verdict v;
-  std::string in = kPreface + Headers(1) + Headers(3);
-  ASSERT_EQ(l.Pass(in.data(), in.size(), nullptr, &v), in.size());
-  ASSERT_TRUE(l.Watch(1, 11));
-  ASSERT_TRUE(l.Watch(3, 33));
+  ASSERT_NO_FATAL_FAILURE(WatchOneAndThree(&l));
+  std::string in;
   const std::string end1 = Frame(0, 1, 1, std::string(100, 'm'));
   // The frame header with END_STREAM and part of its payload: not yet.
   ASSERT_EQ(l.Pass(end1.data(), 50, nullptr, &v), 50u);
@@ -578,10 +585,8 @@ TEST(H2LedgerTest, AWatchedStreamIsReportedOnceItsMessagePassedWhole) {
 TEST(H2LedgerTest, AWatchedStreamThatSendsSixteenKiBWithoutItsEndIsReportedLarge) {
   H2Ledger l(64, 1024);
   H2Ledger::Verdict v;
-  std::string in = kPreface + Headers(1) + Headers(3);
-  ASSERT_EQ(l.Pass(in.data(), in.size(), nullptr, &v), in.size());
-  ASSERT_TRUE(l.Watch(1, 11));
-  ASSERT_TRUE(l.Watch(3, 33));
+  ASSERT_NO_FATAL_FAILURE(WatchOneAndThree(&l));
+  std::string in;
   // One octet short of the bound on stream 1, and the bound passed by a single frame on 3.
   in = Frame(0, 0, 1, std::string(kWholeWaitOctets / 2, 'm')) +
        Frame(0, 0, 1, std::string(kWholeWaitOctets / 2 - 1, 'm')) +

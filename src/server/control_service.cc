@@ -335,7 +335,8 @@ class ServiceImpl final : public ControlService {
   // call split by 1 s before its message came; eighteenth, A1: ended oldest of equals when full,
   // a client's call lived max_late / R s beside R filler calls a second from many addresses).
   // What can fill it is calls on verified connections: a key's own (proven) ones are bounded per
-  // key (max_per_key), and another key's calls on them rank after a new client's (RankOf counts
+  // key (max_per_key) and in all (max_total), and another key's calls on them rank after a new
+  // client's (RankOf counts
   // the verified request). Past it, of the key with the most, the oldest on the connection
   // ranking last is ended. A call whose report never comes is ended at the read deadline with
   // DEADLINE_EXCEEDED (CutSlowReads).
@@ -345,10 +346,17 @@ class ServiceImpl final : public ControlService {
     // A key's own late calls (on connections it verified) are bounded per key: a tenant cannot
     // shield calls of its own behind others' (seventeenth hostile probe, N1: header-only calls on
     // the attacker's verified connections, never ended, filled the bound beside a filler).
-    const bool proven_full = proven && ProvenLateOf(key) >= read_bounds_.max_per_key;
+    // And in all (max_total), so that with the unverified connections' calls they never fill
+    // the bound (nineteenth hostile probe, B1: 16 keys' 128 each filled it beside a filler).
+    const bool key_full = proven && ProvenLateOf(key) >= read_bounds_.max_per_key;
+    const bool proven_full = proven && (key_full || proven_late_total_ >= read_bounds_.max_total);
     if (proven_full || late_total_ >= read_bounds_.max_late) {
       std::string from = key;  // the key with the most (this one among equals)
-      if (!proven_full) {
+      if (proven_full && !key_full) {
+        for (const auto& [k, n] : proven_late_per_key_) {
+          if (n > ProvenLateOf(from)) from = k;
+        }
+      } else if (!proven_full) {
         for (const auto& [k, n] : late_per_key_) {
           if (n > LateOf(from)) from = k;
         }
@@ -370,7 +378,10 @@ class ServiceImpl final : public ControlService {
     r.late = true;
     by_token_[token] = call;
     ++late_per_key_[key];
-    if (proven) ++proven_late_per_key_[key];
+    if (proven) {
+      ++proven_late_per_key_[key];
+      ++proven_late_total_;
+    }
     ++late_total_;
     Registered(peer);
     return true;
@@ -678,6 +689,7 @@ class ServiceImpl final : public ControlService {
     if (r.proven) {
       auto p = proven_late_per_key_.find(r.key);
       if (p != proven_late_per_key_.end() && --p->second == 0) proven_late_per_key_.erase(p);
+      --proven_late_total_;
     }
     --late_total_;
   }
@@ -967,6 +979,7 @@ class ServiceImpl final : public ControlService {
   // AOBJ-SEC-029: registered calls marked late (AwaitMessage), per key and in all.
   absl::flat_hash_map<std::string, size_t> late_per_key_ ABSL_GUARDED_BY(reading_mu_);
   absl::flat_hash_map<std::string, size_t> proven_late_per_key_ ABSL_GUARDED_BY(reading_mu_);
+  size_t proven_late_total_ ABSL_GUARDED_BY(reading_mu_) = 0;
   size_t late_total_ ABSL_GUARDED_BY(reading_mu_) = 0;
   // Read slots (ReadBounds::slots): taken in all and per key; the waiting calls of each key in
   // arrival order, and the order in which keys with waiting calls get the next slot.

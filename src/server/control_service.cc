@@ -286,9 +286,7 @@ class ServiceImpl final : public ControlService {
     if (whole) {
       Seat(call);
     } else {
-      std::deque<Call*>& q = waiting_[key];
-      q.push_back(call);
-      if (q.size() == 1 && in_turn_.insert(key).second) turns_.push_back(key);
+      Enqueue(call, key);
       Admit();
     }
     return true;
@@ -298,14 +296,9 @@ class ServiceImpl final : public ControlService {
   std::string FullestKey(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
     std::string from = key;
     for (const auto& [k, n] : reading_per_key_) {
-      if (n > ReadingOf(from)) from = k;
+      if (n > CountOf(reading_per_key_, from)) from = k;
     }
     return from;
-  }
-
-  size_t ReadingOf(const std::string& key) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
-    auto it = reading_per_key_.find(key);
-    return it == reading_per_key_.end() ? 0 : it->second;
   }
 
   // AOBJ-SEC-018's bounds in number: of `key`'s calls that wait for or hold a slot, the oldest of
@@ -348,17 +341,17 @@ class ServiceImpl final : public ControlService {
     // the attacker's verified connections, never ended, filled the bound beside a filler).
     // And in all (max_total), so that with the unverified connections' calls they never fill
     // the bound (nineteenth hostile probe, B1: 16 keys' 128 each filled it beside a filler).
-    const bool key_full = proven && ProvenLateOf(key) >= read_bounds_.max_per_key;
+    const bool key_full = proven && CountOf(proven_late_per_key_, key) >= read_bounds_.max_per_key;
     const bool proven_full = proven && (key_full || proven_late_total_ >= read_bounds_.max_total);
     if (proven_full || late_total_ >= read_bounds_.max_late) {
       std::string from = key;  // the key with the most (this one among equals)
       if (proven_full && !key_full) {
         for (const auto& [k, n] : proven_late_per_key_) {
-          if (n > ProvenLateOf(from)) from = k;
+          if (n > CountOf(proven_late_per_key_, from)) from = k;
         }
       } else if (!proven_full) {
         for (const auto& [k, n] : late_per_key_) {
-          if (n > LateOf(from)) from = k;
+          if (n > CountOf(late_per_key_, from)) from = k;
         }
       }
       auto rank = [&](const Reading& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
@@ -387,13 +380,11 @@ class ServiceImpl final : public ControlService {
     return true;
   }
 
-  size_t LateOf(const std::string& key) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
-    auto it = late_per_key_.find(key);
-    return it == late_per_key_.end() ? 0 : it->second;
-  }
-  size_t ProvenLateOf(const std::string& key) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
-    auto it = proven_late_per_key_.find(key);
-    return it == proven_late_per_key_.end() ? 0 : it->second;
+  // `key`'s entry in a count per key; 0 when it has none.
+  static size_t CountOf(const absl::flat_hash_map<std::string, size_t>& counts,
+                        const std::string& key) {
+    auto it = counts.find(key);
+    return it == counts.end() ? 0 : it->second;
   }
 
   // Counts a call registered on `peer` (RankOf).
@@ -417,6 +408,13 @@ class ServiceImpl final : public ControlService {
                        "was ended for another request of the same access key"
                      : "the server reads a few messages at once, shared between access keys; "
                        "this one arrived too slowly and was ended for another key's request"));
+  }
+
+  // `call` waits in its key's queue for a read slot (Admit gives them out).
+  void Enqueue(Call* call, const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+    std::deque<Call*>& q = waiting_[key];
+    q.push_back(call);
+    if (q.size() == 1 && in_turn_.insert(key).second) turns_.push_back(key);
   }
 
   // Gives free read slots to waiting calls, one key after another. Each read is started under
@@ -666,16 +664,14 @@ class ServiceImpl final : public ControlService {
     const std::string key = r.key;
     ++reading_per_key_[key];
     Call* victim = nullptr;
-    if (ReadingOf(key) > read_bounds_.max_per_key) {
+    if (CountOf(reading_per_key_, key) > read_bounds_.max_per_key) {
       victim = RoomVictim(key);
     } else if (reading_.size() - late_total_ > read_bounds_.max_total) {
       victim = RoomVictim(FullestKey(key));
     }
     if (victim != nullptr) Strike(victim);
     if (victim != call) {
-      std::deque<Call*>& q = waiting_[key];
-      q.push_back(call);
-      if (q.size() == 1 && in_turn_.insert(key).second) turns_.push_back(key);
+      Enqueue(call, key);
     }
     Admit();
     return victim;

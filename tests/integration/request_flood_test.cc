@@ -1444,18 +1444,18 @@ TEST_F(RequestFloodTest, AFillerOfSlowCallsFromManyConnectionsDoesNotKeepANewCli
 }
 
 // A filler that opens a fresh connection for every slow call, one every `every` (10 ms), from
-// 127.0.0.2 on (`addresses` of them, 249), each claiming the tenant's key and never finishing its
-// message; the newest `keep` (200) stay open (thirteenth hostile probe, N1).
+// 127.0.0.2-250, each claiming the tenant's key and never finishing its message; the newest
+// `keep` (200) stay open (thirteenth hostile probe, N1).
 class FreshConnectionFiller {
  public:
   explicit FreshConnectionFiller(int port,
                                  std::chrono::microseconds every = std::chrono::milliseconds(10),
-                                 size_t keep = 200, int addresses = 249) {
-    thread_ = std::thread([this, port, every, keep, addresses] {
+                                 size_t keep = 200) {
+    thread_ = std::thread([this, port, every, keep] {
       std::deque<int> open;
       char sink[4096];
       for (int i = 0; !stop_.load(); ++i) {
-        const int fd = testing::ConnectLoopback(port, 2 + i % addresses);
+        const int fd = testing::ConnectLoopback(port, 2 + i % 249);
         if (fd >= 0) {
           const std::string out = RapidResetOctets(1, 0, true) + SlowCall(testing::kAccessKey, 1);
           (void)!send(fd, out.data(), out.size(), MSG_NOSIGNAL);
@@ -1653,8 +1653,8 @@ class SplittingRelay {
 NewSessions ThroughTheRelayBesideTheFiller(
     int port, const SplittingRelay& relay,
     std::chrono::microseconds every = std::chrono::milliseconds(10), size_t keep = 200,
-    int sessions = 10, int addresses = 249) {
-  FreshConnectionFiller filler(port, every, keep, addresses);
+    int sessions = 10) {
+  FreshConnectionFiller filler(port, every, keep);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   NewSessions n = OpenNewSessions(relay.endpoint(), sessions);
   const int opened = filler.Stop();

@@ -280,9 +280,12 @@ TEST_F(ConnectionFloodTest, AChurnFromOtherAddressesDoesNotKeepAClientOut) {
 // last half, where every newcomer was refused (30-77 % of a client's attempts failed, and some
 // that got in failed OpenSession for want of descriptors). Now unauthenticated connections from
 // all addresses together stay within three quarters of what the descriptors leave room for
-// (here (256 - 64) / 3 * 3/4 = 48 connections): the flood stays out of the reserve's upper half
-// (measured: at most 193 descriptors) and a client of another address is served 8 times of 8.
-// Before: 248-255 descriptors, and 0 of 8 served.
+// (here (256 - 64) / 3 * 3/4 = 48 connections), and a client of another address is served 8
+// times of 8. Before: 248-255 descriptors, and 0 of 8 served. The listener lets a newcomer from
+// a quiet address take a descriptor of the reserve's third quarter while the connection cut for
+// it closes (MakeRoom), and gRPC closes cut connections on its own threads: on a loaded machine
+// (CI, two tests at once) the server held up to 228 descriptors, against 193 here alone. What it
+// never gives a connection is the reserve's last quarter, kept for its own work.
 TEST_F(ConnectionFloodTest, IdleConnectionsFromManyAddressesLeaveTheReserveToClients) {
   ASSERT_TRUE(Served());
   const std::string preface = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
@@ -320,7 +323,7 @@ TEST_F(ConnectionFloodTest, IdleConnectionsFromManyAddressesLeaveTheReserveToCli
       r.served, kTries, r.opened, most_fds.load());
   EXPECT_GT(r.opened, 600) << "the flood did not happen: nothing was tested";
   EXPECT_GE(r.served, kTries - 1) << testing::ReadFile(dir_ + "/server.log");
-  EXPECT_LT(most_fds.load(), 256 - 32) << "unauthenticated connections took the reserve";
+  EXPECT_LT(most_fds.load(), 256 - 64 / 4) << "connections took the reserve's last quarter";
   EXPECT_TRUE(Served()) << last_failure_ << "\n" << testing::ReadFile(dir_ + "/server.log");
 }
 

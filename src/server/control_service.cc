@@ -192,12 +192,16 @@ class ServiceImpl final : public ControlService {
     absl::Time started;
     std::string peer;       // its connection (grpc::ServerContext::peer())
     bool proven = false;    // that connection carried a verified request of `key` before
+    // The principal whose verified request its connection carried (AOBJ-SEC-029: its late calls
+    // count against that principal, whatever key they claim); empty: none.
+    std::string charged;
     bool whole = false;     // its message arrived whole with its headers (AOBJ-SEC-029)
     bool reading = false;   // holds a read slot (else it waits for one)
     absl::Time slot_since;  // when it got its slot
     uint64_t token = 0;     // marked late by the guard with it (AOBJ-SEC-029); 0: not
     // Marked late and not whole when it came: it waits for the guard's report (MessageArrived)
-    // without a slot, and counts against the bounds on such calls (late_per_key_, late_total_).
+    // without a slot, and counts against the bounds on such calls (late_per_key_, late_total_,
+    // and, on a verified connection, charged_late_ and charged_late_total_).
     bool late = false;
   };
   static Reading NewReading(const std::string& key, const std::string& peer, bool proven) {
@@ -242,8 +246,9 @@ class ServiceImpl final : public ControlService {
   // the slots' holders, and is ended for room only when nothing else is left.
   // A call marked late (`token`, AOBJ-SEC-029) whose message came already counts as whole; until
   // it comes, the call takes no slot (AwaitMessage).
-  bool StartReading(Call* call, const std::string& key, const std::string& peer, bool proven,
-                    bool whole, uint64_t token) {
+  bool StartReading(Call* call, const std::string& key, const std::string& peer,
+                    const std::string& verified_as, bool whole, uint64_t token) {
+    const bool proven = !verified_as.empty() && verified_as == key;
     Call* victim = nullptr;
     Preempted preempted;
     {
@@ -254,7 +259,7 @@ class ServiceImpl final : public ControlService {
         arrived_.erase(a);
       }
       const bool registered = token != 0 && !whole && !large
-                                  ? AwaitMessage(call, key, peer, proven, token, &victim)
+                                  ? AwaitMessage(call, key, peer, verified_as, token, &victim)
                                   : Register(call, key, peer, proven, whole, &victim);
       if (!registered) return false;
       preempted = Preempt();
@@ -327,38 +332,44 @@ class ServiceImpl final : public ControlService {
   // among the slot queue's 128 per key, a filler's calls at 200 a second ended a new client's
   // call split by 1 s before its message came; eighteenth, A1: ended oldest of equals when full,
   // a client's call lived max_late / R s beside R filler calls a second from many addresses).
-  // What can fill it is calls on verified connections: a key's own (proven) ones are bounded per
-  // key (max_per_key) and in all (max_total), and another key's calls on them rank after a new
-  // client's (RankOf counts
-  // the verified request). Past it, of the key with the most, the oldest on the connection
-  // ranking last is ended. A call whose report never comes is ended at the read deadline with
-  // DEADLINE_EXCEEDED (CutSlowReads).
-  bool AwaitMessage(Call* call, const std::string& key, const std::string& peer, bool proven,
-                    uint64_t token, Call** victim_out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
+  // What could fill it is calls on verified connections. Each of those counts against the
+  // principal whose verified request its connection carried, whatever key it claims, bounded per
+  // principal (max_per_key) and in all (max_total): a tenant cannot shield calls of its own
+  // behind others' (seventeenth hostile probe, N1: header-only calls on the attacker's verified
+  // connections, never ended, filled the bound beside a filler), several tenants cannot fill it
+  // together (nineteenth, B1: sixteen keys' 128 each), and neither can one tenant's calls claiming
+  // other tenants' key IDs, which no bound of a claimed key counted (twentieth, S1: one
+  // credential, 32 or even 3 claimed IDs, and 9-13 of 13 new clients split by 1.5 s were ended).
+  // Past a principal's bound, the call of that principal (or, past the bound in all, of the
+  // principal with the most) that ranks last goes: its calls claiming other keys before its
+  // own. Should the bound on all late calls still fill (calls registered before their
+  // connection verified count as unverified ones until they end), the late call that ranks last
+  // of all goes, before any of a key's with fewer late calls among equals, the oldest of
+  // equals: a new client's first call ranks before every call of a connection that carried
+  // more. A call whose report never comes is ended at the read deadline with DEADLINE_EXCEEDED
+  // (CutSlowReads).
+  bool AwaitMessage(Call* call, const std::string& key, const std::string& peer,
+                    const std::string& charged, uint64_t token, Call** victim_out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
     Call*& victim = *victim_out;
-    // A key's own late calls (on connections it verified) are bounded per key: a tenant cannot
-    // shield calls of its own behind others' (seventeenth hostile probe, N1: header-only calls on
-    // the attacker's verified connections, never ended, filled the bound beside a filler).
-    // And in all (max_total), so that with the unverified connections' calls they never fill
-    // the bound (nineteenth hostile probe, B1: 16 keys' 128 each filled it beside a filler).
-    const bool key_full = proven && CountOf(proven_late_per_key_, key) >= read_bounds_.max_per_key;
-    const bool proven_full = proven && (key_full || proven_late_total_ >= read_bounds_.max_total);
-    if (proven_full || late_total_ >= read_bounds_.max_late) {
-      std::string from = key;  // the key with the most (this one among equals)
-      if (proven_full && !key_full) {
-        for (const auto& [k, n] : proven_late_per_key_) {
-          if (n > CountOf(proven_late_per_key_, from)) from = k;
-        }
-      } else if (!proven_full) {
-        for (const auto& [k, n] : late_per_key_) {
-          if (n > CountOf(late_per_key_, from)) from = k;
+    const bool proven = !charged.empty() && charged == key;
+    const bool principal_full =
+        !charged.empty() && CountOf(charged_late_, charged) >= read_bounds_.max_per_key;
+    const bool charged_full =
+        !charged.empty() && (principal_full || charged_late_total_ >= read_bounds_.max_total);
+    if (charged_full || late_total_ >= read_bounds_.max_late) {
+      std::string from = charged;  // charged_full: the principal whose call goes
+      if (charged_full && !principal_full) {
+        for (const auto& [k, n] : charged_late_) {
+          if (n > CountOf(charged_late_, from)) from = k;
         }
       }
       auto rank = [&](const Reading& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reading_mu_) {
-        return std::make_tuple(!r.proven, RankOf(r.peer), -absl::ToUnixNanos(r.started));
+        return std::make_tuple(!r.proven, RankOf(r.peer), CountOf(late_per_key_, r.key),
+                               -absl::ToUnixNanos(r.started));
       };
       for (const auto& [c, r] : reading_) {
-        if (r.key == from && r.late && !r.whole && (!proven_full || r.proven) &&
+        if (r.late && !r.whole && (!charged_full || r.charged == from) &&
             (victim == nullptr || rank(r) > rank(reading_.at(victim)))) {
           victim = c;
         }
@@ -369,11 +380,12 @@ class ServiceImpl final : public ControlService {
     Reading& r = reading_[call] = NewReading(key, peer, proven);
     r.token = token;
     r.late = true;
+    r.charged = charged;
     by_token_[token] = call;
     ++late_per_key_[key];
-    if (proven) {
-      ++proven_late_per_key_[key];
-      ++proven_late_total_;
+    if (!charged.empty()) {
+      ++charged_late_[charged];
+      ++charged_late_total_;
     }
     ++late_total_;
     Registered(peer);
@@ -682,10 +694,10 @@ class ServiceImpl final : public ControlService {
     r.late = false;
     auto k = late_per_key_.find(r.key);
     if (k != late_per_key_.end() && --k->second == 0) late_per_key_.erase(k);
-    if (r.proven) {
-      auto p = proven_late_per_key_.find(r.key);
-      if (p != proven_late_per_key_.end() && --p->second == 0) proven_late_per_key_.erase(p);
-      --proven_late_total_;
+    if (!r.charged.empty()) {
+      auto p = charged_late_.find(r.charged);
+      if (p != charged_late_.end() && --p->second == 0) charged_late_.erase(p);
+      --charged_late_total_;
     }
     --late_total_;
   }
@@ -748,9 +760,9 @@ class ServiceImpl final : public ControlService {
       }
       // AOBJ-SEC-018: calls still sending their message are bounded in number and time.
       ControlListener* listener = service_->listener_.load(std::memory_order_acquire);
-      const bool proven =
-          listener != nullptr && listener->IsAuthenticated(peer_, auth_.access_key_id);
-      if (!service_->StartReading(this, auth_.access_key_id, peer_, proven, MarkedWhole(md),
+      const std::string verified_as =
+          listener != nullptr ? listener->AuthenticatedAs(peer_) : std::string();
+      if (!service_->StartReading(this, auth_.access_key_id, peer_, verified_as, MarkedWhole(md),
                                   MarkedLate(md))) {
         Fail(service_->handler_->Refuse(
                  method, auth_,
@@ -974,8 +986,9 @@ class ServiceImpl final : public ControlService {
   absl::flat_hash_map<std::string, size_t> reading_per_key_ ABSL_GUARDED_BY(reading_mu_);
   // AOBJ-SEC-029: registered calls marked late (AwaitMessage), per key and in all.
   absl::flat_hash_map<std::string, size_t> late_per_key_ ABSL_GUARDED_BY(reading_mu_);
-  absl::flat_hash_map<std::string, size_t> proven_late_per_key_ ABSL_GUARDED_BY(reading_mu_);
-  size_t proven_late_total_ ABSL_GUARDED_BY(reading_mu_) = 0;
+  // Those on verified connections, per principal charged (Reading::charged) and in all.
+  absl::flat_hash_map<std::string, size_t> charged_late_ ABSL_GUARDED_BY(reading_mu_);
+  size_t charged_late_total_ ABSL_GUARDED_BY(reading_mu_) = 0;
   size_t late_total_ ABSL_GUARDED_BY(reading_mu_) = 0;
   // Read slots (ReadBounds::slots): taken in all and per key; the waiting calls of each key in
   // arrival order, and the order in which keys with waiting calls get the next slot.

@@ -281,6 +281,13 @@ bool ControlListener::IsAuthenticated(const std::string& peer, const std::string
   return it != authenticated_.end() && it->second == principal;
 }
 
+std::string ControlListener::AuthenticatedAs(const std::string& peer) {
+  const std::string key = PeerKeyFromGrpc(peer);
+  absl::MutexLock l(&auth_mu_);
+  auto it = authenticated_.find(key);
+  return it != authenticated_.end() ? it->second : std::string();
+}
+
 void ControlListener::CutConnection(const std::string& peer) {
   std::string key = PeerKeyFromGrpc(peer);
   if (key.empty()) return;

@@ -118,6 +118,8 @@ class ControlListener {
   void MarkAuthenticated(const std::string& peer, const std::string& principal);
   // Whether the connection of `peer` carried a verified request of `principal` (above).
   bool IsAuthenticated(const std::string& peer, const std::string& principal);
+  // The principal whose verified request the connection of `peer` carried last; empty when none.
+  std::string AuthenticatedAs(const std::string& peer);
   // Cuts the connection of `peer` (as above) soon, on the accept thread: for a connection that
   // abuses HTTP/2 (streams reset as fast as they are opened, Service). Thread-safe.
   void CutConnection(const std::string& peer);

@@ -175,8 +175,9 @@ double Sample(const std::string& text, const std::string& name) {
 
 // Well-formed authentication metadata of a known access key with a forged signature: only the
 // signature check, on a request thread, can refuse it. `c` fills the nonce.
-std::vector<std::pair<std::string, std::string>> ForgedAuth(char c) {
-  return {{"aobj-access-key-id", testing::kAccessKey},
+std::vector<std::pair<std::string, std::string>> ForgedAuth(
+    char c, const std::string& key = testing::kAccessKey) {
+  return {{"aobj-access-key-id", key},
           {"aobj-timestamp", std::to_string(absl::ToUnixMillis(absl::Now()))},
           {"aobj-nonce", std::string(32, c)},
           {"aobj-session-id", std::string(32, 'b')},
@@ -1717,14 +1718,18 @@ TEST_F(RequestFloodTest, ANewClientsRequestSplitBySecondsOutlivesAFasterFiller) 
 // verified were never chosen to be ended (ranked last, as proven) and, beside a filler, filled the
 // late calls' bound. A key's own late calls are now bounded per key, and (nineteenth probe, B1:
 // sixteen keys' 128 each filled it again) in all: with a bound of 8, of 20 such calls on the
-// tenant's verified connection 12 are ended at once.
+// tenant's verified connection 12 are ended at once. Twentieth probe, S1: calls on the tenant's
+// verified connections that claimed other tenants' key IDs counted against no bound but the one
+// on all late calls, and beside a filler filled it with one credential; they now count against
+// the tenant that verified the connection, whatever key they claim.
 class OwnLateCallsTest : public RequestFloodTest {
  protected:
-  void ExpectBounded(const std::vector<std::string>& args) {
+  void ExpectBounded(const std::vector<std::string>& args,
+                     const std::string& claimed = testing::kAccessKey) {
     ASSERT_NO_FATAL_FAILURE(StartServer(args));
     testing::RawSession session(server_->endpoint(), testing::kAccessKey, testing::kSecret);
     ASSERT_TRUE(session.Open().status.ok());  // the connection now carried a verified request
-    HeldCalls held(server_->endpoint(), 20, ForgedAuth('f'), /*shared=*/true);
+    HeldCalls held(server_->endpoint(), 20, ForgedAuth('f', claimed), /*shared=*/true);
     std::map<int, std::string> ended = held.Finished(std::chrono::milliseconds(2000));
     std::string names;
     for (const auto& [i, name] : ended) names += " " + std::to_string(i) + ":" + name;
@@ -1742,6 +1747,15 @@ TEST_F(OwnLateCallsTest, AKeysOwnAreBoundedPerKey) {
 
 TEST_F(OwnLateCallsTest, AllKeysOwnAreBoundedInAll) {
   ExpectBounded({"--max-reading-requests", "8", "--max-reading-requests-per-principal", "100"});
+}
+
+TEST_F(OwnLateCallsTest, CallsClaimingAnotherKeyCountAgainstTheVerifiedTenant) {
+  ExpectBounded({"--max-reading-requests-per-principal", "8"}, "AKTESTSECOND");
+}
+
+TEST_F(OwnLateCallsTest, CallsClaimingAnotherKeyCountAgainstAllTenantsBound) {
+  ExpectBounded({"--max-reading-requests", "8", "--max-reading-requests-per-principal", "100"},
+                "AKTESTSECOND");
 }
 
 // Sixteenth hostile probe, L1: a call marked late that got a read slot held it while its message

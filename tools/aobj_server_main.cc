@@ -103,8 +103,11 @@ Requests and tenants (spec section 14.6; one tenant cannot starve another):
                             all share 127.0.0.1)
   --max-unauthenticated-connections N  control connections, from all addresses, that have
                             not yet carried a signed request; past it the oldest of them is
-                            cut for a new one (default: 1024, and at most three quarters of
-                            what the descriptor limit leaves room for; 0: only that)
+                            cut for a new one (default: 4096, and at most three quarters of
+                            what the descriptor limit leaves room for; 0: only that); under
+                            a flood of new connections a client's first request must verify
+                            within this bound divided by the flood's rate (about 40 KB of
+                            memory each connection held)
   --max-connections-per-principal N  control connections that carried one principal's
                             signed requests; past it the principal's oldest is cut (default:
                             1024, and at most a quarter of what the descriptor limit leaves
@@ -345,7 +348,7 @@ int main(int argc, char** argv) {
     return fail("--max-connections-per-address takes 0 (no limit) or more");
   }
   options.max_connections_per_address = static_cast<size_t>(v);
-  if (!(st = args.GetInt("max-unauthenticated-connections", 1024, &v)).ok() || v < 0) {
+  if (!(st = args.GetInt("max-unauthenticated-connections", 4096, &v)).ok() || v < 0) {
     return fail("--max-unauthenticated-connections takes 0 (the descriptor limit's share) or more");
   }
   options.max_unauthenticated_connections = static_cast<size_t>(v);

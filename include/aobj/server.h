@@ -73,8 +73,11 @@ struct ServerOptions {
   // Control connections that have not yet carried a request whose signature verified, from all
   // addresses together (AOBJ-SEC-012); past it, one of them is cut for a new connection, or the
   // new one is closed. Also at most three quarters of what the descriptor limit leaves room for.
-  // 0 = only that.
-  size_t max_unauthenticated_connections = 1024;
+  // 0 = only that. The bound divided by a flood's rate of new connections is how long a client's
+  // connection has to carry its first verified request under that flood (twenty-first hostile
+  // probe, L1: at 1024, 750 new connections a second cut every first request slower than a
+  // second; each connection held costs about 40 KB).
+  size_t max_unauthenticated_connections = 4096;
   // Control connections that carried a verified request of one principal; past it, the
   // principal's oldest connection is cut. Also at most a quarter of what the descriptor limit
   // leaves room for. 0 = only that.

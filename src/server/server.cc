@@ -239,8 +239,18 @@ class ServerImpl final : public Server {
     read_bounds.max_per_key = std::max<size_t>(options_.max_reading_requests_per_principal, 1);
     // AOBJ-SEC-029: calls marked late wait apart, in a bound that unverified connections cannot
     // fill (one first call each, and the guard's bound on their other calls), beside the others.
-    read_bounds.max_late = options_.max_unauthenticated_connections +
-                           static_cast<size_t>(H2AdmissionPolicy().total) + read_bounds.max_total;
+    // (With no configured bound on unverified connections, the listener's share of the
+    // descriptors bounds them: at most three quarters of what the reserve leaves.)
+    size_t unverified = options_.max_unauthenticated_connections;
+    if (rlimit rl{}; unverified == 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+      unverified = rl.rlim_cur == RLIM_INFINITY
+                       ? size_t{1} << 20
+                       : static_cast<size_t>(std::max<long>(
+                             static_cast<long>(rl.rlim_cur) - kReservedDescriptors, 0)) *
+                             3 / 4;
+    }
+    read_bounds.max_late =
+        unverified + static_cast<size_t>(H2AdmissionPolicy().total) + read_bounds.max_total;
     read_bounds.deadline =
         absl::Milliseconds(std::clamp<int64_t>(options_.request_read_ms, 1, 30000));
     // Half the quota for messages being read, at 8 MiB each (AOBJ-CTL-005's largest), so that

@@ -106,7 +106,7 @@ Requests and tenants (spec section 14.6; one tenant cannot starve another):
                             cut for a new one (default: 4096, and at most three quarters of
                             what the descriptor limit leaves room for; 0: only that); under
                             a flood of new connections a client's first request must verify
-                            within this bound divided by the flood's rate (about 40 KB of
+                            within this bound divided by the flood's rate (about 50 KB of
                             memory each connection held)
   --max-connections-per-principal N  control connections that carried one principal's
                             signed requests; past it the principal's oldest is cut (default:

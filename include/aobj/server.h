@@ -76,7 +76,7 @@ struct ServerOptions {
   // 0 = only that. The bound divided by a flood's rate of new connections is how long a client's
   // connection has to carry its first verified request under that flood (twenty-first hostile
   // probe, L1: at 1024, 750 new connections a second cut every first request slower than a
-  // second; each connection held costs about 40 KB).
+  // second; each connection held costs about 50 KB).
   size_t max_unauthenticated_connections = 4096;
   // Control connections that carried a verified request of one principal; past it, the
   // principal's oldest connection is cut. Also at most a quarter of what the descriptor limit

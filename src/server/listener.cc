@@ -274,13 +274,6 @@ void ControlListener::MarkAuthenticated(const std::string& peer, const std::stri
   }
 }
 
-bool ControlListener::IsAuthenticated(const std::string& peer, const std::string& principal) {
-  const std::string key = PeerKeyFromGrpc(peer);
-  absl::MutexLock l(&auth_mu_);
-  auto it = authenticated_.find(key);
-  return it != authenticated_.end() && it->second == principal;
-}
-
 std::string ControlListener::AuthenticatedAs(const std::string& peer) {
   const std::string key = PeerKeyFromGrpc(peer);
   absl::MutexLock l(&auth_mu_);

@@ -116,8 +116,6 @@ class ControlListener {
   // carried a request of `principal` whose signature verified: it is cut to make room only
   // after every unauthenticated one, and only if that principal holds the most. Thread-safe.
   void MarkAuthenticated(const std::string& peer, const std::string& principal);
-  // Whether the connection of `peer` carried a verified request of `principal` (above).
-  bool IsAuthenticated(const std::string& peer, const std::string& principal);
   // The principal whose verified request the connection of `peer` carried last; empty when none.
   std::string AuthenticatedAs(const std::string& peer);
   // Cuts the connection of `peer` (as above) soon, on the accept thread: for a connection that

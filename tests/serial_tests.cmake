@@ -6,3 +6,14 @@
 set_tests_properties([=[TlsTest.AHandshakeFloodLeavesEstablishedConnectionsServed]=]
                      [=[TlsTest.AHandshakeBacklogOfOtherAddressesDoesNotHoldUpAnothersHandshake]=]
                      PROPERTIES RUN_SERIAL TRUE)
+# Tests that count the clients served beside a churn of connections (testing::ServedBesideAChurn):
+# a client that has not signed a request within a second of connecting may be cut for room, and
+# two churns at once on the 2 cores (CI ran two of these side by side) starved the server and its
+# clients past that second: 6 of 8 served (here, two at once on one core: 5-7 of 8; each alone on
+# that core: 8 of 8, ten runs of each).
+set_tests_properties([=[ConnectionFloodTest.AChurnFromOtherAddressesDoesNotKeepAClientOut]=]
+                     [=[ConnectionFloodTest.IdleConnectionsFromManyAddressesLeaveTheReserveToClients]=]
+                     [=[RequestFloodTest.AChurnOfYoungConnectionsDoesNotKeepNewClientsOut]=]
+                     [=[RequestFloodTest.AChurnAtTheBoundOnUnauthenticatedConnectionsDoesNotKeepNewClientsOut]=]
+                     [=[RequestFloodTest.ANewcomerOfAnAddressBusyWithSignedClientsIsNotCutForAChurn]=]
+                     PROPERTIES RUN_SERIAL TRUE)

@@ -119,6 +119,18 @@ class ConnectionFloodTest : public ::testing::Test {
     return st.ok();
   }
 
+  // Served(), and when not, why, appended to *failures: a churn test's message says what each
+  // client that was not served met.
+  bool ServedOrNoted(std::string* failures) {
+    const auto start = std::chrono::steady_clock::now();
+    if (Served()) return true;
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    *failures += "not served after " + std::to_string(ms) + " ms: " + last_failure_ + "\n";
+    return false;
+  }
+
   std::string dir_;
   std::string last_failure_;  // of Served()
   pid_t pid_ = -1;
@@ -262,16 +274,17 @@ TEST(ConnectionLimitTest, OneAddressHoldsAtMostItsLimit) {
 TEST_F(ConnectionFloodTest, AChurnFromOtherAddressesDoesNotKeepAClientOut) {
   ASSERT_TRUE(Served());
   constexpr int kTries = 8;
+  std::string failures;  // each client's that was not served
   const testing::ChurnResult r = testing::ServedBesideAChurn(
       2, 100,
       [&](size_t i, int t) {
         return testing::ConnectLoopback(port_, 2 + static_cast<int>((i + t) % 4));
       },
-      [&] { return Served(); }, kTries);
+      [&] { return ServedOrNoted(&failures); }, kTries);
   std::printf("%d of %d clients served beside %d connections churned from 4 other addresses\n",
               r.served, kTries, r.opened);
   EXPECT_GT(r.opened, 300) << "the churn did not happen: nothing was tested";
-  EXPECT_GE(r.served, kTries - 1) << testing::ReadFile(dir_ + "/server.log");
+  EXPECT_GE(r.served, kTries - 1) << failures << testing::ReadFile(dir_ + "/server.log");
   EXPECT_TRUE(Served());
 }
 
@@ -306,6 +319,7 @@ TEST_F(ConnectionFloodTest, IdleConnectionsFromManyAddressesLeaveTheReserveToCli
     }
   });
   constexpr int kTries = 8;
+  std::string failures;  // each client's that was not served
   const testing::ChurnResult r = testing::ServedBesideAChurn(
       2, 300,
       [&](size_t i, int t) {
@@ -314,7 +328,7 @@ TEST_F(ConnectionFloodTest, IdleConnectionsFromManyAddressesLeaveTheReserveToCli
         std::this_thread::sleep_for(std::chrono::milliseconds(5));  // each held 1.5 s
         return fd;
       },
-      [&] { return Served(); }, kTries, std::chrono::milliseconds(2500));
+      [&] { return ServedOrNoted(&failures); }, kTries, std::chrono::milliseconds(2500));
   watching = false;
   watcher.join();
   std::printf(
@@ -322,7 +336,7 @@ TEST_F(ConnectionFloodTest, IdleConnectionsFromManyAddressesLeaveTheReserveToCli
       "server held at most %d descriptors\n",
       r.served, kTries, r.opened, most_fds.load());
   EXPECT_GT(r.opened, 600) << "the flood did not happen: nothing was tested";
-  EXPECT_GE(r.served, kTries - 1) << testing::ReadFile(dir_ + "/server.log");
+  EXPECT_GE(r.served, kTries - 1) << failures << testing::ReadFile(dir_ + "/server.log");
   EXPECT_LT(most_fds.load(), 256 - 64 / 4) << "connections took the reserve's last quarter";
   EXPECT_TRUE(Served()) << last_failure_ << "\n" << testing::ReadFile(dir_ + "/server.log");
 }

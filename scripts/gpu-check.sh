@@ -52,7 +52,7 @@ for v in "chunk-256M --device-chunk 256M --device-depth 2"; do
     --json "$OUT/$1.json" >>"$OUT/bench.log" 2>&1 || rc=1
 done
 # The server's cores: 8 client processes against one, 64 MiB GETs, with one data worker and with
-# four (--data-workers; the default is one per 4 cores).
+# four (--data-workers; the default is one per 4 cores, at least 2).
 if [ "${AOBJ_GPU_PROCS:-1}" != 0 ]; then
   for w in 1 4; do
     timeout 120 "$BIN/aobj-bench" --sizes 64M --ops get --processes 1,8 --compare ucx \

@@ -169,7 +169,8 @@ Data channel (UCX):
   --data-workers N          UCX workers moving data, each with its own progress thread (and,
                             with --data-isolation process, its own processes: a principal's
                             sessions spread over up to N, within 64 processes in all); default
-                            0: one per 4 cores, 1 to 16
+                            0: one per 4 cores, at least 2 (1 on one core),
+                            at most 16
   --fast-path on|off        offer FAST_PATH (spec 8.9): clients that agree send requests on one
                             object or bucket as UCX active messages on their data channel
                             instead of gRPC calls (default: on)
@@ -435,7 +436,7 @@ int main(int argc, char** argv) {
   }
   options.data_worker_path = args.Get("data-worker", "");
   if (!(st = args.GetInt("data-workers", 0, &v)).ok() || v < 0 || v > 64) {
-    return fail("--data-workers takes 0 (one per 4 cores) to 64");
+    return fail("--data-workers takes 0 (one per 4 cores, at least 2) to 64");
   }
   options.data_workers = static_cast<int>(v);
   if (const std::string fast = args.Get("fast-path", "on"); fast == "on" || fast == "off") {

@@ -137,8 +137,8 @@ struct ServerOptions {
   // UCX workers that move data, each with its own progress thread (and, under
   // kProcessPerPrincipal, its own processes: a principal then has up to this many, within the
   // 64 data-channel processes the server runs in all); a session's endpoint goes to the one with
-  // the fewest live endpoints that has room. 0: one per 4 cores, at least 1 and at most 16
-  // (docs/architecture.md, "Cores").
+  // the fewest live endpoints that has room. 0: one per 4 cores, at least 2 (1 on a
+  // one-core machine) and at most 16 (docs/architecture.md, "Cores").
   int data_workers = 0;
   // The fast request path (spec section 8.9, capability FAST_PATH): clients that negotiate it
   // send small object requests as UCX active messages on their data endpoint instead of gRPC

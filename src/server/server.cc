@@ -49,11 +49,13 @@
 namespace aobj {
 namespace {
 
-// ServerOptions::data_workers: as configured, or one per 4 cores, 1 to 16.
+// ServerOptions::data_workers: as configured, or one per 4 cores, at least 2 (1 on one core) and
+// at most 16. Two on 2 cores: one worker left the second core idle while 8 client processes
+// shared the first (docs/benchmarks.md section 12.17).
 int DataWorkers(int configured) {
   if (configured > 0) return std::min(configured, 64);
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  return std::clamp(cores / 4, 1, 16);
+  return cores <= 1 ? 1 : std::clamp(cores / 4, 2, 16);
 }
 
 class ServerImpl final : public Server {

@@ -84,6 +84,13 @@ class ConfinedChannel final : public DataChannel {
     return v == 0 ? Protection::kHardware : Protection::kEmulated;
   }
 
+  Placement PlacementFor(absl::string_view principal) override {
+    absl::MutexLock l(&mu_);
+    auto it = processes_.find(std::string(principal));
+    return {it != processes_.end() && it->second->alive(),
+            processes_.size() * 2 >= options_.max_processes};
+  }
+
   absl::StatusOr<std::string> SendChallenges(uint64_t endpoint,
                                              absl::string_view session_id) override {
     FrameWriter f;

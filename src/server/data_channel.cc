@@ -75,7 +75,19 @@ class ShardedDataChannel final : public DataChannel {
     // The emptiest shard first; one that is full (SLOW_DOWN: a confined shard at its process
     // cap) passes the endpoint to the next emptiest. Any other refusal is the peer's.
     absl::Status refused;
-    for (size_t shard : ByLiveEndpoints()) {
+    std::vector<size_t> order = ByLiveEndpoints();
+    if (!principal.empty()) {
+      // A crowded shard that would start a second process of the principal goes last.
+      std::vector<Placement> at(shards_.size());
+      for (size_t i = 0; i < shards_.size(); ++i) at[i] = shards_[i]->PlacementFor(principal);
+      const bool held =
+          std::any_of(at.begin(), at.end(), [](const Placement& p) { return p.holds; });
+      if (held) {
+        std::stable_partition(order.begin(), order.end(),
+                              [&](size_t i) { return at[i].holds || !at[i].crowded; });
+      }
+    }
+    for (size_t shard : order) {
       absl::StatusOr<uint64_t> inner = principal.empty()
                                            ? shards_[shard]->Connect(peer_address)
                                            : shards_[shard]->ConnectFor(peer_address, principal);

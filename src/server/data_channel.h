@@ -35,6 +35,18 @@ class DataChannel {
   // Endpoint binding (spec 5.6): sends the endpoint's challenges to the peer by active message
   // and returns them concatenated (AOBJ-SES-025); Bind() allows RMA once the proof over them was
   // verified (AOBJ-SES-026). Until then Execute fails ENDPOINT_UNCONFIRMED (AOBJ-SES-027).
+  // For spreading one principal's sessions over channels (NewShardedDataChannel): whether this
+  // channel already runs a process of `principal`, and whether it runs half the processes it
+  // may or more (a new process of a principal that has one elsewhere would then take the room
+  // of principals that have none). In-process channels run no processes: both false.
+  struct Placement {
+    bool holds = false;
+    bool crowded = false;
+  };
+  virtual Placement PlacementFor(absl::string_view principal) {
+    (void)principal;
+    return {};
+  }
   virtual absl::StatusOr<std::string> SendChallenges(uint64_t endpoint,
                                                      absl::string_view session_id) = 0;
   virtual absl::Status Bind(uint64_t endpoint) = 0;
@@ -99,7 +111,10 @@ std::unique_ptr<DataChannel> NewUcxDataChannel(UcxWorker* worker,
 // confined, processes per principal) as it has cores for (ServerOptions::data_workers). Each
 // endpoint lives in the shard that held the fewest live endpoints when it connected, and every
 // later call for it goes there (a shard that answers SLOW_DOWN, full, passes it to the next
-// emptiest); endpoint IDs carry the shard's index in their top 8 bits. The
+// emptiest); but a principal's session goes to a shard that runs half its processes or more
+// only when that shard already runs the principal's, or no other shard can take it
+// (PlacementFor), so that one principal's processes on several shards do not leave the room of
+// principals with none; endpoint IDs carry the shard's index in their top 8 bits. The
 // fast path starts on every shard, and a session's fast-path address is its shard's. Counters
 // are summed, except the peer-RMA refusals of in-process shards, which all read one process-wide
 // count (`refusals_process_wide`). 1 to 64 shards; one is returned as it is.

@@ -3,6 +3,7 @@
 // shard's own ID, unknown IDs reach nothing, and the counters add up.
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,10 +63,15 @@ class RecordingChannel final : public DataChannel {
     calls.push_back("reply " + std::to_string(ep) + " " + frame);
   }
   uint64_t fast_messages_dropped() override { return 5; }
+  Placement PlacementFor(absl::string_view principal) override {
+    return {holds.count(std::string(principal)) > 0, crowded};
+  }
 
   std::vector<std::string> calls;
   std::vector<std::string> principals;
   bool full = false;  // Connect answers SLOW_DOWN, as a confined shard at its process cap
+  bool crowded = false;         // PlacementFor: half its processes or more
+  std::set<std::string> holds;  // PlacementFor: principals it runs a process of
   int connects = 0;
 
  private:
@@ -198,6 +204,45 @@ TEST(ShardedChannelTest, FastPathOnEveryShardAndCountersAddUp) {
   EXPECT_EQ(once.puts, global.puts);
   EXPECT_EQ(once.gets, global.gets);
   EXPECT_EQ(once.atomics, global.atomics);
+}
+
+// One principal's sessions spread over the shards while they have room, but a shard that runs
+// half its processes or more takes a session of a principal that runs a process elsewhere only
+// when it runs one of that principal's too, or when no other shard takes it: with two workers,
+// 32 principals spreading over both took the server's 64 processes and a 33rd was refused.
+TEST(ShardedChannelTest, ACrowdedShardStartsNoSecondProcessOfAPrincipal) {
+  Sharded s = Make(2);
+  // Shard 1 is busier, but runs AKONE's process; shard 0, the emptiest, is crowded.
+  ASSERT_TRUE(s.channel->ConnectFor("a", "AKOTHER").ok());
+  ASSERT_TRUE(s.channel->ConnectFor("b", "AKOTHER").ok());
+  auto busy = s.channel->ConnectFor("c", "AKOTHER");
+  ASSERT_TRUE(busy.ok());
+  const size_t holder = *busy >> 56;
+  const size_t crowded = 1 - holder;
+  s.shards[holder]->holds.insert("AKONE");
+  s.shards[crowded]->crowded = true;
+  ASSERT_LT(s.shards[crowded]->endpoint_count(), s.shards[holder]->endpoint_count());
+  auto id = s.channel->ConnectFor("d", "AKONE");
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(*id >> 56, holder) << "a second process of AKONE on a crowded shard";
+  // A principal that runs no process anywhere takes the emptiest, crowded or not.
+  auto fresh = s.channel->ConnectFor("e", "AKNEW");
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(*fresh >> 56, crowded);
+  // Not crowded, the emptiest shard takes AKONE's session (its sessions spread).
+  s.shards[crowded]->crowded = false;
+  while (s.shards[crowded]->endpoint_count() >= s.shards[holder]->endpoint_count()) {
+    ASSERT_TRUE(s.channel->ConnectFor("f", "AKOTHER").ok());
+  }
+  auto spread = s.channel->ConnectFor("g", "AKONE");
+  ASSERT_TRUE(spread.ok());
+  EXPECT_EQ(*spread >> 56, crowded);
+  // Crowded again, and the holder full: the crowded shard still takes it rather than none.
+  s.shards[crowded]->crowded = true;
+  s.shards[holder]->full = true;
+  auto last = s.channel->ConnectFor("h", "AKONE");
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(*last >> 56, crowded);
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "integration/churn.h"
 #include "integration/raw_http.h"
 #include "integration/server_process.h"
+#include "integration/still_serves.h"
 
 namespace aobj {
 namespace {
@@ -301,10 +302,7 @@ TEST(ConnectionLimitTest, TheDefaultBoundHoldsFourThousandUnverifiedConnections)
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // all past their grace
   // Newcomers of another address, each served.
-  ClientOptions o;
-  o.endpoint = server.endpoint();
-  o.access_key_id = testing::kAccessKey;
-  o.secret = testing::kSecret;
+  ClientOptions o = testing::TestClientOptions(server);
   o.timeout_ms = 10000;
   for (int i = 0; i < 3; ++i) {
     auto c = Client::Connect(o);

@@ -13,6 +13,24 @@
 
 namespace aobj::testing {
 
+// A socket listening on 127.0.0.1 at a port of the kernel's choosing (a relay between a test's
+// client and its server), or -1; `*endpoint` is then "127.0.0.1:PORT".
+inline int ListenLoopback(std::string* endpoint) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(fd, 16) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    close(fd);
+    return -1;
+  }
+  *endpoint = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  return fd;
+}
+
 // Every client socket of these tests gives up after this long, so a server that stops answering
 // fails the test instead of hanging it. Well below kMetricsHttpIdleTimeout.
 inline constexpr auto kClientDeadline = std::chrono::seconds(5);

@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "integration/raw_http.h"
 #include "integration/server_process.h"
+#include "integration/still_serves.h"
 
 namespace aobj {
 namespace {
@@ -33,17 +34,8 @@ namespace {
 class ResettingRelay {
  public:
   ResettingRelay(int port, int resets) : port_(port), resets_(resets) {
-    listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    if (bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-        listen(listener_, 16) != 0 ||
-        getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      return;
-    }
-    endpoint_ = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+    listener_ = testing::ListenLoopback(&endpoint_);
+    if (listener_ < 0) return;
     acceptor_ = std::thread([this] { Accept(); });
   }
   ~ResettingRelay() {
@@ -115,10 +107,8 @@ TEST(ReconnectTest, AConnectionResetBeforeTheFirstReplyIsRepeatedOnANewConnectio
   for (int i = 0; i < 3; ++i) {
     ResettingRelay relay(port, resets);
     ASSERT_FALSE(relay.endpoint().empty());
-    ClientOptions o;
+    ClientOptions o = testing::TestClientOptions(server);
     o.endpoint = relay.endpoint();
-    o.access_key_id = testing::kAccessKey;
-    o.secret = testing::kSecret;
     o.timeout_ms = 10000;
     const auto start = std::chrono::steady_clock::now();
     auto c = Client::Connect(o);
@@ -139,10 +129,8 @@ TEST(ReconnectTest, EveryConnectionResetFailsAfterTheRepeats) {
   ASSERT_TRUE(server.Start()) << server.log();
   const int port = std::stoi(server.endpoint().substr(server.endpoint().rfind(':') + 1));
   ResettingRelay relay(port, 1 << 30);
-  ClientOptions o;
+  ClientOptions o = testing::TestClientOptions(server);
   o.endpoint = relay.endpoint();
-  o.access_key_id = testing::kAccessKey;
-  o.secret = testing::kSecret;
   o.timeout_ms = 60000;
   const auto start = std::chrono::steady_clock::now();
   auto c = Client::Connect(o);

@@ -1522,17 +1522,8 @@ class SplittingRelay {
   explicit SplittingRelay(int port, std::chrono::milliseconds gap = std::chrono::milliseconds(20),
                           Split split = Split::kWrites)
       : port_(port), gap_(gap), split_(split) {
-    listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    if (bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-        listen(listener_, 16) != 0 ||
-        getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      return;
-    }
-    endpoint_ = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+    listener_ = testing::ListenLoopback(&endpoint_);
+    if (listener_ < 0) return;
     acceptor_ = std::thread([this] {
       while (!stop_.load()) {
         pollfd p{listener_, POLLIN, 0};

@@ -32,9 +32,6 @@ class DataChannel {
     return Connect(peer_address);
   }
   virtual absl::StatusOr<Protection> GetProtection(uint64_t endpoint) = 0;
-  // Endpoint binding (spec 5.6): sends the endpoint's challenges to the peer by active message
-  // and returns them concatenated (AOBJ-SES-025); Bind() allows RMA once the proof over them was
-  // verified (AOBJ-SES-026). Until then Execute fails ENDPOINT_UNCONFIRMED (AOBJ-SES-027).
   // For spreading one principal's sessions over channels (NewShardedDataChannel): whether this
   // channel already runs a process of `principal`, and whether it runs half the processes it
   // may or more (a new process of a principal that has one elsewhere would then take the room
@@ -47,6 +44,9 @@ class DataChannel {
     (void)principal;
     return {};
   }
+  // Endpoint binding (spec 5.6): sends the endpoint's challenges to the peer by active message
+  // and returns them concatenated (AOBJ-SES-025); Bind() allows RMA once the proof over them was
+  // verified (AOBJ-SES-026). Until then Execute fails ENDPOINT_UNCONFIRMED (AOBJ-SES-027).
   virtual absl::StatusOr<std::string> SendChallenges(uint64_t endpoint,
                                                      absl::string_view session_id) = 0;
   virtual absl::Status Bind(uint64_t endpoint) = 0;

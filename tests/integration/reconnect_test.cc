@@ -7,14 +7,12 @@
 // connection flood was not served (CI, 2026-12-07: "failed to connect to all addresses ...
 // Connection reset by peer" after about a second). The client now starts its reconnect backoff
 // at 100 ms (src/control/tls.cc, MakeChannel).
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>

@@ -56,6 +56,7 @@ class PlainStore final : public aobj::ObjectStore {
  public:
   explicit PlainStore(aobj::ObjectStore* base) : base_(base) {}
   using aobj::ObjectStore::BeginPut;
+  bool AnswersFromMemory() const override { return base_->AnswersFromMemory(); }
   absl::Status CreateBucket(std::string_view b) override { return base_->CreateBucket(b); }
   absl::Status DeleteBucket(std::string_view b) override { return base_->DeleteBucket(b); }
   absl::Status HeadBucket(std::string_view b) override { return base_->HeadBucket(b); }

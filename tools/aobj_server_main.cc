@@ -171,9 +171,12 @@ Data channel (UCX):
                             sessions spread over up to N, within 64 processes in all); default
                             0: one per 4 cores, at least 2 (1 on one core),
                             at most 16
-  --fast-path on|off        offer FAST_PATH (spec 8.9): clients that agree send requests on one
+  --fast-path on|queued|off offer FAST_PATH (spec 8.9): clients that agree send requests on one
                             object or bucket as UCX active messages on their data channel
-                            instead of gRPC calls (default: on)
+                            instead of gRPC calls (default: on). on: a small GET, PUT or HEAD
+                            that waits on nothing (memory store) runs on the thread that
+                            received it when a request thread is idle; queued: every fast
+                            request goes to a request thread; off: gRPC only
 
 Observability (docs/observability.md):
   --metrics-listen HOST:PORT  serve GET /metrics (Prometheus) and GET /sessions (JSON) over
@@ -439,10 +442,13 @@ int main(int argc, char** argv) {
     return fail("--data-workers takes 0 (one per 4 cores, at least 2) to 64");
   }
   options.data_workers = static_cast<int>(v);
-  if (const std::string fast = args.Get("fast-path", "on"); fast == "on" || fast == "off") {
-    options.fast_path = fast == "on";
+  if (const std::string fast = args.Get("fast-path", "on");
+      fast == "on" || fast == "queued" || fast == "off") {
+    options.fast_path = fast != "off";
+    options.fast_path_run_here = fast == "on";
   } else {
-    return fail("--fast-path must be on or off, not '" + aobj::tools::Printable(fast) + "'");
+    return fail("--fast-path must be on, queued or off, not '" + aobj::tools::Printable(fast) +
+                "'");
   }
   options.metrics_listen = args.Get("metrics-listen");
   options.metrics_allow_remote = args.Has("metrics-allow-remote");

@@ -144,6 +144,11 @@ struct ServerOptions {
   // send small object requests as UCX active messages on their data endpoint instead of gRPC
   // calls, with the same signatures, checks and errors.
   bool fast_path = true;
+  // With it, a fast request that waits on nothing (a small GET, PUT or HEAD on a store that
+  // answers from memory) runs on the thread that received it when a request thread would start
+  // it at once, under the same bounds (RequestScheduler::TryRunHere); false: every fast request
+  // goes through the request queue.
+  bool fast_path_run_here = true;
   // The aobj-data-worker executable; empty: $AOBJ_DATA_WORKER, beside the running executable,
   // the build tree's, the installed one.
   std::string data_worker_path;
@@ -200,6 +205,8 @@ struct ServerStats {
   // session of the key it claims (AOBJ-DAT-168).
   uint64_t fast_requests = 0;
   uint64_t fast_dropped = 0;
+  // Of the fast requests, those run on the thread that received them (fast_path_run_here).
+  uint64_t fast_served_here = 0;
 };
 
 class Server {

@@ -113,6 +113,12 @@ class ObjectStore {
   // syncs before it returns; the default promises nothing.
   virtual bool DurableCommits() const { return false; }
 
+  // Whether every call returns without waiting on I/O, another host, or a lock held across
+  // either (a store in this process's memory). The server may then serve a small request on the
+  // thread that delivered it rather than hand it to a request thread (spec 8.9); a store that
+  // says true must keep each call of a small object to microseconds. The default says false.
+  virtual bool AnswersFromMemory() const { return false; }
+
   virtual absl::Status CreateBucket(std::string_view bucket) = 0;
   // Fails with kBucketNotEmpty unless the bucket holds no object.
   virtual absl::Status DeleteBucket(std::string_view bucket) = 0;

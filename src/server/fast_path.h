@@ -11,10 +11,10 @@
 // be trusted to route a reply), one that names no session this server holds, or one whose
 // claimed access key is not the session's (a reply would go to another principal's endpoint).
 //
-// Threading: OnFrame is called on transport threads (it never blocks: it queues); requests run
-// on the scheduler's threads. Attach once, before sessions open; Stop before the dependencies
-// go (after the scheduler stopped). Ownership: the dependencies are borrowed; each must outlive
-// Stop().
+// Threading: OnFrame is called on transport threads (it never blocks: it queues, or runs a
+// request that waits on nothing there); requests run on the scheduler's threads. Attach once,
+// before sessions open; Stop before the dependencies go (after the scheduler stopped). Ownership:
+// the dependencies are borrowed; each must outlive Stop().
 #ifndef AOBJ_SERVER_FAST_PATH_H_
 #define AOBJ_SERVER_FAST_PATH_H_
 
@@ -38,6 +38,7 @@ struct FastPathStats {
   uint64_t answered = 0;    // replies queued on an endpoint
   uint64_t malformed = 0;   // dropped: not a frame
   uint64_t unroutable = 0;  // dropped: no such session, or not the claimed key's
+  uint64_t served_here = 0;  // run on the thread that delivered them (of those answered)
 };
 
 class FastPathServer {
@@ -51,10 +52,18 @@ class FastPathServer {
   using SubmitFn = std::function<absl::Status(absl::string_view principal, uint64_t bytes,
                                               std::function<void()> task)>;
   using ClockFn = std::function<absl::Time()>;
+  // Runs `task` on the calling thread under `principal` when the scheduler would start it at
+  // once (RequestScheduler::TryRunHere); false, unrun, otherwise.
+  using RunHereFn =
+      std::function<bool(absl::string_view principal, const std::function<void()>& task)>;
   // Frames that arrive before are dropped (no session exists yet to name). `clock` (null:
   // absl::Now) is the time requests are verified and handled at; fuzzers run it on their own.
+  // `run_here` (null: every request is submitted) takes the requests that the handler answers
+  // without waiting (RequestHandler::AnswersWithoutWaiting) on the thread that delivered them,
+  // which saves two thread hand-offs; they run under CallControl::must_not_wait.
   void Attach(RequestHandler* handler, const Authenticator* auth, SubmitFn submit,
-              SessionTable* sessions, DataChannel* channel, ClockFn clock = nullptr);
+              SessionTable* sessions, DataChannel* channel, ClockFn clock = nullptr,
+              RunHereFn run_here = nullptr);
   // From now on frames are dropped; returns once no OnFrame runs.
   void Stop();
 
@@ -63,7 +72,8 @@ class FastPathServer {
   void OnFrame(absl::string_view frame, absl::string_view principal);
 
   FastPathStats stats() const {
-    return {received_.load(), answered_.load(), malformed_.load(), unroutable_.load()};
+    return {received_.load(), answered_.load(), malformed_.load(), unroutable_.load(),
+            served_here_.load()};
   }
 
  private:
@@ -79,10 +89,11 @@ class FastPathServer {
   RequestHandler* handler_ = nullptr;
   const Authenticator* auth_ = nullptr;
   SubmitFn submit_;
+  RunHereFn run_here_;
   ClockFn clock_;
   SessionTable* sessions_ = nullptr;
   DataChannel* channel_ = nullptr;
-  std::atomic<uint64_t> received_{0}, answered_{0}, malformed_{0}, unroutable_{0};
+  std::atomic<uint64_t> received_{0}, answered_{0}, malformed_{0}, unroutable_{0}, served_here_{0};
 };
 
 }  // namespace aobj

@@ -119,6 +119,34 @@ absl::Status RequestHandler::GreaseError(absl::Status error) const {
                                 std::string(info.name), ": ", error.message()));
 }
 
+bool RequestHandler::AnswersWithoutWaiting(Method method, const SessionState& s,
+                                           absl::string_view body) {
+  if (!store_->AnswersFromMemory()) return false;
+  switch (method) {
+    case Method::kHeadObject:
+      return true;
+    case Method::kPutObject: {
+      aobj::v1::PutObjectRequest req;
+      return req.ParseFromArray(body.data(), static_cast<int>(body.size())) &&
+             req.source().empty() && req.size() <= kAnsweredHereBytes;
+    }
+    case Method::kGetObject: {
+      aobj::v1::GetObjectRequest req;
+      if (!req.ParseFromArray(body.data(), static_cast<int>(body.size())) || !req.accept_inline() ||
+          !s.HasCapability(kCapInline)) {
+        return false;
+      }
+      // Only where its size goes: the answer (whatever it is) comes from Handle, after the
+      // signature (AOBJ-AUTH-009).
+      auto info = store_->Head(req.bucket(), req.key());
+      return !info.ok() ||
+             info->size <= std::min<uint64_t>(s.limits.inline_threshold, kAnsweredHereBytes);
+    }
+    default:
+      return false;
+  }
+}
+
 absl::Status RequestHandler::Refuse(Method method, const RequestAuth& auth, absl::Status error) {
   counters_.requests.fetch_add(1, std::memory_order_relaxed);
   counters_.methods.Record(method, ErrorCodeOf(error), absl::ZeroDuration());
@@ -688,6 +716,14 @@ absl::Status RequestHandler::ExecuteRma(const SessionState& s, const RmaBatch& b
   // AOBJ-MEM-009, AOBJ-MEM-021: every operation of the request is inside its window before the
   // first step is issued (the worker checks each step again).
   AOBJ_RETURN_IF_ERROR(CheckBatchBounds(batch));
+  if (call.must_not_wait()) {
+    // Chosen to run where it was delivered because it looked RMA-free (an object that grew
+    // since, say): nothing moved yet, and a repeat runs on a request thread.
+    return WithRetryAfter(MakeError(ErrorCode::kSlowDown,
+                                    "the request needs RMA after all, on a thread that must not "
+                                    "wait for it; repeat it"),
+                          absl::Milliseconds(1));
+  }
   auto run = [&]() -> absl::Status {
     // AOBJ-DAT-016: nothing more is issued once the call is cancelled or past its deadline.
     // AOBJ-DAT-155: every earlier step has completed (Execute returns only then), so the error

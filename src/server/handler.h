@@ -123,6 +123,10 @@ struct CallControl {
   // RenewSession only: the nonce (hex) that an `aobj-cancel` metadata entry names
   // (AOBJ-DAT-156); empty when absent.
   std::string cancel_nonce;
+  // Set when the request runs on the thread that delivers the data channel's messages (spec 8.9,
+  // FastPathServer): it must not wait on RMA, which that thread may be the one to progress. A
+  // request that would is refused SLOW_DOWN before its first RMA operation.
+  bool must_not_wait = false;
   // Set once the request's signature verified (whatever the request's result then): its
   // connection carries a known principal's requests (ControlListener::MarkAuthenticated).
   mutable bool signature_verified = false;
@@ -175,6 +179,8 @@ class ActiveCall {
       : control_(control), flag_(std::move(flag)) {}
   // OK, or the CANCELLED / DEADLINE_EXCEEDED error the request ends with.
   absl::Status Check() const;
+  // CallControl::must_not_wait.
+  bool must_not_wait() const { return control_ != nullptr && control_->must_not_wait; }
 
  private:
   const CallControl* control_;
@@ -204,6 +210,15 @@ class RequestHandler {
   absl::StatusOr<std::string> Handle(Method method, const RequestAuth& auth, absl::string_view body,
                                      absl::Time now, aobj::v1::VersionRange* supported,
                                      const CallControl* call = nullptr);
+
+  // Whether `method` with `body` (not yet verified) can be answered without waiting on RMA or a
+  // store's I/O, so that it may run on the thread that delivered it (spec 8.9): on a store that
+  // answers from memory, a HeadObject, a PutObject whose body is inline, or a GetObject that
+  // the session takes inline, of at most kAnsweredHereBytes. Reads at most the object's size
+  // from the store; has no other effect. If it guessed wrong (the object grew), Handle refuses
+  // under CallControl::must_not_wait before any RMA.
+  bool AnswersWithoutWaiting(Method method, const SessionState& s, absl::string_view body);
+  static constexpr uint64_t kAnsweredHereBytes = 64 << 10;
 
   // Records a request the server answered `error` without handling it (its queue was full,
   // AOBJ-SEC-013): counted and logged as a failed request. Returns `error`.

@@ -204,6 +204,10 @@ std::string RenderPrometheus(const MetricsView& view) {
          "Fast-path messages dropped unanswered: not a frame, naming no session of the key it "
          "claims, or for an endpoint gone or not confirmed (AOBJ-DAT-168, AOBJ-DAT-168).");
   absl::StrAppend(&out, "aobj_fast_dropped_total ", s.fast_dropped, "\n");
+  Family(&out, "aobj_fast_served_here_total", "counter",
+         "Fast-path requests run on the thread that received them (a small GET, PUT or HEAD "
+         "that waits on nothing, while a request thread was idle) instead of a request thread.");
+  absl::StrAppend(&out, "aobj_fast_served_here_total ", s.fast_served_here, "\n");
   Family(&out, "aobj_transfers_in_flight", "gauge", "Admitted data requests in progress.");
   absl::StrAppend(&out, "aobj_transfers_in_flight ", view.transfers_in_flight, "\n");
   const SchedulerStats& q = view.scheduler;

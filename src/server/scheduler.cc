@@ -92,11 +92,35 @@ void RequestScheduler::Run() {
     item.task();
     item.task = nullptr;  // whatever it captured goes before the counts say it is done
     absl::MutexLock l(&mu_);
-    auto it = lanes_.find(principal);
-    --it->second.running;
-    --running_;
-    if (it->second.running == 0 && it->second.waiting.empty()) lanes_.erase(it);
+    Finished(principal);
   }
+}
+
+void RequestScheduler::Finished(const std::string& principal) {
+  auto it = lanes_.find(principal);
+  --it->second.running;
+  --running_;
+  if (it->second.running == 0 && it->second.waiting.empty()) lanes_.erase(it);
+}
+
+bool RequestScheduler::TryRunHere(absl::string_view principal, const std::function<void()>& task) {
+  std::string key(principal);
+  {
+    absl::MutexLock l(&mu_);
+    // Started here only where a request thread would start it now: nothing waits (so no other
+    // request's turn comes first), a thread is idle, and the principal is below its cap.
+    if (stopping_ || queued_ > 0 || running_ >= static_cast<uint64_t>(limits_.threads)) {
+      return false;
+    }
+    Lane& lane = lanes_[key];
+    if (lane.running >= limits_.max_running_per_principal) return false;
+    ++lane.running;
+    ++running_;
+  }
+  task();
+  absl::MutexLock l(&mu_);
+  Finished(key);
+  return true;
 }
 
 void RequestScheduler::Stop() {

@@ -65,6 +65,13 @@ class RequestScheduler {
   // when a bound is reached or the scheduler stopped; `task` is then dropped unrun.
   absl::Status Submit(absl::string_view principal, uint64_t bytes, std::function<void()> task);
 
+  // Runs `task` on the calling thread, counted as one of `principal`'s running requests, when
+  // the scheduler would start it at once: nothing waits, a request thread is idle, and the
+  // principal is below its running cap. Returns false, without running it, otherwise (then
+  // Submit it). For a request that cannot wait on anything (spec 8.9: a small fast-path request
+  // on the thread that delivered it); the bounds and the fairness of Submit hold for it.
+  bool TryRunHere(absl::string_view principal, const std::function<void()>& task);
+
   // Refuses new tasks, runs every queued one, joins the threads. Idempotent.
   void Stop();
 
@@ -86,6 +93,8 @@ class RequestScheduler {
   };
 
   void Run();
+  // Ends one running request of `principal`. Requires mu_.
+  void Finished(const std::string& principal) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // True when a waiting request may start now. Requires mu_.
   bool Runnable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -272,7 +272,14 @@ class ServerImpl final : public Server {
                                      std::function<void()> task) {
             return sched->Submit(principal, bytes, std::move(task));
           },
-          sessions_.get(), channel_.get());
+          sessions_.get(), channel_.get(), nullptr,
+          options_.fast_path_run_here
+              ? FastPathServer::RunHereFn(
+                    [sched = scheduler_.get()](absl::string_view principal,
+                                               const std::function<void()>& task) {
+                      return sched->TryRunHere(principal, task);
+                    })
+              : nullptr);
     }
 
     auto creds = MakeServerCredentials(options_.tls, options_.allow_plaintext);
@@ -400,6 +407,7 @@ class ServerImpl final : public Server {
       const FastPathStats f = fast_path_->stats();
       s.fast_requests = f.received;
       s.fast_dropped = f.malformed + f.unroutable + channel_->fast_messages_dropped();
+      s.fast_served_here = f.served_here;
     }
     return s;
   }

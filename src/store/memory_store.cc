@@ -331,6 +331,8 @@ class MemoryStore final : public ObjectStore {
   MemoryStore(const MemoryStore&) = delete;
   MemoryStore& operator=(const MemoryStore&) = delete;
 
+  bool AnswersFromMemory() const override { return true; }
+
   absl::Status CreateBucket(std::string_view bucket) override {
     if (absl::Status s = CheckBucketName(bucket); !s.ok()) return s;
     absl::MutexLock lock(&state_->mu);

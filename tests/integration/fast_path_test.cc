@@ -33,18 +33,20 @@ constexpr char kBucket[] = "test-bucket";
 // "process" or "none" (--data-isolation).
 class FastPathTest : public ::testing::TestWithParam<std::string> {
  protected:
-  void Start(bool server_fast_path) {
+  // `mode` (--fast-path): "on" or "off" by `server_fast_path`, unless given.
+  void Start(bool server_fast_path, const char* mode = nullptr) {
     if (server_) server_->Stop();
     if (base_.empty()) {
       base_ = testing::TestDir();
       mkdir(base_.c_str(), 0700);
     }
-    dir_ = base_ + (server_fast_path ? "/on" : "/off");
+    if (mode == nullptr) mode = server_fast_path ? "on" : "off";
+    dir_ = base_ + "/" + mode;
     server_ = std::make_unique<ServerProcess>(
         dir_, "memory",
-        std::vector<std::string>{"--data-isolation", GetParam(), "--fast-path",
-                                 server_fast_path ? "on" : "off", "--metrics-listen", "127.0.0.1:0",
-                                 "--metrics-port-file", dir_ + "/metrics-port"});
+        std::vector<std::string>{"--data-isolation", GetParam(), "--fast-path", mode,
+                                 "--metrics-listen", "127.0.0.1:0", "--metrics-port-file",
+                                 dir_ + "/metrics-port"});
     ASSERT_TRUE(server_->Start()) << server_->log();
     metrics_port_ = 0;
     for (int i = 0; i < 200 && metrics_port_ == 0; ++i) {
@@ -121,6 +123,24 @@ TEST_P(FastPathTest, RequestsTravelOnTheFastPathWhenBothOfferIt) {
   // Per size: PUT, GET, HEAD, DELETE, HEAD: ten requests, all of them fast.
   EXPECT_EQ(Counter("aobj_fast_requests_total") - before, 10);
   EXPECT_EQ(Counter("aobj_fast_dropped_total"), 0);
+}
+
+// A request that waits on nothing (a small GET, PUT or HEAD on the memory store) runs on the
+// thread that received it; one that needs RMA, or a DELETE, goes to a request thread. The results
+// are Exercise's either way, and `--fast-path queued` runs every one on a request thread.
+TEST_P(FastPathTest, WhatWaitsOnNothingRunsWhereItArrivesUnlessQueued) {
+  for (const char* mode : {"on", "queued"}) {
+    SCOPED_TRACE(mode);
+    Start(/*server_fast_path=*/true, mode);
+    auto c = Connect(/*fast_path=*/true);
+    ASSERT_NE(c, nullptr);
+    Exercise(*c, "here-");
+    EXPECT_EQ(Counter("aobj_fast_requests_total"), 10);
+    // 100 octets: PUT, GET, HEAD, HEAD (not the DELETE); 200,000 octets: the two HEADs (the PUT
+    // reads by RMA, the GET writes by RMA).
+    EXPECT_EQ(Counter("aobj_fast_served_here_total"), std::string(mode) == "on" ? 6 : 0);
+    EXPECT_EQ(Counter("aobj_fast_dropped_total"), 0);
+  }
 }
 
 TEST_P(FastPathTest, EitherSideWithoutItKeepsEverythingOnGrpc) {

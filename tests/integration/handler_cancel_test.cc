@@ -384,5 +384,48 @@ TEST_F(HandlerCancelTest, SessionEventsAreLoggedWithinTheKeysBudget) {
   EXPECT_EQ(lines + summarized, kSessions + 1);
 }
 
+// Spec 8.9: a request run on the thread that delivered it (CallControl::must_not_wait) is
+// refused SLOW_DOWN before its first RMA step, GET and PUT alike, and stores nothing; which
+// requests the handler sends there (AnswersWithoutWaiting) never includes one that moves its
+// body by RMA.
+TEST_F(HandlerCancelTest, ARequestThatMustNotWaitIsRefusedBeforeItsFirstRmaStep) {
+  StoreObject("k");
+  std::shared_ptr<const SessionState> s = sessions_.Peek(session_);
+  ASSERT_NE(s, nullptr);
+  EXPECT_FALSE(handler_->AnswersWithoutWaiting(Method::kGetObject, *s, GetBody("k")));
+  EXPECT_FALSE(handler_->AnswersWithoutWaiting(Method::kPutObject, *s, PutBody("p")));
+  EXPECT_FALSE(handler_->AnswersWithoutWaiting(Method::kDeleteObject, *s, ""));
+  EXPECT_TRUE(handler_->AnswersWithoutWaiting(Method::kHeadObject, *s, ""));
+  pb::GetObjectRequest inline_get;
+  inline_get.set_bucket("bucket");
+  inline_get.set_key("k");
+  inline_get.set_accept_inline(true);  // but the session did not negotiate INLINE
+  EXPECT_FALSE(
+      handler_->AnswersWithoutWaiting(Method::kGetObject, *s, inline_get.SerializeAsString()));
+  pb::PutObjectRequest inline_put;
+  inline_put.set_bucket("bucket");
+  inline_put.set_key("small");
+  inline_put.set_size(3);
+  inline_put.set_inline_data("abc");
+  EXPECT_TRUE(
+      handler_->AnswersWithoutWaiting(Method::kPutObject, *s, inline_put.SerializeAsString()));
+  inline_put.set_size(RequestHandler::kAnsweredHereBytes + 1);
+  EXPECT_FALSE(
+      handler_->AnswersWithoutWaiting(Method::kPutObject, *s, inline_put.SerializeAsString()));
+
+  CallControl here;
+  here.must_not_wait = true;
+  auto got = Send(Method::kGetObject, GetBody("k"), &here);
+  EXPECT_EQ(ErrorCodeOf(got.status()), ErrorCode::kSlowDown) << got.status();
+  auto put = Send(Method::kPutObject, PutBody("p"), &here);
+  EXPECT_EQ(ErrorCodeOf(put.status()), ErrorCode::kSlowDown) << put.status();
+  EXPECT_EQ(channel_.executes.load(), 0);
+  EXPECT_TRUE(channel_.written.empty());
+  EXPECT_EQ(ErrorCodeOf(store_->Head("bucket", "p").status()), ErrorCode::kNoSuchKey);
+  // The same requests on a request thread move their bodies.
+  EXPECT_TRUE(Send(Method::kGetObject, GetBody("k"), nullptr).ok());
+  EXPECT_EQ(channel_.written.size(), kObject);
+}
+
 }  // namespace
 }  // namespace aobj

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -94,6 +95,69 @@ TEST(SchedulerTest, PrincipalsTakeTurns) {
   gate.Open();
   s.Stop();
   EXPECT_EQ(order, "ABCAA");
+}
+
+// TryRunHere (a fast-path request that waits on nothing, spec 8.9) runs the task on the calling
+// thread only where a request thread would start it at once, and counts it as running: not past
+// the principal's cap, not before a request that waits, not when every thread is busy.
+TEST(SchedulerTest, TryRunHereRunsOnlyWhatAThreadWouldStartAtOnce) {
+  SchedulerLimits limits;
+  limits.threads = 4;  // max_running_per_principal: 2
+  RequestScheduler s(limits);
+  std::thread::id ran_on;
+  uint64_t running_inside = 0;
+  EXPECT_TRUE(s.TryRunHere("a", [&] {
+    ran_on = std::this_thread::get_id();
+    running_inside = s.stats().running;
+  }));
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_EQ(running_inside, 1u);
+  EXPECT_EQ(s.stats().running, 0u);
+
+  absl::Notification release;
+  std::atomic<int> blocked{0};
+  auto hold = [&] {
+    ++blocked;
+    release.WaitForNotification();
+  };
+  ASSERT_TRUE(s.Submit("a", 0, hold).ok());
+  ASSERT_TRUE(s.Submit("a", 0, hold).ok());
+  for (int i = 0; i < 3000 && blocked.load() < 2; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_EQ(blocked.load(), 2);
+  bool ran = false;
+  EXPECT_FALSE(s.TryRunHere("a", [&] { ran = true; })) << "past a's cap of two";
+  EXPECT_FALSE(ran);
+  EXPECT_TRUE(s.TryRunHere("b", [&] { ran = true; })) << "b is below its cap, threads are idle";
+  EXPECT_TRUE(ran);
+  ASSERT_TRUE(s.Submit("a", 0, [] {}).ok());  // waits behind a's cap
+  EXPECT_EQ(s.stats().queued, 1u);
+  ran = false;
+  EXPECT_FALSE(s.TryRunHere("b", [&] { ran = true; })) << "a request waits";
+  EXPECT_FALSE(ran);
+  release.Notify();
+  s.Stop();
+  EXPECT_FALSE(s.TryRunHere("b", [&] { ran = true; })) << "after Stop";
+  EXPECT_FALSE(ran);
+
+  SchedulerLimits two;
+  two.threads = 2;  // max_running_per_principal: 1
+  RequestScheduler busy(two);
+  absl::Notification go;
+  std::atomic<int> busy_blocked{0};
+  for (const char* p : {"a", "b"}) {
+    ASSERT_TRUE(busy.Submit(p, 0,
+                            [&] {
+                              ++busy_blocked;
+                              go.WaitForNotification();
+                            })
+                    .ok());
+  }
+  for (int i = 0; i < 3000 && busy_blocked.load() < 2; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_EQ(busy_blocked.load(), 2);
+  EXPECT_FALSE(busy.TryRunHere("c", [&] { ran = true; })) << "every thread is busy";
+  EXPECT_FALSE(ran);
+  go.Notify();
+  busy.Stop();
 }
 
 // The queue bounds answer SLOW_DOWN at once: in all, per principal, and in bytes; nothing

@@ -39,7 +39,7 @@ class UcxDataChannel final : public DataChannel {
 
   absl::Status StartFastPath(FastRequestSink sink) override {
     auto address = worker_->StartMessageWorker(
-        kFastRequestAmId, [sink = std::move(sink)](absl::string_view m) { sink(m, ""); });
+        kFastRequestAmId, [sink = std::move(sink)](absl::string_view m) { sink(m, "", false); });
     if (!address.ok()) return address.status();
     fast_address_ = std::move(*address);  // before any session can ask for it
     return absl::OkStatus();

@@ -72,9 +72,11 @@ class DataChannel {
   virtual void BeginShutdown(absl::Duration grace) { (void)grace; }
 
   // The fast request path (spec section 8.9). Where fast requests go: the frame (borrowed for
-  // the call) and the access key whose data-channel process delivered it ("" when any
-  // principal's endpoint may, in process). Called on a transport thread; must not block.
-  using FastRequestSink = std::function<void(absl::string_view frame, absl::string_view principal)>;
+  // the call), the access key whose data-channel process delivered it ("" when any principal's
+  // endpoint may, in process), and whether more of the stream it came on was already waiting
+  // behind it (false where the channel cannot tell). Called on a transport thread; must not block.
+  using FastRequestSink =
+      std::function<void(absl::string_view frame, absl::string_view principal, bool more_behind)>;
   // Starts the path: from now on fast requests that reach the channel go to `sink`. Once, before
   // sessions open. UNIMPLEMENTED when this channel has no such path.
   virtual absl::Status StartFastPath(FastRequestSink sink) {

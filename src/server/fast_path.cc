@@ -33,7 +33,8 @@ void FastPathServer::Stop() {
   serving_ = false;
 }
 
-void FastPathServer::OnFrame(absl::string_view frame, absl::string_view principal) {
+void FastPathServer::OnFrame(absl::string_view frame, absl::string_view principal,
+                             bool more_behind) {
   received_.fetch_add(1, std::memory_order_relaxed);
   absl::ReaderMutexLock l(&mu_);
   if (!serving_) {
@@ -95,8 +96,9 @@ void FastPathServer::OnFrame(absl::string_view frame, absl::string_view principa
   };
   // AOBJ-SEC-013, AOBJ-SEC-014: the same queues, fairness and bounds as a gRPC call. A request
   // that waits on nothing runs here when a request thread would start it at once anyway (it is
-  // counted as one of them), two thread hand-offs sooner.
-  if (run_here_ && handler_->AnswersWithoutWaiting(method, *session, req->body) &&
+  // counted as one of them), two thread hand-offs sooner; not when more frames wait behind it on
+  // this thread, which request threads then serve side by side.
+  if (run_here_ && !more_behind && handler_->AnswersWithoutWaiting(method, *session, req->body) &&
       run_here_(key, [&run] { run(true); })) {
     served_here_.fetch_add(1, std::memory_order_relaxed);
     return;

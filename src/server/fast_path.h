@@ -68,8 +68,9 @@ class FastPathServer {
   void Stop();
 
   // DataChannel::FastRequestSink: one frame as a peer sent it; `principal` is the access key
-  // whose data-channel process delivered it ("" in process: any).
-  void OnFrame(absl::string_view frame, absl::string_view principal);
+  // whose data-channel process delivered it ("" in process: any). With `more_behind` (more
+  // waits on the delivering thread) every request is submitted, so that they run side by side.
+  void OnFrame(absl::string_view frame, absl::string_view principal, bool more_behind = false);
 
   FastPathStats stats() const {
     return {received_.load(), answered_.load(), malformed_.load(), unroutable_.load(),

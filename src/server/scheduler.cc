@@ -112,8 +112,11 @@ bool RequestScheduler::TryRunHere(absl::string_view principal, const std::functi
     if (stopping_ || queued_ > 0 || running_ >= static_cast<uint64_t>(limits_.threads)) {
       return false;
     }
-    Lane& lane = lanes_[key];
-    if (lane.running >= limits_.max_running_per_principal) return false;
+    // And only as the principal's one running request: beside others of its own it goes to a
+    // thread, so that a principal's concurrent requests run side by side, not one by one here.
+    auto it = lanes_.find(key);
+    if (it != lanes_.end() && it->second.running > 0) return false;
+    Lane& lane = it != lanes_.end() ? it->second : lanes_[key];
     ++lane.running;
     ++running_;
   }

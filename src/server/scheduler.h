@@ -66,10 +66,11 @@ class RequestScheduler {
   absl::Status Submit(absl::string_view principal, uint64_t bytes, std::function<void()> task);
 
   // Runs `task` on the calling thread, counted as one of `principal`'s running requests, when
-  // the scheduler would start it at once: nothing waits, a request thread is idle, and the
-  // principal is below its running cap. Returns false, without running it, otherwise (then
-  // Submit it). For a request that cannot wait on anything (spec 8.9: a small fast-path request
-  // on the thread that delivered it); the bounds and the fairness of Submit hold for it.
+  // the scheduler would start it at once and it would be the principal's only running request:
+  // nothing waits, a request thread is idle, the principal runs nothing. Returns false, without
+  // running it, otherwise (then Submit it: a principal's concurrent requests run side by side). For
+  // a request that cannot wait on anything (spec 8.9: a small fast-path request on the thread that
+  // delivered it); the bounds and the fairness of Submit hold for it.
   bool TryRunHere(absl::string_view principal, const std::function<void()>& task);
 
   // Refuses new tasks, runs every queued one, joins the threads. Idempotent.

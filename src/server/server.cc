@@ -158,10 +158,11 @@ class ServerImpl final : public Server {
     if (options_.fast_path) {
       fast_path_ = std::make_unique<FastPathServer>();
       if (!channel_
-               ->StartFastPath(
-                   [fp = fast_path_.get()](absl::string_view frame, absl::string_view principal) {
-                     fp->OnFrame(frame, principal);
-                   })
+               ->StartFastPath([fp = fast_path_.get()](absl::string_view frame,
+                                                       absl::string_view principal,
+                                                       bool more_behind) {
+                 fp->OnFrame(frame, principal, more_behind);
+               })
                .ok()) {
         fast_path_.reset();
       }

@@ -99,7 +99,8 @@ TEST(SchedulerTest, PrincipalsTakeTurns) {
 
 // TryRunHere (a fast-path request that waits on nothing, spec 8.9) runs the task on the calling
 // thread only where a request thread would start it at once, and counts it as running: not past
-// the principal's cap, not before a request that waits, not when every thread is busy.
+// the principal's cap, not beside another running request of the principal (those run side by
+// side on threads), not before a request that waits, not when every thread is busy.
 TEST(SchedulerTest, TryRunHereRunsOnlyWhatAThreadWouldStartAtOnce) {
   SchedulerLimits limits;
   limits.threads = 4;  // max_running_per_principal: 2
@@ -122,10 +123,12 @@ TEST(SchedulerTest, TryRunHereRunsOnlyWhatAThreadWouldStartAtOnce) {
   };
   ASSERT_TRUE(s.Submit("a", 0, hold).ok());
   ASSERT_TRUE(s.Submit("a", 0, hold).ok());
-  for (int i = 0; i < 3000 && blocked.load() < 2; ++i) absl::SleepFor(absl::Milliseconds(10));
-  ASSERT_EQ(blocked.load(), 2);
+  ASSERT_TRUE(s.Submit("c", 0, hold).ok());
+  for (int i = 0; i < 3000 && blocked.load() < 3; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_EQ(blocked.load(), 3);
   bool ran = false;
   EXPECT_FALSE(s.TryRunHere("a", [&] { ran = true; })) << "past a's cap of two";
+  EXPECT_FALSE(s.TryRunHere("c", [&] { ran = true; })) << "c runs one already";
   EXPECT_FALSE(ran);
   EXPECT_TRUE(s.TryRunHere("b", [&] { ran = true; })) << "b is below its cap, threads are idle";
   EXPECT_TRUE(ran);

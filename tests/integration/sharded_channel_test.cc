@@ -181,7 +181,7 @@ TEST(ShardedChannelTest, AFullShardPassesTheEndpointOn) {
 
 TEST(ShardedChannelTest, FastPathOnEveryShardAndCountersAddUp) {
   Sharded s = Make(4);
-  ASSERT_TRUE(s.channel->StartFastPath([](absl::string_view, absl::string_view) {}).ok());
+  ASSERT_TRUE(s.channel->StartFastPath([](absl::string_view, absl::string_view, bool) {}).ok());
   std::vector<uint64_t> ids;
   for (int i = 0; i < 4; ++i) ids.push_back(*s.channel->Connect("p"));
   for (uint64_t id : ids) {

@@ -1,12 +1,15 @@
 // AOBJ_FUZZ_COVERS: src/server/handler_util.h
 // AOBJ_FUZZ_COVERS: src/server/authz.cc
+// AOBJ_FUZZ_COVERS: src/server/handler.cc
 // Every control message as the server receives it (spec sections 5-10), as a stateful sequence
 // against one RequestHandler: an in-memory store, in-memory multipart uploads, and a
 // deterministic fake data channel. Each step picks a method and a body from the input; most
 // steps are signed correctly (so parsing and handling are reached), some carry hostile
 // authentication. Invariants after every step: the handler never asks the data channel for an
 // RMA operation outside a descriptor window, never leaves a request's rkeys behind, and a GET of a
-// key right after a successful PUT of it returns the bytes the fake client held.
+// key right after a successful PUT of it returns the bytes the fake client held. A request the
+// handler says it answers without waiting (RequestHandler::AnswersWithoutWaiting, spec 8.9) runs
+// as on the thread that received it, and never reaches the data channel.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstdint>
@@ -49,6 +52,7 @@ class FakeChannel final : public aobj::DataChannel {
   absl::Status Bind(uint64_t) override { return absl::OkStatus(); }
   void Disconnect(uint64_t) override {}
   absl::Status Execute(uint64_t, const aobj::RmaBatch& batch) override {
+    ++executes;
     for (const auto& w : batch.windows) {
       if (absl::Status s = aobj::CheckPackedRkey(w.rkey, batch.max_rkey_bytes); !s.ok()) return s;
     }
@@ -69,6 +73,8 @@ class FakeChannel final : public aobj::DataChannel {
   size_t endpoint_count() override { return 0; }
   uint64_t rkeys_outstanding() override { return 0; }
   uint64_t data_channels_failed() override { return 0; }
+
+  uint64_t executes = 0;
 
  private:
   uint64_t endpoints_ = 0;
@@ -183,8 +189,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       a.session_hex = in.ConsumeRandomLengthString(40);
     }
     pb::VersionRange supported;
-    auto result = handler.Handle(method, a, body, now, &supported);
+    aobj::CallControl call;
+    if (std::shared_ptr<const aobj::SessionState> st = sessions.Peek(session)) {
+      call.must_not_wait = handler.AnswersWithoutWaiting(method, *st, body);
+    }
+    const uint64_t executes_before = channel.executes;
+    auto result = handler.Handle(method, a, body, now, &supported, &call);
     if (result.ok()) AOBJ_FUZZ_CHECK(kind != 9 || a.signature_hex.size() == 64);
+    // Its guess holds: nothing changes the store in between here.
+    if (call.must_not_wait) {
+      AOBJ_FUZZ_CHECK(channel.executes == executes_before);
+      AOBJ_FUZZ_CHECK(result.status().message().find("needs RMA after all") ==
+                      absl::string_view::npos);
+    }
   }
   return 0;
 }

@@ -92,6 +92,14 @@ class Worker {
     Send(body).IgnoreError();
   }
 
+  // Reply, from a thread of its own: the thread that reads the server's stream never waits to
+  // write (the stream's other direction may be full while the server's reader runs a request,
+  // spec 8.9; a reader that waited here could close a cycle of full streams). Inline only when
+  // no thread can be had.
+  void ReplyAside(uint64_t id, absl::Status st) {
+    if (!StartDetached([this, id, st] { Reply(id, st); })) Reply(id, st);
+  }
+
   // The server is trusted here: a malformed request is its bug, answered INTERNAL.
   void Dispatch(std::string body, int passed) {
     FrameReader r(body);
@@ -106,17 +114,19 @@ class Worker {
         uint64_t buffer = 0, size = 0;
         if (!r.U64(&buffer) || !r.U64(&size) || passed < 0 || size == 0) {
           if (passed >= 0) close(passed);
-          return Reply(id, MakeError(ErrorCode::kInternal, "malformed buffer"));
+          return ReplyAside(id, MakeError(ErrorCode::kInternal, "malformed buffer"));
         }
         void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, passed, 0);
         close(passed);
         if (p == MAP_FAILED) {
-          return Reply(id, MakeError(ErrorCode::kInternal,
-                                     absl::StrCat("mmap of a buffer: ", strerror(errno))));
+          return ReplyAside(id, MakeError(ErrorCode::kInternal,
+                                          absl::StrCat("mmap of a buffer: ", strerror(errno))));
         }
-        absl::MutexLock l(&mu_);
-        buffers_[buffer] = {static_cast<uint8_t*>(p), size};
-        return Reply(id, absl::OkStatus());
+        {
+          absl::MutexLock l(&mu_);
+          buffers_[buffer] = {static_cast<uint8_t*>(p), size};
+        }
+        return ReplyAside(id, absl::OkStatus());
       }
       case Op::kDropBuffer: {
         uint64_t buffer = 0;
@@ -179,7 +189,7 @@ class Worker {
         absl::MutexLock l(&mu_);
         abandoned_.erase(id);
       }
-      Reply(id, MakeError(ErrorCode::kInternal,
+      Reply(id, MakeError(ErrorCode::kInternal,  // no thread for ReplyAside either
                           "the data-channel process could not start a thread for the request"));
     }
   }

@@ -398,7 +398,7 @@ TEST_F(HandlerCancelTest, ARequestThatMustNotWaitIsRefusedBeforeItsFirstRmaStep)
   EXPECT_TRUE(handler_->AnswersWithoutWaiting(Method::kHeadObject, *s, ""));
   pb::GetObjectRequest inline_get;
   inline_get.set_bucket("bucket");
-  inline_get.set_key("k");
+  inline_get.set_key("missing");       // (a key the store lacks is answered without waiting)
   inline_get.set_accept_inline(true);  // but the session did not negotiate INLINE
   EXPECT_FALSE(
       handler_->AnswersWithoutWaiting(Method::kGetObject, *s, inline_get.SerializeAsString()));

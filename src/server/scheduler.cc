@@ -108,12 +108,13 @@ bool RequestScheduler::TryRunHere(absl::string_view principal, const std::functi
   {
     absl::MutexLock l(&mu_);
     // Started here only where a request thread would start it now: nothing waits (so no other
-    // request's turn comes first), a thread is idle, and the principal is below its cap.
+    // request's turn comes first) and a thread is idle.
     if (stopping_ || queued_ > 0 || running_ >= static_cast<uint64_t>(limits_.threads)) {
       return false;
     }
-    // And only as the principal's one running request: beside others of its own it goes to a
-    // thread, so that a principal's concurrent requests run side by side, not one by one here.
+    // And only as the principal's one running request (so below its cap): beside others of its
+    // own it goes to a thread, so that a principal's concurrent requests run side by side, not
+    // one by one here.
     auto it = lanes_.find(key);
     if (it != lanes_.end() && it->second.running > 0) return false;
     Lane& lane = it != lanes_.end() ? it->second : lanes_[key];

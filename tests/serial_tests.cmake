@@ -17,3 +17,12 @@ set_tests_properties([=[ConnectionFloodTest.AChurnFromOtherAddressesDoesNotKeepA
                      [=[RequestFloodTest.AChurnAtTheBoundOnUnauthenticatedConnectionsDoesNotKeepNewClientsOut]=]
                      [=[RequestFloodTest.ANewcomerOfAnAddressBusyWithSignedClientsIsNotCutForAChurn]=]
                      PROPERTIES RUN_SERIAL TRUE)
+# A healthy client's throughput beside two hostile peers against its throughput alone
+# (BesidePeersTest): CI ran two of them side by side, each measuring while the other's peers
+# loaded the 2 cores, and one ratio came out 0.16-0.46 (alone here: 0.97-1.01, three runs).
+foreach(c StalledHeapPuts StalledTcpGets CrashingPuts ExitingGets OutsideWindowGets StalledTcpPuts
+          StalledPosixGets)
+  set_tests_properties(
+    "Behaviours/BesidePeersTest.HealthyClientKeepsHalfItsThroughput/${c}  # GetParam() = ${c}"
+    PROPERTIES RUN_SERIAL TRUE)
+endforeach()

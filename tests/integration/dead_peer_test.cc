@@ -546,6 +546,9 @@ struct BesideCase {
   std::string alloc;              // the peers' UCX_ALLOC_PRIO (md:posix: posix segments)
 };
 
+// Printed as its name, so that the test's ctest name is stable (tests/serial_tests.cmake names it).
+void PrintTo(const BesideCase& c, std::ostream* os) { *os << c.name; }
+
 class BesidePeersTest : public DeadPeerTest, public ::testing::WithParamInterface<BesideCase> {};
 
 TEST_P(BesidePeersTest, HealthyClientKeepsHalfItsThroughput) {

@@ -16,7 +16,7 @@ import sys
 def main():
     bench, out = sys.argv[1], sys.argv[2]
     env = dict(os.environ, UCX_NET_DEVICES="lo", UCX_WARN_UNUSED_ENV_VARS="n")
-    cmd = [bench, "--sizes", "4K,1M", "--count", "20", "--compare", "ucx",
+    cmd = [bench, "--sizes", "4K,1M", "--count", "20", "--compare", "ucx", "--ucx-verified",
            "--idle-seconds", "1", "--small-duration", "0.2", "--small-inflight", "4",
            "--json", out, "--svg", out + ".svg"]
     proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -40,7 +40,7 @@ def main():
             assert key in lat, f"latency lacks {key}: {r}"
         assert 0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p999"], r
         seen.add((r["section"], r["system"], r["op"], r["size"]))
-    for system in ("aobj-memory", "ucx"):
+    for system in ("aobj-memory", "ucx", "ucx-verified"):
         for op in ("GET", "PUT"):
             for size in (4096, 1 << 20):
                 assert ("sweep", system, op, size) in seen, f"no sweep {system} {op} {size}"
@@ -59,6 +59,8 @@ def main():
     assert report["machine"]["date"] in svg, "the SVG lacks the run's date"
     assert "UCX " in svg and " cores" in svg, "the SVG lacks the machine caption"
     assert os.path.dirname(bench) not in svg, "the SVG shows the build directory"
+    assert ">aobj-bench --sizes 4K,1M --count 20 --compare ucx --ucx-verified" in svg, \
+        "the SVG lacks the command"
     assert ">aobj-bench --sizes 4K,1M" in svg, "the SVG lacks the command"
     print("bench_smoke: OK,", len(results), "cells")
 

@@ -94,6 +94,11 @@ Comparisons (same sizes, ops and concurrency):
   --ucx-rkey-per-op       also run raw UCX with the rkey unpacked and destroyed around every
                           operation, as the server does per request ("ucx-unpack"), and the
                           same with the window pre-populated by madvise ("ucx-unpack-populate")
+  --ucx-verified          also run raw UCX with the end-to-end checks every AOBJ transfer has,
+                          one after the other ("ucx-verified"; shared-memory lanes only): the
+                          client's CRC32C of the octets as aobj's client computes it (after a
+                          GET, before a PUT: AOBJ-DAT-004) and a PUT's server-side check
+                          (AOBJ-DAT-005): what verifying every transfer costs on this machine
   --moto-max-size SIZE    skip larger sizes for moto (default 64M; it is slow)
   --nginx PATH            (default: nginx on PATH or /usr/sbin/nginx)
   --moto PATH             (default: moto_server on PATH or /root/.pyenv/shims/moto_server)
@@ -162,10 +167,11 @@ absl::Status ParseFlags(int argc, char** argv, Flags* f) {
                                                      "idle-seconds",
                                                      "json",
                                                      "svg"},
-                                     {"no-inline", "ucx-rkey-per-op"}, &a);
+                                     {"no-inline", "ucx-rkey-per-op", "ucx-verified"}, &a);
   if (!st.ok()) return st;
   f->no_inline = a.Has("no-inline");
   f->ucx_rkey_per_op = a.Has("ucx-rkey-per-op");
+  f->ucx_verified = a.Has("ucx-verified");
   if (!a.positional.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", a.positional[0], "'"));
   }

@@ -419,6 +419,10 @@ void Bench::RunSweep() {
           RunUcxCell(*u, name + "-unpack-populate", transport, "sweep", op, size, false,
                      RawUcx::RkeyMode::kPerOpPopulate);
         }
+        if (f_.ucx_verified && !caller) {
+          RunUcxCell(*u, name + "-verified", transport, "sweep", op, size, false,
+                     RawUcx::RkeyMode::kVerified);
+        }
       }
       if (nginx_ != nullptr && (op == Op::kGet || nginx_->put_supported())) {
         RunCurlCellFor("nginx", "sweep", op, size, f_.threads, false);

@@ -44,6 +44,7 @@ struct Flags {
   std::string json, svg;
   bool no_inline = false;
   bool ucx_rkey_per_op = false;
+  bool ucx_verified = false;
 };
 
 // Runs the benchmark; returns the process exit status (0, 1 on a setup failure, 3 when a cell

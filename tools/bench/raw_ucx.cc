@@ -6,9 +6,13 @@
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -18,6 +22,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "client/buffers.h"
+#include "exec/helpers.h"
+#include "wire/checksum.h"
 
 namespace aobj::bench {
 namespace {
@@ -47,6 +54,13 @@ absl::StatusOr<ucp_context_h> InitContext(const std::string& transports, bool wa
   return ctx;
 }
 
+// Keeps a computed checksum from being optimized away (nothing compares it: raw UCX has no peer
+// that states one).
+void Sink(uint32_t crc) {
+  static std::atomic<uint32_t> sink{0};
+  sink.fetch_xor(crc, std::memory_order_relaxed);
+}
+
 // Waits for a request by polling the worker (the transfer is what is measured).
 ucs_status_t Wait(ucp_worker_h worker, ucs_status_ptr_t req) {
   if (req == nullptr) return UCS_OK;
@@ -55,6 +69,26 @@ ucs_status_t Wait(ucp_worker_h worker, ucs_status_ptr_t req) {
   while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS) ucp_worker_progress(worker);
   ucp_request_free(req);
   return st;
+}
+
+// The CRC32C of [p, p + size) as aobj's client checks a body (client_internal::ChecksumOf: pieces
+// of at least kParallelChecksumPiece on up to four threads, one per core, combined), run from a
+// thread of its own, as the client's caller is not the thread that moved the octets.
+uint32_t ClientSideCrc32c(const uint8_t* p, uint64_t size) {
+  static const uint64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const uint64_t pieces = std::max<uint64_t>(
+      1, std::min<uint64_t>({cores, 4, size / client_internal::kParallelChecksumPiece}));
+  std::vector<uint32_t> crcs(pieces);
+  auto bound = [&](uint64_t k) { return k == pieces ? size : size / pieces * k; };
+  std::thread caller([&] {
+    RunInParallel(pieces, [&](size_t k) {
+      crcs[k] = Crc32c(0, p + bound(k), static_cast<size_t>(bound(k + 1) - bound(k)));
+    });
+  });
+  caller.join();
+  uint32_t crc = crcs[0];
+  for (uint64_t k = 1; k < pieces; ++k) crc = Crc32cCombine(crc, crcs[k], bound(k + 1) - bound(k));
+  return crc;
 }
 
 }  // namespace
@@ -174,7 +208,18 @@ absl::StatusOr<LoadResult> RawUcx::RunCell(Op op, uint64_t size, const LoadSpec&
     const uint64_t remote = remote_base_ + static_cast<uint64_t>(t) * max_size_;
     return OpFn([lane, local, remote, size, op, mode, packed]() -> absl::Status {
       ucp_rkey_h rkey = lane->rkey;
-      if (mode != RkeyMode::kOnce) {
+      const uint8_t* mine = nullptr;  // kVerified: the target's window, mapped here
+      if (mode == RkeyMode::kVerified) {
+        void* mapped = nullptr;
+        if (ucp_rkey_ptr(rkey, remote, &mapped) != UCS_OK) {
+          return absl::UnimplementedError(
+              "ucx-verified reads the target's memory through a shared-memory lane, and this "
+              "transport has none");
+        }
+        mine = static_cast<const uint8_t*>(mapped);
+        if (op == Op::kPut) Sink(ClientSideCrc32c(mine, size));
+      }
+      if (mode != RkeyMode::kOnce && mode != RkeyMode::kVerified) {
         ucs_status_t st = ucp_ep_rkey_unpack(lane->ep, packed->data(), &rkey);
         if (st != UCS_OK) return absl::InternalError(UcxError("ucp_ep_rkey_unpack", st));
         void* mapped = nullptr;
@@ -195,8 +240,13 @@ absl::StatusOr<LoadResult> RawUcx::RunCell(Op op, uint64_t size, const LoadSpec&
         ucp_request_param_t fp{};
         st = Wait(lane->worker, ucp_ep_flush_nbx(lane->ep, &fp));
       }
-      if (mode != RkeyMode::kOnce) ucp_rkey_destroy(rkey);
+      if (mode == RkeyMode::kPerOp || mode == RkeyMode::kPerOpPopulate) ucp_rkey_destroy(rkey);
       if (st != UCS_OK) return absl::InternalError(UcxError("RMA", st));
+      if (mode == RkeyMode::kVerified) {
+        // GET: the client's check of what landed; PUT: the server's of what it read
+        // (AOBJ-DAT-005), on the initiator's thread.
+        Sink(op == Op::kGet ? ClientSideCrc32c(mine, size) : Crc32c(0, local, size));
+      }
       return absl::OkStatus();
     });
   };

@@ -45,12 +45,13 @@ class RawUcx {
   // ucp_rkey_ptr) before the transfer: one system call instead of a fault per page.
   // kVerified: kOnce plus the end-to-end checks an AOBJ transfer has, one after the other: the
   // client's CRC32C of the octets (AOBJ-DAT-004), computed as aobj's client computes it (in
-  // pieces on up to four threads, none of them the initiator's) over the target's memory through
-  // its local mapping (ucp_rkey_ptr; shared-memory lanes only), after a GET's flush and before a
-  // PUT's get (the checksum of its source); and for a PUT the server's check of what it read
-  // (AOBJ-DAT-005), after the flush on the initiator's thread. The client's check reads memory
-  // the next GET writes, so it also slows that transfer: on the 2-core VM of docs/benchmarks.md
-  // a 64 MiB copy into memory that another core had just read took twice as long (12.19).
+  // pieces on up to four threads, none of them the initiator's; a body under one piece on the
+  // initiator's thread) over the target's memory through its local mapping (ucp_rkey_ptr;
+  // shared-memory lanes only), after a GET's flush and before a PUT's get (the checksum of its
+  // source); and for a PUT the server's check of what it read (AOBJ-DAT-005), after the flush
+  // on the initiator's thread. The client's check reads memory the next GET writes, so it also
+  // slows that transfer: on the 2-core VM of docs/benchmarks.md a 64 MiB copy into memory that
+  // another core had just read took twice as long (12.19).
   enum class RkeyMode { kOnce, kPerOp, kPerOpPopulate, kVerified };
   absl::StatusOr<LoadResult> RunCell(Op op, uint64_t size, const LoadSpec& spec,
                                      const std::function<void()>& at_start,

@@ -116,13 +116,24 @@ absl::Status BucketAuthorizer::RecordOwner(absl::string_view bucket, absl::strin
                              std::string_view(principal.data(), principal.size()));
     return absl::OkStatus();
   }
-  absl::MutexLock l(&mu_);
-  std::string& owner = owners_[std::string(bucket)];
-  const std::string previous = std::move(owner);
-  owner = std::string(principal);
-  absl::Status saved = Save();
+  // One writer at a time (owners change rarely); the map's lock only around the map, so that no
+  // Check, which every request of the owner policy makes, waits while the file is written and
+  // synced (with requests that run on the data channel's thread, that thread would wait too).
+  absl::MutexLock writing(&save_mu_);
+  std::string previous, text;
+  {
+    absl::MutexLock l(&mu_);
+    std::string& owner = owners_[std::string(bucket)];
+    previous = std::move(owner);
+    owner = std::string(principal);
+    text = Snapshot();
+  }
+  absl::Status saved = Write(text);
   if (!saved.ok()) {
-    // Not recorded: memory says what the file says (AOBJ-SEC-016).
+    // Not recorded: memory says what the file says (AOBJ-SEC-016). Until now a Check could
+    // see the owner of a bucket that does not exist yet (it is created only after this returns
+    // OK, under the handler's bucket lock), which lets nothing be read or written.
+    absl::MutexLock l(&mu_);
     if (previous.empty()) {
       owners_.erase(std::string(bucket));
     } else {
@@ -135,17 +146,23 @@ absl::Status BucketAuthorizer::RecordOwner(absl::string_view bucket, absl::strin
 absl::Status BucketAuthorizer::ForgetMissing(
     const std::function<bool(const std::string&)>& exists) {
   if (open() || owner_store_ != nullptr) return absl::OkStatus();
-  absl::MutexLock l(&mu_);
-  size_t dropped = 0;
-  for (auto it = owners_.begin(); it != owners_.end();) {
-    if (exists(it->first)) {
-      ++it;
-    } else {
-      it = owners_.erase(it);
-      ++dropped;
+  absl::MutexLock writing(&save_mu_);
+  std::string text;
+  {
+    absl::MutexLock l(&mu_);
+    size_t dropped = 0;
+    for (auto it = owners_.begin(); it != owners_.end();) {
+      if (exists(it->first)) {
+        ++it;
+      } else {
+        it = owners_.erase(it);
+        ++dropped;
+      }
     }
+    if (dropped == 0) return absl::OkStatus();
+    text = Snapshot();
   }
-  return dropped == 0 ? absl::OkStatus() : Save();
+  return Write(text);
 }
 
 absl::Status BucketAuthorizer::ForgetOwner(absl::string_view bucket) {
@@ -154,18 +171,33 @@ absl::Status BucketAuthorizer::ForgetOwner(absl::string_view bucket) {
     owner_store_->ClearCreator(std::string_view(bucket.data(), bucket.size()));
     return absl::OkStatus();
   }
-  absl::MutexLock l(&mu_);
-  owners_.erase(std::string(bucket));
-  return Save();
+  absl::MutexLock writing(&save_mu_);
+  std::string text;
+  {
+    absl::MutexLock l(&mu_);
+    owners_.erase(std::string(bucket));
+    text = Snapshot();
+  }
+  return Write(text);
 }
 
-// AOBJ-SEC-011: owners outlive a restart with the store.
-absl::Status BucketAuthorizer::Save() {
-  if (state_file_.empty()) return absl::OkStatus();
+std::string BucketAuthorizer::Snapshot() {
   std::string text;
   for (const auto& [b, p] : owners_) absl::StrAppend(&text, b, " ", p, "\n");
+  return text;
+}
+
+// AOBJ-SEC-011: owners outlive a restart with the store. The temporary file is always a new
+// one: whatever sits at its name (a file left by a crash, or a FIFO or link that someone with
+// access to the directory put there, which open() would block on or follow) is removed first,
+// and the file is created exclusively, never through a link.
+absl::Status BucketAuthorizer::Write(const std::string& text) {
+  if (state_file_.empty()) return absl::OkStatus();
   const std::string tmp = state_file_ + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT && errno != EISDIR) {
+    return IoError("remove", tmp, errno);
+  }
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   bool ok = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
             fsync(fd) == 0;
   if (fd >= 0) ok = close(fd) == 0 && ok;

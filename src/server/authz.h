@@ -7,7 +7,8 @@
 // everyone else is refused with ACCESS_DENIED before the request does anything.
 //
 // Owners are kept in a small text file beside the store when one is configured (lines
-// "BUCKET PRINCIPAL", rewritten with temp+fsync+rename), so they survive restarts.
+// "BUCKET PRINCIPAL", rewritten with temp+fsync+rename), so they survive restarts. A rewrite
+// holds only the writers' lock: Check (every request) never waits on the disk.
 // Threading: thread-safe.
 #ifndef AOBJ_SERVER_AUTHZ_H_
 #define AOBJ_SERVER_AUTHZ_H_
@@ -59,12 +60,18 @@ class BucketAuthorizer {
         grants_(std::move(grants)),
         state_file_(std::move(state_file)),
         owner_store_(owner_store) {}
-  absl::Status Save() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The owners file's text for the map as it is.
+  std::string Snapshot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Replaces the owners file with `text` (temp file, fsync, rename); the map's lock is not held,
+  // so that Check never waits on the disk.
+  absl::Status Write(const std::string& text) ABSL_EXCLUSIVE_LOCKS_REQUIRED(save_mu_)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   const AuthorizationPolicy policy_;
   const std::vector<BucketGrant> grants_;
   const std::string state_file_;
   BucketOwnerStore* const owner_store_;  // borrowed; null: owners_ and state_file_
+  absl::Mutex save_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one writer of the owners file at a time
   absl::Mutex mu_;
   std::map<std::string, std::string> owners_ ABSL_GUARDED_BY(mu_);
 };

@@ -1,17 +1,22 @@
 // Per-principal bucket authorization with two principals (spec 14.8, AOBJ-SEC-008..011):
 // owner-only buckets, read-only and write grants, refused requests without effect, owners kept
 // across a restart of the filesystem store.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -300,6 +305,54 @@ TEST_F(AuthzTest, ABucketNeverExistsWithoutItsOwner) {
   ASSERT_TRUE(a_->CreateBucket("unowned").ok());
   EXPECT_TRUE(a_->HeadBucket("unowned").ok());
   EXPECT_TRUE(Denied(b_->HeadBucket("unowned")));
+}
+
+// The owners file's temporary file is always created new: a FIFO at its name (left there by
+// anyone who can write the directory) hung the rewrite in open() while it held the authorizer's
+// lock, so every request of every principal waited behind it; a link there was followed. Now the
+// leftover is removed, the file created exclusively, and the rewrite holds only the writers' lock
+// (so a slow disk never holds up Check either).
+TEST_F(AuthzTest, WhateverSitsAtTheOwnersFilesTemporaryNameNeitherHangsNorRedirectsIt) {
+  const std::string tmp = server_->dir() + "/data/.aobj-owners.tmp";
+  const std::string victim = server_->dir() + "/victim";
+  {
+    std::ofstream f(victim);
+    f << "not the owners file\n";
+  }
+  ASSERT_EQ(mkfifo(tmp.c_str(), 0600), 0);
+  // With the old code the CreateBucket would wait forever: the call runs beside, and a reader
+  // of the FIFO ends that wait if it is still there after the bound.
+  std::promise<absl::Status> created;
+  auto done = created.get_future();
+  std::thread creator([&] { created.set_value(a_->CreateBucket("after-fifo")); });
+  const bool in_time = done.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!in_time) {
+    const int unblock = open(tmp.c_str(), O_RDONLY | O_NONBLOCK);
+    if (unblock >= 0) close(unblock);
+  }
+  creator.join();
+  ASSERT_TRUE(in_time) << "CreateBucket waited on a FIFO at the owners file's temporary name";
+  EXPECT_TRUE(done.get().ok());
+  EXPECT_TRUE(a_->HeadBucket("after-fifo").ok());
+  EXPECT_TRUE(Denied(b_->HeadBucket("after-fifo")));
+
+  ASSERT_EQ(symlink(victim.c_str(), tmp.c_str()), 0);
+  ASSERT_TRUE(b_->CreateBucket("after-link").ok());
+  EXPECT_EQ(testing::ReadFile(victim), "not the owners file\n") << "the rewrite followed a link";
+  struct stat st;
+  ASSERT_EQ(lstat((server_->dir() + "/data/.aobj-owners").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  const std::string owners = testing::ReadFile(server_->dir() + "/data/.aobj-owners");
+  EXPECT_TRUE(absl::StrContains(owners, "after-fifo " + std::string(kAccessKey))) << owners;
+  EXPECT_TRUE(absl::StrContains(owners, "after-link " + std::string(kSecond))) << owners;
+  // What the file says holds after a restart.
+  a_.reset();
+  b_.reset();
+  ASSERT_TRUE(server_->Restart()) << server_->log();
+  Connect();
+  EXPECT_TRUE(b_->HeadBucket("after-link").ok());
+  EXPECT_TRUE(Denied(a_->HeadBucket("after-link")));
+  EXPECT_TRUE(Denied(b_->HeadBucket("after-fifo")));
 }
 
 // AOBJ-SEC-016: an owner recorded for a bucket that does not exist (what a crash between the

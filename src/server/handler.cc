@@ -127,8 +127,14 @@ bool RequestHandler::AnswersWithoutWaiting(Method method, const SessionState& s,
       return true;
     case Method::kPutObject: {
       aobj::v1::PutObjectRequest req;
-      return req.ParseFromArray(body.data(), static_cast<int>(body.size())) &&
-             req.source().empty() && req.size() <= kAnsweredHereBytes;
+      if (!req.ParseFromArray(body.data(), static_cast<int>(body.size())) ||
+          !req.source().empty() || req.size() > kAnsweredHereBytes) {
+        return false;
+      }
+      // Nor over a large object: the version it replaces may be released on this thread (a
+      // large buffer unmapped), which would hold up the RMA of every session it serves.
+      auto info = store_->Head(req.bucket(), req.key());
+      return !info.ok() || info->size <= kAnsweredHereBytes;
     }
     case Method::kGetObject: {
       aobj::v1::GetObjectRequest req;

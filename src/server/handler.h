@@ -213,9 +213,10 @@ class RequestHandler {
 
   // Whether `method` with `body` (not yet verified) can be answered without waiting on RMA or a
   // store's I/O, so that it may run on the thread that delivered it (spec 8.9): on a store that
-  // answers from memory, a HeadObject, a PutObject whose body is inline, or a GetObject that
-  // the session takes inline, of at most kAnsweredHereBytes. Reads at most the object's size
-  // from the store; has no other effect. If it guessed wrong (the object grew), Handle refuses
+  // answers from memory, a HeadObject, a PutObject whose body is inline (and whose key holds no
+  // larger object, whose release could unmap a large buffer), or a GetObject that the session
+  // takes inline, of at most kAnsweredHereBytes. Reads at most the object's size from the
+  // store; has no other effect. If it guessed wrong (the object grew), Handle refuses
   // under CallControl::must_not_wait before any RMA.
   bool AnswersWithoutWaiting(Method method, const SessionState& s, absl::string_view body);
   static constexpr uint64_t kAnsweredHereBytes = 64 << 10;

@@ -412,6 +412,26 @@ TEST_F(HandlerCancelTest, ARequestThatMustNotWaitIsRefusedBeforeItsFirstRmaStep)
   inline_put.set_size(RequestHandler::kAnsweredHereBytes + 1);
   EXPECT_FALSE(
       handler_->AnswersWithoutWaiting(Method::kPutObject, *s, inline_put.SerializeAsString()));
+  // Nor an inline PUT over a larger object (its release may unmap a large buffer on that
+  // thread); over one of at most kAnsweredHereBytes it is.
+  inline_put.set_size(3);
+  static_assert(kObject <= RequestHandler::kAnsweredHereBytes);
+  inline_put.set_key("k");  // kObject octets
+  EXPECT_TRUE(
+      handler_->AnswersWithoutWaiting(Method::kPutObject, *s, inline_put.SerializeAsString()));
+  {
+    auto w = store_->BeginPut("bucket", "large", RequestHandler::kAnsweredHereBytes + 1, "");
+    ASSERT_TRUE(w.ok()) << w.status();
+    const std::string large(RequestHandler::kAnsweredHereBytes + 1, 'x');
+    ASSERT_TRUE((*w)->Append({reinterpret_cast<const uint8_t*>(large.data()), large.size()}).ok());
+    ObjectInfo info;
+    info.size = large.size();
+    info.etag = "\"large\"";
+    ASSERT_TRUE((*w)->Commit(info).ok());
+  }
+  inline_put.set_key("large");
+  EXPECT_FALSE(
+      handler_->AnswersWithoutWaiting(Method::kPutObject, *s, inline_put.SerializeAsString()));
 
   CallControl here;
   here.must_not_wait = true;

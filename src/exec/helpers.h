@@ -4,6 +4,7 @@
 // moves), and work that ends on its own (StartDetached: a data-channel process's request, served
 // while the process reads the next). Long-lived pools are separate and named for what they run: the
 // server's RequestScheduler (requests) and the client's AsyncPool (asynchronous operations).
+// ReusedThreads is StartDetached with its threads kept a while for the next work.
 //
 // No exception crosses these: work reports through its own results or a Status, and a thread
 // that cannot be started (std::thread's only way to say so is std::system_error, caught here and
@@ -16,10 +17,12 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <thread>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 
 namespace aobj {
 
@@ -30,6 +33,30 @@ void RunInParallel(size_t n, absl::FunctionRef<void(size_t)> fn);
 // Starts `work` on a thread of its own that nobody joins; the work must keep alive what it uses.
 // False when no thread can be started: then nothing runs, and the caller answers for the work.
 bool StartDetached(std::function<void()> work);
+
+// StartDetached on threads that are kept for the next work: an idle one takes the work when there
+// is one, else a new thread starts, and each stays `linger` after its work for more before it
+// ends (a process that serves a request per thread, such as aobj-data-worker, then pays a
+// thread's start only when more run at once than ever before; a start under its system-call
+// filter cost about as much as a small transfer). Thread-safe; the threads outlive the object
+// (they hold its state) and end within `linger` of their last work.
+class ReusedThreads {
+ public:
+  explicit ReusedThreads(absl::Duration linger);
+  ~ReusedThreads();
+  ReusedThreads(const ReusedThreads&) = delete;
+  ReusedThreads& operator=(const ReusedThreads&) = delete;
+
+  // As StartDetached: false when no thread is idle and none can be started.
+  bool Start(std::function<void()> work);
+  // Threads waiting for work now.
+  size_t idle_threads() const;
+
+ private:
+  struct State;
+  static void Serve(const std::shared_ptr<State>& state, std::function<void()> work);
+  std::shared_ptr<State> state_;
+};
 
 // One piece of work at a time on a helper thread, so that it runs while the caller does the
 // next step of a transfer. The work reports a Status, which Wait() returns.

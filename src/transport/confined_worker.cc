@@ -97,7 +97,7 @@ class Worker {
   // spec 8.9; a reader that waited here could close a cycle of full streams). Inline only when
   // no thread can be had.
   void ReplyAside(uint64_t id, absl::Status st) {
-    if (!StartDetached([this, id, st] { Reply(id, st); })) Reply(id, st);
+    if (!threads_.Start([this, id, st] { Reply(id, st); })) Reply(id, st);
   }
 
   // The server is trusted here: a malformed request is its bug, answered INTERNAL.
@@ -172,7 +172,7 @@ class Worker {
     }
     // Every other request may wait on the progress thread (or on its peer, for a bound), so
     // each runs on a thread of its own; the server has at most one request per request thread.
-    const bool started = StartDetached([this, body = std::move(body), op, id, flag] {
+    const bool started = threads_.Start([this, body = std::move(body), op, id, flag] {
       FrameReader r(body);
       uint32_t skip32;
       uint64_t skip64;
@@ -294,6 +294,9 @@ class Worker {
   std::unique_ptr<UcxContext> shm_;
   std::unique_ptr<UcxWorker> worker_;
   absl::Mutex send_mu_;
+  // The threads that serve requests and send replies aside, kept a while for the next: a thread's
+  // start under this process's system-call filter cost about as much as a small transfer.
+  ReusedThreads threads_{absl::Seconds(2)};
   absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, Buffer> buffers_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, std::shared_ptr<std::atomic<bool>>> abandoned_ ABSL_GUARDED_BY(mu_);

@@ -200,6 +200,60 @@ TEST(StartDetachedTest, RunsTheWorkOnAThreadOfItsOwnThatNobodyJoins) {
   EXPECT_NE(*ran_on, std::this_thread::get_id());
 }
 
+// A thread that finished its work takes the next (no new thread), works that overlap get a
+// thread each, and an idle thread ends after its linger.
+TEST(ReusedThreadsTest, AnIdleThreadTakesTheNextWorkAndEndsAfterItsLinger) {
+  auto threads = std::make_unique<ReusedThreads>(absl::Seconds(1));
+  auto until = [](const std::function<bool()>& what) {
+    for (int i = 0; i < 10000 && !what(); ++i) absl::SleepFor(absl::Milliseconds(1));
+    return what();
+  };
+  auto first = std::make_shared<std::thread::id>();
+  ASSERT_TRUE(threads->Start([first] { *first = std::this_thread::get_id(); }));
+  ASSERT_TRUE(until([&] { return threads->idle_threads() == 1; }));
+  auto second = std::make_shared<std::thread::id>();
+  absl::Notification ran;
+  ASSERT_TRUE(threads->Start([second, &ran] {
+    *second = std::this_thread::get_id();
+    ran.Notify();
+  }));
+  ASSERT_TRUE(ran.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(*second, *first) << "the idle thread should have taken the work";
+  EXPECT_NE(*second, std::this_thread::get_id());
+
+  // Two works that can end only while both run: one idle thread is not enough, so a second
+  // starts.
+  ASSERT_TRUE(until([&] { return threads->idle_threads() == 1; }));
+  absl::Mutex mu;
+  int running = 0;
+  auto both = [&] {
+    absl::MutexLock l(&mu);
+    ++running;
+    mu.AwaitWithTimeout(absl::Condition(
+                            +[](int* r) { return *r == 2; }, &running),
+                        absl::Seconds(30));
+  };
+  absl::Notification a_done, b_done;
+  ASSERT_TRUE(threads->Start([&] {
+    both();
+    a_done.Notify();
+  }));
+  ASSERT_TRUE(threads->Start([&] {
+    both();
+    b_done.Notify();
+  }));
+  ASSERT_TRUE(a_done.WaitForNotificationWithTimeout(absl::Seconds(40)));
+  ASSERT_TRUE(b_done.WaitForNotificationWithTimeout(absl::Seconds(40)));
+  {
+    absl::MutexLock l(&mu);
+    EXPECT_EQ(running, 2);
+  }
+  // Both linger, then end.
+  EXPECT_TRUE(until([&] { return threads->idle_threads() == 0; }))
+      << threads->idle_threads() << " threads still idle after their linger";
+  threads.reset();  // nothing left to end; must not wait
+}
+
 TEST(OverlapTest, WaitReturnsWhatTheWorkReported) {
   Overlap overlap;
   EXPECT_TRUE(overlap.Wait().ok());  // nothing ran

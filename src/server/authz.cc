@@ -130,9 +130,10 @@ absl::Status BucketAuthorizer::RecordOwner(absl::string_view bucket, absl::strin
   }
   absl::Status saved = Write(text);
   if (!saved.ok()) {
-    // Not recorded: memory says what the file says (AOBJ-SEC-016). Until now a Check could
-    // see the owner of a bucket that does not exist yet (it is created only after this returns
-    // OK, under the handler's bucket lock), which lets nothing be read or written.
+    // Not recorded: memory says what the file says (AOBJ-SEC-016). Between the update and
+    // here a Check could see this owner of a bucket that does not exist yet (it is created only
+    // after this returns OK, under the handler's bucket lock), which lets nothing be read or
+    // written.
     absl::MutexLock l(&mu_);
     if (previous.empty()) {
       owners_.erase(std::string(bucket));

@@ -264,6 +264,10 @@ struct StallCase {
   std::string alloc;            // the peer's UCX_ALLOC_PRIO (md:posix: posix segments)
 };
 
+// Printed as its name, so that the test's ctest name is stable (it carried the case's bytes,
+// heap addresses among them, and ctest's timing history could not follow it from run to run).
+void PrintTo(const StallCase& c, std::ostream* os) { *os << c.name; }
+
 class StalledPeerTest : public DeadPeerTest, public ::testing::WithParamInterface<StallCase> {};
 
 // AOBJ-OPS-008, AOBJ-DAT-157, AOBJ-DAT-158: the request fails TRANSFER_FAILED within the bound,
@@ -329,6 +333,8 @@ struct DeathCase {
   std::string alloc;      // the peer's UCX_ALLOC_PRIO (md:posix: posix segments)
 };
 
+void PrintTo(const DeathCase& c, std::ostream* os) { *os << c.name; }  // as StallCase
+
 class DyingPeerTest : public DeadPeerTest, public ::testing::WithParamInterface<DeathCase> {};
 
 // The peer is gone before its request ends: the server ends the request within its bound or by
@@ -379,6 +385,8 @@ struct OutsideCase {
   std::string window = "heap";  // heap: outside the registration; registered: inside it
   std::string want = "DESCRIPTOR_OUT_OF_BOUNDS";
 };
+
+void PrintTo(const OutsideCase& c, std::ostream* os) { *os << c.name; }  // as StallCase
 
 class OutsideWindowTest : public DeadPeerTest, public ::testing::WithParamInterface<OutsideCase> {};
 

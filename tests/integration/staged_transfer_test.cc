@@ -249,6 +249,7 @@ TEST(ReusedThreadsTest, AnIdleThreadTakesTheNextWorkAndEndsAfterItsLinger) {
     EXPECT_EQ(running, 2);
   }
   // Both linger, then end.
+  ASSERT_TRUE(until([&] { return threads->idle_threads() == 2; }));
   EXPECT_TRUE(until([&] { return threads->idle_threads() == 0; }))
       << threads->idle_threads() << " threads still idle after their linger";
   threads.reset();  // nothing left to end; must not wait

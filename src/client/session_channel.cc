@@ -436,15 +436,23 @@ bool SessionChannel::FastCall(Method method, const std::string& body, const Requ
   auto frame = EncodeFastRequest(req);
   if (!frame.ok()) return false;
   auto waiter = std::make_shared<FastWaiter>();
+  bool alone = false;  // no other fast request of this client is waiting
   {
     absl::MutexLock l(&fast_mu_);
     fast_waiters_[auth.nonce_hex] = waiter;
+    alone = fast_waiters_.size() == 1;
   }
   absl::Status sent = MakeError(ErrorCode::kDataChannelUnavailable, "no data channel");
+  // A request alone receives its reply on this thread (UcxWorker::DriveTicket: one wake-up less
+  // each way); with others waiting, the progress thread delivers every reply, which keeps many
+  // in flight cheaper than leaders taking turns. The ticket is taken while worker_ is known
+  // alive; the worker's destruction waits for it.
+  UcxWorker::DriveTicket driver;
   {
     absl::MutexLock l(&mu_);
     if (worker_ != nullptr && !data_channel_lost_) {
       sent = worker_->SendMessage(fast_ep_, kFastRequestAmId, std::move(*frame));
+      if (sent.ok() && alone) driver = worker_->EnterDrive();
     }
   }
   if (!sent.ok()) {
@@ -457,8 +465,13 @@ bool SessionChannel::FastCall(Method method, const std::string& body, const Requ
   const absl::Time until = absl::Now() + timeout;
   bool answered = false;
   bool connection_lost = false;
-  while (!(answered = waiter->done.WaitForNotificationWithTimeout(
-               std::min(until - absl::Now(), kFastWatchInterval)))) {
+  const auto replied = [&waiter] { return waiter->done.HasBeenNotified(); };
+  for (;;) {
+    const absl::Time slice = std::min(until, absl::Now() + kFastWatchInterval);
+    if ((answered = driver.Drive(replied, slice) ||
+                    waiter->done.WaitForNotificationWithTimeout(slice - absl::Now()))) {
+      break;
+    }
     if (absl::Now() >= until) break;
     if (control_->GetState(false) != GRPC_CHANNEL_READY) {
       connection_lost = true;

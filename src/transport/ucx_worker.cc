@@ -27,7 +27,8 @@ absl::Status MakeWorker(const UcxContext& context, WorkerPtr* worker, std::strin
                         int* efd, absl::Status* refusal) {
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  params.thread_mode = UCS_THREAD_MODE_SINGLE;  // only the progress thread touches it
+  // One thread at a time, under UcxWorker::progress_mu_ (mostly the progress thread).
+  params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
   ucp_worker_h raw = nullptr;
   ucs_status_t st = ucp_worker_create(context.get(), &params, &raw);
   if (st != UCS_OK) {
@@ -72,9 +73,11 @@ absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(const UcxContext& c
   }
   int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
   int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (epoll_fd < 0 || wake_fd < 0) {
-    if (epoll_fd >= 0) close(epoll_fd);
-    if (wake_fd >= 0) close(wake_fd);
+  int stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd < 0 || wake_fd < 0 || stop_fd < 0) {
+    for (int fd : {epoll_fd, wake_fd, stop_fd}) {
+      if (fd >= 0) close(fd);
+    }
     return MakeError(ErrorCode::kInternal, absl::StrCat("epoll/eventfd: ", strerror(errno)));
   }
   for (int fd : {worker_fd, shm_fd, wake_fd}) {
@@ -89,6 +92,11 @@ absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(const UcxContext& c
       epoll_fd, wake_fd, std::move(name), std::move(address), std::move(shm_address)));
   w->context_ = &context;
   w->peer_rma_refusal_ = std::move(refusal);
+  w->worker_fd_ = worker_fd;
+  w->stop_fd_ = stop_fd;
+  // A server's worker has more workers beside it to progress (shared memory, messages, the
+  // sessions' emulation workers): only the progress thread sleeps on all of them.
+  w->drivable_ = !context.serves_peers() && shm_lane == nullptr;
   const absl::Status handler = w->SetChallengeHandler();
   // The thread starts either way: stopping it is what destroys the workers.
   w->thread_ = std::thread([p = w.get()] { p->Loop(); });
@@ -112,14 +120,109 @@ UcxWorker::UcxWorker(WorkerPtr worker, WorkerPtr shm_worker, ucp_context_h shm_c
       shm_address_(std::move(shm_address)) {}
 
 UcxWorker::~UcxWorker() {
+  // Drivers first: they see stop_fd_ and leave, their tickets end with their calls, and no new
+  // ticket is given; only then may the progress thread tear the workers down.
+  stop_requested_.store(true);
+  uint64_t one = 1;
+  ssize_t r = write(stop_fd_, &one, sizeof(one));
+  (void)r;
   {
     absl::MutexLock l(&mu_);
+    mu_.Await(absl::Condition(
+        +[](size_t* tickets) { return *tickets == 0; }, &drive_tickets_));
     stopping_ = true;
   }
   Wake();
   thread_.join();
   close(epoll_fd_);
   close(wake_fd_);
+  close(stop_fd_);
+}
+
+UcxWorker::DriveTicket UcxWorker::EnterDrive() {
+  if (!drivable_) return DriveTicket();
+  absl::MutexLock l(&mu_);
+  if (stopping_ || stop_requested_.load()) return DriveTicket();
+  ++drive_tickets_;
+  return DriveTicket(this);
+}
+
+UcxWorker::DriveTicket::~DriveTicket() { Release(); }
+
+void UcxWorker::DriveTicket::Release() {
+  if (worker_ == nullptr) return;
+  absl::MutexLock l(&worker_->mu_);
+  --worker_->drive_tickets_;
+  worker_ = nullptr;
+}
+
+bool UcxWorker::DriveTicket::Drive(const std::function<bool()>& done, absl::Time until) {
+  if (worker_ == nullptr) return done();
+  if (worker_->DriveUntil(done, until)) return true;
+  // Whatever made it give up (another leader, work for the progress thread, the worker
+  // stopping, time), the caller waits as it would have: the ticket goes now, so that a
+  // destruction never waits on a caller that is not driving.
+  Release();
+  return done();
+}
+
+bool UcxWorker::DriveUntil(const std::function<bool()>& done, absl::Time until) {
+  if (stop_requested_.load() || spin_->load(std::memory_order_relaxed) > 0) return done();
+  if (!progress_mu_.TryLock()) return done();  // the progress thread is at work: it delivers
+  if (leader_ || worker_ == nullptr) {
+    progress_mu_.Unlock();
+    return done();
+  }
+  leader_ = true;
+  led_since_sleep_ = true;
+  // The progress thread no longer wakes for this worker's events: this thread does.
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, worker_fd_, nullptr);
+  bool finished = false;
+  for (;;) {
+    while (!(finished = done()) && ucp_worker_progress(worker_.get()) != 0) {
+    }
+    if (finished || (finished = done())) break;
+    // A peer's failure and emulated windows (the spin counter) are the progress thread's.
+    if (!peer_errors_.empty() || stop_requested_.load() ||
+        spin_->load(std::memory_order_relaxed) > 0) {
+      break;
+    }
+    const absl::Duration left = until - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    if (ucp_worker_arm(worker_.get()) == UCS_ERR_BUSY) continue;
+    // Asleep on the worker's fd, without the lock: the progress thread runs commands meanwhile
+    // (and yields the lead by its wake fd: a queued command may need this worker progressed).
+    progress_mu_.Unlock();
+    pollfd p[3] = {{worker_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    const int n =
+        poll(p, 3,
+             static_cast<int>(std::clamp<int64_t>(
+                 absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))), 1, 1000)));
+    progress_mu_.Lock();
+    if (n > 0 && (p[1].revents != 0 || p[2].revents != 0)) {
+      while (!(finished = done()) && ucp_worker_progress(worker_.get()) != 0) {
+      }
+      break;
+    }
+  }
+  // What arrived behind the reply is progressed here, so that the worker can be armed for the
+  // progress thread without waking it.
+  bool busy = true;
+  for (int i = 0; i < 4 && busy; ++i) {
+    while (ucp_worker_progress(worker_.get()) != 0) {
+    }
+    busy = ucp_worker_arm(worker_.get()) == UCS_ERR_BUSY;
+  }
+  leader_ = false;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = worker_fd_;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, worker_fd_, &ev);
+  // Armed, or the progress thread looks: nothing that arrives goes unprogressed.
+  const bool wake = !peer_errors_.empty() || !challenge_sends_.empty() || busy;
+  progress_mu_.Unlock();
+  if (wake) Wake();
+  return finished;
 }
 
 void UcxWorker::BeginShutdown(absl::Duration grace) {
@@ -240,7 +343,8 @@ void UcxWorker::Sleep(int timeout_ms) {
   // after a peer's endpoint failed: a keepalive timer fd that stays readable).
   int fds = spurious_wakeups_ >= 3 ? 0 : 1;
   if (fds != 0) {
-    for (ucp_worker_h w : {worker_.get(), shm_worker_.get(), msg_worker_.get()}) {
+    for (ucp_worker_h w :
+         {leader_ ? nullptr : worker_.get(), shm_worker_.get(), msg_worker_.get()}) {
       if (w != nullptr && ucp_worker_arm(w) == UCS_ERR_BUSY) {
         awaiting_progress_ = true;
         return;
@@ -256,6 +360,8 @@ void UcxWorker::Sleep(int timeout_ms) {
     timeout_ms = 10;
   }
   epoll_event events[8];
+  led_since_sleep_ = false;
+  progress_mu_.Unlock();  // a thread that finds it free may send or drive meanwhile
   int n = fds != 0 ? epoll_wait(epoll_fd_, events, 8, timeout_ms) : 0;
   if (fds == 0) {
     pollfd p{wake_fd_, POLLIN, 0};
@@ -264,6 +370,7 @@ void UcxWorker::Sleep(int timeout_ms) {
       events[0].data.fd = wake_fd_;
     }
   }
+  progress_mu_.Lock();
   bool woken_by_ucx = false;
   for (int i = 0; i < n; ++i) {
     if (events[i].data.fd == wake_fd_) {
@@ -274,10 +381,12 @@ void UcxWorker::Sleep(int timeout_ms) {
       woken_by_ucx = true;
     }
   }
-  awaiting_progress_ = woken_by_ucx;
+  // A driver that led meanwhile may have progressed what woke this thread: not spurious.
+  awaiting_progress_ = woken_by_ucx && !led_since_sleep_;
 }
 
 void UcxWorker::Loop() {
+  progress_mu_.Lock();
   absl::Time last_progress = absl::Now();
   for (;;) {
     std::deque<std::shared_ptr<Command>> cmds;
@@ -336,7 +445,8 @@ void UcxWorker::Loop() {
       }
     }
 
-    unsigned progressed = ucp_worker_progress(worker_.get());
+    // While a thread drives worker_, it alone progresses it (DriveUntil).
+    unsigned progressed = leader_ ? 0 : ucp_worker_progress(worker_.get());
     if (shm_worker_ != nullptr) progressed += ucp_worker_progress(shm_worker_.get());
     if (msg_worker_ != nullptr) progressed += ucp_worker_progress(msg_worker_.get());
     for (ucp_worker_h w : emulation_workers_) progressed += ucp_worker_progress(w);
@@ -371,6 +481,7 @@ void UcxWorker::Loop() {
     Sleep(poll_closes ? 10 : -1);
   }
   TearDown();
+  progress_mu_.Unlock();
 }
 
 bool UcxWorker::ReapRequests(absl::Time now) {

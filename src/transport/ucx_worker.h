@@ -1,11 +1,13 @@
 // A UCP worker (two on the server) and the one progress thread that owns it.
 //
 // Spec: "Transport binding 1: UCX", "Data movement", "Data-channel failure model" (13.7). Every UCX
-// call on the workers, their endpoints and their rkeys happens on the progress thread; other
-// threads hand it commands and wait for their results. The thread spins on ucp_worker_progress
-// only while operations make progress and otherwise sleeps on the workers' event fds
-// (ucp_worker_arm + epoll, spec 13.5), with a short timer while operations are outstanding, so
-// neither an idle server nor one waiting on a stalled peer burns a core.
+// call on the workers, their endpoints and their rkeys happens under one lock, which the progress
+// thread holds except while it sleeps; other threads hand it commands and wait for their results,
+// except that a thread that finds it asleep sends an active message itself, and a client's
+// caller may progress the worker itself while it waits for a fast-path reply (DriveTicket). The
+// thread spins on ucp_worker_progress only while operations make progress and otherwise sleeps on
+// the workers' event fds (ucp_worker_arm + epoll, spec 13.5), with a short timer while operations
+// are outstanding, so neither an idle server nor one waiting on a stalled peer burns a core.
 //
 // Server side: Connect() creates a session's endpoints to a client's worker address: one in error
 // mode PEER on the main worker (network lanes, keepalive, force-closable) and, where the server
@@ -40,6 +42,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -118,13 +121,48 @@ class UcxWorker {
   using FailureHandler = std::function<void(const absl::Status& why)>;
   absl::StatusOr<uint64_t> ConnectForMessages(absl::string_view peer_address,
                                               FailureHandler on_failure = nullptr);
-  // Queues one active message (eager) on `endpoint`, on its shared-memory lane when it has one,
-  // and returns without waiting for it to leave. DATA_CHANNEL_UNAVAILABLE when the worker stops;
-  // a message for an endpoint that is unknown, failed or (server side) not yet bound by the
-  // proof of AOBJ-SES-026 is dropped on the progress thread (AOBJ-DAT-168) and counted in
-  // messages_dropped().
+  // Sends one active message (eager) on `endpoint`, on its shared-memory lane when it has one,
+  // and returns without waiting for it to leave: from the calling thread when the progress
+  // thread is asleep and has nothing queued (no wake-up of it), otherwise queued for it.
+  // DATA_CHANNEL_UNAVAILABLE when the worker stops; a message for an endpoint that is unknown,
+  // failed or (server side) not yet bound by the proof of AOBJ-SES-026 is dropped
+  // (AOBJ-DAT-168) and counted in messages_dropped().
   absl::Status SendMessage(uint64_t endpoint, uint16_t am_id, std::string payload);
   uint64_t messages_dropped() const { return messages_dropped_.load(); }
+
+  // Client side: the calling thread progresses the worker itself while it waits for something
+  // a message handler will do (a fast-path reply), instead of the progress thread receiving
+  // the message and then waking the caller: one wake-up instead of two. A ticket is taken
+  // while the caller still knows the worker alive (under the lock that guards its owner's
+  // pointer); the worker's destruction waits for every ticket, and ends their Drive calls.
+  class DriveTicket {
+   public:
+    DriveTicket() = default;
+    DriveTicket(DriveTicket&& o) noexcept : worker_(std::exchange(o.worker_, nullptr)) {}
+    DriveTicket& operator=(DriveTicket&& o) noexcept {
+      if (this != &o) {
+        Release();
+        worker_ = std::exchange(o.worker_, nullptr);
+      }
+      return *this;
+    }
+    ~DriveTicket();
+    explicit operator bool() const { return worker_ != nullptr; }
+    // Progresses the worker until `done()` holds (true) or `until` passes, the worker stops,
+    // another thread leads already, the progress thread has work or a peer failed (false, and
+    // the ticket is spent: the caller waits as it would have). Sleeps on the worker's event fd,
+    // never spins. An empty ticket returns done().
+    bool Drive(const std::function<bool()>& done, absl::Time until);
+
+   private:
+    friend class UcxWorker;
+    explicit DriveTicket(UcxWorker* w) : worker_(w) {}
+    void Release();
+    UcxWorker* worker_ = nullptr;
+  };
+  // An empty ticket where the worker cannot be driven (a server's, with more than one worker
+  // to progress) or is stopping.
+  DriveTicket EnterDrive();
 
   // The protection of an endpoint's lanes, read from UCX's own description of the endpoint.
   absl::StatusOr<Protection> GetProtection(uint64_t endpoint);
@@ -229,9 +267,12 @@ class UcxWorker {
   void DoSetHandler(Command& cmd);
   void DoConnectOut(Command& cmd);
   void DoMessageWorker(Command& cmd);
-  void DoSend(Command& cmd);
-  // Sleeps on the event fds, at most `timeout_ms` (-1: until an event).
-  void Sleep(int timeout_ms);
+  void DoSend(Command& cmd) ABSL_EXCLUSIVE_LOCKS_REQUIRED(progress_mu_);
+  // Sleeps on the event fds, at most `timeout_ms` (-1: until an event), with progress_mu_
+  // released while it blocks.
+  void Sleep(int timeout_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(progress_mu_);
+  // DriveTicket::Drive's work.
+  bool DriveUntil(const std::function<bool()>& done, absl::Time until);
 
   // Queues `cmd` for the progress thread and waits for it, polling `abandoned` (if set) every
   // 20 ms and lowering the command's deadline to kAbandonGrace from when it turns true.
@@ -268,6 +309,20 @@ class UcxWorker {
   absl::Mutex mu_;
   std::deque<std::shared_ptr<Command>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  size_t drive_tickets_ ABSL_GUARDED_BY(mu_) = 0;
+
+  // The right to call UCX on these workers (they are UCS_THREAD_MODE_SERIALIZED): the progress
+  // thread holds it except while it sleeps; another thread takes it only when free (TryLock) for
+  // a direct send or to drive. The progress-thread state below is touched only under it.
+  absl::Mutex progress_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  // A thread drives the worker (DriveUntil): the progress thread neither progresses nor arms
+  // worker_ then, and its fd is out of the progress thread's epoll set.
+  bool leader_ ABSL_GUARDED_BY(progress_mu_) = false;
+  bool led_since_sleep_ ABSL_GUARDED_BY(progress_mu_) = false;  // a driver led since Sleep began
+  bool drivable_ = false;  // a client's: worker_ alone, no shared-memory or message worker
+  int worker_fd_ = -1;     // worker_'s event fd
+  int stop_fd_ = -1;       // written once by the destructor; drivers watch it
+  std::atomic<bool> stop_requested_{false};
 
   // Progress-thread state (touched only by thread_).
   absl::flat_hash_map<uint64_t, EndpointState> endpoints_;
